@@ -1,0 +1,59 @@
+import {Command, Errors} from '@oclif/core'
+
+import {LocalpuppetError} from './lib/errors.js'
+import {ExitCode, type ExitCodeRow, renderExitCodes} from './lib/exit-codes.js'
+
+/**
+ * Every command's error handling: a LocalpuppetError is one line on stderr (or an
+ * `{error}` object with --json) and its own exit code; a flag or argument oclif cannot
+ * parse is 64; anything else is a bug: the stack, and 70.
+ */
+export abstract class BaseCommand extends Command {
+  static override enableJsonFlag = true
+
+  /** Arguments after a literal `--`, kept away from oclif's parser. */
+  protected passThrough: string[] = []
+
+  /** Splits `-- ARGS` off before parsing, so they reach puppet untouched. */
+  protected splitPassThrough(): void {
+    const index = this.argv.indexOf('--')
+    if (index === -1) return
+    this.passThrough = this.argv.slice(index + 1)
+    this.argv = this.argv.slice(0, index)
+  }
+
+  protected override async catch(error: Error & {exitCode?: number}): Promise<never> {
+    if (error instanceof Errors.ExitError) throw error
+    const known = toLocalpuppetError(error)
+    if (known) {
+      if (this.jsonEnabled()) {
+        this.logJson({error: known.toJSON()})
+      } else {
+        process.stderr.write(`localpuppet: ${known.message}\n`)
+        for (const hint of known.suggestions) process.stderr.write(`  hint: ${hint}\n`)
+      }
+
+      return this.exit(known.exitCode) as never
+    }
+
+    process.stderr.write(`localpuppet: internal error (a bug; please report it with this trace)\n${error.stack ?? error}\n`)
+    if (this.jsonEnabled()) this.logJson({error: {code: 'internal', exitCode: ExitCode.internal, message: error.message}})
+    return this.exit(ExitCode.internal) as never
+  }
+}
+
+function toLocalpuppetError(error: Error): LocalpuppetError | null {
+  if (error instanceof LocalpuppetError) return error
+  // oclif's parser errors (unknown flag, bad value, extra argument): usage, 64.
+  if ('parse' in error || error.constructor.name.endsWith('FlagValidationError')) {
+    const message = error.message.split('\n')[0]
+    return new LocalpuppetError('usage', ExitCode.usage, message, ['see --help'])
+  }
+
+  return null
+}
+
+/** A command description followed by its exit codes, from the one table. */
+export function describeWithExitCodes(description: string, rows: ExitCodeRow[]): string {
+  return `${description}\n\nEXIT CODES\n${renderExitCodes(rows, '  ')}`
+}

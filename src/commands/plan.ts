@@ -1,0 +1,44 @@
+import {Args} from '@oclif/core'
+
+import {BaseCommand, describeWithExitCodes} from '../base-command.js'
+import {runFlags} from '../flags.js'
+import {DEFAULT_INPUT} from '../lib/defaults.js'
+import {APPLY_EXIT_CODES} from '../lib/exit-codes.js'
+import type {RunPlan} from '../lib/run/run-plan.js'
+
+export default class Plan extends BaseCommand {
+  static override summary = 'Show what apply would run: the release, modulepath, ENC document and puppet command. Runs nothing.'
+  static override description = describeWithExitCodes(
+    'Builds exactly the plan `apply` executes and prints it: the resolved release, the real modulepath, the ENC document ' +
+      'Puppet will receive and the exact puppet command. Creates no run record and starts nothing; `<run-id>` stands ' +
+      'where apply puts the new run\'s id. Exit codes are those of apply before it starts puppet.',
+    APPLY_EXIT_CODES.filter((row) => typeof row.code === 'number' && row.code !== 1 && row.code < 70 && row.code !== 69),
+  )
+
+  static override examples = ['<%= config.bin %> plan', '<%= config.bin %> plan input.yaml --module-dir ./modules --json']
+
+  static override args = {
+    input: Args.string({description: 'the input YAML (ENC document plus app); - reads standard input', default: DEFAULT_INPUT}),
+  }
+
+  static override flags = runFlags
+
+  async run(): Promise<RunPlan> {
+    this.splitPassThrough()
+    const {args, flags} = await this.parse(Plan)
+    const [{readNodeInput}, {buildRunPlan, parseFacts}, {toPlanOptions}] = await Promise.all([
+      import('../lib/input/read-input.js'),
+      import('../lib/run/run-plan.js'),
+      import('../run-options.js'),
+    ])
+    const facts = parseFacts(flags.fact ?? [])
+    const input = await readNodeInput(args.input)
+    const plan = await buildRunPlan(input, toPlanOptions(flags, this.passThrough, facts, Boolean(process.stdout.isTTY) && !this.jsonEnabled()))
+    if (!this.jsonEnabled()) {
+      const {renderPlan} = await import('../render/plan-text.js')
+      this.log(renderPlan(plan))
+    }
+
+    return plan
+  }
+}

@@ -1,0 +1,121 @@
+import {ExitCode} from './exit-codes.js'
+
+/**
+ * Every failure localpuppet expects carries a stable `code`, the process exit code and a
+ * one-line message. Anything that is not a LocalpuppetError is a bug (exit 70).
+ */
+export class LocalpuppetError extends Error {
+  readonly code: string
+  readonly exitCode: number
+  readonly suggestions: string[]
+
+  constructor(code: string, exitCode: number, message: string, suggestions: string[] = []) {
+    super(message)
+    this.name = new.target.name
+    this.code = code
+    this.exitCode = exitCode
+    this.suggestions = suggestions
+  }
+
+  toJSON(): {code: string; exitCode: number; message: string; suggestions?: string[]} {
+    return {
+      code: this.code,
+      exitCode: this.exitCode,
+      message: this.message,
+      ...(this.suggestions.length > 0 ? {suggestions: this.suggestions} : {}),
+    }
+  }
+}
+
+/** A flag or argument the command cannot use (64). */
+export class UsageError extends LocalpuppetError {
+  constructor(message: string, suggestions: string[] = []) {
+    super('usage', ExitCode.usage, message, suggestions)
+  }
+}
+
+/** Input YAML or schema is wrong (65). */
+export class InputError extends LocalpuppetError {
+  constructor(message: string, suggestions: string[] = []) {
+    super('invalid-input', ExitCode.invalid, message, suggestions)
+  }
+}
+
+/** A release reference, manifest.yaml or modulepath is wrong (65). */
+export class ReleaseError extends LocalpuppetError {
+  constructor(message: string, suggestions: string[] = []) {
+    super('invalid-release', ExitCode.invalid, message, suggestions)
+  }
+}
+
+/** A tagged release depends on something mutable (65). */
+export class ImmutabilityError extends LocalpuppetError {
+  constructor(message: string, suggestions: string[] = []) {
+    super('mutable-dependency', ExitCode.invalid, message, suggestions)
+  }
+}
+
+/** A path leaves the module directory once symlinks are followed (65). */
+export class PathEscapeError extends LocalpuppetError {
+  constructor(message: string) {
+    super('path-escape', ExitCode.invalid, message)
+  }
+}
+
+/** A file, directory, release or run that is not there (66). */
+export class NotFoundError extends LocalpuppetError {
+  constructor(message: string, suggestions: string[] = []) {
+    super('not-found', ExitCode.notFound, message, suggestions)
+  }
+}
+
+/** Puppet cannot be started (69). */
+export class PuppetUnavailableError extends LocalpuppetError {
+  constructor(message: string, suggestions: string[] = []) {
+    super('puppet-unavailable', ExitCode.unavailable, message, suggestions)
+  }
+}
+
+/** Another run holds the state directory's lock (73). */
+export class LockHeldError extends LocalpuppetError {
+  readonly holder: {pid: number; runId: string | null}
+
+  constructor(message: string, holder: {pid: number; runId: string | null}) {
+    super('locked', ExitCode.locked, message)
+    this.holder = holder
+  }
+}
+
+/** The run exceeded --timeout (75). */
+export class TimeoutError extends LocalpuppetError {
+  constructor(message: string) {
+    super('timeout', ExitCode.tempFail, message)
+  }
+}
+
+/** The run was stopped by a signal (130 for SIGINT, 143 for SIGTERM). */
+export class InterruptedError extends LocalpuppetError {
+  readonly signal: NodeJS.Signals
+
+  constructor(signal: NodeJS.Signals) {
+    super('interrupted', signal === 'SIGINT' ? ExitCode.sigint : ExitCode.sigterm, `interrupted by ${signal}`)
+    this.signal = signal
+  }
+}
+
+/** The run is still going (75): `status` of a running run. */
+export class StillRunningError extends LocalpuppetError {
+  constructor(message: string) {
+    super('running', ExitCode.tempFail, message)
+  }
+}
+
+/** Wraps a Node system error (ENOENT, EACCES, ...) on a named path into a one-line error. */
+export function describeFsError(error: unknown, what: string): LocalpuppetError {
+  const code = (error as NodeJS.ErrnoException)?.code
+  if (code === 'ENOENT' || code === 'ENOTDIR') return new NotFoundError(`${what}: not found`)
+  if (code === 'EACCES' || code === 'EPERM') return new NotFoundError(`${what}: permission denied`)
+  if (code === 'EISDIR') return new InputError(`${what}: is a directory, expected a file`)
+  if (code === 'ELOOP') return new PathEscapeError(`${what}: too many levels of symbolic links`)
+  throw error
+}

@@ -1,0 +1,51 @@
+/**
+ * The one table of exit codes. `--help` and the README render it; errors take their
+ * codes from it so the two can never disagree.
+ */
+export const ExitCode = {
+  ok: 0,
+  failed: 1,
+  usage: 64,
+  invalid: 65,
+  notFound: 66,
+  unavailable: 69,
+  internal: 70,
+  locked: 73,
+  tempFail: 75,
+  sigint: 130,
+  sigterm: 143,
+} as const
+
+export type ExitCodeValue = (typeof ExitCode)[keyof typeof ExitCode]
+
+export interface ExitCodeRow {
+  code: number | string
+  meaning: string
+}
+
+export const APPLY_EXIT_CODES: ExitCodeRow[] = [
+  {code: 0, meaning: 'success, with or without changes'},
+  {code: 1, meaning: 'Puppet reported failures or the catalog did not compile'},
+  {code: '0/2/4/6/1', meaning: "with --detailed-exitcodes: Puppet's own codes (2 changes, 4 failures, 6 both)"},
+  {code: 64, meaning: 'usage error (unknown flag, bad flag value)'},
+  {code: 65, meaning: 'invalid input or release: YAML, schema, reference, immutability, path escape'},
+  {code: 66, meaning: 'input file, module directory or release not found (or a range nothing satisfies)'},
+  {code: 69, meaning: 'puppet is not available'},
+  {code: 70, meaning: 'internal error (a bug: please report it with the stack trace)'},
+  {code: 73, meaning: 'another run holds the lock'},
+  {code: 75, meaning: 'the run timed out (--timeout)'},
+  {code: '130/143', meaning: 'interrupted by SIGINT/SIGTERM'},
+]
+
+export const STATUS_EXIT_CODES: ExitCodeRow[] = [
+  {code: 0, meaning: 'the run succeeded'},
+  {code: 1, meaning: 'the run failed, errored or was interrupted'},
+  {code: 66, meaning: 'no such run, or no runs yet'},
+  {code: 75, meaning: 'the run is still running'},
+]
+
+/** Renders a table of exit codes as aligned plain text, for --help and the README. */
+export function renderExitCodes(rows: ExitCodeRow[], indent = ''): string {
+  const width = Math.max(...rows.map((row) => String(row.code).length))
+  return rows.map((row) => `${indent}${String(row.code).padEnd(width)}  ${row.meaning}`).join('\n')
+}

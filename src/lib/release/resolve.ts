@@ -1,0 +1,201 @@
+import {readdir, realpath, stat} from 'node:fs/promises'
+import {join, sep} from 'node:path'
+
+import {ImmutabilityError, NotFoundError, PathEscapeError, ReleaseError, describeFsError} from '../errors.js'
+import {MANIFEST_FILE, readReleaseManifest} from './release-manifest.js'
+import {maxSatisfyingTag, parseReleaseRef, releasePath, sortTagsNewestFirst, type ReleaseRef} from './release-ref.js'
+
+/** One release on a resolved modulepath. */
+export interface ResolvedRelease {
+  /** The reference as written (`foo@^1.2`, `app/foo/trunk`). */
+  ref: string
+  /** The release it resolved to, relative to the module directory (`foo/tags/1.4.0`). */
+  release: string
+  app: string
+  kind: 'trunk' | 'branch' | 'tag'
+  /** Trunk, branch, or a tag chosen by a semver range: what it names can change. */
+  mutable: boolean
+  /** The real absolute path of the release root. */
+  path: string
+  /** The manifest entry that named it (`foo/tags/1.4.0/manifest.yaml:2: modulepath[0]`), or null for the app. */
+  requiredBy: string | null
+}
+
+export interface Resolution {
+  /** The real path of the module directory. */
+  moduleDir: string
+  /** The app first, then every further release, depth first, without duplicates. */
+  modulepath: ResolvedRelease[]
+  /** Mutable entries that --allow-mutable let through in a tagged release. */
+  mutableEntries: ResolvedRelease[]
+  warnings: string[]
+}
+
+export interface ResolveOptions {
+  allowMutable?: boolean
+}
+
+/**
+ * Resolves a release reference and everything its manifests name into a modulepath.
+ * Reads the filesystem, writes nothing. Refuses (65) cycles, paths that leave the module
+ * directory, and mutable entries under a tagged release unless allowMutable; a missing
+ * release or a range nothing satisfies is 66.
+ */
+export async function resolveRelease(moduleDir: string, ref: ReleaseRef | string, options: ResolveOptions = {}): Promise<Resolution> {
+  const root = await realModuleDir(moduleDir)
+  const resolver = new Resolver(root)
+  const appRef = typeof ref === 'string' ? parseReleaseRef(ref) : ref
+  const app = await resolver.resolveRef(appRef, null)
+  const modulepath: ResolvedRelease[] = []
+  const mutableEntries: ResolvedRelease[] = []
+  const seen = new Set<string>()
+  const stack: ResolvedRelease[] = []
+  const immutable = app.kind === 'tag'
+
+  const visit = async (release: ResolvedRelease): Promise<void> => {
+    const onStack = stack.findIndex((entry) => entry.path === release.path)
+    if (onStack !== -1) {
+      const chain = [...stack.slice(onStack), release].map((entry) => entry.release).join(' -> ')
+      throw new ReleaseError(`${release.requiredBy}: ${JSON.stringify(release.ref)} makes a modulepath cycle: ${chain}`)
+    }
+
+    if (seen.has(release.path)) return
+    seen.add(release.path)
+    modulepath.push(release)
+    if (immutable && release.mutable && release.requiredBy !== null) {
+      if (!options.allowMutable) {
+        throw new ImmutabilityError(
+          `${release.requiredBy}: ${JSON.stringify(release.ref)} is mutable (${release.kind === 'tag' ? 'a semver range' : release.kind}); ` +
+            `a tagged release may depend only on exact tags such as ${release.app}/tags/${release.kind === 'tag' ? release.release.split('/').pop() : '1.0.0'}`,
+          ['pin the dependency to an exact tag, or pass --allow-mutable to run it anyway (recorded in the run record)'],
+        )
+      }
+
+      mutableEntries.push(release)
+    }
+
+    stack.push(release)
+    const label = `${release.release}/${MANIFEST_FILE}`
+    const manifestPath = await resolver.insidePath(join(release.path, MANIFEST_FILE), label, true)
+    const entries = manifestPath === null ? [] : await readReleaseManifest(manifestPath, label)
+    for (const entry of entries) {
+      const dependency = await resolver.resolveRef(parseReleaseRef(entry.text, entry.where), entry.where)
+      await visit(dependency)
+    }
+
+    stack.pop()
+  }
+
+  await visit(app)
+  return {moduleDir: root, modulepath, mutableEntries, warnings: duplicateAppWarnings(modulepath)}
+}
+
+/** The real path of the module directory; 66 when it is missing or not a directory. */
+export async function realModuleDir(moduleDir: string): Promise<string> {
+  let root: string
+  try {
+    root = await realpath(moduleDir)
+  } catch (error) {
+    throw describeFsError(error, `module directory ${moduleDir}`)
+  }
+
+  if (!(await stat(root)).isDirectory()) throw new NotFoundError(`module directory ${moduleDir}: not a directory`)
+  if (root.includes(':')) throw new ReleaseError(`module directory ${root}: contains ':', which Puppet's modulepath cannot hold`)
+  return root
+}
+
+class Resolver {
+  private readonly tagCache = new Map<string, string[]>()
+
+  constructor(private readonly root: string) {}
+
+  async resolveRef(ref: ReleaseRef, requiredBy: string | null): Promise<ResolvedRelease> {
+    const by = requiredBy ? ` (${requiredBy})` : ''
+    if (ref.kind === 'range') {
+      const tags = await this.tags(ref.app, ref.text, by)
+      const exact = tags.includes(ref.range)
+      const tag = exact ? ref.range : maxSatisfyingTag(tags, ref.range)
+      if (tag === undefined) {
+        const shown = tags.length > 0 ? `; tags: ${sortTagsNewestFirst(tags).slice(0, 10).join(', ')}${tags.length > 10 ? ', ...' : ''}` : ''
+        throw new NotFoundError(`release ${ref.text}${by}: no tag of ${ref.app} satisfies ${JSON.stringify(ref.range)}${shown}`)
+      }
+
+      return this.release(ref.text, {app: ref.app, kind: 'tag', tag}, !exact, requiredBy)
+    }
+
+    return this.release(ref.text, ref, ref.kind !== 'tag', requiredBy)
+  }
+
+  /**
+   * The real path of `path` if it exists and stays inside the module directory; with
+   * `optional`, null when it does not exist.
+   */
+  async insidePath(path: string, label: string, optional = false): Promise<string | null> {
+    let real: string
+    try {
+      real = await realpath(path)
+    } catch (error) {
+      const code = (error as NodeJS.ErrnoException).code
+      if (optional && (code === 'ENOENT' || code === 'ENOTDIR')) return null
+      throw describeFsError(error, label)
+    }
+
+    if (real !== this.root && !real.startsWith(this.root + sep)) {
+      throw new PathEscapeError(`${label}: resolves to ${real}, outside the module directory ${this.root}`)
+    }
+
+    if (real.includes(':')) throw new ReleaseError(`${label}: path ${real} contains ':', which Puppet's modulepath cannot hold`)
+    return real
+  }
+
+  private async release(
+    text: string,
+    ref: {app: string; kind: 'trunk' | 'branch' | 'tag'; tag?: string; branch?: string},
+    mutable: boolean,
+    requiredBy: string | null,
+  ): Promise<ResolvedRelease> {
+    const release = releasePath(ref)
+    const by = requiredBy ? ` (${requiredBy})` : ''
+    const path = await this.insidePath(join(this.root, release), `release ${release}${by}`, true)
+    if (path === null) {
+      const suggestions = await this.suggest(ref.app)
+      throw new NotFoundError(`release ${text}${by}: ${release} not found in ${this.root}`, suggestions)
+    }
+
+    if (!(await stat(path)).isDirectory()) throw new ReleaseError(`release ${release}${by}: not a directory`)
+    return {ref: text, release, app: ref.app, kind: ref.kind, mutable, path, requiredBy}
+  }
+
+  private async tags(app: string, text: string, by: string): Promise<string[]> {
+    const cached = this.tagCache.get(app)
+    if (cached) return cached
+    const dir = await this.insidePath(join(this.root, app, 'tags'), `release ${text}${by}`, true)
+    if (dir === null) throw new NotFoundError(`release ${text}${by}: ${app} has no tags in ${this.root}`, await this.suggest(app))
+    const entries = await readdir(dir, {withFileTypes: true})
+    const tags = entries.filter((entry) => entry.isDirectory() || entry.isSymbolicLink()).map((entry) => entry.name)
+    this.tagCache.set(app, tags)
+    return tags
+  }
+
+  private async suggest(app: string): Promise<string[]> {
+    try {
+      const tags = await readdir(join(this.root, app, 'tags'))
+      if (tags.length > 0) return [`${app} has tags: ${sortTagsNewestFirst(tags).slice(0, 10).join(', ')}`]
+    } catch {}
+
+    try {
+      const apps = (await readdir(this.root, {withFileTypes: true})).filter((entry) => entry.isDirectory()).map((entry) => entry.name)
+      if (!apps.includes(app) && apps.length > 0) return [`apps in ${this.root}: ${apps.sort().slice(0, 20).join(', ')}`]
+    } catch {}
+
+    return []
+  }
+}
+
+function duplicateAppWarnings(modulepath: ResolvedRelease[]): string[] {
+  const byApp = new Map<string, ResolvedRelease[]>()
+  for (const entry of modulepath) byApp.set(entry.app, [...(byApp.get(entry.app) ?? []), entry])
+  return [...byApp.values()]
+    .filter((entries) => entries.length > 1)
+    .map((entries) => `${entries.map((entry) => entry.release).join(' and ')} are both on the modulepath; Puppet loads each module from the first that has it`)
+}

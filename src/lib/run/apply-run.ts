@@ -1,0 +1,205 @@
+import {closeSync, openSync, writeSync} from 'node:fs'
+import {mkdir, writeFile} from 'node:fs/promises'
+import {join} from 'node:path'
+
+import {renderEncScript} from '../enc/exec-enc.js'
+import {InterruptedError, LocalpuppetError, PuppetUnavailableError, TimeoutError} from '../errors.js'
+import {ExitCode} from '../exit-codes.js'
+import {readRunSummary} from '../puppet/run-summary.js'
+import {RunLock} from '../state/lock.js'
+import {type RunRecord, type RunState, writeRunRecord} from '../state/run-record.js'
+import {runsDir} from '../state/state-dir.js'
+import {type ChildExit, startChild} from './child.js'
+import type {RunPlan} from './run-plan.js'
+
+// eslint-disable-next-line no-control-regex
+const ANSI_SGR = /\u001B\[[0-9;]*m/g
+
+export interface ApplyOptions {
+  /** Aborting stops puppet and its process group; the reason names the signal (SIGINT, SIGTERM, SIGHUP). */
+  signal?: AbortSignal
+  /** Live output, as puppet writes it. */
+  onOutput?: (chunk: Buffer, stream: 'stdout' | 'stderr') => void
+  /** Called once the run record exists (state: running). */
+  onStart?: (record: RunRecord) => void
+  /** How long puppet gets to stop after SIGTERM before SIGKILL. */
+  killGraceMs?: number
+}
+
+export interface ApplyOutcome {
+  record: RunRecord
+  /** What the command should exit with. */
+  exitCode: number
+}
+
+/**
+ * Executes a plan built with a fresh run id: takes the lock, writes the run directory
+ * (ENC script and document, environments, record), runs puppet with its output streamed
+ * and logged, and finalises the record. Failures before the record exists throw; after,
+ * they are recorded (state: error) and returned.
+ */
+export async function applyPlan(plan: RunPlan, options: ApplyOptions = {}): Promise<ApplyOutcome> {
+  if (plan.puppet.path === null) {
+    throw new PuppetUnavailableError(`puppet not found: ${plan.puppet.command}`, [
+      'install it (Debian: apt-get install puppet-agent) or name it with --puppet PATH',
+    ])
+  }
+
+  await mkdir(runsDir(plan.stateDir), {recursive: true, mode: 0o700})
+  if (options.signal?.aborted) throw new InterruptedError(abortSignalName(options.signal))
+  const lock = await RunLock.acquire(plan.stateDir, plan.runId)
+  try {
+    return await runLocked(plan, options)
+  } finally {
+    await lock.release()
+  }
+}
+
+async function runLocked(plan: RunPlan, options: ApplyOptions): Promise<ApplyOutcome> {
+  const {files} = plan
+  const started = new Date()
+  const record: RunRecord = {
+    id: plan.runId,
+    state: 'running',
+    release: plan.release,
+    ref: plan.ref,
+    modulepath: plan.modulepath,
+    input: {source: plan.input.source, document: plan.input.document},
+    inputDigest: plan.input.digest,
+    noop: plan.noop,
+    allowMutable: plan.allowMutable,
+    mutableEntries: plan.mutableEntries,
+    facts: plan.facts,
+    environment: plan.environment,
+    manifest: plan.manifest.path,
+    command: plan.command,
+    pid: process.pid,
+    startedAt: started.toISOString(),
+    finishedAt: null,
+    durationMs: null,
+    exitCode: null,
+    puppetExitCode: null,
+    resources: null,
+    error: null,
+    log: files.log,
+  }
+
+  await mkdir(files.dir, {mode: 0o700})
+  const finish = async (state: RunState, exitCode: number, fields: Partial<RunRecord> = {}): Promise<ApplyOutcome> => {
+    const finished = new Date()
+    Object.assign(record, fields, {state, exitCode, finishedAt: finished.toISOString(), durationMs: finished.getTime() - started.getTime()})
+    await writeRunRecord(plan.stateDir, record)
+    return {record, exitCode}
+  }
+
+  let log: number | undefined
+  try {
+    await writeRunRecord(plan.stateDir, record)
+    await writeRunFiles(plan)
+    log = openSync(files.log, 'a', 0o600)
+    writeSync(log, `localpuppet: run ${plan.runId}: ${plan.release} (${plan.ref})${plan.noop ? ', noop' : ''}\n`)
+    writeSync(log, `localpuppet: ${plan.command.join(' ')}\n`)
+    options.onStart?.(record)
+    if (options.signal?.aborted) throw new InterruptedError(abortSignalName(options.signal))
+
+    const outcome = await runPuppet(plan, log, options)
+    const summary = await readRunSummary(files.summary)
+    const resources = summary?.resources ?? null
+    writeSync(log, `localpuppet: ${describeExit(outcome.exit)}\n`)
+
+    if (outcome.stoppedBy) {
+      const error = outcome.stoppedBy === 'timeout' ? new TimeoutError(`timed out after ${plan.timeoutSeconds}s; puppet was stopped`) : new InterruptedError(outcome.stoppedBy)
+      return await finish('interrupted', error.exitCode, {puppetExitCode: outcome.exit.exitCode, resources, error: error.message})
+    }
+
+    if (outcome.exit.spawnError) {
+      const error = new PuppetUnavailableError(`could not start ${plan.command[0]}: ${outcome.exit.spawnError.message}`)
+      return await finish('error', error.exitCode, {error: error.message})
+    }
+
+    const puppetExit = outcome.exit.exitCode
+    const succeeded = puppetExit === 0 || puppetExit === 2
+    const exitCode = plan.detailedExitcodes && puppetExit !== null ? puppetExit : succeeded ? ExitCode.ok : ExitCode.failed
+    const error = succeeded ? null : puppetExit === null ? `puppet was killed by ${outcome.exit.signal}` : describePuppetFailure(puppetExit, summary !== null)
+    return await finish(succeeded ? 'succeeded' : 'failed', exitCode, {puppetExitCode: puppetExit, resources, error})
+  } catch (error) {
+    const known = error instanceof LocalpuppetError
+    const outcome = await finish(error instanceof InterruptedError ? 'interrupted' : 'error', known ? error.exitCode : ExitCode.internal, {
+      error: (error as Error).message,
+    }).catch(() => null)
+    if (outcome && known) return outcome
+    throw error
+  } finally {
+    if (log !== undefined) closeSync(log)
+  }
+}
+
+async function writeRunFiles(plan: RunPlan): Promise<void> {
+  const {files} = plan
+  await writeFile(files.encYaml, plan.encYaml, {mode: 0o600})
+  await writeFile(files.encScript, renderEncScript(files.encYaml, plan.runId), {mode: 0o700})
+  // Puppet needs a directory for the ENC's environment (and for production, its default).
+  for (const name of new Set(['production', plan.environment])) {
+    await mkdir(join(files.environmentPath, name), {recursive: true, mode: 0o700})
+  }
+
+  if (plan.manifest.source === 'empty') await writeFile(files.emptyManifest, '', {mode: 0o600})
+}
+
+interface PuppetOutcome {
+  exit: ChildExit
+  stoppedBy: 'timeout' | NodeJS.Signals | null
+}
+
+async function runPuppet(plan: RunPlan, log: number, options: ApplyOptions): Promise<PuppetOutcome> {
+  const output = (stream: 'stdout' | 'stderr') => (chunk: Buffer) => {
+    // The log is for reading later with any pager: no terminal colour codes in it.
+    writeSync(log, chunk.toString('utf8').replaceAll(ANSI_SGR, ''))
+    options.onOutput?.(chunk, stream)
+  }
+
+  const child = startChild(plan.command[0], plan.command.slice(1), {
+    env: plan.env,
+    ownGroup: true,
+    onStdout: output('stdout'),
+    onStderr: output('stderr'),
+  })
+
+  let stoppedBy: PuppetOutcome['stoppedBy'] = null
+  let forceKill: NodeJS.Timeout | undefined
+  const stop = (reason: 'timeout' | NodeJS.Signals) => {
+    if (stoppedBy !== null) return
+    stoppedBy = reason
+    child.kill('SIGTERM')
+    forceKill = setTimeout(() => child.kill('SIGKILL'), options.killGraceMs ?? 10_000)
+  }
+
+  const onAbort = () => stop(abortSignalName(options.signal!))
+  options.signal?.addEventListener('abort', onAbort, {once: true})
+  const timer = plan.timeoutSeconds ? setTimeout(() => stop('timeout'), plan.timeoutSeconds * 1000) : undefined
+  try {
+    const exit = await child.exited
+    return {exit, stoppedBy}
+  } finally {
+    clearTimeout(timer)
+    clearTimeout(forceKill)
+    options.signal?.removeEventListener('abort', onAbort)
+  }
+}
+
+function abortSignalName(signal: AbortSignal): NodeJS.Signals {
+  const reason = signal.reason
+  return typeof reason === 'string' && reason.startsWith('SIG') ? (reason as NodeJS.Signals) : 'SIGTERM'
+}
+
+function describeExit(exit: ChildExit): string {
+  if (exit.spawnError) return `puppet could not start: ${exit.spawnError.message}`
+  if (exit.signal) return `puppet was killed by ${exit.signal}`
+  return `puppet exited ${exit.exitCode}`
+}
+
+function describePuppetFailure(code: number, summarised: boolean): string {
+  if (code === 4 || code === 6) return `puppet reported failures (exit ${code})`
+  if (code === 1 && !summarised) return 'puppet run failed (exit 1): the catalog did not compile or puppet could not start the run; see the log'
+  return `puppet run failed (exit ${code})`
+}

@@ -1,0 +1,175 @@
+import {stat} from 'node:fs/promises'
+import {resolve} from 'node:path'
+
+import {type EncDocument, buildEncDocument, renderEncYaml} from '../enc/enc-document.js'
+import {NotFoundError, UsageError, describeFsError} from '../errors.js'
+import type {NodeInput} from '../input/node-input.js'
+import {findExecutable} from '../puppet/find-executable.js'
+import {type ResolvedRelease, resolveRelease} from '../release/resolve.js'
+import {RUN_ID_PLACEHOLDER} from '../state/run-id.js'
+import {type RunFiles, runFiles} from '../state/state-dir.js'
+
+import {DEFAULT_MANIFEST} from '../defaults.js'
+
+export interface PlanOptions {
+  moduleDir: string
+  stateDir: string
+  /** --manifest; when absent, DEFAULT_MANIFEST if it exists, else an empty manifest. */
+  manifest?: string
+  defaultManifest?: string
+  /** --puppet: a command name looked up on PATH, or a path. */
+  puppet: string
+  noop?: boolean
+  /** Let puppet colour its output (a terminal is watching); otherwise --color false. */
+  color?: boolean
+  detailedExitcodes?: boolean
+  /** --fact NAME=VALUE, already split. */
+  facts?: Record<string, string>
+  allowMutable?: boolean
+  timeoutSeconds?: number
+  /** Arguments after `--`, passed to puppet as they are. */
+  puppetArgs?: string[]
+  env?: NodeJS.ProcessEnv
+}
+
+/**
+ * Everything a run will do, as data: `plan` prints it, `apply` executes it. Building it
+ * reads the input, the module directory and PATH, and writes nothing.
+ */
+export interface RunPlan {
+  runId: string
+  /** The release that will run (`foo/tags/1.4.0`) and the reference as written. */
+  release: string
+  ref: string
+  moduleDir: string
+  /** Real absolute paths, the release root first. */
+  modulepath: string[]
+  releases: ResolvedRelease[]
+  allowMutable: boolean
+  mutableEntries: string[]
+  warnings: string[]
+  enc: EncDocument
+  /** The bytes the ENC script prints. */
+  encYaml: string
+  environment: string
+  manifest: {path: string; source: 'flag' | 'default' | 'empty'}
+  puppet: {command: string; path: string | null}
+  /** The exact argv puppet is started with. */
+  command: string[]
+  /** Extra environment for puppet: FACTER_<name> for each --fact. */
+  env: Record<string, string>
+  facts: Record<string, string>
+  noop: boolean
+  detailedExitcodes: boolean
+  timeoutSeconds: number | null
+  input: {source: string; digest: string; document: Record<string, unknown>}
+  stateDir: string
+  files: RunFiles
+}
+
+/** Builds the plan for one run. With no runId, paths and the ENC show `<run-id>`. */
+export async function buildRunPlan(input: NodeInput, options: PlanOptions, runId = RUN_ID_PLACEHOLDER): Promise<RunPlan> {
+  const resolution = await resolveRelease(options.moduleDir, input.app, {allowMutable: options.allowMutable})
+  const app = resolution.modulepath[0]
+  const stateDir = resolve(options.stateDir)
+  const files = runFiles(stateDir, runId)
+  const enc = buildEncDocument(input, {release: app.release, runId})
+  const environment = input.environment ?? 'production'
+  const manifest = await chooseManifest(options, files)
+  const facts = options.facts ?? {}
+  const puppetPath = findExecutable(options.puppet, options.env)
+  const modulepath = resolution.modulepath.map((entry) => entry.path)
+  const warnings = [...resolution.warnings]
+  if (resolution.mutableEntries.length > 0) {
+    warnings.push(`--allow-mutable: ${app.release} runs with mutable ${resolution.mutableEntries.map((entry) => entry.ref).join(', ')}`)
+  }
+
+  if (puppetPath === null) warnings.push(`puppet not found: ${options.puppet}`)
+
+  const command = [
+    puppetPath ?? options.puppet,
+    'apply',
+    '--detailed-exitcodes',
+    '--node_terminus',
+    'exec',
+    '--external_nodes',
+    files.encScript,
+    '--modulepath',
+    modulepath.join(':'),
+    '--environmentpath',
+    files.environmentPath,
+    '--environment',
+    environment,
+    '--lastrunfile',
+    files.summary,
+    '--lastrunreport',
+    files.report,
+    ...(options.color ? [] : ['--color', 'false']),
+    ...(options.noop ? ['--noop'] : []),
+    ...(options.puppetArgs ?? []),
+    manifest.path,
+  ]
+
+  return {
+    runId,
+    release: app.release,
+    ref: input.app.text,
+    moduleDir: resolution.moduleDir,
+    modulepath,
+    releases: resolution.modulepath,
+    allowMutable: Boolean(options.allowMutable),
+    mutableEntries: resolution.mutableEntries.map((entry) => entry.ref),
+    warnings,
+    enc,
+    encYaml: renderEncYaml(enc),
+    environment,
+    manifest,
+    puppet: {command: options.puppet, path: puppetPath},
+    command,
+    env: Object.fromEntries(Object.entries(facts).map(([name, value]) => [`FACTER_${name}`, value])),
+    facts,
+    noop: Boolean(options.noop),
+    detailedExitcodes: Boolean(options.detailedExitcodes),
+    timeoutSeconds: options.timeoutSeconds ?? null,
+    input: {source: input.source, digest: input.digest, document: input.raw},
+    stateDir,
+    files,
+  }
+}
+
+/** Parses repeated `--fact NAME=VALUE` flags; 64 on a malformed one. */
+export function parseFacts(pairs: string[]): Record<string, string> {
+  const facts: Record<string, string> = {}
+  for (const pair of pairs) {
+    const eq = pair.indexOf('=')
+    const name = eq === -1 ? '' : pair.slice(0, eq)
+    if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(name)) {
+      throw new UsageError(`--fact ${JSON.stringify(pair)}: expected NAME=VALUE with NAME made of letters, digits and underscores`)
+    }
+
+    facts[name] = pair.slice(eq + 1)
+  }
+
+  return facts
+}
+
+async function chooseManifest(options: PlanOptions, files: RunFiles): Promise<RunPlan['manifest']> {
+  if (options.manifest !== undefined) {
+    const path = resolve(options.manifest)
+    try {
+      if (!(await stat(path)).isFile()) throw new NotFoundError(`manifest ${options.manifest}: not a file`)
+    } catch (error) {
+      if (error instanceof NotFoundError) throw error
+      throw describeFsError(error, `manifest ${options.manifest}`)
+    }
+
+    return {path, source: 'flag'}
+  }
+
+  const fallback = options.defaultManifest ?? DEFAULT_MANIFEST
+  try {
+    if ((await stat(fallback)).isFile()) return {path: fallback, source: 'default'}
+  } catch {}
+
+  return {path: files.emptyManifest, source: 'empty'}
+}

@@ -1,0 +1,28 @@
+import {randomBytes} from 'node:crypto'
+import {open, rename, unlink} from 'node:fs/promises'
+import {basename, dirname, join} from 'node:path'
+
+/**
+ * Writes a file so that a reader sees either the old content or the new, never half:
+ * a temporary file in the same directory, flushed to disk, then renamed over the target.
+ */
+export async function writeFileAtomic(path: string, data: string | Uint8Array, mode = 0o600): Promise<void> {
+  const temp = join(dirname(path), `.${basename(path)}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`)
+  const handle = await open(temp, 'wx', mode)
+  try {
+    await handle.writeFile(data)
+    await handle.sync()
+  } catch (error) {
+    await handle.close()
+    await unlink(temp).catch(() => {})
+    throw error
+  }
+
+  await handle.close()
+  try {
+    await rename(temp, path)
+  } catch (error) {
+    await unlink(temp).catch(() => {})
+    throw error
+  }
+}

@@ -1,0 +1,31 @@
+import type {PlanOptions} from './lib/run/run-plan.js'
+import {defaultStateDir} from './lib/state/state-dir.js'
+
+/** The flags plan and apply share, as the library's PlanOptions. */
+export interface RunFlagValues {
+  'module-dir': string
+  manifest?: string
+  'state-dir'?: string
+  puppet: string
+  noop: boolean
+  'detailed-exitcodes': boolean
+  fact?: string[]
+  timeout?: number
+  'allow-mutable': boolean
+}
+
+export function toPlanOptions(flags: RunFlagValues, puppetArgs: string[], facts: Record<string, string>, color: boolean): PlanOptions {
+  return {
+    moduleDir: flags['module-dir'],
+    stateDir: flags['state-dir'] ?? defaultStateDir(),
+    manifest: flags.manifest,
+    puppet: flags.puppet,
+    noop: flags.noop,
+    color,
+    detailedExitcodes: flags['detailed-exitcodes'],
+    facts,
+    allowMutable: flags['allow-mutable'],
+    timeoutSeconds: flags.timeout,
+    puppetArgs,
+  }
+}
