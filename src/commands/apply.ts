@@ -44,7 +44,6 @@ export default class Apply extends BaseCommand {
     const facts = parseFacts(flags.fact ?? [])
     const input = await readNodeInput(args.input)
     const plan = await buildRunPlan(input, toPlanOptions(flags, this.passThrough, facts, Boolean(process.stdout.isTTY) && !this.jsonEnabled()), newRunId())
-    if (!json) for (const warning of plan.warnings) process.stderr.write(`localpuppet: warning: ${warning}\n`)
 
     const controller = new AbortController()
     const signals: NodeJS.Signals[] = ['SIGINT', 'SIGTERM', 'SIGHUP']
@@ -54,7 +53,12 @@ export default class Apply extends BaseCommand {
       const outcome = await applyPlan(plan, {
         signal: controller.signal,
         onOutput: json ? undefined : (chunk, stream) => process[stream].write(chunk),
-        onStart: json ? undefined : (record) => process.stderr.write(`localpuppet: run ${record.id}: ${record.release}\n`),
+        onStart: json
+          ? undefined
+          : (record) => {
+              for (const warning of plan.warnings) process.stderr.write(`localpuppet: warning: ${warning}\n`)
+              process.stderr.write(`localpuppet: run ${record.id}: ${record.release}\n`)
+            },
       })
       if (!json) process.stderr.write(renderRunOutcome(outcome.record) + '\n')
       process.exitCode = outcome.exitCode

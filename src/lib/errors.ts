@@ -1,3 +1,5 @@
+import {constants} from 'node:os'
+
 import {ExitCode} from './exit-codes.js'
 
 /**
@@ -93,12 +95,12 @@ export class TimeoutError extends LocalpuppetError {
   }
 }
 
-/** The run was stopped by a signal (130 for SIGINT, 143 for SIGTERM). */
+/** The run was stopped by a signal: 128 + its number, as a shell reports it (SIGHUP 129, SIGINT 130, SIGTERM 143). */
 export class InterruptedError extends LocalpuppetError {
   readonly signal: NodeJS.Signals
 
   constructor(signal: NodeJS.Signals) {
-    super('interrupted', signal === 'SIGINT' ? ExitCode.sigint : ExitCode.sigterm, `interrupted by ${signal}`)
+    super('interrupted', 128 + (constants.signals[signal] ?? ExitCode.sigterm - 128), `interrupted by ${signal}`)
     this.signal = signal
   }
 }

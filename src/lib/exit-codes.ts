@@ -12,7 +12,6 @@ export const ExitCode = {
   internal: 70,
   locked: 73,
   tempFail: 75,
-  sigint: 130,
   sigterm: 143,
 } as const
 
@@ -34,7 +33,7 @@ export const APPLY_EXIT_CODES: ExitCodeRow[] = [
   {code: 70, meaning: 'internal error (a bug: please report it with the stack trace)'},
   {code: 73, meaning: 'another run holds the lock'},
   {code: 75, meaning: 'the run timed out (--timeout)'},
-  {code: '130/143', meaning: 'interrupted by SIGINT/SIGTERM'},
+  {code: '130/143', meaning: 'interrupted by SIGINT/SIGTERM (129 for SIGHUP): puppet and its children are stopped'},
 ]
 
 export const STATUS_EXIT_CODES: ExitCodeRow[] = [

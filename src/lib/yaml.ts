@@ -8,7 +8,46 @@ import {InputError} from './errors.js'
  * such scalars as the strings they look like instead of turning them into objects.
  */
 // @types/js-yaml does not declare the built-in `types`; js-yaml 4 exports them.
-const LOAD_SCHEMA = yaml.CORE_SCHEMA.extend({implicit: [(yaml as unknown as {types: {merge: yaml.Type}}).types.merge]})
+const TYPES = (yaml as unknown as {types: {merge: yaml.Type; int: yaml.Type}}).types
+const LOAD_SCHEMA = yaml.CORE_SCHEMA.extend({implicit: [TYPES.merge]})
+
+/**
+ * Plain scalars Psych (YAML 1.1, what Puppet reads the ENC output with) takes for
+ * something other than a string, although js-yaml writes them unquoted: `1_000` and
+ * `1,000` (integers), `2024-1-1` (a Date, which Puppet's safe_load refuses), `yEs`,
+ * `NuLl`. The patterns are Psych's ScalarScanner's, slightly widened; quoting too much is
+ * harmless.
+ */
+const PSYCH_NOT_STRING = [
+  /^(?:~|null|yes|true|on|no|false|off)$/i,
+  /^-?\d{4}-\d{1,2}-\d{1,2}(?:(?:[Tt]|\s+)\d{1,2}:\d\d:\d\d(?:\.\d*)?(?:\s*(?:Z|[-+]\d{1,2}:?(?:\d\d)?))?)?$/,
+  /^[-+]?\.(?:inf|nan)$/i,
+  /^:./,
+  /^[-+]?\d[\d_]*(?::[0-5]?\d){1,2}(?:\.[\d_]*)?$/,
+  /^[-+]?(?:\d[\d_,]*)?\.\d*(?:[eE][-+]\d+)?$/,
+  /^[-+]?(?:0b[01_,]+|0[0-7_,]+|0|[1-9](?:\d|,\d|_\d)*|0x[\dA-Fa-f_,]+)$/,
+]
+
+/**
+ * The dump schema: js-yaml's default one (it already quotes YAML 1.1 booleans and
+ * timestamps), plus Psych's other lookalikes, integers of 1e21 and more written as
+ * floats (`1e+21` is a string to Psych, `1.0e+21` a float), and a `<<` string tagged
+ * `!!str` (Psych merges a mapping under a `<<` key even when the key is quoted).
+ */
+const DUMP_SCHEMA = yaml.DEFAULT_SCHEMA.extend({
+  implicit: [
+    new yaml.Type('tag:localpuppet,2024:psych-not-string', {kind: 'scalar', resolve: (data: string) => PSYCH_NOT_STRING.some((re) => re.test(data))}),
+    // Same tag as js-yaml's int: replaces it in place.
+    new yaml.Type('tag:yaml.org,2002:int', {
+      kind: 'scalar',
+      resolve: TYPES.int.resolve,
+      construct: TYPES.int.construct,
+      predicate: TYPES.int.predicate ?? undefined,
+      represent: (object: object) => String(object).replace(/^(-?\d+)e/, '$1.0e'),
+    }),
+  ],
+  explicit: [new yaml.Type('tag:yaml.org,2002:str', {kind: 'scalar', construct: (data: string | null) => data ?? '', predicate: (object: unknown) => object === '<<'})],
+})
 
 /** Documents larger than this are refused before parsing. */
 export const MAX_YAML_BYTES = 8 * 1024 * 1024
@@ -47,7 +86,7 @@ export function parseYaml(text: string, file: string): unknown {
  * version are quoted, aliases are expanded, lines are never folded.
  */
 export function dumpYaml(value: unknown): string {
-  return yaml.dump(value, {noRefs: true, lineWidth: -1, sortKeys: false, noCompatMode: false})
+  return yaml.dump(value, {schema: DUMP_SCHEMA, noRefs: true, lineWidth: -1, sortKeys: false, noCompatMode: false})
 }
 
 function assertBounded(root: unknown, file: string): void {
@@ -72,16 +111,23 @@ export function lineOfKey(text: string, path: string[]): number | undefined {
   let parentIndent = -1
   for (const key of path) {
     let found = -1
+    // A mapping's keys share the column of its first key; deeper lines belong to their values.
+    let column: number | undefined
     for (let i = from; i < lines.length; i++) {
       const line = lines[i]
       if (/^\s*(#|$)/.test(line)) continue
-      const indent = line.length - line.trimStart().length
-      if (indent <= parentIndent && i > from) break
-      const body = line.trimStart().replace(/^-\s+/, '')
-      const keyText = body.match(/^(?:"((?:[^"\\]|\\.)*)"|'((?:[^']|'')*)'|([^:#'"][^:]*?))\s*:(?:\s|$)/)
+      const body = line.trimStart()
+      const indent = line.length - body.length
+      // A sequence may sit in its parent key's own column (`classes:` then `- foo`).
+      if (indent < parentIndent || (indent === parentIndent && !/^-(\s|$)/.test(body))) break
+      const entry = body.replace(/^(?:-\s+)+/, '')
+      const keyColumn = line.length - entry.length
+      column ??= keyColumn
+      if (keyColumn !== column) continue
+      const keyText = entry.match(/^(?:"((?:[^"\\]|\\.)*)"|'((?:[^']|'')*)'|([^:#'"][^:]*?))\s*:(?:\s|$)/)
       if (keyText && (keyText[1] ?? keyText[2]?.replaceAll("''", "'") ?? keyText[3]) === key) {
         found = i
-        parentIndent = indent
+        parentIndent = keyColumn
         break
       }
     }

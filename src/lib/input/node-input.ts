@@ -65,7 +65,11 @@ export function parseNodeInput(text: string, source: string): NodeInput {
   if (doc.classes !== null && doc.classes !== undefined) input.classes = parseClasses(doc.classes, at)
   if (doc.parameters !== null && doc.parameters !== undefined) input.parameters = parseParameters(doc.parameters, at)
   if (doc.environment !== null && doc.environment !== undefined) {
-    if (typeof doc.environment !== 'string' || !isValidEnvironmentName(doc.environment)) {
+    if (typeof doc.environment !== 'string') {
+      throw new InputError(`${at('environment')}: environment must be a string (quote it: environment: '${String(doc.environment)}')`)
+    }
+
+    if (!isValidEnvironmentName(doc.environment)) {
       throw new InputError(
         `${at('environment')}: environment ${JSON.stringify(doc.environment)} is not a valid Puppet environment name (lowercase letters, digits, underscores)`,
       )

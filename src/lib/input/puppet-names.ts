@@ -5,7 +5,7 @@
 
 /** Words that cannot be a class name or one segment of it. */
 const RESERVED_WORDS = new Set([
-  'and', 'application', 'attr', 'case', 'component', 'consumes', 'default', 'define', 'elsif', 'else',
+  'and', 'application', 'attr', 'case', 'class', 'component', 'consumes', 'default', 'define', 'elsif', 'else',
   'environment', 'false', 'function', 'if', 'import', 'in', 'inherits', 'node', 'or', 'private',
   'produces', 'regexp', 'site', 'true', 'type', 'undef', 'unit', 'unless', 'main', 'settings',
 ])

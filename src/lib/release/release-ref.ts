@@ -50,8 +50,9 @@ export function parseReleaseRef(text: unknown, where = 'release reference'): Rel
   }
 
   let parts = ref.split('/')
-  // `app/foo/trunk` is the original design's spelling of `foo/trunk`.
-  if (parts[0] === 'app' && parts.length >= 3 && (parts[2] === 'trunk' || parts[2] === 'tags' || parts[2] === 'branches')) {
+  // `app/foo/trunk` is the original design's spelling of `foo/trunk`. A reference already
+  // complete as written keeps its plain meaning: `app/tags/trunk` is tag `trunk` of app `app`.
+  if (parts[0] === 'app' && !isCompleteShape(parts) && isCompleteShape(parts.slice(1))) {
     parts = parts.slice(1)
   }
 
@@ -75,7 +76,9 @@ export function releasePath(ref: {app: string; kind: 'trunk' | 'branch' | 'tag';
 
 /** True when a tag name reads as a semantic version (`1.2.3`, `v1.2.3-rc.1`). */
 export function isSemverTag(tag: string): boolean {
-  return SEMVER_TAG.test(tag)
+  // The pattern alone lets through names semver refuses (`1.0.0-01`, `1.0.0-rc..1`, a major
+  // past 2^53), and semver.compareBuild throws on those.
+  return SEMVER_TAG.test(tag) && semver.valid(tag) !== null
 }
 
 /** True when a tag or branch name is a safe single path segment. */
@@ -101,6 +104,11 @@ export function sortTagsNewestFirst(tags: string[]): string[] {
  */
 export function maxSatisfyingTag(tags: string[], range: string): string | undefined {
   return sortTagsNewestFirst(tags.filter((tag) => isSemverTag(tag))).find((tag) => semver.satisfies(tag, range))
+}
+
+/** APP/trunk, APP/tags/NAME or APP/branches/NAME, judged by shape alone. */
+function isCompleteShape(parts: string[]): boolean {
+  return (parts.length === 2 && parts[1] === 'trunk') || (parts.length === 3 && (parts[1] === 'tags' || parts[1] === 'branches'))
 }
 
 function describe(value: unknown): string {

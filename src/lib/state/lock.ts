@@ -1,6 +1,7 @@
 import {randomBytes} from 'node:crypto'
-import {link, readFile, rename, unlink, writeFile} from 'node:fs/promises'
+import {link, readFile, unlink, writeFile} from 'node:fs/promises'
 import {join} from 'node:path'
+import {setTimeout as delay} from 'node:timers/promises'
 
 import {LockHeldError} from '../errors.js'
 import {writeFileAtomic} from '../util/atomic-write.js'
@@ -42,7 +43,8 @@ export class RunLock {
     const temp = `${path}.${process.pid}.${content.token}`
     await writeFile(temp, JSON.stringify(content) + '\n', {mode: 0o600})
     try {
-      for (let attempt = 0; attempt < 10; attempt++) {
+      // Enough rounds to wait out another process's takeover of a stale lock.
+      for (let attempt = 0; attempt < 100; attempt++) {
         try {
           await link(temp, path)
           return new RunLock(path, content)
@@ -50,14 +52,15 @@ export class RunLock {
           if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error
         }
 
-        const holder = await readLock(path)
-        if (holder === undefined) continue
+        const text = await readLockText(path)
+        if (text === undefined) continue
+        const holder = parseLock(text)
         if (holder !== null && isHolderAlive(holder)) {
           const run = holder.runId ? `run ${holder.runId}` : 'a run'
           throw new LockHeldError(`${run} (pid ${holder.pid}) holds the lock ${path} since ${holder.acquiredAt}`, {pid: holder.pid, runId: holder.runId})
         }
 
-        await takeOverStale(path, holder)
+        await takeOverStale(path, temp, text)
       }
 
       throw new LockHeldError(`could not take the lock ${path}: it keeps changing hands`, {pid: 0, runId: null})
@@ -82,14 +85,20 @@ export class RunLock {
 
 /** The lock's content; null when unreadable garbage, undefined when it vanished meanwhile. */
 async function readLock(path: string): Promise<LockContent | null | undefined> {
-  let text: string
+  const text = await readLockText(path)
+  return text === undefined ? undefined : parseLock(text)
+}
+
+async function readLockText(path: string): Promise<string | undefined> {
   try {
-    text = await readFile(path, 'utf8')
+    return await readFile(path, 'utf8')
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined
     throw error
   }
+}
 
+function parseLock(text: string): LockContent | null {
   try {
     const parsed = JSON.parse(text) as LockContent
     return Number.isInteger(parsed.pid) ? parsed : null
@@ -105,19 +114,30 @@ function isHolderAlive(holder: LockContent): boolean {
 }
 
 /**
- * Moves a stale lock aside. If what was moved turns out not to be the stale lock we
- * judged (another process took over and locked in between), it is put back.
+ * Removes a stale lock. One process at a time may: the one whose link(2) creates the
+ * takeover marker. It removes the lock only if the file still holds exactly the text judged
+ * stale, and nothing else can replace that file while it exists (a link needs the name
+ * free; only the marker's holder unlinks a stale lock), so a lock another process has
+ * taken meanwhile is never removed. Moving the lock aside instead let a third process
+ * link its lock while a live one was out of place: two holders.
  */
-async function takeOverStale(path: string, judged: LockContent | null): Promise<void> {
-  const aside = `${path}.stale.${process.pid}.${randomBytes(4).toString('hex')}`
+async function takeOverStale(path: string, temp: string, judged: string): Promise<void> {
+  const marker = `${path}.takeover`
   try {
-    await rename(path, aside)
+    await link(temp, marker)
   } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return
-    throw error
+    if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error
+    // Someone else is taking over: let them finish, unless they died doing so.
+    const other = await readLock(marker)
+    if (other === undefined) return
+    if (other === null || !isHolderAlive(other)) await unlink(marker).catch(() => {})
+    else await delay(10)
+    return
   }
 
-  const moved = await readLock(aside)
-  if (moved && judged && moved.token !== judged.token) await link(aside, path).catch(() => {})
-  await unlink(aside).catch(() => {})
+  try {
+    if ((await readLockText(path)) === judged) await unlink(path).catch(() => {})
+  } finally {
+    await unlink(marker).catch(() => {})
+  }
 }

@@ -1,0 +1,130 @@
+import {existsSync} from 'node:fs'
+import {mkdir, readFile, writeFile} from 'node:fs/promises'
+import {join} from 'node:path'
+import {setTimeout as sleep} from 'node:timers/promises'
+
+import test from 'ava'
+
+import {FAKE_PUPPET, FIXTURES, cli, startCli, statusJson} from '../helpers/cli.js'
+import {tempDir} from '../helpers/temp.js'
+
+// Locks, signals and timeouts need a slow child: a fake puppet (fixtures/fake-puppet/puppet).
+const DEMO = join(FIXTURES, 'demo')
+
+async function setup(t: Parameters<typeof tempDir>[0]) {
+  const dir = await tempDir(t)
+  const fake = join(dir, 'fake')
+  await mkdir(fake)
+  const state = join(dir, 'state')
+  const args = ['apply', join(DEMO, 'input.yaml'), '--module-dir', join(DEMO, 'modules'), '--state-dir', state, '--puppet', FAKE_PUPPET]
+  return {dir, fake, state, args, env: {FAKE_PUPPET_DIR: fake}}
+}
+
+async function waitFor(path: string, timeoutMs = 15_000): Promise<string> {
+  const until = Date.now() + timeoutMs
+  while (Date.now() < until) {
+    if (existsSync(path)) {
+      const text = (await readFile(path, 'utf8')).trim()
+      if (text !== '') return text
+    }
+
+    await sleep(50)
+  }
+
+  throw new Error(`${path} did not appear`)
+}
+
+/** Whether the process is still there a little later: a signalled process takes a moment to go. */
+async function gone(pid: number, timeoutMs = 5000): Promise<boolean> {
+  const until = Date.now() + timeoutMs
+  while (alive(pid) && Date.now() < until) await sleep(50)
+  return !alive(pid)
+}
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0)
+    return true
+  } catch {
+    return false
+  }
+}
+
+
+test('a second apply fails at once with 73 naming the run that holds the lock', async (t) => {
+  const {fake, state, args, env} = await setup(t)
+  // Long enough to outlast a loaded machine's start-up of the second apply; stopped below.
+  const first = startCli(args, {env: {...env, FAKE_PUPPET_SLEEP: '300'}})
+  await waitFor(join(fake, 'puppet.pid'))
+  const {record} = await statusJson(state)
+  t.is(record.state, 'running')
+
+  const second = await cli(args, {env})
+  t.is(second.exitCode, 73)
+  t.regex(second.stderr, new RegExp(`run ${record.id.replaceAll('.', '\\.')} \\(pid \\d+\\) holds the lock`))
+
+  first.kill('SIGTERM')
+  await first
+})
+
+test('a lock left by a process that is gone is taken over', async (t) => {
+  const {fake, state, args, env} = await setup(t)
+  await mkdir(state, {recursive: true})
+  await writeFile(join(state, 'lock'), JSON.stringify({pid: 2 ** 22 + 7, start: null, runId: 'x', acquiredAt: 'then', token: 'dead'}))
+  const result = await cli(args, {env: {...env, FAKE_PUPPET_SLEEP: '0'}})
+  t.is(result.exitCode, 0, result.stderr)
+  t.truthy(await waitFor(join(fake, 'args')))
+  t.false(existsSync(join(state, 'lock')))
+})
+
+for (const [signal, code] of [['SIGTERM', 143], ['SIGINT', 130]] as const) {
+  test(`${signal} stops puppet and its children, records interrupted, releases the lock, exits ${code}`, async (t) => {
+    const {fake, state, args, env} = await setup(t)
+    const run = startCli(args, {env})
+    const puppetPid = Number(await waitFor(join(fake, 'puppet.pid')))
+    const childPid = Number(await waitFor(join(fake, 'child.pid')))
+    run.kill(signal)
+    const result = await run
+    t.is(result.exitCode, code)
+    const {exitCode, record} = await statusJson(state)
+    t.is(exitCode, 1)
+    t.is(record.state, 'interrupted')
+    t.is(record.exitCode, code)
+    t.regex(record.error, new RegExp(`interrupted by ${signal}`))
+    t.false(existsSync(join(state, 'lock')))
+    t.true(await gone(puppetPid), 'puppet is stopped')
+    t.true(await gone(childPid), "puppet's children are stopped")
+  })
+}
+
+test('--timeout stops puppet, says so, and exits 75', async (t) => {
+  const {fake, state, args, env} = await setup(t)
+  const result = await cli([...args, '--timeout', '1'], {env})
+  t.is(result.exitCode, 75)
+  t.regex(result.stderr, /timed out after 1s/)
+  const {record} = await statusJson(state)
+  t.is(record.state, 'interrupted')
+  t.regex(record.error, /timed out after 1s/)
+  t.true(await gone(Number(await waitFor(join(fake, 'child.pid')))))
+})
+
+test('puppet that is not installed exits 69 and records nothing', async (t) => {
+  const {dir, state} = await setup(t)
+  const result = await cli(['apply', join(DEMO, 'input.yaml'), '--module-dir', join(DEMO, 'modules'), '--state-dir', state, '--puppet', join(dir, 'nope')])
+  t.is(result.exitCode, 69)
+  t.regex(result.stderr, /^localpuppet: puppet not found: .*nope$/m)
+  t.notRegex(result.stderr, /warning/)
+  t.false(existsSync(state))
+})
+
+test('puppet is started with the plan\'s exact command, stdin closed, and -- arguments last before the manifest', async (t) => {
+  const {fake, state, args, env} = await setup(t)
+  const result = await cli([...args, '--noop', '--', '--debug', '--tags', 'a b'], {env: {...env, FAKE_PUPPET_SLEEP: '0'}})
+  t.is(result.exitCode, 0, result.stderr)
+  const received = (await readFile(join(fake, 'args'), 'utf8')).trimEnd().split('\n')
+  const {record} = await statusJson(state)
+  t.deepEqual([FAKE_PUPPET, ...received], record.command)
+  t.deepEqual(received.slice(-5), ['--noop', '--debug', '--tags', 'a b', received.at(-1)])
+  t.true(received.includes('--node_terminus') && received.includes('--external_nodes'))
+  t.true(record.noop)
+})

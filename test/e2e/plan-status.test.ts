@@ -1,0 +1,112 @@
+import {existsSync} from 'node:fs'
+import {join} from 'node:path'
+
+import test from 'ava'
+
+import {FIXTURES, cli} from '../helpers/cli.js'
+import {tempDir, writeTree} from '../helpers/temp.js'
+
+const DEMO = join(FIXTURES, 'demo')
+
+test('plan prints the release, real modulepath, ENC document and command, and creates nothing', async (t) => {
+  const dir = await tempDir(t)
+  const state = join(dir, 'state')
+  const result = await cli(['plan', join(DEMO, 'input.yaml'), '--module-dir', join(DEMO, 'modules'), '--state-dir', state])
+  t.is(result.exitCode, 0, result.stderr)
+  t.regex(result.stdout, /release\s+foo\/tags\/1\.4\.0\s+\(from foo@\^1\.4\)/)
+  t.regex(result.stdout, /dist\/tags\/2\.0\.1/)
+  t.regex(result.stdout, /localpuppet_release: foo\/tags\/1\.4\.0/)
+  t.regex(result.stdout, /apply --detailed-exitcodes --node_terminus exec --external_nodes/)
+  t.false(existsSync(state), 'plan writes no state')
+})
+
+test('plan --json gives release, modulepath, enc and command', async (t) => {
+  const dir = await tempDir(t)
+  const result = await cli(['plan', join(DEMO, 'input.yaml'), '--module-dir', join(DEMO, 'modules'), '--state-dir', join(dir, 's'), '--json', '--', '--debug'])
+  t.is(result.exitCode, 0, result.stderr)
+  const plan = JSON.parse(result.stdout)
+  t.is(plan.release, 'foo/tags/1.4.0')
+  t.is(plan.ref, 'foo@^1.4')
+  t.deepEqual(plan.modulepath, [join(DEMO, 'modules/foo/tags/1.4.0'), join(DEMO, 'modules/dist/tags/2.0.1')])
+  t.deepEqual(plan.enc.classes, {foo: {port: 8080}, platform: null})
+  t.is(plan.enc.parameters.localpuppet_release, 'foo/tags/1.4.0')
+  t.is(plan.enc.parameters.localpuppet_run_id, '<run-id>')
+  t.is(plan.command[1], 'apply')
+  t.is(plan.command.at(-2), '--debug')
+  t.true(plan.command.includes(plan.modulepath.join(':')))
+})
+
+test('bad input is one line naming the file and key, exit 65, nothing written', async (t) => {
+  const dir = await tempDir(t)
+  await writeTree(dir, {'input.yaml': 'app: foo/trunk\nclases:\n  - foo\n'})
+  const state = join(dir, 'state')
+  for (const command of ['plan', 'apply']) {
+    const result = await cli([command, join(dir, 'input.yaml'), '--module-dir', join(DEMO, 'modules'), '--state-dir', state])
+    t.is(result.exitCode, 65)
+    t.is(result.stderr, `localpuppet: ${join(dir, 'input.yaml')}:2: unknown key "clases" (did you mean classes?); allowed: app, classes, parameters, environment`)
+    t.is(result.stdout, '')
+  }
+
+  t.false(existsSync(state))
+})
+
+test('a YAML syntax error names the line; --json gives an error object', async (t) => {
+  const dir = await tempDir(t)
+  await writeTree(dir, {'input.yaml': 'app: foo/trunk\nclasses:\n  - foo\n bad: [\n'})
+  const result = await cli(['plan', join(dir, 'input.yaml'), '--module-dir', join(DEMO, 'modules'), '--json'])
+  t.is(result.exitCode, 65)
+  const {error} = JSON.parse(result.stdout)
+  t.is(error.code, 'invalid-input')
+  t.is(error.exitCode, 65)
+  t.regex(error.message, /input\.yaml:4:\d+: /)
+})
+
+test('missing input file, module dir or release is 66', async (t) => {
+  const dir = await tempDir(t)
+  await writeTree(dir, {'input.yaml': 'app: foo/tags/9.9.9\n', 'range.yaml': 'app: foo@^7\n'})
+  const missingInput = await cli(['plan', join(dir, 'nope.yaml'), '--module-dir', join(DEMO, 'modules')])
+  t.is(missingInput.exitCode, 66)
+  t.regex(missingInput.stderr, /input file .*nope\.yaml: not found/)
+
+  const missingModules = await cli(['plan', join(dir, 'input.yaml'), '--module-dir', join(dir, 'nomodules')])
+  t.is(missingModules.exitCode, 66)
+  t.regex(missingModules.stderr, /module directory .*nomodules: not found/)
+
+  const missingRelease = await cli(['plan', join(dir, 'input.yaml'), '--module-dir', join(DEMO, 'modules')])
+  t.is(missingRelease.exitCode, 66)
+  t.regex(missingRelease.stderr, /foo\/tags\/9\.9\.9 not found/)
+  t.regex(missingRelease.stderr, /hint: foo has tags: 1\.4\.0, 1\.3\.0/)
+
+  const noMatch = await cli(['plan', join(dir, 'range.yaml'), '--module-dir', join(DEMO, 'modules')])
+  t.is(noMatch.exitCode, 66)
+  t.regex(noMatch.stderr, /no tag of foo satisfies "\^7"/)
+})
+
+test('usage errors exit 64', async (t) => {
+  const unknownFlag = await cli(['plan', '--no-such-flag'])
+  t.is(unknownFlag.exitCode, 64)
+  const badFact = await cli(['plan', join(DEMO, 'input.yaml'), '--module-dir', join(DEMO, 'modules'), '--fact', 'no-equals'])
+  t.is(badFact.exitCode, 64)
+  t.regex(badFact.stderr, /--fact "no-equals": expected NAME=VALUE/)
+  const badRunId = await cli(['status', '../../etc'])
+  t.is(badRunId.exitCode, 64)
+})
+
+test('status and log with no runs yet exit 66', async (t) => {
+  const dir = await tempDir(t)
+  const status = await cli(['status', '--state-dir', dir])
+  t.is(status.exitCode, 66)
+  t.regex(status.stderr, /no runs yet/)
+  const log = await cli(['log', '--state-dir', dir])
+  t.is(log.exitCode, 66)
+  const missing = await cli(['status', '20261122T091631.123Z-4f2a', '--state-dir', dir, '--json'])
+  t.is(missing.exitCode, 66)
+  t.is(JSON.parse(missing.stdout).error.code, 'not-found')
+})
+
+test('--help shows the exit-code table', async (t) => {
+  const help = await cli(['apply', '--help'])
+  t.is(help.exitCode, 0)
+  t.regex(help.stdout, /EXIT CODES/)
+  t.regex(help.stdout, /73\s+another run holds the lock/)
+})

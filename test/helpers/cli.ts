@@ -1,0 +1,52 @@
+import {join} from 'node:path'
+import {fileURLToPath} from 'node:url'
+
+import {execa, type ResultPromise} from 'execa'
+
+export const REPO = fileURLToPath(new URL('../..', import.meta.url))
+export const BIN = join(REPO, 'bin', 'run.js')
+export const FIXTURES = join(REPO, 'fixtures')
+export const FAKE_PUPPET = join(FIXTURES, 'fake-puppet', 'puppet')
+
+export interface CliResult {
+  exitCode: number
+  stdout: string
+  stderr: string
+}
+
+export interface CliOptions {
+  env?: Record<string, string | undefined>
+  input?: string
+  cwd?: string
+}
+
+/** Runs the built CLI (`bin/run.js`) as a user would, never throwing on a non-zero exit. */
+export async function cli(args: string[], options: CliOptions = {}): Promise<CliResult> {
+  const result = await startCli(args, options)
+  return {exitCode: result.exitCode ?? -1, stdout: String(result.stdout), stderr: String(result.stderr)}
+}
+
+export function startCli(args: string[], options: CliOptions = {}): ResultPromise<{reject: false}> {
+  return execa('node', [BIN, ...args], {
+    reject: false,
+    cwd: options.cwd ?? REPO,
+    env: {FORCE_COLOR: '0', LOCALPUPPET_MODULE_DIR: undefined, LOCALPUPPET_STATE_DIR: undefined, LOCALPUPPET_PUPPET: undefined, ...options.env},
+    extendEnv: true,
+    ...(options.input === undefined ? {stdin: 'ignore' as const} : {input: options.input}),
+  }) as unknown as ResultPromise<{reject: false}>
+}
+
+/**
+ * Arguments after `--` that keep a real puppet run's own state (vardir, confdir, ...)
+ * inside the test's temp dir instead of /etc and /var.
+ */
+export function isolatePuppet(dir: string): string[] {
+  const p = (name: string) => join(dir, 'puppet', name)
+  return ['--confdir', p('etc'), '--codedir', p('code'), '--vardir', p('var'), '--logdir', p('log'), '--rundir', p('run'), '--publicdir', p('public')]
+}
+
+/** `status --json` of the newest run (or the given one): its exit code and the run record. */
+export async function statusJson(state: string, runId?: string): Promise<{exitCode: number; record: any}> {
+  const result = await cli(['status', ...(runId ? [runId] : []), '--state-dir', state, '--json'])
+  return {exitCode: result.exitCode, record: JSON.parse(result.stdout)}
+}
