@@ -1,4 +1,43 @@
 #!/usr/bin/env node
-import {execute} from '@oclif/core'
+// Starts localpuppet from dist/cli.cjs (src/ bundled by bin/build.js) with the V8 code
+// cache the build made beside it: start-up then skips compiling the bundle. V8 rejects a
+// cache from another Node version, and the code is compiled as usual.
+import {readFileSync, realpathSync, writeFileSync} from 'node:fs'
+import Module, {createRequire} from 'node:module'
+import {dirname} from 'node:path'
+import {fileURLToPath} from 'node:url'
+import vm from 'node:vm'
 
-await execute({dir: import.meta.url})
+let file
+try {
+  file = realpathSync(fileURLToPath(new URL('../dist/cli.cjs', import.meta.url)))
+} catch {
+  process.stderr.write('localpuppet: dist/cli.cjs is missing: run `npm run build` (or bin/setup) first\n')
+  process.exit(70)
+}
+
+let cachedData
+try {
+  cachedData = readFileSync(`${file}.cache`)
+} catch {}
+
+const script = new vm.Script(`(function (exports, require, module, __filename, __dirname) {${readFileSync(file, 'utf8')}\n})`, {
+  filename: file,
+  cachedData,
+  importModuleDynamically: vm.constants.USE_MAIN_CONTEXT_DEFAULT_LOADER,
+})
+// Registered as a CommonJS module so that oclif, which requires the same file to find
+// the commands, gets this instance instead of evaluating the bundle a second time.
+const cli = new Module(file)
+cli.filename = file
+cli.paths = Module._nodeModulePaths(dirname(file))
+createRequire(file).cache[file] = cli
+script.runInThisContext()(cli.exports, createRequire(file), cli, file, dirname(file))
+cli.loaded = true
+
+if (process.env.LOCALPUPPET_CODE_CACHE_OUT) {
+  const out = process.env.LOCALPUPPET_CODE_CACHE_OUT
+  process.once('exit', () => writeFileSync(out, script.createCachedData()))
+}
+
+await cli.exports.run()
