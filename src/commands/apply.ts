@@ -15,6 +15,8 @@ export default class Apply extends BaseCommand {
     APPLY_EXIT_CODES,
   )
 
+  static override usage = '<%= command.id %> [INPUT] [FLAGS] [-- PUPPET_ARGS...]'
+
   static override examples = [
     '<%= config.bin %> apply',
     '<%= config.bin %> apply /etc/puppet/input.yaml --noop',

@@ -15,6 +15,8 @@ export default class Plan extends BaseCommand {
     APPLY_EXIT_CODES.filter((row) => typeof row.code === 'number' && row.code !== 1 && row.code < 70 && row.code !== 69),
   )
 
+  static override usage = '<%= command.id %> [INPUT] [FLAGS] [-- PUPPET_ARGS...]'
+
   static override examples = ['<%= config.bin %> plan', '<%= config.bin %> plan input.yaml --module-dir ./modules --json']
 
   static override args = {
