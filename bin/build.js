@@ -24,6 +24,8 @@ await build({
   platform: 'node',
   target: 'node20',
   minify: true,
+  // Class names stay readable in stack traces and error names.
+  keepNames: true,
   // Stack traces for bug reports (exit 70) map back to src/ with --enable-source-maps.
   sourcemap: 'linked',
   sourcesContent: false,

@@ -44,9 +44,16 @@ export abstract class BaseCommand extends Command {
 
 function toLocalpuppetError(error: Error): LocalpuppetError | null {
   if (error instanceof LocalpuppetError) return error
-  // oclif's parser errors (unknown flag, bad value, extra argument): usage, 64.
-  if ('parse' in error || error.constructor.name.endsWith('FlagValidationError')) {
-    const message = error.message.split('\n')[0]
+  // oclif's parser errors (unknown flag, bad flag value, extra argument) carry the exit
+  // code package.json's oclif.exitCodes gives them: 64. Their text spans several lines.
+  if ((error as {oclif?: {exit?: number}}).oclif?.exit === ExitCode.usage || 'parse' in error) {
+    const message = error.message
+      .replace(/See more help with --help/g, '')
+      .split('\n')
+      .map((line) => line.trim())
+      .filter((line) => line !== '')
+      .join(': ')
+      .replace(/^Parsing (--[\w-]+):/, '$1:')
     return new LocalpuppetError('usage', ExitCode.usage, message, ['see --help'])
   }
 

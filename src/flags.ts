@@ -5,7 +5,7 @@ import {DEFAULT_MODULE_DIR} from './lib/defaults.js'
 /** Flags shared by the commands that read state: where runs are recorded. */
 export const stateFlags = {
   'state-dir': Flags.string({
-    description: 'where run records and logs live [default: /var/lib/localpuppet for root, else $XDG_STATE_HOME/localpuppet]',
+    description: 'where run records and logs live [default: /var/lib/localpuppet for root, else $XDG_STATE_HOME/localpuppet or ~/.local/state/localpuppet]',
     env: 'LOCALPUPPET_STATE_DIR',
     helpValue: 'DIR',
   }),
@@ -32,6 +32,6 @@ export const runFlags = {
     multiple: true,
     helpValue: 'NAME=VALUE',
   }),
-  timeout: Flags.integer({description: 'stop puppet after this many seconds (exit 75)', min: 1, helpValue: 'SECONDS'}),
+  timeout: Flags.integer({description: 'stop puppet and everything it started after this many seconds (exit 75)', min: 1, helpValue: 'SECONDS'}),
   'allow-mutable': Flags.boolean({description: 'let a tagged release depend on trunk, branches or ranges (recorded in the run record)'}),
 }

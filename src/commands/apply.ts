@@ -21,7 +21,7 @@ export default class Apply extends BaseCommand {
     '<%= config.bin %> apply',
     '<%= config.bin %> apply /etc/puppet/input.yaml --noop',
     '<%= config.bin %> apply --fact lifecycle_stage=bootstrap --timeout 1800',
-    'cat input.yaml | <%= config.bin %> apply - --json',
+    '<%= config.bin %> apply - --json < input.yaml',
     '<%= config.bin %> apply -- --debug',
   ]
 

@@ -24,21 +24,22 @@ export interface ExitCodeRow {
 
 export const APPLY_EXIT_CODES: ExitCodeRow[] = [
   {code: 0, meaning: 'success, with or without changes'},
-  {code: 1, meaning: 'Puppet reported failures or the catalog did not compile'},
-  {code: '0/2/4/6/1', meaning: "with --detailed-exitcodes: Puppet's own codes (2 changes, 4 failures, 6 both)"},
-  {code: 64, meaning: 'usage error (unknown flag, bad flag value)'},
-  {code: 65, meaning: 'invalid input or release: YAML, schema, reference, immutability, path escape'},
-  {code: 66, meaning: 'input file, module directory or release not found (or a range nothing satisfies)'},
+  {code: 1, meaning: 'Puppet reported failures, or the catalog did not compile'},
+  {code: '0/2/4/6/1', meaning: "with --detailed-exitcodes: 2 changes, 4 failures, 6 both"},
+  {code: 64, meaning: 'usage error (unknown command or flag, bad flag value)'},
+  {code: 65, meaning: 'invalid input or release (YAML, schema, mutable, path)'},
+  {code: 66, meaning: 'input, module dir or release not found; no tag fits range'},
   {code: 69, meaning: 'puppet is not available'},
-  {code: 70, meaning: 'internal error (a bug: please report it with the stack trace)'},
+  {code: 70, meaning: 'internal error: a bug; please report it with the trace'},
   {code: 73, meaning: 'another run holds the lock'},
   {code: 75, meaning: 'the run timed out (--timeout)'},
-  {code: '130/143', meaning: 'interrupted by SIGINT/SIGTERM (129 for SIGHUP): puppet and its children are stopped'},
+  {code: '130/143', meaning: 'interrupted by SIGINT/SIGTERM (SIGHUP 129); puppet stopped'},
 ]
 
 export const STATUS_EXIT_CODES: ExitCodeRow[] = [
   {code: 0, meaning: 'the run succeeded'},
   {code: 1, meaning: 'the run failed, errored or was interrupted'},
+  {code: 64, meaning: 'usage error (e.g. RUN_ID is not a run id)'},
   {code: 66, meaning: 'no such run, or no runs yet'},
   {code: 75, meaning: 'the run is still running'},
 ]

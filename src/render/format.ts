@@ -17,9 +17,9 @@ export function formatDuration(ms: number | null): string {
   return `${minutes}m${Math.round((ms % 60_000) / 1000)}s`
 }
 
-export function formatResources(record: Pick<RunRecord, 'resources'>): string {
+export function formatResources(record: Pick<RunRecord, 'resources' | 'state'>): string {
   const r = record.resources
-  if (!r) return 'no summary (puppet wrote none)'
+  if (!r) return record.state === 'running' ? '- (still running)' : 'no summary (puppet wrote none)'
   return `${r.changed} changed, ${r.failed} failed, ${r.outOfSync} out of sync, ${r.total} total`
 }
 

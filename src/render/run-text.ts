@@ -22,7 +22,26 @@ export function renderRunRecord(record: RunRecord): string {
 
 /** The one line an operator reads after `apply`: did it work. */
 export function renderRunOutcome(record: RunRecord): string {
-  const counts = record.resources ? `, ${record.resources.changed} changed, ${record.resources.failed} failed` : ''
+  const r = record.resources
+  const counts = r ? (record.noop ? `, ${r.outOfSync} would change (noop), ${r.failed} failed` : `, ${r.changed} changed, ${r.failed} failed`) : ''
   const error = record.error ? `: ${record.error}` : ''
   return `localpuppet: ${colorState(record.state)} ${record.release}${counts} in ${formatDuration(record.durationMs)} (run ${record.id})${error}`
+}
+
+/** `localpuppet history`: one line per run, newest first. */
+export function renderHistory(records: RunRecord[]): string {
+  const rows = records.map((r) => [
+    r.id,
+    r.state,
+    r.release,
+    r.startedAt.replace('T', ' ').replace(/\.\d+Z$/, 'Z'),
+    formatDuration(r.durationMs),
+    r.resources ? String(r.noop ? r.resources.outOfSync : r.resources.changed) : '-',
+    r.resources ? String(r.resources.failed) : '-',
+  ])
+  const header = ['RUN', 'STATE', 'RELEASE', 'STARTED', 'DURATION', 'CHANGED', 'FAILED']
+  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((row) => row[i].length)))
+  const line = (cells: string[], color = false) =>
+    cells.map((cell, i) => (color && i === 1 ? colorState(cell) + ' '.repeat(widths[i] - cell.length) : cell.padEnd(widths[i]))).join('  ').trimEnd()
+  return [line(header), ...rows.map((row) => line(row, true))].join('\n')
 }

@@ -92,8 +92,10 @@ for (const [signal, code] of [['SIGTERM', 143], ['SIGINT', 130]] as const) {
     t.is(record.exitCode, code)
     t.regex(record.error, new RegExp(`interrupted by ${signal}`))
     t.false(existsSync(join(state, 'lock')))
+    const sessionChildPid = Number(await waitFor(join(fake, 'session-child.pid')))
     t.true(await gone(puppetPid), 'puppet is stopped')
     t.true(await gone(childPid), "puppet's children are stopped")
+    t.true(await gone(sessionChildPid), 'children in a session of their own are stopped too')
   })
 }
 
@@ -106,6 +108,7 @@ test('--timeout stops puppet, says so, and exits 75', async (t) => {
   t.is(record.state, 'interrupted')
   t.regex(record.error, /timed out after 1s/)
   t.true(await gone(Number(await waitFor(join(fake, 'child.pid')))))
+  t.true(await gone(Number(await waitFor(join(fake, 'session-child.pid')))))
 })
 
 test('puppet that is not installed exits 69 and records nothing', async (t) => {
@@ -127,4 +130,20 @@ test('puppet is started with the plan\'s exact command, stdin closed, and -- arg
   t.deepEqual(received.slice(-5), ['--noop', '--debug', '--tags', 'a b', received.at(-1)])
   t.true(received.includes('--node_terminus') && received.includes('--external_nodes'))
   t.true(record.noop)
+})
+
+test('history lists runs newest first, as a table or as records', async (t) => {
+  const {state, args, env} = await setup(t)
+  for (let i = 0; i < 3; i++) t.is((await cli(args, {env: {...env, FAKE_PUPPET_SLEEP: '0', FAKE_PUPPET_EXIT: i === 1 ? '4' : '0'}})).exitCode, i === 1 ? 1 : 0)
+  const json = await cli(['history', '--state-dir', state, '--json'])
+  const records = JSON.parse(json.stdout)
+  t.deepEqual(records.map((r: {state: string}) => r.state), ['succeeded', 'failed', 'succeeded'])
+  t.true(records[0].id > records[1].id && records[1].id > records[2].id)
+  const limited = JSON.parse((await cli(['history', '--state-dir', state, '--json', '--limit', '1'])).stdout)
+  t.is(limited.length, 1)
+  t.is(limited[0].id, records[0].id)
+  const table = await cli(['history', '--state-dir', state])
+  const lines = table.stdout.split('\n')
+  t.regex(lines[0], /^RUN\s+STATE\s+RELEASE\s+STARTED\s+DURATION\s+CHANGED\s+FAILED$/)
+  t.regex(lines[2], new RegExp(`^${records[1].id.replaceAll('.', '\\.')}\\s+failed\\s+foo/tags/1\\.4\\.0`))
 })

@@ -1,10 +1,11 @@
 import {existsSync} from 'node:fs'
+import {setTimeout as sleep} from 'node:timers/promises'
 import {readFile, readdir, stat} from 'node:fs/promises'
 import {join} from 'node:path'
 
 import test from 'ava'
 
-import {FIXTURES, cli, isolatePuppet, statusJson} from '../helpers/cli.js'
+import {FIXTURES, cli, isolatePuppet, startCli, statusJson} from '../helpers/cli.js'
 import {tempDir, writeTree} from '../helpers/temp.js'
 
 // Real `puppet apply` (Debian's puppet-agent) on every test in this file.
@@ -180,4 +181,59 @@ test('each run gets its own directory, and ids sort by start time', async (t) =>
   t.is(record.id, runs[1])
   const first = await statusJson(state, runs[0])
   t.is(first.record.id, runs[0])
+})
+
+test('--noop changes nothing, and with --detailed-exitcodes exits 2 when resources are out of sync', async (t) => {
+  const dir = await tempDir(t)
+  const target = join(dir, 'drift')
+  await writeTree(dir, {
+    'modules/drift/trunk/drift/manifests/init.pp': 'class drift (String $path) {\n  file { $path: content => "wanted\\n" }\n}\n',
+    'input.yaml': `app: drift/trunk\nclasses:\n  drift:\n    path: ${JSON.stringify(target)}\n`,
+  })
+  const state = join(dir, 'state')
+  const result = await cli([
+    'apply', join(dir, 'input.yaml'), '--module-dir', join(dir, 'modules'), '--state-dir', state, '--noop', '--detailed-exitcodes', '--', ...isolatePuppet(dir),
+  ])
+  t.is(result.exitCode, 2, result.stderr)
+  t.false(existsSync(target), 'noop created nothing')
+  t.regex(result.stderr, /succeeded drift\/trunk, 1 would change \(noop\), 0 failed/)
+  const {record} = await statusJson(state)
+  t.true(record.noop)
+  t.is(record.puppetExitCode, 0, "puppet's own exit code says nothing changed")
+  t.is(record.exitCode, 2)
+  t.is(record.resources.outOfSync, 1)
+  t.is(record.resources.changed, 0)
+})
+
+test('SIGTERM during a real run stops the exec resources puppet started in their own session', async (t) => {
+  const dir = await tempDir(t)
+  const pidFile = join(dir, 'sleeper.pid')
+  await writeTree(dir, {
+    'sleeper': {mode: 0o755, content: `#!/bin/sh\necho $$ > ${pidFile}\nexec sleep 300\n`},
+    'modules/slow/trunk/slow/manifests/init.pp': "class slow (String $script) {\n  exec { 'sleeper': command => $script, timeout => 0 }\n}\n",
+    'input.yaml': `app: slow/trunk\nclasses:\n  slow:\n    script: ${JSON.stringify(join(dir, 'sleeper'))}\n`,
+  })
+  const state = join(dir, 'state')
+  const run = startCli(['apply', join(dir, 'input.yaml'), '--module-dir', join(dir, 'modules'), '--state-dir', state, '--', ...isolatePuppet(dir)])
+  const until = Date.now() + 90_000
+  while (!existsSync(pidFile) && Date.now() < until) await sleep(100)
+  await sleep(100)
+  const sleeper = Number(await readFile(pidFile, 'utf8'))
+  run.kill('SIGTERM')
+  const result = await run
+  t.is(result.exitCode, 143)
+  const deadline = Date.now() + 15_000
+  let alive = true
+  while (alive && Date.now() < deadline) {
+    try {
+      process.kill(sleeper, 0)
+      await sleep(100)
+    } catch {
+      alive = false
+    }
+  }
+
+  t.false(alive, 'the exec child is gone')
+  const {record} = await statusJson(state)
+  t.is(record.state, 'interrupted')
 })

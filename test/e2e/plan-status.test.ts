@@ -90,6 +90,12 @@ test('usage errors exit 64', async (t) => {
   t.regex(badFact.stderr, /--fact "no-equals": expected NAME=VALUE/)
   const badRunId = await cli(['status', '../../etc'])
   t.is(badRunId.exitCode, 64)
+  const badTimeout = await cli(['apply', '--timeout', '10m'])
+  t.is(badTimeout.exitCode, 64)
+  t.is(badTimeout.stderr, 'localpuppet: --timeout: Expected an integer but received: 10m\n  hint: see --help')
+  const unknownCommand = await cli(['aply'])
+  t.is(unknownCommand.exitCode, 64)
+  t.is(unknownCommand.stderr, 'localpuppet: unknown command "aply" (did you mean apply?); see localpuppet --help')
 })
 
 test('status and log with no runs yet exit 66', async (t) => {

@@ -1,13 +1,14 @@
 import {closeSync, openSync, writeSync} from 'node:fs'
 import {mkdir, writeFile} from 'node:fs/promises'
 import {join} from 'node:path'
+import {StringDecoder} from 'node:string_decoder'
 
 import {renderEncScript} from '../enc/exec-enc.js'
 import {InterruptedError, LocalpuppetError, PuppetUnavailableError, TimeoutError} from '../errors.js'
 import {ExitCode} from '../exit-codes.js'
 import {readRunSummary} from '../puppet/run-summary.js'
 import {RunLock} from '../state/lock.js'
-import {type RunRecord, type RunState, writeRunRecord} from '../state/run-record.js'
+import {type ResourceCounts, type RunRecord, type RunState, writeRunRecord} from '../state/run-record.js'
 import {runsDir} from '../state/state-dir.js'
 import {type ChildExit, startChild} from './child.js'
 import type {RunPlan} from './run-plan.js'
@@ -119,7 +120,7 @@ async function runLocked(plan: RunPlan, options: ApplyOptions): Promise<ApplyOut
 
     const puppetExit = outcome.exit.exitCode
     const succeeded = puppetExit === 0 || puppetExit === 2
-    const exitCode = plan.detailedExitcodes && puppetExit !== null ? puppetExit : succeeded ? ExitCode.ok : ExitCode.failed
+    const exitCode = plan.detailedExitcodes && puppetExit !== null ? honestDetailedExit(puppetExit, plan.noop, resources) : succeeded ? ExitCode.ok : ExitCode.failed
     const error = succeeded ? null : puppetExit === null ? `puppet was killed by ${outcome.exit.signal}` : describePuppetFailure(puppetExit, summary !== null)
     return await finish(succeeded ? 'succeeded' : 'failed', exitCode, {puppetExitCode: puppetExit, resources, error})
   } catch (error) {
@@ -152,10 +153,14 @@ interface PuppetOutcome {
 }
 
 async function runPuppet(plan: RunPlan, log: number, options: ApplyOptions): Promise<PuppetOutcome> {
-  const output = (stream: 'stdout' | 'stderr') => (chunk: Buffer) => {
-    // The log is for reading later with any pager: no terminal colour codes in it.
-    writeSync(log, chunk.toString('utf8').replaceAll(ANSI_SGR, ''))
-    options.onOutput?.(chunk, stream)
+  const output = (stream: 'stdout' | 'stderr') => {
+    // The log is for reading later with any pager: no terminal colour codes in it. The
+    // decoder keeps a character split across two chunks whole.
+    const decoder = new StringDecoder('utf8')
+    return (chunk: Buffer) => {
+      writeSync(log, decoder.write(chunk).replaceAll(ANSI_SGR, ''))
+      options.onOutput?.(chunk, stream)
+    }
   }
 
   const child = startChild(plan.command[0], plan.command.slice(1), {
@@ -165,13 +170,14 @@ async function runPuppet(plan: RunPlan, log: number, options: ApplyOptions): Pro
     onStderr: output('stderr'),
   })
 
+  const grace = options.killGraceMs ?? 10_000
   let stoppedBy: PuppetOutcome['stoppedBy'] = null
   let forceKill: NodeJS.Timeout | undefined
   const stop = (reason: 'timeout' | NodeJS.Signals) => {
     if (stoppedBy !== null) return
     stoppedBy = reason
-    child.kill('SIGTERM')
-    forceKill = setTimeout(() => child.kill('SIGKILL'), options.killGraceMs ?? 10_000)
+    child.killTree('SIGTERM')
+    forceKill = setTimeout(() => child.killTree('SIGKILL'), grace)
   }
 
   const onAbort = () => stop(abortSignalName(options.signal!))
@@ -179,12 +185,24 @@ async function runPuppet(plan: RunPlan, log: number, options: ApplyOptions): Pro
   const timer = plan.timeoutSeconds ? setTimeout(() => stop('timeout'), plan.timeoutSeconds * 1000) : undefined
   try {
     const exit = await child.exited
+    // Puppet may exit on SIGTERM before the commands it started do: they go too.
+    if (stoppedBy !== null) await child.reapTree(grace)
     return {exit, stoppedBy}
   } finally {
     clearTimeout(timer)
     clearTimeout(forceKill)
     options.signal?.removeEventListener('abort', onAbort)
   }
+}
+
+/**
+ * Puppet's --noop --detailed-exitcodes exits 0 (or 4) even when resources are out of
+ * sync: noop changes are not counted. The summary's out-of-sync count is the honest
+ * figure, so a noop run with pending changes reports them with the changes bit (2).
+ */
+export function honestDetailedExit(puppetExit: number, noop: boolean, resources: ResourceCounts | null): number {
+  if (noop && resources !== null && resources.outOfSync > 0 && (puppetExit === 0 || puppetExit === 4)) return puppetExit | 2
+  return puppetExit
 }
 
 function abortSignalName(signal: AbortSignal): NodeJS.Signals {

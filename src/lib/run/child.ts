@@ -1,4 +1,8 @@
+import {setTimeout as sleep} from 'node:timers/promises'
+
 import {execa} from 'execa'
+
+import {type ProcessId, descendants, signalIfSame, survivors} from '../util/process-tree.js'
 
 export interface ChildOptions {
   env?: Record<string, string>
@@ -22,8 +26,14 @@ export interface ChildExit {
 export interface Child {
   pid: number | undefined
   exited: Promise<ChildExit>
-  /** Sends a signal to the child, or to its whole process group when it has one. */
-  kill(signal: NodeJS.Signals): void
+  /**
+   * Signals the child and every process it started, its process group and the children
+   * that left it (setsid) alike. The first call remembers them, so that a later SIGKILL
+   * still reaches children orphaned when the child itself exited.
+   */
+  killTree(signal: NodeJS.Signals): void
+  /** After the child exited: waits up to `graceMs` for the remembered processes to go, then SIGKILLs the rest. */
+  reapTree(graceMs: number): Promise<void>
 }
 
 /**
@@ -57,16 +67,30 @@ export function startChild(file: string, args: string[], options: ChildOptions =
     }
   })
 
+  const tree: ProcessId[] = []
+  const remember = () => {
+    if (subprocess.pid === undefined) return
+    for (const found of descendants(subprocess.pid)) if (!tree.some((p) => p.pid === found.pid)) tree.push(found)
+  }
+
   return {
     pid: subprocess.pid,
     exited,
-    kill(signal) {
+    killTree(signal) {
       const pid = subprocess.pid
       if (pid === undefined) return
+      remember()
       try {
         if (options.ownGroup) process.kill(-pid, signal)
         else subprocess.kill(signal)
       } catch {}
+
+      for (const p of tree) signalIfSame(p, signal)
+    },
+    async reapTree(graceMs) {
+      const until = Date.now() + graceMs
+      while (survivors(tree).length > 0 && Date.now() < until) await sleep(50)
+      for (const p of survivors(tree)) signalIfSame(p, 'SIGKILL')
     },
   }
 }

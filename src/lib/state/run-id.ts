@@ -22,6 +22,6 @@ export function isRunId(text: string): boolean {
 
 /** Refuses anything that is not a run id, before it is ever joined into a path. */
 export function assertRunId(text: string): string {
-  if (!isRunId(text)) throw new UsageError(`${JSON.stringify(text)} is not a run id (e.g. 20261122T091631.123Z-4f2a); see localpuppet history`)
+  if (!isRunId(text)) throw new UsageError(`${JSON.stringify(text)} is not a run id (e.g. 20261122T091631.123Z-4f2a); localpuppet history lists them`)
   return text
 }

@@ -328,7 +328,7 @@ test('property: any valid document survives a dump and parse unchanged', (t) => 
   fc.assert(
     fc.property(doc, (document) => {
       const input = parseNodeInput(dumpYaml(document), 'input.yaml')
-      t.deepEqual(input.raw, JSON.parse(JSON.stringify(document)))
+      t.deepEqual(input.raw, document)
     }),
     {numRuns: 300},
   )

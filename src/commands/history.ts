@@ -1,0 +1,38 @@
+import {Flags} from '@oclif/core'
+
+import {BaseCommand, describeWithExitCodes} from '../base-command.js'
+import {stateFlags} from '../flags.js'
+import {type RunRecord, effectiveRecord, listRunIds, readRunRecord} from '../lib/state/run-record.js'
+import {defaultStateDir} from '../lib/state/state-dir.js'
+import {isProcessAlive} from '../lib/util/process.js'
+import {renderHistory} from '../render/run-text.js'
+
+export default class History extends BaseCommand {
+  static override summary = 'List runs, newest first.'
+  static override description = describeWithExitCodes('One line per run: id, state, release, start, duration, changed and failed counts. `--json` gives the run records.', [
+    {code: 0, meaning: 'listed (also when there are no runs)'},
+  ])
+
+  static override examples = ['<%= config.bin %> history', '<%= config.bin %> history --limit 5 --json']
+
+  static override flags = {
+    ...stateFlags,
+    limit: Flags.integer({description: 'show at most this many runs', min: 1, default: 20, helpValue: 'N'}),
+  }
+
+  async run(): Promise<RunRecord[]> {
+    const {flags} = await this.parse(History)
+    const stateDir = flags['state-dir'] ?? defaultStateDir()
+    const ids = (await listRunIds(stateDir)).reverse()
+    const records: RunRecord[] = []
+    for (const id of ids) {
+      if (records.length >= flags.limit) break
+      // A directory whose record is missing or unreadable (a run killed while starting) is skipped.
+      const record = await readRunRecord(stateDir, id).catch(() => null)
+      if (record) records.push(effectiveRecord(record, isProcessAlive))
+    }
+
+    this.log(records.length === 0 ? `no runs yet in ${stateDir}` : renderHistory(records))
+    return records
+  }
+}

@@ -1,0 +1,72 @@
+import {readFileSync, readdirSync} from 'node:fs'
+
+import {processStartTime} from './process.js'
+
+/** A process, identified beyond its pid so a reused pid is never signalled by mistake. */
+export interface ProcessId {
+  pid: number
+  start: string | null
+}
+
+/**
+ * Every descendant of `root` now running (Linux /proc; empty elsewhere). Puppet starts
+ * each exec resource in a session of its own (setsid), so its children are not in its
+ * process group: stopping a run has to find them by parentage.
+ */
+export function descendants(root: number): ProcessId[] {
+  const children = new Map<number, number[]>()
+  let entries: string[]
+  try {
+    entries = readdirSync('/proc')
+  } catch {
+    return []
+  }
+
+  for (const entry of entries) {
+    if (!/^\d+$/.test(entry)) continue
+    try {
+      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8')
+      const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1])
+      children.set(ppid, [...(children.get(ppid) ?? []), Number(entry)])
+    } catch {}
+  }
+
+  const found: ProcessId[] = []
+  const queue = [...(children.get(root) ?? [])]
+  while (queue.length > 0) {
+    const pid = queue.shift()!
+    found.push({pid, start: processStartTime(pid)})
+    queue.push(...(children.get(pid) ?? []))
+  }
+
+  return found
+}
+
+/** Signals a process only if it is still the one that was seen (same start time). */
+export function signalIfSame(process_: ProcessId, signal: NodeJS.Signals): boolean {
+  const start = processStartTime(process_.pid)
+  if (start === null || (process_.start !== null && start !== process_.start)) return false
+  try {
+    process.kill(process_.pid, signal)
+    return true
+  } catch {
+    return false
+  }
+}
+
+/** Those of the processes still alive (and still the same processes). */
+export function survivors(processes: ProcessId[]): ProcessId[] {
+  return processes.filter((p) => {
+    const start = processStartTime(p.pid)
+    return start !== null && (p.start === null || start === p.start) && !isZombie(p.pid)
+  })
+}
+
+function isZombie(pid: number): boolean {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8')
+    return stat.slice(stat.lastIndexOf(')') + 2).startsWith('Z')
+  } catch {
+    return false
+  }
+}
