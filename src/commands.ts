@@ -1,8 +1,22 @@
 import Apply from './commands/apply.js'
 import History from './commands/history.js'
+import Install from './commands/install.js'
 import Log from './commands/log.js'
+import PackCommand from './commands/pack.js'
 import Plan from './commands/plan.js'
+import Releases from './commands/releases.js'
 import Status from './commands/status.js'
+import Verify from './commands/verify.js'
 
 /** oclif's explicit command discovery: no directory scan and no manifest to go stale. */
-export const COMMANDS = {apply: Apply, history: History, log: Log, plan: Plan, status: Status}
+export const COMMANDS = {
+  apply: Apply,
+  history: History,
+  install: Install,
+  log: Log,
+  pack: PackCommand,
+  plan: Plan,
+  releases: Releases,
+  status: Status,
+  verify: Verify,
+}

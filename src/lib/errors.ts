@@ -88,6 +88,20 @@ export class LockHeldError extends LocalpuppetError {
   }
 }
 
+/** A tag is already installed with other content (73): tags are immutable. */
+export class ConflictError extends LocalpuppetError {
+  constructor(message: string, suggestions: string[] = []) {
+    super('conflict', ExitCode.locked, message, suggestions)
+  }
+}
+
+/** An installed release no longer matches what was installed (65). */
+export class VerificationError extends LocalpuppetError {
+  constructor(message: string, suggestions: string[] = []) {
+    super('verification-failed', ExitCode.invalid, message, suggestions)
+  }
+}
+
 /** The run exceeded --timeout (75). */
 export class TimeoutError extends LocalpuppetError {
   constructor(message: string) {

@@ -2,7 +2,8 @@ import {stat} from 'node:fs/promises'
 import {resolve} from 'node:path'
 
 import {type EncDocument, buildEncDocument, renderEncYaml} from '../enc/enc-document.js'
-import {NotFoundError, UsageError, describeFsError} from '../errors.js'
+import {describeMismatch, verifyRelease} from '../archive/verify.js'
+import {NotFoundError, UsageError, VerificationError, describeFsError} from '../errors.js'
 import type {NodeInput} from '../input/node-input.js'
 import {findExecutable} from '../puppet/find-executable.js'
 import {type ResolvedRelease, resolveRelease} from '../release/resolve.js'
@@ -45,6 +46,8 @@ export interface RunPlan {
   /** Real absolute paths, the release root first. */
   modulepath: string[]
   releases: ResolvedRelease[]
+  /** Each tag on the modulepath that has an install record, checked against it before anything runs. */
+  verification: Array<{release: string; verified: boolean}>
   allowMutable: boolean
   mutableEntries: string[]
   warnings: string[]
@@ -70,6 +73,7 @@ export interface RunPlan {
 /** Builds the plan for one run. With no runId, paths and the ENC show `<run-id>`. */
 export async function buildRunPlan(input: NodeInput, options: PlanOptions, runId = RUN_ID_PLACEHOLDER): Promise<RunPlan> {
   const resolution = await resolveRelease(options.moduleDir, input.app, {allowMutable: options.allowMutable})
+  const verification = await verifyModulepath(resolution.moduleDir, resolution.modulepath)
   const app = resolution.modulepath[0]
   const stateDir = resolve(options.stateDir)
   const files = runFiles(stateDir, runId)
@@ -117,6 +121,7 @@ export async function buildRunPlan(input: NodeInput, options: PlanOptions, runId
     moduleDir: resolution.moduleDir,
     modulepath,
     releases: resolution.modulepath,
+    verification,
     allowMutable: Boolean(options.allowMutable),
     mutableEntries: resolution.mutableEntries.map((entry) => entry.ref),
     warnings,
@@ -135,6 +140,24 @@ export async function buildRunPlan(input: NodeInput, options: PlanOptions, runId
     stateDir,
     files,
   }
+}
+
+/**
+ * A tagged release that was installed with a record must still be what was installed:
+ * every release on the modulepath with a record is verified, and a mismatch refuses the
+ * run (65) naming the file before Puppet starts.
+ */
+async function verifyModulepath(moduleDir: string, releases: ResolvedRelease[]): Promise<RunPlan['verification']> {
+  const checked: RunPlan['verification'] = []
+  for (const release of releases) {
+    if (release.kind !== 'tag') continue
+    const result = await verifyRelease(moduleDir, release.release)
+    if (!result.recorded) continue
+    if (!result.ok) throw new VerificationError(describeMismatch(result), [`localpuppet verify ${release.release} lists every difference`])
+    checked.push({release: release.release, verified: true})
+  }
+
+  return checked
 }
 
 /** Parses repeated `--fact NAME=VALUE` flags; 64 on a malformed one. */

@@ -30,9 +30,13 @@ export class RunLock {
     private content: LockContent,
   ) {}
 
-  /** Takes the lock or throws LockHeldError (73) naming the run that holds it. */
+  /** Takes the state directory's run lock or throws LockHeldError (73) naming the run that holds it. */
   static async acquire(stateDir: string, runId: string | null): Promise<RunLock> {
-    const path = lockPath(stateDir)
+    return RunLock.acquireFile(lockPath(stateDir), runId)
+  }
+
+  /** Takes the lock file at `path` (e.g. a module directory's install lock). */
+  static async acquireFile(path: string, runId: string | null): Promise<RunLock> {
     const content: LockContent = {
       pid: process.pid,
       start: processStartTime(process.pid),

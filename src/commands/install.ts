@@ -1,0 +1,62 @@
+import {Args, Flags} from '@oclif/core'
+
+import {BaseCommand, describeWithExitCodes} from '../base-command.js'
+import {DEFAULT_MODULE_DIR} from '../lib/defaults.js'
+import {UsageError} from '../lib/errors.js'
+import type {InstallResult} from '../lib/archive/install-archive.js'
+
+export default class Install extends BaseCommand {
+  static override summary = 'Install a release archive (or a git tag) into the module directory, verified and atomically.'
+  static override description = describeWithExitCodes(
+    'Every entry is checked against release.json (and its signature, with --trust or keys in ' +
+      '/etc/localpuppet/trusted-keys) before anything becomes visible; each release then appears with one rename, ' +
+      'dependencies first. Installed tags are recorded and made read-only. A tag already installed with the same ' +
+      'content is left as it is; with other content, nothing is touched (tags are immutable). With --git, the tag\'s ' +
+      'tree becomes <app>/tags/<tag>.',
+    [
+      {code: 0, meaning: 'installed, or already installed with the same content'},
+      {code: 64, meaning: 'usage error'},
+      {code: 65, meaning: 'the archive is corrupt, unsafe, unlisted content, or badly signed'},
+      {code: 66, meaning: 'archive, repository, tag or module dir not found'},
+      {code: 73, meaning: 'a tag is installed with other content; or another install runs'},
+    ],
+  )
+
+  static override examples = [
+    '<%= config.bin %> install foo-1.4.0.tar.gz',
+    '<%= config.bin %> install - --trust /etc/localpuppet/release-key.pub.pem < foo-1.4.0.tar.gz',
+    '<%= config.bin %> install --git /srv/git/foo.git --app foo --tag 1.4.0',
+  ]
+
+  static override args = {archive: Args.string({description: 'the .tar.gz made by pack; - reads standard input'})}
+  static override flags = {
+    'module-dir': Flags.string({description: 'the module directory', env: 'LOCALPUPPET_MODULE_DIR', default: DEFAULT_MODULE_DIR, helpValue: 'DIR'}),
+    trust: Flags.string({description: 'require a signature by this public key (PEM file, or a directory of them); repeatable', multiple: true, helpValue: 'PUB.pem'}),
+    git: Flags.string({description: 'install a git tag from this repository (path or URL) instead of an archive', helpValue: 'REPO'}),
+    app: Flags.string({description: 'with --git: the app name', helpValue: 'NAME'}),
+    tag: Flags.string({description: 'with --git: the tag', helpValue: 'TAG'}),
+  }
+
+  async run(): Promise<InstallResult> {
+    const {args, flags} = await this.parse(Install)
+    const moduleDir = flags['module-dir']
+    let result: InstallResult
+    if (flags.git !== undefined) {
+      if (args.archive !== undefined) throw new UsageError('give an ARCHIVE or --git, not both')
+      if (!flags.app || !flags.tag) throw new UsageError('--git needs --app NAME and --tag TAG')
+      const {installGitTag} = await import('../lib/archive/install-git.js')
+      result = await installGitTag({moduleDir, repo: flags.git, app: flags.app, tag: flags.tag})
+    } else {
+      if (args.archive === undefined) throw new UsageError('name an ARCHIVE (or - for standard input), or use --git')
+      const [{installArchive}, {openArchive}] = await Promise.all([import('../lib/archive/install-archive.js'), import('../lib/archive/open-archive.js')])
+      const {stream, label} = await openArchive(args.archive)
+      result = await installArchive(stream, label, {moduleDir, trust: flags.trust})
+    }
+
+    for (const release of result.installed) this.log(`installed ${release}`)
+    for (const release of result.replaced) this.log(`replaced ${release}`)
+    for (const release of result.unchanged) this.log(`unchanged ${release} (already installed with the same content)`)
+    if (result.signedBy) this.log(`signature verified: ${result.signedBy}`)
+    return result
+  }
+}

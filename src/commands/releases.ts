@@ -1,0 +1,36 @@
+import {Args, Flags} from '@oclif/core'
+
+import {BaseCommand, describeWithExitCodes} from '../base-command.js'
+import {DEFAULT_MODULE_DIR} from '../lib/defaults.js'
+import type {AppReleases} from '../lib/release/releases.js'
+
+export default class Releases extends BaseCommand {
+  static override summary = 'List apps with their trunk, branches and tags, and whether each tag verifies.'
+  static override description = describeWithExitCodes('Tags are listed newest semver first. A tag installed by localpuppet has a record and is verified against it.', [
+    {code: 0, meaning: 'listed'},
+    {code: 66, meaning: 'module dir or app not found'},
+  ])
+
+  static override examples = ['<%= config.bin %> releases', '<%= config.bin %> releases foo --json']
+  static override args = {app: Args.string({description: 'only this app'})}
+  static override flags = {
+    'module-dir': Flags.string({description: 'the module directory', env: 'LOCALPUPPET_MODULE_DIR', default: DEFAULT_MODULE_DIR, helpValue: 'DIR'}),
+  }
+
+  async run(): Promise<AppReleases[]> {
+    const {args, flags} = await this.parse(Releases)
+    const {listReleases} = await import('../lib/release/releases.js')
+    const apps = await listReleases(flags['module-dir'], args.app)
+    for (const app of apps) {
+      const heads = [app.trunk ? 'trunk' : null, ...app.branches.map((b) => `branches/${b}`)].filter(Boolean)
+      this.log(`${app.app}${heads.length > 0 ? `  (${heads.join(', ')})` : ''}`)
+      for (const tag of app.tags) {
+        const state = !tag.recorded ? 'no record' : tag.verified ? 'verified' : 'MODIFIED'
+        this.log(`  ${tag.tag.padEnd(20)} ${state}`)
+      }
+    }
+
+    if (apps.length === 0) this.log('no apps in the module directory')
+    return apps
+  }
+}

@@ -1,0 +1,41 @@
+import {Args, Flags} from '@oclif/core'
+
+import {BaseCommand, describeWithExitCodes} from '../base-command.js'
+import {DEFAULT_MODULE_DIR} from '../lib/defaults.js'
+import type {VerifyResult} from '../lib/archive/verify.js'
+
+export default class Verify extends BaseCommand {
+  static override summary = 'Check installed tags against what was installed: modified, missing and extra files.'
+  static override description = describeWithExitCodes('Recomputes every installed tag (or the ones named) against its install record.', [
+    {code: 0, meaning: 'every tag checked matches its record'},
+    {code: 65, meaning: 'a mismatch (listed), or a named tag has no record'},
+    {code: 66, meaning: 'module dir not found'},
+  ])
+
+  static override strict = false
+  static override examples = ['<%= config.bin %> verify', '<%= config.bin %> verify foo/tags/1.4.0 --json']
+  static override args = {refs: Args.string({description: 'tags to verify (foo/tags/1.4.0 or foo@1.4.0) [default: all with a record]'})}
+  static override flags = {
+    'module-dir': Flags.string({description: 'the module directory', env: 'LOCALPUPPET_MODULE_DIR', default: DEFAULT_MODULE_DIR, helpValue: 'DIR'}),
+  }
+
+  async run(): Promise<VerifyResult[]> {
+    const {argv, flags} = await this.parse(Verify)
+    const {verifyInstalled} = await import('../lib/archive/verify-installed.js')
+    const results = await verifyInstalled(flags['module-dir'], argv as string[])
+    for (const result of results) {
+      if (!result.recorded) this.log(`${result.release}: no install record (not installed by localpuppet)`)
+      else if (result.ok) this.log(`ok        ${result.release}`)
+      else {
+        this.log(`MISMATCH  ${result.release}`)
+        for (const path of result.modified) this.log(`  modified  ${path}`)
+        for (const path of result.missing) this.log(`  missing   ${path}`)
+        for (const path of result.extra) this.log(`  extra     ${path}`)
+      }
+    }
+
+    if (results.length === 0) this.log('no installed tags with records')
+    if (results.some((result) => !result.ok || !result.recorded)) process.exitCode = 65
+    return results
+  }
+}

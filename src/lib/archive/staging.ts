@@ -1,0 +1,218 @@
+import {createHash, randomBytes} from 'node:crypto'
+import {closeSync, fchmodSync, mkdirSync, openSync, writeSync} from 'node:fs'
+import {chmod, lstat, mkdir, readdir, rename, rm, rmdir} from 'node:fs/promises'
+import {dirname, join} from 'node:path'
+
+import {ConflictError, ReleaseError} from '../errors.js'
+import {startChild} from '../run/child.js'
+import {RunLock} from '../state/lock.js'
+import {faultPoint} from '../util/fault.js'
+import {type InstallRecord, type InstallSource, localpuppetDir, readInstallRecord, writeInstallRecord} from './install-record.js'
+import {type TreeFile, readReleaseTree, treeDigest} from './release-tree.js'
+
+/** A release fully written and checked in staging, ready to be renamed into place. */
+export interface StagedRelease {
+  release: string
+  digest: string
+  files: TreeFile[]
+  /** Trunk or branch: replaced on install, never recorded or made read-only. */
+  mutable: boolean
+}
+
+export interface CommitResult {
+  installed: string[]
+  unchanged: string[]
+  replaced: string[]
+}
+
+/** A file being written into staging: hashed as it is written. */
+export interface StagedFile {
+  write(chunk: Buffer): void
+  /** Closes the file, makes it read-only, and returns what was written. */
+  finish(): {sha256: string; size: number}
+}
+
+/**
+ * Where an install is put together before anything becomes visible: a directory under
+ * `<module-dir>/.localpuppet/staging/`, on the module directory's filesystem so that each
+ * release can be renamed into place atomically. One install at a time per module
+ * directory (its install lock); staging left by a killed install is removed by the next.
+ */
+export class Staging {
+  private constructor(
+    readonly moduleDir: string,
+    readonly dir: string,
+    private readonly lock: RunLock,
+    private readonly createdLocalpuppetDir: boolean,
+  ) {}
+
+  static async open(moduleDir: string): Promise<Staging> {
+    const own = localpuppetDir(moduleDir)
+    let created = false
+    try {
+      await lstat(own)
+    } catch {
+      await mkdir(own, {mode: 0o755})
+      created = true
+    }
+
+    const lock = await RunLock.acquireFile(join(own, 'install.lock'), null)
+    const root = join(own, 'staging')
+    // Whatever is here was left by an install that was killed: we hold the lock now.
+    await rm(root, {recursive: true, force: true})
+    const dir = join(root, `${process.pid}-${randomBytes(4).toString('hex')}`)
+    await mkdir(dir, {recursive: true, mode: 0o700})
+    return new Staging(moduleDir, dir, lock, created)
+  }
+
+  /** Creates a file at an archive path (already checked safe) inside staging; refuses duplicates. */
+  createFile(archivePath: string, executable: boolean): StagedFile {
+    const path = join(this.dir, archivePath)
+    mkdirSync(dirname(path), {recursive: true, mode: 0o755})
+    let fd: number
+    try {
+      fd = openSync(path, 'wx', 0o600)
+    } catch (error) {
+      const code = (error as NodeJS.ErrnoException).code
+      if (code === 'EEXIST') throw new ReleaseError(`${archivePath}: appears twice in the archive`)
+      if (code === 'ENOTDIR' || code === 'EISDIR') throw new ReleaseError(`${archivePath}: conflicts with another entry (a file and a directory of the same name)`)
+      throw error
+    }
+
+    const hash = createHash('sha256')
+    let size = 0
+    return {
+      write(chunk) {
+        hash.update(chunk)
+        size += chunk.length
+        writeSync(fd, chunk)
+      },
+      finish() {
+        fchmodSync(fd, executable ? 0o555 : 0o444)
+        closeSync(fd)
+        return {sha256: hash.digest('hex'), size}
+      },
+    }
+  }
+
+  /**
+   * Moves staged releases into the module directory, in the order given (dependencies
+   * first). Everything is checked before anything moves: a tag already installed with
+   * other content is a ConflictError (73) and nothing is touched; the same content is
+   * left as it is. Each release appears with one rename, so it is never visible half
+   * written; its install record is written after it.
+   */
+  async commit(releases: StagedRelease[], source: InstallSource, signedBy: string | null): Promise<CommitResult> {
+    const result: CommitResult = {installed: [], unchanged: [], replaced: []}
+    const actions: Array<{release: StagedRelease; action: 'install' | 'replace' | 'unchanged'}> = []
+    for (const release of releases) {
+      const target = join(this.moduleDir, release.release)
+      let exists = false
+      try {
+        const info = await lstat(target)
+        if (!info.isDirectory()) throw new ConflictError(`${release.release}: exists and is not a directory`)
+        exists = true
+      } catch (error) {
+        if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error
+      }
+
+      if (!exists) actions.push({release, action: 'install'})
+      else if (release.mutable) actions.push({release, action: 'replace'})
+      else {
+        const current = await installedDigest(target, release.release)
+        if (current !== release.digest) {
+          const record = await readInstallRecord(this.moduleDir, release.release)
+          if (record?.digest === release.digest) {
+            throw new ConflictError(`${release.release} was modified after it was installed; nothing was touched`, [
+              `localpuppet verify ${release.release} lists the changes; remove ${target} and install again to restore it`,
+            ])
+          }
+
+          throw new ConflictError(`${release.release} is already installed with other content (${current}; the archive has ${release.digest})`, [
+            'tags are immutable: publish the change as a new tag',
+          ])
+        }
+
+        actions.push({release, action: 'unchanged'})
+      }
+    }
+
+    // Data on disk before any rename makes it visible (one sync for the filesystem).
+    await syncFilesystem(this.dir)
+    faultPoint('install:before-commit')
+    let moved = 0
+    for (const {release, action} of actions) {
+      const staged = join(this.dir, release.release)
+      const target = join(this.moduleDir, release.release)
+      const record: InstallRecord = {format: 1, release: release.release, digest: release.digest, files: release.files, installedAt: new Date().toISOString(), source, signedBy}
+      if (action === 'unchanged') {
+        if (!(await readInstallRecord(this.moduleDir, release.release))) await writeInstallRecord(this.moduleDir, record)
+        result.unchanged.push(release.release)
+        continue
+      }
+
+      await mkdir(dirname(target), {recursive: true, mode: 0o755})
+      if (action === 'replace') {
+        const old = join(this.dir, `.replaced-${moved}`)
+        await rename(target, old)
+        await rename(staged, target)
+        await rm(old, {recursive: true, force: true})
+        result.replaced.push(release.release)
+      } else {
+        await renameIntoPlace(staged, target, release.release)
+        faultPoint('install:after-rename')
+        await makeDirsReadOnly(target)
+        await writeInstallRecord(this.moduleDir, record)
+        result.installed.push(release.release)
+      }
+
+      moved++
+    }
+
+    return result
+  }
+
+  /** Removes staging and the lock (and .localpuppet itself if this install created it and left nothing). */
+  async close(): Promise<void> {
+    await rm(this.dir, {recursive: true, force: true})
+    await rmdir(dirname(this.dir)).catch(() => {})
+    await this.lock.release()
+    if (this.createdLocalpuppetDir) await rmdir(localpuppetDir(this.moduleDir)).catch(() => {})
+  }
+}
+
+async function renameIntoPlace(staged: string, target: string, release: string): Promise<void> {
+  try {
+    await rename(staged, target)
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code
+    if (code === 'EEXIST' || code === 'ENOTEMPTY') throw new ConflictError(`${release} appeared while installing; nothing of it was replaced`)
+    throw error
+  }
+}
+
+async function installedDigest(target: string, release: string): Promise<string> {
+  try {
+    return treeDigest(await readReleaseTree(target, release))
+  } catch (error) {
+    if (error instanceof ReleaseError) return `unreadable (${error.message})`
+    throw error
+  }
+}
+
+/** Read-only directories, deepest first, so nothing can be added to an installed tag. */
+async function makeDirsReadOnly(root: string): Promise<void> {
+  const dirs: string[] = []
+  const walk = async (dir: string) => {
+    dirs.push(dir)
+    for (const entry of await readdir(dir, {withFileTypes: true})) if (entry.isDirectory()) await walk(join(dir, entry.name))
+  }
+
+  await walk(root)
+  for (const dir of dirs.reverse()) await chmod(dir, 0o555)
+}
+
+async function syncFilesystem(path: string): Promise<void> {
+  // coreutils `sync -f` is syncfs(2): one call flushes the whole filesystem's dirty data.
+  await startChild('sync', ['-f', path]).exited
+}

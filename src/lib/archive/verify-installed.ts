@@ -1,0 +1,20 @@
+import {parseReleaseRef} from '../release/release-ref.js'
+import {realModuleDir, resolveRelease} from '../release/resolve.js'
+import {listRecordedReleases} from './install-record.js'
+import {type VerifyResult, verifyRelease} from './verify.js'
+
+/** Verifies the named tags (any reference form that resolves to a tag), or every recorded one. */
+export async function verifyInstalled(moduleDir: string, refs: string[]): Promise<VerifyResult[]> {
+  const root = await realModuleDir(moduleDir)
+  const releases: string[] = []
+  if (refs.length === 0) releases.push(...(await listRecordedReleases(root)))
+  for (const ref of refs) {
+    const parsed = parseReleaseRef(ref, 'verify')
+    const resolved = await resolveRelease(root, parsed, {allowMutable: true})
+    releases.push(resolved.modulepath[0].release)
+  }
+
+  const results: VerifyResult[] = []
+  for (const release of releases) results.push(await verifyRelease(root, release))
+  return results
+}

@@ -1,0 +1,61 @@
+import {lstat, readdir} from 'node:fs/promises'
+import {join} from 'node:path'
+
+import {type InstallRecord, readInstallRecord} from './install-record.js'
+import {type TreeFile, compareBytes, hashFile} from './release-tree.js'
+
+export interface VerifyResult {
+  release: string
+  /** False when the tag has no install record (installed by hand): nothing to compare. */
+  recorded: boolean
+  ok: boolean
+  modified: string[]
+  missing: string[]
+  extra: string[]
+}
+
+/**
+ * Compares an installed release with its install record: files whose bytes, size or
+ * executable bit changed, files that are gone, and anything added (links included).
+ */
+export async function verifyRelease(moduleDir: string, release: string, record?: InstallRecord | null): Promise<VerifyResult> {
+  const recorded = record === undefined ? await readInstallRecord(moduleDir, release) : record
+  const result: VerifyResult = {release, recorded: recorded !== null, ok: true, modified: [], missing: [], extra: []}
+  if (!recorded) return result
+  const root = join(moduleDir, release)
+  const actual = new Map<string, {size: number; executable: boolean} | 'other'>()
+  try {
+    await walk(root, '', actual)
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error
+  }
+
+  const expected = new Map<string, TreeFile>(recorded.files.map((file) => [file.path, file]))
+  for (const [path, file] of expected) {
+    const found = actual.get(path)
+    if (found === undefined) result.missing.push(path)
+    else if (found === 'other' || found.size !== file.size || found.executable !== file.executable) result.modified.push(path)
+    else if ((await hashFile(join(root, path))) !== file.sha256) result.modified.push(path)
+  }
+
+  for (const path of actual.keys()) if (!expected.has(path)) result.extra.push(path)
+  for (const list of [result.modified, result.missing, result.extra]) list.sort(compareBytes)
+  result.ok = result.modified.length === 0 && result.missing.length === 0 && result.extra.length === 0
+  return result
+}
+
+/** One line naming the first problem, for errors that refuse a run. */
+export function describeMismatch(result: VerifyResult): string {
+  const [kind, path] = result.modified.length > 0 ? ['modified', result.modified[0]] : result.missing.length > 0 ? ['missing', result.missing[0]] : ['added', result.extra[0]]
+  const count = result.modified.length + result.missing.length + result.extra.length
+  return `${result.release}/${path}: ${kind} since install${count > 1 ? ` (and ${count - 1} more)` : ''}`
+}
+
+async function walk(dir: string, prefix: string, into: Map<string, {size: number; executable: boolean} | 'other'>): Promise<void> {
+  for (const name of await readdir(dir)) {
+    const path = prefix === '' ? name : `${prefix}/${name}`
+    const info = await lstat(join(dir, name))
+    if (info.isDirectory()) await walk(join(dir, name), path, into)
+    else into.set(path, info.isFile() ? {size: info.size, executable: (info.mode & 0o111) !== 0} : 'other')
+  }
+}
