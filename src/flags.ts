@@ -11,14 +11,19 @@ export const stateFlags = {
   }),
 }
 
-/** Flags that decide what a run resolves to and how puppet is started: shared by plan and apply. */
-export const runFlags = {
+/** Where releases live: every command that reads or writes them. */
+export const moduleDirFlags = {
   'module-dir': Flags.string({
     description: 'the module directory holding <app>/trunk and <app>/tags/<tag>',
     env: 'LOCALPUPPET_MODULE_DIR',
     default: DEFAULT_MODULE_DIR,
     helpValue: 'DIR',
   }),
+}
+
+/** Flags that decide what a run resolves to and how puppet is started: shared by plan and apply. */
+export const runFlags = {
+  ...moduleDirFlags,
   manifest: Flags.string({
     description: 'the manifest puppet applies [default: /etc/puppet/manifests/default.pp when it exists, else an empty one]',
     helpValue: 'FILE',

@@ -1,7 +1,7 @@
 import {Args, Flags} from '@oclif/core'
 
 import {BaseCommand, describeWithExitCodes} from '../base-command.js'
-import {DEFAULT_MODULE_DIR} from '../lib/defaults.js'
+import {moduleDirFlags} from '../flags.js'
 import {UsageError} from '../lib/errors.js'
 import type {InstallResult} from '../lib/archive/install-archive.js'
 
@@ -30,7 +30,7 @@ export default class Install extends BaseCommand {
 
   static override args = {archive: Args.string({description: 'the .tar.gz made by pack; - reads standard input'})}
   static override flags = {
-    'module-dir': Flags.string({description: 'the module directory', env: 'LOCALPUPPET_MODULE_DIR', default: DEFAULT_MODULE_DIR, helpValue: 'DIR'}),
+    ...moduleDirFlags,
     trust: Flags.string({description: 'require a signature by this public key (PEM file, or a directory of them); repeatable', multiple: true, helpValue: 'PUB.pem'}),
     git: Flags.string({description: 'install a git tag from this repository (path or URL) instead of an archive', helpValue: 'REPO'}),
     app: Flags.string({description: 'with --git: the app name', helpValue: 'NAME'}),

@@ -1,7 +1,7 @@
 import {Args, Flags} from '@oclif/core'
 
 import {BaseCommand, describeWithExitCodes} from '../base-command.js'
-import {DEFAULT_MODULE_DIR} from '../lib/defaults.js'
+import {moduleDirFlags} from '../flags.js'
 import type {PackResult} from '../lib/archive/pack.js'
 
 export default class PackCommand extends BaseCommand {
@@ -27,7 +27,7 @@ export default class PackCommand extends BaseCommand {
   static override args = {ref: Args.string({description: 'the release: foo/tags/1.4.0, foo@^1.4', required: true})}
   static override flags = {
     output: Flags.string({char: 'o', description: 'the archive to write; - for standard output [default: <app>-<tag>.tar.gz]', helpValue: 'FILE'}),
-    'module-dir': Flags.string({description: 'the module directory', env: 'LOCALPUPPET_MODULE_DIR', default: DEFAULT_MODULE_DIR, helpValue: 'DIR'}),
+    ...moduleDirFlags,
     sign: Flags.string({description: 'sign release.json with this Ed25519 private key (PEM)', helpValue: 'KEY.pem'}),
     'allow-mutable': Flags.boolean({description: 'pack a trunk or branch, or a tag depending on one'}),
   }

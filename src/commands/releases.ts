@@ -1,7 +1,7 @@
-import {Args, Flags} from '@oclif/core'
+import {Args} from '@oclif/core'
 
 import {BaseCommand, describeWithExitCodes} from '../base-command.js'
-import {DEFAULT_MODULE_DIR} from '../lib/defaults.js'
+import {moduleDirFlags} from '../flags.js'
 import type {AppReleases} from '../lib/release/releases.js'
 
 export default class Releases extends BaseCommand {
@@ -14,7 +14,7 @@ export default class Releases extends BaseCommand {
   static override examples = ['<%= config.bin %> releases', '<%= config.bin %> releases foo --json']
   static override args = {app: Args.string({description: 'only this app'})}
   static override flags = {
-    'module-dir': Flags.string({description: 'the module directory', env: 'LOCALPUPPET_MODULE_DIR', default: DEFAULT_MODULE_DIR, helpValue: 'DIR'}),
+    ...moduleDirFlags,
   }
 
   async run(): Promise<AppReleases[]> {

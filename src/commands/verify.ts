@@ -1,7 +1,7 @@
-import {Args, Flags} from '@oclif/core'
+import {Args} from '@oclif/core'
 
 import {BaseCommand, describeWithExitCodes} from '../base-command.js'
-import {DEFAULT_MODULE_DIR} from '../lib/defaults.js'
+import {moduleDirFlags} from '../flags.js'
 import type {VerifyResult} from '../lib/archive/verify.js'
 
 export default class Verify extends BaseCommand {
@@ -16,7 +16,7 @@ export default class Verify extends BaseCommand {
   static override examples = ['<%= config.bin %> verify', '<%= config.bin %> verify foo/tags/1.4.0 --json']
   static override args = {refs: Args.string({description: 'tags to verify (foo/tags/1.4.0 or foo@1.4.0) [default: all with a record]'})}
   static override flags = {
-    'module-dir': Flags.string({description: 'the module directory', env: 'LOCALPUPPET_MODULE_DIR', default: DEFAULT_MODULE_DIR, helpValue: 'DIR'}),
+    ...moduleDirFlags,
   }
 
   async run(): Promise<VerifyResult[]> {

@@ -41,6 +41,16 @@ const FILE_TYPES = new Set(['File', 'OldFile', 'ContiguousFile'])
  * entry, and the module directory is left exactly as it was.
  */
 export async function installArchive(source: Readable, label: string, options: InstallOptions): Promise<InstallResult> {
+  try {
+    return await install(source, label, options)
+  } catch (error) {
+    // A refused archive is read no further: close it now, not when the GC finds its handle.
+    source.destroy()
+    throw error
+  }
+}
+
+async function install(source: Readable, label: string, options: InstallOptions): Promise<InstallResult> {
   const trusted = await loadTrustedKeys(options.trust ?? [], options.trustDir)
   const archiveHash = createHash('sha256')
   // Hashed on the way through (a 'data' listener would start the stream before the
@@ -135,7 +145,7 @@ async function extract(source: Readable, label: string, staging: Staging, truste
       if (received.has(archivePath)) throw refuse(`${label}: entry ${JSON.stringify(path)}: appears twice`)
       received.add(archivePath)
       if (entry.size !== listed.file.size) throw refuse(`${label}: ${archivePath}: size ${entry.size} differs from ${listed.file.size} in ${RELEASE_INDEX}`)
-      const file = staging.createFile(archivePath, listed.file.executable)
+      const file = staging.createFile(archivePath, listed.file.executable, parseReleasePath(listed.release)?.kind === 'tag')
       entry.on('data', (chunk: Buffer) => {
         if (failure) return
         try {

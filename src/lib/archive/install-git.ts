@@ -53,10 +53,16 @@ async function localRepo(repo: string, tag: string, scratch: string): Promise<st
   return dir
 }
 
+/**
+ * A git hook runs us with GIT_DIR and friends set for its own repository; our git
+ * commands name their repository explicitly and must not inherit them.
+ */
+const GIT_ENV = {GIT_DIR: undefined, GIT_WORK_TREE: undefined, GIT_INDEX_FILE: undefined, GIT_OBJECT_DIRECTORY: undefined, GIT_ALTERNATE_OBJECT_DIRECTORIES: undefined, GIT_QUARANTINE_PATH: undefined, GIT_TERMINAL_PROMPT: '0'}
+
 async function git(args: string[], what: string): Promise<string> {
   let out = ''
   let err = ''
-  const child = startChild('git', args, {onStdout: (c) => (out += c), onStderr: (c) => (err += c)})
+  const child = startChild('git', args, {env: GIT_ENV, onStdout: (c) => (out += c), onStderr: (c) => (err += c)})
   const exit = await child.exited
   if (exit.spawnError) throw new LocalpuppetError('git-unavailable', 69, `git: ${exit.spawnError.message}`, ['install git (apt-get install git)'])
   if (exit.exitCode !== 0) throw new NotFoundError(`${what}: not found${err.trim() ? ` (${err.trim().split('\n').pop()})` : ''}`)
@@ -105,6 +111,7 @@ async function exportTree(repoDir: string, commit: string, release: string, stag
   })
   let err = ''
   const child = startChild('git', ['-C', repoDir, 'archive', '--format=tar', commit], {
+    env: GIT_ENV,
     onStdout: (chunk) => parser.write(chunk),
     onStderr: (chunk) => (err += chunk),
   })

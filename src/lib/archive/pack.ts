@@ -7,7 +7,7 @@ import {pipeline} from 'node:stream/promises'
 
 import {Header, Pack, ReadEntry} from 'tar'
 
-import {ImmutabilityError, ReleaseError} from '../errors.js'
+import {ImmutabilityError, ReleaseError, describeFsError} from '../errors.js'
 import {parseReleaseRef} from '../release/release-ref.js'
 import {resolveRelease} from '../release/resolve.js'
 import {type ReleaseIndex, INDEX_FORMAT, RELEASE_INDEX, SIGNATURE_FILE, serializeIndex} from './release-index.js'
@@ -113,6 +113,8 @@ export async function packRelease(options: PackOptions): Promise<PackResult> {
     await rename(temp, output)
   } catch (error) {
     await unlink(temp).catch(() => {})
+    // Creating or renaming the archive itself (a missing directory, a directory in the way).
+    if ((error as NodeJS.ErrnoException).path === temp) throw describeFsError(error, `output ${output}`)
     throw error
   }
 

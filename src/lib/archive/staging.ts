@@ -3,7 +3,7 @@ import {closeSync, fchmodSync, mkdirSync, openSync, writeSync} from 'node:fs'
 import {chmod, lstat, mkdir, readdir, rename, rm, rmdir} from 'node:fs/promises'
 import {dirname, join} from 'node:path'
 
-import {ConflictError, ReleaseError} from '../errors.js'
+import {ConflictError, ReleaseError, describeFsError} from '../errors.js'
 import {startChild} from '../run/child.js'
 import {RunLock} from '../state/lock.js'
 import {faultPoint} from '../util/fault.js'
@@ -52,7 +52,9 @@ export class Staging {
     try {
       await lstat(own)
     } catch {
-      await mkdir(own, {mode: 0o755})
+      await mkdir(own, {mode: 0o755}).catch((error: unknown) => {
+        throw describeFsError(error, `module directory ${moduleDir}`)
+      })
       created = true
     }
 
@@ -66,7 +68,8 @@ export class Staging {
   }
 
   /** Creates a file at an archive path (already checked safe) inside staging; refuses duplicates. */
-  createFile(archivePath: string, executable: boolean): StagedFile {
+  /** `readOnly` for tags (0444/0555); a trunk or branch keeps ordinary modes (0644/0755). */
+  createFile(archivePath: string, executable: boolean, readOnly = true): StagedFile {
     const path = join(this.dir, archivePath)
     mkdirSync(dirname(path), {recursive: true, mode: 0o755})
     let fd: number
@@ -88,7 +91,7 @@ export class Staging {
         writeSync(fd, chunk)
       },
       finish() {
-        fchmodSync(fd, executable ? 0o555 : 0o444)
+        fchmodSync(fd, (executable ? 0o555 : 0o444) | (readOnly ? 0 : 0o200))
         closeSync(fd)
         return {sha256: hash.digest('hex'), size}
       },
@@ -146,12 +149,19 @@ export class Staging {
       const target = join(this.moduleDir, release.release)
       const record: InstallRecord = {format: 1, release: release.release, digest: release.digest, files: release.files, installedAt: new Date().toISOString(), source, signedBy}
       if (action === 'unchanged') {
-        if (!(await readInstallRecord(this.moduleDir, release.release))) await writeInstallRecord(this.moduleDir, record)
+        if (!(await readInstallRecord(this.moduleDir, release.release))) {
+          // Renamed into place by an install killed before it finished the job.
+          await makeDirsReadOnly(target)
+          await writeInstallRecord(this.moduleDir, record)
+        }
+
         result.unchanged.push(release.release)
         continue
       }
 
       await mkdir(dirname(target), {recursive: true, mode: 0o755})
+      // A release without files has nothing staged yet: it is still a release.
+      await mkdir(staged, {recursive: true, mode: 0o755})
       if (action === 'replace') {
         const old = join(this.dir, `.replaced-${moved}`)
         await rename(target, old)
@@ -161,8 +171,11 @@ export class Staging {
       } else {
         await renameIntoPlace(staged, target, release.release)
         faultPoint('install:after-rename')
-        await makeDirsReadOnly(target)
-        await writeInstallRecord(this.moduleDir, record)
+        if (!release.mutable) {
+          await makeDirsReadOnly(target)
+          await writeInstallRecord(this.moduleDir, record)
+        }
+
         result.installed.push(release.release)
       }
 

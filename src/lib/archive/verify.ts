@@ -1,8 +1,8 @@
-import {lstat, readdir} from 'node:fs/promises'
+import {lstatSync, readdirSync} from 'node:fs'
 import {join} from 'node:path'
 
 import {type InstallRecord, readInstallRecord} from './install-record.js'
-import {type TreeFile, compareBytes, hashFile} from './release-tree.js'
+import {type TreeFile, compareBytes, hashFileSync} from './release-tree.js'
 
 export interface VerifyResult {
   release: string
@@ -25,18 +25,21 @@ export async function verifyRelease(moduleDir: string, release: string, record?:
   const root = join(moduleDir, release)
   const actual = new Map<string, {size: number; executable: boolean} | 'other'>()
   try {
-    await walk(root, '', actual)
+    walk(root, '', actual)
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error
   }
 
   const expected = new Map<string, TreeFile>(recorded.files.map((file) => [file.path, file]))
+  const toHash: TreeFile[] = []
   for (const [path, file] of expected) {
     const found = actual.get(path)
     if (found === undefined) result.missing.push(path)
     else if (found === 'other' || found.size !== file.size || found.executable !== file.executable) result.modified.push(path)
-    else if ((await hashFile(join(root, path))) !== file.sha256) result.modified.push(path)
+    else toHash.push(file)
   }
+
+  for (const file of toHash) if (hashFileSync(join(root, file.path)) !== file.sha256) result.modified.push(file.path)
 
   for (const path of actual.keys()) if (!expected.has(path)) result.extra.push(path)
   for (const list of [result.modified, result.missing, result.extra]) list.sort(compareBytes)
@@ -51,11 +54,11 @@ export function describeMismatch(result: VerifyResult): string {
   return `${result.release}/${path}: ${kind} since install${count > 1 ? ` (and ${count - 1} more)` : ''}`
 }
 
-async function walk(dir: string, prefix: string, into: Map<string, {size: number; executable: boolean} | 'other'>): Promise<void> {
-  for (const name of await readdir(dir)) {
+function walk(dir: string, prefix: string, into: Map<string, {size: number; executable: boolean} | 'other'>): void {
+  for (const name of readdirSync(dir)) {
     const path = prefix === '' ? name : `${prefix}/${name}`
-    const info = await lstat(join(dir, name))
-    if (info.isDirectory()) await walk(join(dir, name), path, into)
+    const info = lstatSync(join(dir, name))
+    if (info.isDirectory()) walk(join(dir, name), path, into)
     else into.set(path, info.isFile() ? {size: info.size, executable: (info.mode & 0o111) !== 0} : 'other')
   }
 }

@@ -5,7 +5,8 @@ import {execa} from 'execa'
 import {type ProcessId, descendants, signalIfSame, survivors} from '../util/process-tree.js'
 
 export interface ChildOptions {
-  env?: Record<string, string>
+  /** Added to the inherited environment; an undefined value removes a variable. */
+  env?: Record<string, string | undefined>
   cwd?: string
   /** Its own process group, so it can be stopped as a whole and a terminal's ^C reaches only us. */
   ownGroup?: boolean

@@ -1,7 +1,6 @@
 import {type ChildProcess, spawn} from 'node:child_process'
 import {once} from 'node:events'
 import {readFile, readdir, stat, writeFile} from 'node:fs/promises'
-import {join} from 'node:path'
 import {createInterface} from 'node:readline'
 import {fileURLToPath} from 'node:url'
 

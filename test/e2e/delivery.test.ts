@@ -1,0 +1,162 @@
+import {existsSync} from 'node:fs'
+import {appendFile, chmod, mkdir, readFile, writeFile} from 'node:fs/promises'
+import {join} from 'node:path'
+import {setTimeout as sleep} from 'node:timers/promises'
+
+import test from 'ava'
+import {execa} from 'execa'
+
+import {BIN, FAKE_PUPPET, FIXTURES, cli, isolatePuppet} from '../helpers/cli.js'
+import {tempDir, writeTree} from '../helpers/temp.js'
+
+const DEMO = join(FIXTURES, 'demo')
+
+test('pack, install into an empty module dir, apply with real puppet', async (t) => {
+  const dir = await tempDir(t)
+  const archive = join(dir, 'foo.tar.gz')
+  const packed = await cli(['pack', 'foo@^1.4', '--module-dir', join(DEMO, 'modules'), '-o', archive, '--json'])
+  t.is(packed.exitCode, 0, packed.stderr)
+  t.is(JSON.parse(packed.stdout).release, 'foo/tags/1.4.0')
+
+  const modules = join(dir, 'modules')
+  await mkdir(modules)
+  const installed = await cli(['install', archive, '--module-dir', modules])
+  t.is(installed.exitCode, 0, installed.stderr)
+  t.is(installed.stdout, 'installed dist/tags/2.0.1\ninstalled foo/tags/1.4.0')
+
+  const applied = await cli(['apply', join(DEMO, 'input.yaml'), '--module-dir', modules, '--state-dir', join(dir, 'state'), '--', ...isolatePuppet(dir)])
+  t.is(applied.exitCode, 0, applied.stderr)
+  t.regex(applied.stdout, /Notice: I notify you!/)
+  t.regex(applied.stdout, /Notice: platform class/)
+
+  const verified = await cli(['verify', '--module-dir', modules])
+  t.is(verified.exitCode, 0)
+  t.is(verified.stdout, 'ok        dist/tags/2.0.1\nok        foo/tags/1.4.0')
+  const releases = JSON.parse((await cli(['releases', '--module-dir', modules, '--json'])).stdout)
+  t.deepEqual(releases.map((app: {app: string; tags: Array<{tag: string; verified: boolean}>}) => [app.app, app.tags.map((tag) => [tag.tag, tag.verified])]), [
+    ['dist', [['2.0.1', true]]],
+    ['foo', [['1.4.0', true]]],
+  ])
+})
+
+test('pack -o - streams to install - through a pipe', async (t) => {
+  const dir = await tempDir(t)
+  const modules = join(dir, 'modules')
+  await mkdir(modules)
+  const result = await execa('sh', ['-c', `node "${BIN}" pack foo/tags/1.3.0 --module-dir "${join(DEMO, 'modules')}" -o - | node "${BIN}" install - --module-dir "${modules}"`], {reject: false})
+  t.is(result.exitCode, 0, result.stderr)
+  t.true(existsSync(join(modules, 'foo/tags/1.3.0/foo/manifests/init.pp')))
+})
+
+test('apply refuses a tampered installed tag before puppet starts, naming the file', async (t) => {
+  const dir = await tempDir(t)
+  const archive = join(dir, 'foo.tar.gz')
+  t.is((await cli(['pack', 'foo/tags/1.4.0', '--module-dir', join(DEMO, 'modules'), '-o', archive])).exitCode, 0)
+  const modules = join(dir, 'modules')
+  await mkdir(modules)
+  t.is((await cli(['install', archive, '--module-dir', modules])).exitCode, 0)
+  const file = join(modules, 'dist/tags/2.0.1/platform/manifests/init.pp')
+  await chmod(file, 0o644)
+  await appendFile(file, "notify { 'injected': }\n")
+
+  const fake = join(dir, 'fake')
+  await mkdir(fake)
+  const args = ['apply', join(DEMO, 'input.yaml'), '--module-dir', modules, '--state-dir', join(dir, 'state'), '--puppet', FAKE_PUPPET]
+  const refused = await cli(args, {env: {FAKE_PUPPET_DIR: fake}})
+  t.is(refused.exitCode, 65)
+  t.regex(refused.stderr, /^localpuppet: dist\/tags\/2\.0\.1\/platform\/manifests\/init\.pp: modified since install$/m)
+  t.false(existsSync(join(fake, 'puppet.pid')), 'puppet never started')
+  t.false(existsSync(join(dir, 'state')), 'no run was recorded')
+  const plan = await cli(['plan', join(DEMO, 'input.yaml'), '--module-dir', modules])
+  t.is(plan.exitCode, 65)
+  const verify = await cli(['verify', 'dist/tags/2.0.1', '--module-dir', modules])
+  t.is(verify.exitCode, 65)
+  t.is(verify.stdout, 'MISMATCH  dist/tags/2.0.1\n  modified  platform/manifests/init.pp')
+})
+
+test('a tag pushed to a bare repo with the post-receive hook is installed and applied', async (t) => {
+  const dir = await tempDir(t)
+  const bare = join(dir, 'foo.git')
+  const modules = join(dir, 'modules')
+  const state = join(dir, 'state')
+  await mkdir(modules)
+  const git = (args: string[], cwd = dir) => execa('git', args, {cwd, env: {GIT_AUTHOR_NAME: 't', GIT_AUTHOR_EMAIL: 't@t', GIT_COMMITTER_NAME: 't', GIT_COMMITTER_EMAIL: 't@t'}})
+  await git(['init', '--quiet', '--bare', bare])
+  // The hook calls localpuppet through this wrapper, which keeps puppet's own state in the temp dir.
+  const wrapper = join(dir, 'localpuppet')
+  await writeFile(wrapper, `#!/bin/sh\nif [ "$1" = apply ]; then exec node "${BIN}" "$@" -- ${isolatePuppet(dir).join(' ')}; fi\nexec node "${BIN}" "$@"\n`, {mode: 0o755})
+  await execa('cp', [join(FIXTURES, '..', 'integrations/git/post-receive'), join(bare, 'hooks/post-receive')])
+  for (const [key, value] of [['localpuppet.bin', wrapper], ['localpuppet.moduleDir', modules], ['localpuppet.apply', join(dir, 'input.yaml')], ['localpuppet.stateDir', state]]) {
+    await git(['--git-dir', bare, 'config', key, value])
+  }
+
+  await writeTree(dir, {
+    'input.yaml': 'app: foo/tags/2.0.0\nclasses: [foo]\n',
+    'work/foo/manifests/init.pp': "class foo { notify { 'pushed release': } }\n",
+    'work/manifest.yaml': 'modulepath: []\n',
+  })
+  const work = join(dir, 'work')
+  await git(['init', '--quiet'], work)
+  await git(['add', '-A'], work)
+  await git(['commit', '--quiet', '-m', 'release'], work)
+  await git(['tag', '2.0.0'], work)
+  const push = await git(['push', bare, 'HEAD:refs/heads/main', '2.0.0'], work)
+  t.regex(push.stderr, /remote: installed foo\/tags\/2\.0\.0/)
+  t.true(existsSync(join(modules, 'foo/tags/2.0.0/foo/manifests/init.pp')))
+
+  // The hook started the run in the background: wait for it as a trigger would.
+  const until = Date.now() + 90_000
+  let record: {state: string} | undefined
+  while (Date.now() < until) {
+    const status = await cli(['status', '--state-dir', state, '--json'])
+    if (status.exitCode !== 66) {
+      record = JSON.parse(status.stdout)
+      if (record!.state !== 'running') break
+    }
+
+    await sleep(500)
+  }
+
+  t.is(record?.state, 'succeeded')
+  t.regex(await readFile(JSON.parse((await cli(['status', '--state-dir', state, '--json'])).stdout).log, 'utf8'), /pushed release/)
+  const again = await git(['push', bare, 'HEAD:refs/heads/main'], work)
+  t.notRegex(again.stderr, /installed/, 'a branch push installs nothing')
+})
+
+test('an archive signed with an OpenSSL Ed25519 key installs only where that key is trusted', async (t) => {
+  const dir = await tempDir(t)
+  const key = join(dir, 'release-key.pem')
+  const pub = join(dir, 'release-key.pub.pem')
+  const other = join(dir, 'other.pem')
+  const otherPub = join(dir, 'other.pub.pem')
+  for (const [priv, pubOut] of [[key, pub], [other, otherPub]]) {
+    await execa('openssl', ['genpkey', '-algorithm', 'ed25519', '-out', priv])
+    await execa('openssl', ['pkey', '-in', priv, '-pubout', '-out', pubOut])
+  }
+
+  const signed = join(dir, 'signed.tar.gz')
+  const unsigned = join(dir, 'unsigned.tar.gz')
+  t.is((await cli(['pack', 'foo/tags/1.4.0', '--module-dir', join(DEMO, 'modules'), '-o', signed, '--sign', key])).exitCode, 0)
+  t.is((await cli(['pack', 'foo/tags/1.4.0', '--module-dir', join(DEMO, 'modules'), '-o', unsigned])).exitCode, 0)
+  const install = async (archive: string, trust: string) => {
+    const modules = join(dir, `modules-${Math.random().toString(16).slice(2)}`)
+    await mkdir(modules)
+    return {modules, result: await cli(['install', archive, '--module-dir', modules, '--trust', trust])}
+  }
+
+  const good = await install(signed, pub)
+  t.is(good.result.exitCode, 0, good.result.stderr)
+  t.regex(good.result.stdout, /signature verified: sha256:[0-9a-f]{64}/)
+  const wrongKey = await install(signed, otherPub)
+  t.is(wrongKey.result.exitCode, 65)
+  t.regex(wrongKey.result.stderr, /does not verify with any trusted key/)
+  t.false(existsSync(join(wrongKey.modules, 'foo')))
+  const notSigned = await install(unsigned, dir)
+  t.is(notSigned.result.exitCode, 65)
+  t.regex(notSigned.result.stderr, /not signed, and trusted keys are configured/)
+  const notEd25519 = join(dir, 'rsa.pem')
+  await execa('openssl', ['genpkey', '-algorithm', 'rsa', '-pkeyopt', 'rsa_keygen_bits:1024', '-out', notEd25519])
+  const rsa = await cli(['pack', 'foo/tags/1.4.0', '--module-dir', join(DEMO, 'modules'), '-o', join(dir, 'x.tar.gz'), '--sign', notEd25519])
+  t.is(rsa.exitCode, 64)
+  t.regex(rsa.stderr, /--sign needs Ed25519/)
+})
