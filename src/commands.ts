@@ -1,4 +1,6 @@
 import Apply from './commands/apply.js'
+import Disable from './commands/disable.js'
+import Enable from './commands/enable.js'
 import History from './commands/history.js'
 import Install from './commands/install.js'
 import Log from './commands/log.js'
@@ -11,6 +13,8 @@ import Verify from './commands/verify.js'
 /** oclif's explicit command discovery: no directory scan and no manifest to go stale. */
 export const COMMANDS = {
   apply: Apply,
+  disable: Disable,
+  enable: Enable,
   history: History,
   install: Install,
   log: Log,

@@ -1,17 +1,33 @@
-import {Args} from '@oclif/core'
+import {Args, Flags} from '@oclif/core'
 
 import {BaseCommand, describeWithExitCodes} from '../base-command.js'
 import {runFlags} from '../flags.js'
 import {DEFAULT_INPUT} from '../lib/defaults.js'
+import {LocalpuppetError} from '../lib/errors.js'
 import {APPLY_EXIT_CODES} from '../lib/exit-codes.js'
+import type {ApplyOptions} from '../lib/run/apply-run.js'
 import type {RunRecord} from '../lib/state/run-record.js'
+import type {RunFlagValues} from '../run-options.js'
+
+const applyFlags = {
+  ...runFlags,
+  detach: Flags.boolean({description: 'check what can fail fast, then run in the background: print the run id and exit 0 at once'}),
+  'if-changed': Flags.boolean({description: "skip the run (state: skipped) when nothing changed since the newest succeeded run"}),
+  splay: Flags.integer({description: 'wait a random 0..SECONDS before taking the lock, so a fleet on a timer does not stampede', min: 0, helpValue: 'SECONDS'}),
+  'on-finish': Flags.string({description: 'once the run record is final, run CMD with /bin/sh: the record as JSON on stdin, LOCALPUPPET_RUN_ID and LOCALPUPPET_RUN_STATE set', helpValue: 'CMD'}),
+  keep: Flags.integer({description: 'run directories to keep (the newest; a running one is never removed)', min: 1, default: 100, helpValue: 'N'}),
+  'detached-child': Flags.boolean({hidden: true, description: 'internal: the background half of --detach'}),
+}
+
+type ApplyFlagValues = RunFlagValues & {'if-changed': boolean; splay?: number; 'on-finish'?: string; keep: number}
 
 export default class Apply extends BaseCommand {
   static override summary = 'Resolve the release named in the input and run puppet apply on it.'
   static override description = describeWithExitCodes(
     'Resolves the input\'s app to a release under the module directory, builds its modulepath from manifest.yaml, ' +
-      'writes an exec ENC script for the input (minus app), runs the real `puppet apply`, streams its output and records ' +
-      'the run (see `localpuppet status` and `localpuppet log`). Arguments after `--` go to puppet as they are.',
+      'verifies installed tags, writes an exec ENC script for the input (minus app), runs the real `puppet apply`, ' +
+      'streams its output and records the run (see `localpuppet status` and `localpuppet log`). Arguments after `--` ' +
+      'go to puppet as they are.',
     APPLY_EXIT_CODES,
   )
 
@@ -21,6 +37,7 @@ export default class Apply extends BaseCommand {
     '<%= config.bin %> apply',
     '<%= config.bin %> apply /etc/puppet/input.yaml --noop',
     '<%= config.bin %> apply --fact lifecycle_stage=bootstrap --timeout 1800',
+    '<%= config.bin %> apply --detach --if-changed --splay 300',
     '<%= config.bin %> apply - --json < input.yaml',
     '<%= config.bin %> apply -- --debug',
   ]
@@ -29,44 +46,112 @@ export default class Apply extends BaseCommand {
     input: Args.string({description: 'the input YAML (ENC document plus app); - reads standard input', default: DEFAULT_INPUT}),
   }
 
-  static override flags = runFlags
+  static override flags = applyFlags
 
   async run(): Promise<RunRecord> {
     this.splitPassThrough()
     const {args, flags} = await this.parse(Apply)
-    const [{readNodeInput}, {buildRunPlan, parseFacts}, {applyPlan}, {newRunId}, {toPlanOptions}, {renderRunOutcome}] = await Promise.all([
+    if (flags['detached-child']) return this.runDetachedChild()
+    const [{readInputText}, {parseNodeInput}, {buildRunPlan, parseFacts}, {newRunId}, {toPlanOptions}] = await Promise.all([
       import('../lib/input/read-input.js'),
+      import('../lib/input/node-input.js'),
       import('../lib/run/run-plan.js'),
-      import('../lib/run/apply-run.js'),
       import('../lib/state/run-id.js'),
       import('../run-options.js'),
-      import('../render/run-text.js'),
     ])
     const json = this.jsonEnabled()
     const facts = parseFacts(flags.fact ?? [])
-    const input = await readNodeInput(args.input)
-    const plan = await buildRunPlan(input, toPlanOptions(flags, this.passThrough, facts, Boolean(process.stdout.isTTY) && !this.jsonEnabled()), newRunId())
+    const {text, source} = await readInputText(args.input)
+    const input = parseNodeInput(text, source)
+    const color = Boolean(process.stdout.isTTY) && !json && !flags.detach
+    const plan = await buildRunPlan(input, toPlanOptions(flags, this.passThrough, facts, color), newRunId())
 
-    const controller = new AbortController()
-    const signals: NodeJS.Signals[] = ['SIGINT', 'SIGTERM', 'SIGHUP']
-    const onSignal = (signal: NodeJS.Signals) => controller.abort(signal)
-    for (const signal of signals) process.on(signal, onSignal)
-    try {
+    if (flags.detach) {
+      const [{preflight}, {startDetached}] = await Promise.all([import('../lib/run/apply-run.js'), import('../lib/run/detach.js')])
+      await preflight(plan, {checkLock: true})
+      const {detach: _detach, json: _json, ...rest} = flags
+      const reply = await startDetached(`${this.config.root}/bin/run.js`, {inputText: text, source, runId: plan.runId, flags: rest, puppetArgs: this.passThrough})
+      if (reply.type === 'error') throw new LocalpuppetError(reply.error.code, reply.error.exitCode, reply.error.message, reply.error.suggestions)
+      if (!json) {
+        for (const warning of plan.warnings) process.stderr.write(`localpuppet: warning: ${warning}\n`)
+        this.log(reply.record.id)
+        process.stderr.write(`localpuppet: run ${reply.record.id} of ${reply.record.release} started in the background; localpuppet status ${reply.record.id} --wait\n`)
+      }
+
+      return reply.record
+    }
+
+    const {applyPlan} = await import('../lib/run/apply-run.js')
+    const {renderRunOutcome} = await import('../render/run-text.js')
+    return this.withSignals(async (signal) => {
       const outcome = await applyPlan(plan, {
-        signal: controller.signal,
+        ...applyOptions(flags),
+        signal,
         onOutput: json ? undefined : (chunk, stream) => process[stream].write(chunk),
         onStart: json
           ? undefined
           : (record) => {
               for (const warning of plan.warnings) process.stderr.write(`localpuppet: warning: ${warning}\n`)
-              process.stderr.write(`localpuppet: run ${record.id}: ${record.release}\n`)
+              process.stderr.write(`localpuppet: run ${record.id}: ${record.release}${record.splaySeconds ? ` (splay: waiting ${record.splaySeconds}s)` : ''}\n`)
             },
       })
       if (!json) process.stderr.write(renderRunOutcome(outcome.record) + '\n')
       process.exitCode = outcome.exitCode
       return outcome.record
+    })
+  }
+
+  /** The background half of --detach: takes its orders over IPC, replies once the run has started. */
+  private async runDetachedChild(): Promise<RunRecord> {
+    const [{receivePayload, replyToParent}, {parseNodeInput}, {buildRunPlan, parseFacts}, {applyPlan}, {toPlanOptions}] = await Promise.all([
+      import('../lib/run/detach.js'),
+      import('../lib/input/node-input.js'),
+      import('../lib/run/run-plan.js'),
+      import('../lib/run/apply-run.js'),
+      import('../run-options.js'),
+    ])
+    const payload = await receivePayload()
+    let replied = false
+    try {
+      const flags = payload.flags as unknown as ApplyFlagValues
+      const input = parseNodeInput(payload.inputText, payload.source)
+      const plan = await buildRunPlan(input, toPlanOptions(flags, payload.puppetArgs, parseFacts(flags.fact ?? []), false), payload.runId)
+      return await this.withSignals(async (signal) => {
+        const outcome = await applyPlan(plan, {
+          ...applyOptions(flags),
+          signal,
+          onStart: (record) => {
+            replied = true
+            void replyToParent({type: 'started', record})
+          },
+        })
+        process.exitCode = outcome.exitCode
+        return outcome.record
+      })
+    } catch (error) {
+      if (!replied) {
+        const known = error instanceof LocalpuppetError ? error.toJSON() : {code: 'internal', exitCode: 70, message: (error as Error).message}
+        await replyToParent({type: 'error', error: known})
+      }
+
+      throw error
+    }
+  }
+
+  /** SIGINT, SIGTERM and SIGHUP stop the run (and puppet) instead of the process. */
+  private async withSignals<T>(fn: (signal: AbortSignal) => Promise<T>): Promise<T> {
+    const controller = new AbortController()
+    const signals: NodeJS.Signals[] = ['SIGINT', 'SIGTERM', 'SIGHUP']
+    const onSignal = (signal: NodeJS.Signals) => controller.abort(signal)
+    for (const signal of signals) process.on(signal, onSignal)
+    try {
+      return await fn(controller.signal)
     } finally {
       for (const signal of signals) process.off(signal, onSignal)
     }
   }
+}
+
+function applyOptions(flags: Pick<ApplyFlagValues, 'if-changed' | 'splay' | 'on-finish' | 'keep'>): ApplyOptions {
+  return {ifChanged: flags['if-changed'], splaySeconds: flags.splay, onFinish: flags['on-finish'], keep: flags.keep}
 }

@@ -31,17 +31,17 @@ export const APPLY_EXIT_CODES: ExitCodeRow[] = [
   {code: 66, meaning: 'input, module dir or release not found; no tag fits range'},
   {code: 69, meaning: 'puppet is not available'},
   {code: 70, meaning: 'internal error: a bug; please report it with the trace'},
-  {code: 73, meaning: 'another run holds the lock'},
+  {code: 73, meaning: 'another run holds the lock, or Puppet is disabled'},
   {code: 75, meaning: 'the run timed out (--timeout)'},
   {code: '130/143', meaning: 'interrupted by SIGINT/SIGTERM (SIGHUP 129); puppet stopped'},
 ]
 
 export const STATUS_EXIT_CODES: ExitCodeRow[] = [
-  {code: 0, meaning: 'the run succeeded'},
+  {code: 0, meaning: 'the run succeeded, or was skipped (--if-changed)'},
   {code: 1, meaning: 'the run failed, errored or was interrupted'},
   {code: 64, meaning: 'usage error (e.g. RUN_ID is not a run id)'},
   {code: 66, meaning: 'no such run, or no runs yet'},
-  {code: 75, meaning: 'the run is still running'},
+  {code: 75, meaning: 'the run is still running (with --wait: when the wait timed out)'},
 ]
 
 /** Renders a table of exit codes as aligned plain text, for --help and the README. */

@@ -4,6 +4,7 @@ import type {RunRecord, RunState} from '../lib/state/run-record.js'
 
 export function colorState(state: RunState | string): string {
   if (state === 'succeeded') return chalk.green(state)
+  if (state === 'skipped') return chalk.green.dim(state)
   if (state === 'running') return chalk.cyan(state)
   if (state === 'interrupted') return chalk.yellow(state)
   return chalk.red(state)
@@ -19,7 +20,7 @@ export function formatDuration(ms: number | null): string {
 
 export function formatResources(record: Pick<RunRecord, 'resources' | 'state'>): string {
   const r = record.resources
-  if (!r) return record.state === 'running' ? '- (still running)' : 'no summary (puppet wrote none)'
+  if (!r) return record.state === 'running' ? '- (still running)' : record.state === 'skipped' ? '- (puppet did not run)' : 'no summary (puppet wrote none)'
   return `${r.changed} changed, ${r.failed} failed, ${r.outOfSync} out of sync, ${r.total} total`
 }
 

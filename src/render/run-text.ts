@@ -15,6 +15,8 @@ export function renderRunRecord(record: RunRecord): string {
   ]
   if (record.noop) rows.push(['noop', 'yes'])
   if (record.allowMutable) rows.push(['mutable', record.mutableEntries.length > 0 ? record.mutableEntries.join(', ') : 'allowed, none used'])
+  if (record.splaySeconds !== null && record.splaySeconds !== undefined) rows.push(['splay', `${record.splaySeconds}s`])
+  if (record.reason) rows.push(['reason', record.reason])
   if (record.error) rows.push(['error', record.error])
   rows.push(['log', record.log])
   return table(rows)
@@ -24,7 +26,7 @@ export function renderRunRecord(record: RunRecord): string {
 export function renderRunOutcome(record: RunRecord): string {
   const r = record.resources
   const counts = r ? (record.noop ? `, ${r.outOfSync} would change (noop), ${r.failed} failed` : `, ${r.changed} changed, ${r.failed} failed`) : ''
-  const error = record.error ? `: ${record.error}` : ''
+  const error = record.error ? `: ${record.error}` : record.reason ? `: ${record.reason}` : ''
   return `localpuppet: ${colorState(record.state)} ${record.release}${counts} in ${formatDuration(record.durationMs)} (run ${record.id})${error}`
 }
 

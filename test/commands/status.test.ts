@@ -17,7 +17,7 @@ function record(id: string, fields: Partial<RunRecord> = {}): RunRecord {
     input: {source: 'input.yaml', document: {app: 'foo@^1.4'}}, inputDigest: 'sha256:00', noop: false, allowMutable: false,
     mutableEntries: [], facts: {}, environment: 'production', manifest: '/m.pp', command: ['puppet', 'apply'], pid: 1,
     startedAt: '2026-11-22T09:16:31.123Z', finishedAt: '2026-11-22T09:16:34.323Z', durationMs: 3200, exitCode: 0, puppetExitCode: 2,
-    resources: {changed: 3, failed: 0, outOfSync: 3, total: 10}, error: null, log: '/x/puppet.log', ...fields,
+    resources: {changed: 3, failed: 0, outOfSync: 3, total: 10}, error: null, reason: null, fingerprint: null, splaySeconds: null, log: '/x/puppet.log', ...fields,
   }
 }
 

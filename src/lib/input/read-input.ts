@@ -8,12 +8,18 @@ import {type NodeInput, parseNodeInput} from './node-input.js'
 
 /** Reads and validates input.yaml, or standard input when `path` is `-`. */
 export async function readNodeInput(path: string, stdin: NodeJS.ReadableStream = process.stdin): Promise<NodeInput> {
-  if (path === '-') return parseNodeInput(await readStream(stdin), '<stdin>')
+  const {text, source} = await readInputText(path, stdin)
+  return parseNodeInput(text, source)
+}
+
+/** The input's text and how messages name it (`<stdin>` for `-`), unvalidated. */
+export async function readInputText(path: string, stdin: NodeJS.ReadableStream = process.stdin): Promise<{text: string; source: string}> {
+  if (path === '-') return {text: await readStream(stdin), source: '<stdin>'}
   try {
     const info = await stat(path)
     if (info.isDirectory()) throw new InputError(`input ${path}: is a directory, expected a YAML file`)
     if (info.size > MAX_YAML_BYTES) throw new InputError(`input ${path}: larger than ${MAX_YAML_BYTES / 1024 / 1024} MiB`)
-    return parseNodeInput(await readFile(path, 'utf8'), path)
+    return {text: await readFile(path, 'utf8'), source: path}
   } catch (error) {
     if (error instanceof InputError) throw error
     if ((error as NodeJS.ErrnoException).code) throw describeFsError(error, `input file ${path}`)

@@ -2,19 +2,28 @@ import {closeSync, openSync, writeSync} from 'node:fs'
 import {mkdir, writeFile} from 'node:fs/promises'
 import {join} from 'node:path'
 import {StringDecoder} from 'node:string_decoder'
+import {setTimeout as sleep} from 'node:timers/promises'
 
 import {renderEncScript} from '../enc/exec-enc.js'
-import {InterruptedError, LocalpuppetError, PuppetUnavailableError, TimeoutError} from '../errors.js'
+import {InterruptedError, LocalpuppetError, LockHeldError, PuppetUnavailableError, TimeoutError} from '../errors.js'
 import {ExitCode} from '../exit-codes.js'
+import {assertEnabled, holdCatalogRunLock} from '../puppet/puppet-locks.js'
+import {type PuppetLockPaths, puppetLockPaths} from '../puppet/puppet-paths.js'
 import {readRunSummary} from '../puppet/run-summary.js'
-import {RunLock} from '../state/lock.js'
+import {RunLock, lockPath} from '../state/lock.js'
+import {pruneRuns, previousRun} from '../state/retention.js'
 import {type ResourceCounts, type RunRecord, type RunState, writeRunRecord} from '../state/run-record.js'
 import {runsDir} from '../state/state-dir.js'
 import {type ChildExit, startChild} from './child.js'
+import {runFingerprint} from './fingerprint.js'
+import {runFinishHook} from './finish-hook.js'
 import type {RunPlan} from './run-plan.js'
 
 // eslint-disable-next-line no-control-regex
 const ANSI_SGR = /\u001B\[[0-9;]*m/g
+
+/** Run directories kept by default (--keep). */
+export const DEFAULT_KEEP = 100
 
 export interface ApplyOptions {
   /** Aborting stops puppet and its process group; the reason names the signal (SIGINT, SIGTERM, SIGHUP). */
@@ -25,6 +34,17 @@ export interface ApplyOptions {
   onStart?: (record: RunRecord) => void
   /** How long puppet gets to stop after SIGTERM before SIGKILL. */
   killGraceMs?: number
+  /** --splay: wait a random 0..splaySeconds before taking the lock. */
+  splaySeconds?: number
+  /** --if-changed: skip when the fingerprint equals the newest succeeded run's. */
+  ifChanged?: boolean
+  /** --keep: run directories to keep. */
+  keep?: number
+  /** --on-finish: a shell command run once the record is final. */
+  onFinish?: string
+  onFinishTimeoutMs?: number
+  /** For tests: the source of randomness for the splay. */
+  random?: () => number
 }
 
 export interface ApplyOutcome {
@@ -34,12 +54,39 @@ export interface ApplyOutcome {
 }
 
 /**
- * Executes a plan built with a fresh run id: takes the lock, writes the run directory
- * (ENC script and document, environments, record), runs puppet with its output streamed
- * and logged, and finalises the record. Failures before the record exists throw; after,
- * they are recorded (state: error) and returned.
+ * Executes a plan built with a fresh run id. Fast failures (puppet missing, Puppet
+ * disabled, the lock held) throw before anything is written. Then: the run's directory
+ * and record, the lock (after the splay, if any), the fingerprint and the skip decision,
+ * Puppet's catalog-run lock, puppet itself with its output streamed and logged, the final
+ * record, pruning of old runs, and the finish hook. Failures after the record exists are
+ * recorded (state: error) and returned.
  */
 export async function applyPlan(plan: RunPlan, options: ApplyOptions = {}): Promise<ApplyOutcome> {
+  const puppetLocks = await preflight(plan)
+  if (options.signal?.aborted) throw new InterruptedError(abortSignalName(options.signal))
+
+  const splay = options.splaySeconds ? Math.floor((options.random ?? Math.random)() * (options.splaySeconds + 1)) : null
+  let lock: RunLock | null = null
+  // Without a splay the lock comes first: a run that cannot start leaves no record.
+  if (splay === null) lock = await RunLock.acquire(plan.stateDir, plan.runId)
+  let outcome: ApplyOutcome
+  try {
+    outcome = await run(plan, options, puppetLocks, splay, lock, (taken) => (lock = taken))
+    if (lock) await pruneRuns(plan.stateDir, options.keep ?? DEFAULT_KEEP).catch(() => {})
+  } finally {
+    await (lock as RunLock | null)?.release()
+  }
+
+  if (options.onFinish) await runFinishHook(options.onFinish, outcome.record, plan.files.log, options.onFinishTimeoutMs)
+  return outcome
+}
+
+/**
+ * The checks that can fail fast, before anything is written: puppet is there, Puppet is
+ * not disabled, and (for apply --detach, which must answer before the run) no other run
+ * holds the lock. Returns where Puppet's lock files are.
+ */
+export async function preflight(plan: RunPlan, options: {checkLock?: boolean} = {}): Promise<PuppetLockPaths> {
   if (plan.puppet.path === null) {
     throw new PuppetUnavailableError(`puppet not found: ${plan.puppet.command}`, [
       'install it (Debian: apt-get install puppet-agent) or name it with --puppet PATH',
@@ -47,16 +94,24 @@ export async function applyPlan(plan: RunPlan, options: ApplyOptions = {}): Prom
   }
 
   await mkdir(runsDir(plan.stateDir), {recursive: true, mode: 0o700})
-  if (options.signal?.aborted) throw new InterruptedError(abortSignalName(options.signal))
-  const lock = await RunLock.acquire(plan.stateDir, plan.runId)
-  try {
-    return await runLocked(plan, options)
-  } finally {
-    await lock.release()
+  const puppetLocks = await puppetLockPaths(plan.puppet.path, plan.puppetArgs, plan.stateDir)
+  await assertEnabled(puppetLocks)
+  if (options.checkLock) {
+    const holder = await RunLock.holder(plan.stateDir)
+    if (holder) throw new LockHeldError(`${holder.runId ? `run ${holder.runId}` : 'a run'} (pid ${holder.pid}) holds the lock ${lockPath(plan.stateDir)} since ${holder.acquiredAt}`, holder)
   }
+
+  return puppetLocks
 }
 
-async function runLocked(plan: RunPlan, options: ApplyOptions): Promise<ApplyOutcome> {
+async function run(
+  plan: RunPlan,
+  options: ApplyOptions,
+  puppetLocks: PuppetLockPaths,
+  splay: number | null,
+  lock: RunLock | null,
+  onLock: (lock: RunLock) => void,
+): Promise<ApplyOutcome> {
   const {files} = plan
   const started = new Date()
   const record: RunRecord = {
@@ -82,6 +137,9 @@ async function runLocked(plan: RunPlan, options: ApplyOptions): Promise<ApplyOut
     puppetExitCode: null,
     resources: null,
     error: null,
+    reason: null,
+    fingerprint: null,
+    splaySeconds: splay,
     log: files.log,
   }
 
@@ -96,14 +154,39 @@ async function runLocked(plan: RunPlan, options: ApplyOptions): Promise<ApplyOut
   let log: number | undefined
   try {
     await writeRunRecord(plan.stateDir, record)
-    await writeRunFiles(plan)
     log = openSync(files.log, 'a', 0o600)
     writeSync(log, `localpuppet: run ${plan.runId}: ${plan.release} (${plan.ref})${plan.noop ? ', noop' : ''}\n`)
-    writeSync(log, `localpuppet: ${plan.command.join(' ')}\n`)
     options.onStart?.(record)
-    if (options.signal?.aborted) throw new InterruptedError(abortSignalName(options.signal))
+    if (splay !== null) {
+      writeSync(log, `localpuppet: splay: waiting ${splay}s before taking the lock\n`)
+      await sleep(splay * 1000, undefined, {signal: options.signal}).catch(() => {})
+      if (options.signal?.aborted) throw new InterruptedError(abortSignalName(options.signal))
+      onLock((lock = await RunLock.acquire(plan.stateDir, plan.runId)))
+      await assertEnabled(puppetLocks)
+    }
 
-    const outcome = await runPuppet(plan, log, options)
+    const fingerprint = await runFingerprint(plan)
+    record.fingerprint = fingerprint
+    if (options.ifChanged) {
+      const previous = await previousRun(plan.stateDir, plan.runId)
+      if (previous?.state === 'succeeded' && previous.fingerprint === fingerprint) {
+        const reason = `nothing changed since run ${previous.id} (same releases, ENC document, facts, manifest and options)`
+        writeSync(log, `localpuppet: skipped: ${reason}\n`)
+        return await finish('skipped', ExitCode.ok, {reason})
+      }
+    }
+
+    await writeRunFiles(plan)
+    writeSync(log, `localpuppet: ${plan.command.join(' ')}\n`)
+    if (options.signal?.aborted) throw new InterruptedError(abortSignalName(options.signal))
+    const releaseCatalogLock = await holdCatalogRunLock(puppetLocks)
+    let outcome: PuppetOutcome
+    try {
+      outcome = await runPuppet(plan, log, options)
+    } finally {
+      await releaseCatalogLock()
+    }
+
     const summary = await readRunSummary(files.summary)
     const resources = summary?.resources ?? null
     writeSync(log, `localpuppet: ${describeExit(outcome.exit)}\n`)
@@ -125,6 +208,7 @@ async function runLocked(plan: RunPlan, options: ApplyOptions): Promise<ApplyOut
     return await finish(succeeded ? 'succeeded' : 'failed', exitCode, {puppetExitCode: puppetExit, resources, error})
   } catch (error) {
     const known = error instanceof LocalpuppetError
+    if (log !== undefined) writeSync(log, `localpuppet: ${(error as Error).message}\n`)
     const outcome = await finish(error instanceof InterruptedError ? 'interrupted' : 'error', known ? error.exitCode : ExitCode.internal, {
       error: (error as Error).message,
     }).catch(() => null)

@@ -59,6 +59,8 @@ export interface RunPlan {
   puppet: {command: string; path: string | null}
   /** The exact argv puppet is started with. */
   command: string[]
+  /** The arguments given after `--`, as they are passed to puppet. */
+  puppetArgs: string[]
   /** Extra environment for puppet: FACTER_<name> for each --fact. */
   env: Record<string, string>
   facts: Record<string, string>
@@ -131,6 +133,7 @@ export async function buildRunPlan(input: NodeInput, options: PlanOptions, runId
     manifest,
     puppet: {command: options.puppet, path: puppetPath},
     command,
+    puppetArgs: options.puppetArgs ?? [],
     env: Object.fromEntries(Object.entries(facts).map(([name, value]) => [`FACTER_${name}`, value])),
     facts,
     noop: Boolean(options.noop),

@@ -73,6 +73,12 @@ export class RunLock {
     }
   }
 
+  /** Who holds the state directory's run lock now, or null when nobody alive does. */
+  static async holder(stateDir: string): Promise<{pid: number; runId: string | null; acquiredAt: string} | null> {
+    const holder = await readLock(lockPath(stateDir))
+    return holder && isHolderAlive(holder) ? {pid: holder.pid, runId: holder.runId, acquiredAt: holder.acquiredAt} : null
+  }
+
   /** Records which run holds the lock (and, for detached runs, which process). */
   async update(fields: {runId?: string; pid?: number}): Promise<void> {
     const pid = fields.pid ?? this.content.pid

@@ -5,7 +5,7 @@ import {writeFileAtomic} from '../util/atomic-write.js'
 import {isRunId} from './run-id.js'
 import {runFiles, runsDir} from './state-dir.js'
 
-export type RunState = 'running' | 'succeeded' | 'failed' | 'error' | 'interrupted'
+export type RunState = 'running' | 'succeeded' | 'failed' | 'error' | 'interrupted' | 'skipped'
 
 export interface ResourceCounts {
   changed: number
@@ -43,6 +43,12 @@ export interface RunRecord {
   puppetExitCode: number | null
   resources: ResourceCounts | null
   error: string | null
+  /** Why a run was skipped (--if-changed), or null. */
+  reason: string | null
+  /** What the run depends on (see runFingerprint); --if-changed compares it. */
+  fingerprint: string | null
+  /** The random wait before taking the lock (--splay), in seconds, or null. */
+  splaySeconds: number | null
   log: string
 }
 

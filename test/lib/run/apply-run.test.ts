@@ -15,7 +15,11 @@ async function planFor(t: Parameters<typeof tempDir>[0], puppetScript: string) {
   const dir = await tempDir(t)
   await writeTree(dir, {
     'modules/foo/trunk/foo/manifests/init.pp': 'class foo {}\n',
-    'bin/puppet': {mode: 0o755, content: puppetScript},
+    // Answers `puppet config print` (where Puppet's lock files are) like the real one.
+    'bin/puppet': {
+      mode: 0o755,
+      content: puppetScript.replace('\n', `\nif [ "$1" = config ]; then echo '{"agent_catalog_run_lockfile": "${dir}/catalog.lock", "agent_disabled_lockfile": "${dir}/disabled.lock"}'; exit 0; fi\n`),
+    },
   })
   const input = parseNodeInput('app: foo/trunk\nclasses: [foo]\nparameters:\n  secret: hunter2\n', 'input.yaml')
   const plan = await buildRunPlan(input, {moduleDir: join(dir, 'modules'), stateDir: join(dir, 'state'), puppet: join(dir, 'bin/puppet')}, newRunId())

@@ -37,6 +37,9 @@ function record(id: string, fields: Partial<RunRecord> = {}): RunRecord {
     puppetExitCode: 2,
     resources: {changed: 1, failed: 0, outOfSync: 1, total: 12},
     error: null,
+    reason: null,
+    fingerprint: null,
+    splaySeconds: null,
     log: `/var/lib/localpuppet/runs/${id}/puppet.log`,
     ...fields,
   }

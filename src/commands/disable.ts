@@ -1,0 +1,37 @@
+import {Args, Flags} from '@oclif/core'
+
+import {BaseCommand, describeWithExitCodes} from '../base-command.js'
+import {stateFlags} from '../flags.js'
+import type {AgentLockState} from '../lib/puppet/agent-lock.js'
+import {defaultStateDir} from '../lib/state/state-dir.js'
+
+export const puppetLockFlags = {
+  ...stateFlags,
+  puppet: Flags.string({description: 'the puppet executable', env: 'LOCALPUPPET_PUPPET', default: 'puppet', helpValue: 'PATH'}),
+}
+
+export default class Disable extends BaseCommand {
+  static override summary = "Disable runs with Puppet's own lock, as `puppet agent --disable` does."
+  static override description = describeWithExitCodes(
+    "Writes Puppet's agent_disabled lock with the message. While it exists, `apply` refuses (73) and shows the message, " +
+      'and so does `puppet agent`. Arguments after `--` that move Puppet\'s state (--vardir, --statedir, --confdir) are honoured.',
+    [
+      {code: 0, meaning: 'disabled'},
+      {code: 69, meaning: 'puppet is not available'},
+    ],
+  )
+
+  static override usage = '<%= command.id %> [MESSAGE] [FLAGS] [-- PUPPET_ARGS...]'
+  static override examples = ['<%= config.bin %> disable "maintenance until 14:00, ask ops"']
+  static override args = {message: Args.string({description: 'why, shown to whoever tries to run', default: 'reason not specified'})}
+  static override flags = puppetLockFlags
+
+  async run(): Promise<AgentLockState> {
+    this.splitPassThrough()
+    const {args, flags} = await this.parse(Disable)
+    const {disableRuns} = await import('../lib/puppet/agent-lock.js')
+    const state = await disableRuns(flags.puppet, this.passThrough, flags['state-dir'] ?? defaultStateDir(), args.message)
+    this.log(`disabled: ${args.message} (${state.lockfile})`)
+    return state
+  }
+}

@@ -1,0 +1,25 @@
+import {BaseCommand, describeWithExitCodes} from '../base-command.js'
+import type {AgentLockState} from '../lib/puppet/agent-lock.js'
+import {defaultStateDir} from '../lib/state/state-dir.js'
+import {puppetLockFlags} from './disable.js'
+
+export default class Enable extends BaseCommand {
+  static override summary = "Enable runs again: removes Puppet's agent_disabled lock, as `puppet agent --enable` does."
+  static override description = describeWithExitCodes('Removes the lock `localpuppet disable` or `puppet agent --disable` wrote. Enabling what is not disabled is fine.', [
+    {code: 0, meaning: 'enabled (or was not disabled)'},
+    {code: 69, meaning: 'puppet is not available'},
+  ])
+
+  static override usage = '<%= command.id %> [FLAGS] [-- PUPPET_ARGS...]'
+  static override examples = ['<%= config.bin %> enable']
+  static override flags = puppetLockFlags
+
+  async run(): Promise<AgentLockState & {wasDisabled: boolean}> {
+    this.splitPassThrough()
+    const {flags} = await this.parse(Enable)
+    const {enableRuns} = await import('../lib/puppet/agent-lock.js')
+    const state = await enableRuns(flags.puppet, this.passThrough, flags['state-dir'] ?? defaultStateDir())
+    this.log(state.wasDisabled ? `enabled (was disabled: ${state.message})` : 'enabled (was not disabled)')
+    return state
+  }
+}

@@ -1,0 +1,85 @@
+import {link, mkdir, readFile, unlink, writeFile} from 'node:fs/promises'
+import {dirname} from 'node:path'
+
+import {LockHeldError} from '../errors.js'
+import {isProcessAlive} from '../util/process.js'
+import type {PuppetLockPaths} from './puppet-paths.js'
+
+/** The message `puppet agent --disable "msg"` (or `localpuppet disable`) left, or null when enabled. */
+export async function disabledMessage(paths: PuppetLockPaths): Promise<string | null> {
+  let text: string
+  try {
+    text = await readFile(paths.disabled, 'utf8')
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return null
+    throw error
+  }
+
+  try {
+    const message = (JSON.parse(text) as {disabled_message?: unknown}).disabled_message
+    return typeof message === 'string' && message !== '' ? message : 'reason not specified'
+  } catch {
+    return 'reason not specified'
+  }
+}
+
+/** Refuses (73) when Puppet is disabled, showing the message it was disabled with. */
+export async function assertEnabled(paths: PuppetLockPaths): Promise<void> {
+  const message = await disabledMessage(paths)
+  if (message !== null) {
+    throw new LockHeldError(`puppet is disabled: ${message}`, {pid: 0, runId: null})
+  }
+}
+
+/** Writes the disable lock as Puppet does: JSON with the message. */
+export async function disablePuppet(paths: PuppetLockPaths, message: string): Promise<void> {
+  await mkdir(dirname(paths.disabled), {recursive: true})
+  await writeFile(paths.disabled, JSON.stringify({disabled_message: message}) + '\n', {mode: 0o644})
+}
+
+/** Removes the disable lock; true when there was one. */
+export async function enablePuppet(paths: PuppetLockPaths): Promise<boolean> {
+  try {
+    await unlink(paths.disabled)
+    return true
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return false
+    throw error
+  }
+}
+
+/**
+ * Holds Puppet's agent_catalog_run lock (our pid in it, as `puppet agent` writes its
+ * own) while a catalog is applied, so Puppet-aware tooling sees the node as busy. A lock
+ * whose process is alive means a `puppet agent` run is under way: 73.
+ */
+export async function holdCatalogRunLock(paths: PuppetLockPaths): Promise<() => Promise<void>> {
+  const path = paths.catalogRun
+  await mkdir(dirname(path), {recursive: true})
+  const temp = `${path}.${process.pid}.tmp`
+  await writeFile(temp, String(process.pid))
+  try {
+    for (let attempt = 0; attempt < 3; attempt++) {
+      try {
+        await link(temp, path)
+        return async () => {
+          const current = await readFile(path, 'utf8').catch(() => '')
+          if (current.trim() === String(process.pid)) await unlink(path).catch(() => {})
+        }
+      } catch (error) {
+        if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error
+      }
+
+      const holder = Number((await readFile(path, 'utf8').catch(() => '')).trim())
+      if (Number.isInteger(holder) && holder > 0 && isProcessAlive(holder)) {
+        throw new LockHeldError(`a Puppet catalog run is in progress (pid ${holder}, ${path})`, {pid: holder, runId: null})
+      }
+
+      await unlink(path).catch(() => {})
+    }
+
+    throw new LockHeldError(`could not take Puppet's lock ${path}`, {pid: 0, runId: null})
+  } finally {
+    await unlink(temp).catch(() => {})
+  }
+}

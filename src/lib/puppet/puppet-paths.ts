@@ -1,0 +1,82 @@
+import {createHash} from 'node:crypto'
+import {readFile, stat} from 'node:fs/promises'
+import {join} from 'node:path'
+
+import {PuppetUnavailableError} from '../errors.js'
+import {startChild} from '../run/child.js'
+import {writeFileAtomic} from '../util/atomic-write.js'
+
+/** Where Puppet keeps the locks that Puppet-aware tooling looks at. */
+export interface PuppetLockPaths {
+  /** Exists (holding a pid) while a catalog is being applied. */
+  catalogRun: string
+  /** Exists (holding `{"disabled_message": ...}`) after `puppet agent --disable`. */
+  disabled: string
+}
+
+/** Settings given on the command line that move those files. */
+const PATH_SETTINGS = new Set(['confdir', 'config', 'vardir', 'statedir', 'agent_catalog_run_lockfile', 'agent_disabled_lockfile'])
+
+/** The arguments among `-- PUPPET_ARGS` that change where Puppet's state lives. */
+export function pathSettingArgs(args: string[]): string[] {
+  const kept: string[] = []
+  for (let i = 0; i < args.length; i++) {
+    const match = /^--([a-z_]+)(=.*)?$/.exec(args[i])
+    if (!match || !PATH_SETTINGS.has(match[1])) continue
+    if (match[2] !== undefined) kept.push(args[i])
+    else if (i + 1 < args.length) kept.push(args[i], args[++i])
+  }
+
+  return kept
+}
+
+/**
+ * Asks Puppet itself where its lock files are (`puppet config print`), honouring
+ * puppet.conf and the path settings among `-- PUPPET_ARGS`. Puppet takes about a second
+ * to answer, so the answer is kept in the state directory, keyed by the puppet
+ * executable, the config files and those arguments.
+ */
+export async function puppetLockPaths(puppet: string, args: string[], stateDir: string): Promise<PuppetLockPaths> {
+  const settings = pathSettingArgs(args)
+  const key = await cacheKey(puppet, settings)
+  const cacheFile = join(stateDir, 'puppet-paths.json')
+  try {
+    const cached = JSON.parse(await readFile(cacheFile, 'utf8')) as {key: string; paths: PuppetLockPaths}
+    if (cached.key === key) return cached.paths
+  } catch {}
+
+  let out = ''
+  let err = ''
+  const child = startChild(puppet, ['config', 'print', 'agent_catalog_run_lockfile', 'agent_disabled_lockfile', '--render-as', 'json', ...settings], {
+    onStdout: (chunk) => (out += chunk),
+    onStderr: (chunk) => (err += chunk),
+  })
+  const exit = await child.exited
+  let parsed: Record<string, string> | undefined
+  try {
+    parsed = JSON.parse(out.slice(out.indexOf('{'))) as Record<string, string>
+  } catch {}
+
+  if (exit.exitCode !== 0 || !parsed?.agent_catalog_run_lockfile || !parsed.agent_disabled_lockfile) {
+    throw new PuppetUnavailableError(`puppet config print failed: ${(exit.spawnError?.message ?? err.trim()) || `exit ${exit.exitCode}`}`)
+  }
+
+  const paths = {catalogRun: parsed.agent_catalog_run_lockfile, disabled: parsed.agent_disabled_lockfile}
+  await writeFileAtomic(cacheFile, JSON.stringify({key, paths}) + '\n').catch(() => {})
+  return paths
+}
+
+async function cacheKey(puppet: string, settings: string[]): Promise<string> {
+  const stamp = async (path: string) => {
+    try {
+      const info = await stat(path)
+      return `${path}:${info.mtimeMs}:${info.size}`
+    } catch {
+      return `${path}:-`
+    }
+  }
+
+  const parts = [puppet, await stamp(puppet), ...settings]
+  for (const conf of ['/etc/puppet/puppet.conf', '/etc/puppetlabs/puppet/puppet.conf', join(process.env.HOME ?? '/', '.puppetlabs/etc/puppet/puppet.conf')]) parts.push(await stamp(conf))
+  return createHash('sha256').update(JSON.stringify(parts)).digest('hex')
+}

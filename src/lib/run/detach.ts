@@ -1,0 +1,57 @@
+import {execa, getOneMessage, sendMessage} from 'execa'
+
+import type {RunRecord} from '../state/run-record.js'
+
+/** What the parent sends the detached process: everything it needs, already checked. */
+export interface DetachPayload {
+  inputText: string
+  source: string
+  runId: string
+  flags: Record<string, unknown>
+  puppetArgs: string[]
+}
+
+/** The detached process's one reply: its run started (the record exists), or why not. */
+export type DetachReply =
+  | {type: 'started'; record: RunRecord}
+  | {type: 'error'; error: {code: string; exitCode: number; message: string; suggestions?: string[]}}
+
+/**
+ * Starts `node ENTRY apply --detached-child` in a session of its own (it survives the
+ * caller's exit and hangup), hands it the payload over an IPC channel, waits for its one
+ * reply, then lets it go: the caller can exit at once.
+ */
+export async function startDetached(entry: string, payload: DetachPayload): Promise<DetachReply> {
+  const child = execa(process.execPath, [entry, 'apply', '--detached-child'], {
+    detached: true,
+    cleanup: false,
+    reject: false,
+    ipc: true,
+    serialization: 'json',
+    stdin: 'ignore',
+    stdout: 'ignore',
+    stderr: 'ignore',
+  })
+  try {
+    await child.sendMessage(payload as never)
+    return (await child.getOneMessage()) as unknown as DetachReply
+  } catch {
+    return {type: 'error', error: {code: 'internal', exitCode: 70, message: 'the detached run exited before it started (a bug: run without --detach to see why)'}}
+  } finally {
+    child.disconnect()
+    child.unref()
+  }
+}
+
+/** The detached side: the payload from the parent. */
+export async function receivePayload(): Promise<DetachPayload> {
+  if (!process.send) throw new Error('--detached-child is internal: started by apply --detach')
+  return (await getOneMessage()) as unknown as DetachPayload
+}
+
+/** The detached side: replies once, then drops the channel so the parent can go. */
+export async function replyToParent(reply: DetachReply): Promise<void> {
+  if (!process.send) return
+  await sendMessage(reply as never)
+  process.disconnect()
+}

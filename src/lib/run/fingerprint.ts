@@ -1,0 +1,27 @@
+import {createHash} from 'node:crypto'
+import {readFile} from 'node:fs/promises'
+
+import {readInstallRecord} from '../archive/install-record.js'
+import {readReleaseTree, treeDigest} from '../archive/release-tree.js'
+import type {RunPlan} from './run-plan.js'
+
+/**
+ * What a run depends on, as one digest: the tree digest of every release on the
+ * modulepath, the ENC document (without its run id), the facts given, the manifest,
+ * noop and the arguments passed to puppet. Two runs with the same fingerprint apply the
+ * same code to the same inputs. Recorded tags use their install digest (the plan has
+ * just verified them against it); anything else is hashed.
+ */
+export async function runFingerprint(plan: RunPlan): Promise<string> {
+  const verified = new Set(plan.verification.map((entry) => entry.release))
+  const releases: Array<[string, string]> = []
+  for (const release of plan.releases) {
+    const record = verified.has(release.release) ? await readInstallRecord(plan.moduleDir, release.release) : null
+    releases.push([release.release, record?.digest ?? treeDigest(await readReleaseTree(release.path, release.release))])
+  }
+
+  const {localpuppet_run_id: _runId, ...parameters} = plan.enc.parameters
+  const manifest = plan.manifest.source === 'empty' ? 'empty' : createHash('sha256').update(await readFile(plan.manifest.path)).digest('hex')
+  const data = {releases, enc: {...plan.enc, parameters}, facts: plan.facts, manifest, noop: plan.noop, puppetArgs: plan.puppetArgs}
+  return `sha256:${createHash('sha256').update(JSON.stringify(data)).digest('hex')}`
+}
