@@ -24,7 +24,9 @@ export abstract class BaseCommand extends Command {
 
   protected override async catch(error: Error & {exitCode?: number}): Promise<never> {
     if (error instanceof Errors.ExitError) throw error
-    const known = toLocalpuppetError(error)
+    // Anything thrown before parsing finished is oclif's parser refusing the command
+    // line (unknown or repeated flag, bad value, extra argument): a usage error, 64.
+    const known = this.parsed || error instanceof LocalpuppetError ? toLocalpuppetError(error) : usageError(error)
     if (known) {
       if (this.jsonEnabled()) {
         this.logJson({error: known.toJSON()})
@@ -44,20 +46,22 @@ export abstract class BaseCommand extends Command {
 
 function toLocalpuppetError(error: Error): LocalpuppetError | null {
   if (error instanceof LocalpuppetError) return error
-  // oclif's parser errors (unknown flag, bad flag value, extra argument) carry the exit
-  // code package.json's oclif.exitCodes gives them: 64. Their text spans several lines.
-  if ((error as {oclif?: {exit?: number}}).oclif?.exit === ExitCode.usage || 'parse' in error) {
-    const message = error.message
-      .replace(/See more help with --help/g, '')
-      .split('\n')
-      .map((line) => line.trim())
-      .filter((line) => line !== '')
-      .join(': ')
-      .replace(/^Parsing (--[\w-]+):/, '$1:')
-    return new LocalpuppetError('usage', ExitCode.usage, message, ['see --help'])
-  }
-
+  // Parser errors that escape parse() still carry oclif.exitCodes' 64 from package.json.
+  if ((error as {oclif?: {exit?: number}}).oclif?.exit === ExitCode.usage || 'parse' in error) return usageError(error)
   return null
+}
+
+/** oclif's multi-line parser messages as one line: `--timeout: Expected an integer ...`. */
+function usageError(error: Error): LocalpuppetError {
+  if (error instanceof LocalpuppetError) return error
+  const message = error.message
+    .replace(/See more help with --help/g, '')
+    .split('\n')
+    .map((line) => line.trim())
+    .filter((line) => line !== '')
+    .join(': ')
+    .replace(/^Parsing (--[\w-]+):/, '$1:')
+  return new LocalpuppetError('usage', ExitCode.usage, message, ['see --help'])
 }
 
 /** A command description followed by its exit codes, from the one table. */

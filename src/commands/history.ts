@@ -32,7 +32,7 @@ export default class History extends BaseCommand {
       if (record) records.push(effectiveRecord(record, isProcessAlive))
     }
 
-    this.log(records.length === 0 ? `no runs yet in ${stateDir}` : renderHistory(records))
+    if (!this.jsonEnabled()) this.log(records.length === 0 ? `no runs yet in ${stateDir}` : renderHistory(records))
     return records
   }
 }

@@ -35,9 +35,9 @@ export function renderHistory(records: RunRecord[]): string {
   const rows = records.map((r) => [
     r.id,
     r.state,
-    r.release,
-    r.startedAt.replace('T', ' ').replace(/\.\d+Z$/, 'Z'),
-    formatDuration(r.durationMs),
+    r.release ?? '-',
+    (r.startedAt ?? '-').replace('T', ' ').replace(/\.\d+Z$/, 'Z'),
+    formatDuration(r.durationMs ?? null),
     r.resources ? String(r.noop ? r.resources.outOfSync : r.resources.changed) : '-',
     r.resources ? String(r.resources.failed) : '-',
   ])
