@@ -1,4 +1,5 @@
 import Apply from './commands/apply.js'
+import Classes from './commands/classes.js'
 import Disable from './commands/disable.js'
 import Enable from './commands/enable.js'
 import History from './commands/history.js'
@@ -8,11 +9,13 @@ import PackCommand from './commands/pack.js'
 import Plan from './commands/plan.js'
 import Releases from './commands/releases.js'
 import Status from './commands/status.js'
+import Validate from './commands/validate.js'
 import Verify from './commands/verify.js'
 
 /** oclif's explicit command discovery: no directory scan and no manifest to go stale. */
 export const COMMANDS = {
   apply: Apply,
+  classes: Classes,
   disable: Disable,
   enable: Enable,
   history: History,
@@ -22,5 +25,6 @@ export const COMMANDS = {
   plan: Plan,
   releases: Releases,
   status: Status,
+  validate: Validate,
   verify: Verify,
 }

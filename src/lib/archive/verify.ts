@@ -1,6 +1,7 @@
 import {lstatSync, readdirSync} from 'node:fs'
 import {join} from 'node:path'
 
+import {VerificationError} from '../errors.js'
 import {type InstallRecord, readInstallRecord} from './install-record.js'
 import {type TreeFile, compareBytes, hashFileSync} from './release-tree.js'
 
@@ -61,4 +62,22 @@ function walk(dir: string, prefix: string, into: Map<string, {size: number; exec
     if (info.isDirectory()) walk(join(dir, name), path, into)
     else into.set(path, info.isFile() ? {size: info.size, executable: (info.mode & 0o111) !== 0} : 'other')
   }
+}
+
+/**
+ * A tagged release that was installed with a record must still be what was installed:
+ * every release on a modulepath that has a record is verified, and a mismatch is a
+ * VerificationError (65) naming the file. Returns the releases checked.
+ */
+export async function verifyModulepath(moduleDir: string, releases: Array<{release: string; kind: string}>): Promise<Array<{release: string; verified: boolean}>> {
+  const checked: Array<{release: string; verified: boolean}> = []
+  for (const release of releases) {
+    if (release.kind !== 'tag') continue
+    const result = await verifyRelease(moduleDir, release.release)
+    if (!result.recorded) continue
+    if (!result.ok) throw new VerificationError(describeMismatch(result), [`localpuppet verify ${release.release} lists every difference`])
+    checked.push({release: release.release, verified: true})
+  }
+
+  return checked
 }

@@ -1,6 +1,6 @@
 import {createHash} from 'node:crypto'
 
-import {InputError} from '../errors.js'
+import {InputError, LocalpuppetError} from '../errors.js'
 import {parseReleaseRef, type ReleaseRef} from '../release/release-ref.js'
 import {closest} from '../util/did-you-mean.js'
 import {lineOfKey, parseYaml} from '../yaml.js'
@@ -28,57 +28,84 @@ export interface NodeInput {
 }
 
 /**
- * Validates an input document. Every problem is one InputError line naming the file,
- * the line where it can be found, and the key or entry at fault.
+ * Validates an input document and returns it, or throws the first problem as one
+ * InputError line naming the file, the line where it can be found, and the key or entry
+ * at fault.
  */
 export function parseNodeInput(text: string, source: string): NodeInput {
-  const doc = parseYaml(text, source)
+  const {input, problems} = checkNodeInput(text, source)
+  if (problems.length > 0) throw problems[0]
+  return input!
+}
+
+/**
+ * Every problem of an input document at once (for `validate`), and the input as far as
+ * it could be read: present whenever `app` is readable, so the release can be checked too.
+ */
+export function checkNodeInput(text: string, source: string): {input: NodeInput | null; problems: LocalpuppetError[]} {
+  const problems: LocalpuppetError[] = []
+  const attempt = <T>(check: () => T): T | undefined => {
+    try {
+      return check()
+    } catch (error) {
+      if (!(error instanceof LocalpuppetError)) throw error
+      problems.push(error)
+      return undefined
+    }
+  }
+
+  const doc = attempt(() => parseYaml(text, source))
+  if (problems.length > 0) return {input: null, problems}
   const at = (...path: string[]): string => {
     const line = lineOfKey(text, path)
     return line === undefined ? source : `${source}:${line}`
   }
 
   if (doc === null || doc === undefined) {
-    throw new InputError(`${source}: empty document; expected a mapping with app, classes, parameters, environment`)
+    return {input: null, problems: [new InputError(`${source}: empty document; expected a mapping with app, classes, parameters, environment`)]}
   }
 
   if (!isMapping(doc)) {
-    throw new InputError(`${source}: expected a mapping with app, classes, parameters, environment, got ${kindOf(doc)}`)
+    return {input: null, problems: [new InputError(`${source}: expected a mapping with app, classes, parameters, environment, got ${kindOf(doc)}`)]}
   }
 
   for (const key of Object.keys(doc)) {
     if (!(ALLOWED_KEYS as readonly string[]).includes(key)) {
       const guess = closest(key, ALLOWED_KEYS)
-      throw new InputError(
-        `${at(key)}: unknown key ${JSON.stringify(key)}${guess ? ` (did you mean ${guess}?)` : ''}; allowed: ${ALLOWED_KEYS.join(', ')}`,
+      problems.push(
+        new InputError(`${at(key)}: unknown key ${JSON.stringify(key)}${guess ? ` (did you mean ${guess}?)` : ''}; allowed: ${ALLOWED_KEYS.join(', ')}`),
       )
     }
   }
 
+  let app: ReleaseRef | undefined
   if (!('app' in doc) || doc.app === null || doc.app === undefined) {
-    throw new InputError(`${source}: missing required key app (e.g. app: foo/tags/1.2.0)`)
+    problems.push(new InputError(`${source}: missing required key app (e.g. app: foo/tags/1.2.0)`))
+  } else {
+    app = attempt(() => parseReleaseRef(doc.app, `${at('app')}: app`))
   }
 
-  const app = parseReleaseRef(doc.app, `${at('app')}: app`)
+  const classes = doc.classes === null || doc.classes === undefined ? undefined : attempt(() => parseClasses(doc.classes, at))
+  const parameters = doc.parameters === null || doc.parameters === undefined ? undefined : attempt(() => parseParameters(doc.parameters, at))
+  const environment = doc.environment === null || doc.environment === undefined ? undefined : attempt(() => parseEnvironment(doc.environment, at))
+  if (app === undefined) return {input: null, problems}
   const input: NodeInput = {source, digest: `sha256:${createHash('sha256').update(text).digest('hex')}`, app, raw: doc}
+  if (classes !== undefined) input.classes = classes
+  if (parameters !== undefined) input.parameters = parameters
+  if (environment !== undefined) input.environment = environment
+  return {input, problems}
+}
 
-  if (doc.classes !== null && doc.classes !== undefined) input.classes = parseClasses(doc.classes, at)
-  if (doc.parameters !== null && doc.parameters !== undefined) input.parameters = parseParameters(doc.parameters, at)
-  if (doc.environment !== null && doc.environment !== undefined) {
-    if (typeof doc.environment !== 'string') {
-      throw new InputError(`${at('environment')}: environment must be a string (quote it: environment: '${String(doc.environment)}')`)
-    }
-
-    if (!isValidEnvironmentName(doc.environment)) {
-      throw new InputError(
-        `${at('environment')}: environment ${JSON.stringify(doc.environment)} is not a valid Puppet environment name (lowercase letters, digits, underscores)`,
-      )
-    }
-
-    input.environment = doc.environment
+function parseEnvironment(value: unknown, at: (...path: string[]) => string): string {
+  if (typeof value !== 'string') {
+    throw new InputError(`${at('environment')}: environment must be a string (quote it: environment: '${String(value)}')`)
   }
 
-  return input
+  if (!isValidEnvironmentName(value)) {
+    throw new InputError(`${at('environment')}: environment ${JSON.stringify(value)} is not a valid Puppet environment name (lowercase letters, digits, underscores)`)
+  }
+
+  return value
 }
 
 function parseClasses(value: unknown, at: (...path: string[]) => string): ClassList {

@@ -2,8 +2,8 @@ import {stat} from 'node:fs/promises'
 import {resolve} from 'node:path'
 
 import {type EncDocument, buildEncDocument, renderEncYaml} from '../enc/enc-document.js'
-import {describeMismatch, verifyRelease} from '../archive/verify.js'
-import {NotFoundError, UsageError, VerificationError, describeFsError} from '../errors.js'
+import {verifyModulepath} from '../archive/verify.js'
+import {NotFoundError, UsageError, describeFsError} from '../errors.js'
 import type {NodeInput} from '../input/node-input.js'
 import {findExecutable} from '../puppet/find-executable.js'
 import {type ResolvedRelease, resolveRelease} from '../release/resolve.js'
@@ -143,24 +143,6 @@ export async function buildRunPlan(input: NodeInput, options: PlanOptions, runId
     stateDir,
     files,
   }
-}
-
-/**
- * A tagged release that was installed with a record must still be what was installed:
- * every release on the modulepath with a record is verified, and a mismatch refuses the
- * run (65) naming the file before Puppet starts.
- */
-async function verifyModulepath(moduleDir: string, releases: ResolvedRelease[]): Promise<RunPlan['verification']> {
-  const checked: RunPlan['verification'] = []
-  for (const release of releases) {
-    if (release.kind !== 'tag') continue
-    const result = await verifyRelease(moduleDir, release.release)
-    if (!result.recorded) continue
-    if (!result.ok) throw new VerificationError(describeMismatch(result), [`localpuppet verify ${release.release} lists every difference`])
-    checked.push({release: release.release, verified: true})
-  }
-
-  return checked
 }
 
 /** Parses repeated `--fact NAME=VALUE` flags; 64 on a malformed one. */

@@ -1,17 +1,15 @@
-/** Levenshtein distance, small inputs only (names, keys). */
+/** Edit distance counting a swap of two neighbouring letters as one edit (typos like `wbe`). */
 export function editDistance(a: string, b: string): number {
-  const previous = Array.from({length: b.length + 1}, (_, i) => i)
+  const rows = Array.from({length: a.length + 1}, (_, i) => Array.from({length: b.length + 1}, (_, j) => (i === 0 ? j : j === 0 ? i : 0)))
   for (let i = 1; i <= a.length; i++) {
-    let diagonal = previous[0]
-    previous[0] = i
     for (let j = 1; j <= b.length; j++) {
-      const above = previous[j]
-      previous[j] = Math.min(previous[j] + 1, previous[j - 1] + 1, diagonal + (a[i - 1] === b[j - 1] ? 0 : 1))
-      diagonal = above
+      const cost = a[i - 1] === b[j - 1] ? 0 : 1
+      rows[i][j] = Math.min(rows[i - 1][j] + 1, rows[i][j - 1] + 1, rows[i - 1][j - 1] + cost)
+      if (i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1]) rows[i][j] = Math.min(rows[i][j], rows[i - 2][j - 2] + 1)
     }
   }
 
-  return previous[b.length]
+  return rows[a.length][b.length]
 }
 
 /** The closest candidate within a third of the word's length, for "did you mean" hints. */

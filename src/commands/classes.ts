@@ -1,0 +1,37 @@
+import {Args} from '@oclif/core'
+
+import {BaseCommand, describeWithExitCodes} from '../base-command.js'
+import {moduleDirFlags} from '../flags.js'
+import type {ReleaseClasses} from '../lib/catalog/release-classes.js'
+
+export default class Classes extends BaseCommand {
+  static override summary = "List the classes and defined types a release's modulepath provides, with their parameters."
+  static override description = describeWithExitCodes(
+    'What a UI or a person assigning classes to a node needs: each class and defined type, its parameters (type and ' +
+      'default where given; no default means required) and the file it comes from.',
+    [
+      {code: 0, meaning: 'listed'},
+      {code: 65, meaning: 'invalid reference or release'},
+      {code: 66, meaning: 'release or module dir not found'},
+    ],
+  )
+
+  static override examples = ['<%= config.bin %> classes foo/tags/1.4.0', '<%= config.bin %> classes foo@^1.4 --json']
+  static override args = {ref: Args.string({description: 'the release: foo/tags/1.4.0, foo/trunk, foo@^1.4', required: true})}
+  static override flags = moduleDirFlags
+
+  async run(): Promise<ReleaseClasses> {
+    const {args, flags} = await this.parse(Classes)
+    const {releaseClasses} = await import('../lib/catalog/release-classes.js')
+    const result = await releaseClasses(flags['module-dir'], args.ref)
+    for (const definition of result.definitions) {
+      this.log(`${definition.kind === 'define' ? 'define' : 'class '} ${definition.name}  ${definition.release}/${definition.file}:${definition.line}`)
+      for (const param of definition.parameters) {
+        this.log(`    ${param.type ? `${param.type} ` : ''}$${param.name}${param.default === null ? '  (required)' : ` = ${param.default}`}`)
+      }
+    }
+
+    if (result.definitions.length === 0) this.log(`no classes on the modulepath of ${result.release}`)
+    return result
+  }
+}
