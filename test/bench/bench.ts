@@ -7,8 +7,13 @@
  *   pack / tar -czf, install / tar -xzf, verify / sha256sum   on a synthetic release of
  *                    10,000 files (~200 MB), with the peak memory of pack and install
  *
- * BENCH=apply or BENCH=delivery runs one part; BENCH_FILES and BENCH_FILE_KB size the
- * synthetic release.
+ *   detach / node    apply --detach returning (the run goes on) vs `node -e 0`
+ *   skip / node      an --if-changed run that finds nothing changed vs `node -e 0`
+ *   validate 50 / 50 x parser validate   validate of 50 inputs against one release vs
+ *                    50 runs of `puppet parser validate` on one file (the one-pass design)
+ *
+ * BENCH=apply, delivery, triggers or validate runs one part; BENCH_FILES and
+ * BENCH_FILE_KB size the synthetic release.
  */
 import {execFileSync, spawnSync} from 'node:child_process'
 import {mkdirSync, mkdtempSync, rmSync, writeFileSync} from 'node:fs'
@@ -64,7 +69,7 @@ function median(values: number[]): number {
 }
 
 /** Runs a and b alternately, `rounds` times each, after one warm-up of each. */
-function compare(name: string, target: number, a: () => number, b: () => number, rounds = ROUNDS) {
+function compare(name: string, target: number | null, a: () => number, b: () => number, rounds = ROUNDS) {
   a()
   b()
   const as: number[] = []
@@ -75,9 +80,35 @@ function compare(name: string, target: number, a: () => number, b: () => number,
   }
 
   const ratio = median(as) / median(bs)
-  const verdict = ratio <= target ? 'ok' : 'OVER TARGET'
-  console.log(`${name.padEnd(16)} ${median(as).toFixed(0).padStart(6)} ms / ${median(bs).toFixed(0).padStart(6)} ms = ${ratio.toFixed(2)}  (target <= ${target}, ${verdict}; median of ${rounds} each)`)
+  const verdict = target === null ? 'no target set' : `target <= ${target}, ${ratio <= target ? 'ok' : 'OVER TARGET'}`
+  console.log(`${name.padEnd(16)} ${median(as).toFixed(0).padStart(6)} ms / ${median(bs).toFixed(0).padStart(6)} ms = ${ratio.toFixed(2)}  (${verdict}; median of ${rounds} each)`)
   return ratio
+}
+
+function triggers(dir: string, isolate: string[]): void {
+  const state = join(dir, 'triggers-state')
+  const base = [BIN, 'apply', join(DEMO, 'input.yaml'), '--module-dir', join(DEMO, 'modules'), '--state-dir', state]
+  const waitIdle = () => {
+    spawnSync('node', [BIN, 'status', '--state-dir', state, '--wait', '--timeout', '120'], {stdio: 'ignore'})
+  }
+
+  // One real run first, so that --if-changed has a succeeded run to compare with.
+  execFileSync('node', [...base, '--', ...isolate], {stdio: 'ignore'})
+  compare('detach / node', null, () => time('node', [...base, '--detach', '--', ...isolate], {}, waitIdle), () => time('node', ['-e', '0']), Math.max(3, Math.floor(ROUNDS / 2)))
+  waitIdle()
+  compare('skip / node', null, () => time('node', [...base, '--if-changed', '--', ...isolate]), () => time('node', ['-e', '0']), Math.max(ROUNDS, 15))
+}
+
+function validateBench(dir: string, isolate: string[]): void {
+  const inputs = join(dir, 'validate-inputs')
+  mkdirSync(inputs, {recursive: true})
+  for (let i = 0; i < 50; i++) writeFileSync(join(inputs, `node${i}.yaml`), `app: foo@^1.4\nclasses:\n  foo:\n    port: ${8000 + i}\n  platform:\n`)
+  const one = join(DEMO, 'modules', 'foo', 'tags', '1.4.0', 'foo', 'manifests', 'init.pp')
+  const validate = time('node', [BIN, 'validate', inputs, '--module-dir', join(DEMO, 'modules'), '--', ...isolate])
+  let fifty = 0
+  for (let i = 0; i < 50; i++) fifty += time('puppet', ['parser', 'validate', one, ...isolate])
+  const ratio = validate / fifty
+  console.log(`${'validate 50 / 50 x parser validate'.padEnd(16)} ${validate.toFixed(0)} ms / ${fifty.toFixed(0)} ms = ${ratio.toFixed(3)}  (one pass over 50 inputs against one puppet start per file)`)
 }
 
 function delivery(dir: string): void {
@@ -139,6 +170,8 @@ try {
     compare('plan / node', 2.5, () => time('node', planArgs), () => time('node', ['-e', '0']), Math.max(ROUNDS, 15))
   }
 
+  if (!process.env.BENCH || process.env.BENCH === 'triggers') triggers(dir, isolate)
+  if (!process.env.BENCH || process.env.BENCH === 'validate') validateBench(dir, isolate)
   if (!process.env.BENCH || process.env.BENCH === 'delivery') delivery(dir)
 } finally {
   rmSync(dir, {recursive: true, force: true})

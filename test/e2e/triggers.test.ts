@@ -207,5 +207,6 @@ test('the systemd service, timer and bootstrap unit pass systemd-analyze verify'
   t.regex(service, /apply --if-changed --splay \d+/)
   const verify = await execa('systemd-analyze', ['verify', '--man=no', ...units], {cwd: dir, reject: false})
   t.is(verify.exitCode, 0)
-  t.is(verify.stderr, '', 'no warnings')
+  // Other units installed on the machine may warn too; only ours must be clean.
+  t.deepEqual(verify.stderr.split('\n').filter((line) => /localpuppet/.test(line)), [], 'no warnings about our units')
 })

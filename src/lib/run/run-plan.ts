@@ -38,6 +38,8 @@ export interface PlanOptions {
  * reads the input, the module directory and PATH, and writes nothing.
  */
 export interface RunPlan {
+  /** The plan's JSON format (integrations/schema/plan.schema.json); bumped on incompatible changes. */
+  format: 1
   runId: string
   /** The release that will run (`foo/tags/1.4.0`) and the reference as written. */
   release: string
@@ -117,6 +119,7 @@ export async function buildRunPlan(input: NodeInput, options: PlanOptions, runId
   ]
 
   return {
+    format: 1,
     runId,
     release: app.release,
     ref: input.app.text,

@@ -1,0 +1,129 @@
+import {cp, chmod, mkdir, appendFile} from 'node:fs/promises'
+import {join} from 'node:path'
+
+import Ajv2020 from 'ajv/dist/2020.js'
+import test from 'ava'
+import {XMLParser} from 'fast-xml-parser'
+
+import {FIXTURES, REPO, cli, isolatePuppet} from '../helpers/cli.js'
+import {tempDir} from '../helpers/temp.js'
+
+const CI = join(FIXTURES, 'ci')
+const inputs = (name: string) => join(CI, 'inputs', name)
+
+/** Every problem the fixture repository holds: input file, check, and the exact message. */
+const EXPECTED: Record<string, Array<[string, string]>> = {
+  'bad-parameter.yaml': [['parameters', `${inputs('bad-parameter.yaml')}:5: class web has no parameter prot (did you mean port?); it declares port, docroot, admin (web/tags/1.0.0/web/manifests/init.pp:2)`]],
+  'bad-yaml.yaml': [['input', `${inputs('bad-yaml.yaml')}:5:2: bad indentation of a mapping entry`]],
+  'define-as-class.yaml': [['classes', `${inputs('define-as-class.yaml')}:3: web::vhost is a defined type, not a class`]],
+  'escape.yaml': [['release', `${inputs('escape.yaml')}:2: release escape/tags/1.0.0: resolves to ${join(CI, 'outside/escape')}, outside the module directory ${join(CI, 'modules')}`]],
+  'good.yaml': [],
+  'missing-class.yaml': [['classes', `${inputs('missing-class.yaml')}:4: class wbe is not defined on the modulepath (Puppet looks in wbe/manifests/init.pp); did you mean web?`]],
+  'missing-release.yaml': [['release', `${inputs('missing-release.yaml')}:2: release web/tags/9.9.9: web/tags/9.9.9 not found in ${join(CI, 'modules')}`]],
+  'mutable.yaml': [['release', `${inputs('mutable.yaml')}: mutable/tags/1.0.0/manifest.yaml:2: modulepath[0]: "base/trunk" is mutable (trunk); a tagged release may depend only on exact tags such as base/tags/1.0.0`]],
+  'no-match.yaml': [['release', `${inputs('no-match.yaml')}:2: release web@^7: no tag of web satisfies "^7"; tags: 1.0.0`]],
+  'syntax-error.yaml': [['syntax', "broken/tags/1.0.0/broken/manifests/init.pp:5:5: Syntax error at 'mode'"]],
+  'unknown-key.yaml': [['input', `${inputs('unknown-key.yaml')}:3: unknown key "clases" (did you mean classes?); allowed: app, classes, parameters, environment`]],
+}
+
+test('validate finds one of every problem in one pass, each with its file and line', async (t) => {
+  const dir = await tempDir(t)
+  const result = await cli(['validate', join(CI, 'inputs'), '--module-dir', join(CI, 'modules'), '--format', 'json', '--', ...isolatePuppet(dir)])
+  t.is(result.exitCode, 65, result.stderr)
+  const report = JSON.parse(result.stdout)
+  const byFile = Object.fromEntries(report.inputs.map((input: {file: string; problems: Array<{check: string; message: string}>}) => [input.file.split('/').pop(), input.problems.map((p) => [p.check, p.message])]))
+  t.deepEqual(byFile, EXPECTED)
+  const syntax = report.inputs.find((input: {file: string}) => input.file.endsWith('syntax-error.yaml')).problems[0]
+  t.deepEqual([syntax.file, syntax.line, syntax.column], ['broken/tags/1.0.0/broken/manifests/init.pp', 5, 5])
+  const param = report.inputs.find((input: {file: string}) => input.file.endsWith('bad-parameter.yaml')).problems[0]
+  t.deepEqual([param.file, param.line], [inputs('bad-parameter.yaml'), 5])
+  t.is(report.problems, 10)
+})
+
+test('a clean input exits 0 and writes nothing', async (t) => {
+  const dir = await tempDir(t)
+  const result = await cli(['validate', inputs('good.yaml'), '--module-dir', join(CI, 'modules'), '--', ...isolatePuppet(dir)])
+  t.is(result.exitCode, 0, result.stdout)
+  t.regex(result.stdout, /^ok {4}.*good\.yaml \(web\/tags\/1\.0\.0\)$/m)
+})
+
+test('--format junit: one testsuite per input, one testcase per check, failures inline', async (t) => {
+  const dir = await tempDir(t)
+  const result = await cli(['validate', join(CI, 'inputs'), '--module-dir', join(CI, 'modules'), '--format', 'junit', '--', ...isolatePuppet(dir)])
+  t.is(result.exitCode, 65)
+  const xml = new XMLParser({ignoreAttributes: false, attributeNamePrefix: '', isArray: (name) => ['testsuite', 'testcase', 'failure'].includes(name)}).parse(result.stdout)
+  const suites = xml.testsuites.testsuite as Array<{name: string; tests: string; failures: string; testcase: Array<{name: string; file?: string; line?: string; failure?: Array<{message: string; type: string}>}>}>
+  t.is(suites.length, Object.keys(EXPECTED).length)
+  t.is(xml.testsuites.failures, '10')
+  for (const suite of suites) {
+    const expected = EXPECTED[suite.name.split('/').pop()!]
+    t.deepEqual(suite.testcase.map((c) => c.name), ['input', 'release', 'classes', 'parameters', 'syntax'])
+    t.is(suite.failures, String(expected.length))
+    const failures = suite.testcase.flatMap((c) => (c.failure ?? []).map((f) => [c.name, f.message]))
+    t.deepEqual(failures, expected)
+  }
+
+  const param = suites.find((s) => s.name.endsWith('bad-parameter.yaml'))!.testcase.find((c) => c.name === 'parameters')!
+  t.is(param.line, '5')
+})
+
+test('validate reports an installed tag that no longer verifies', async (t) => {
+  const dir = await tempDir(t)
+  const modules = join(dir, 'modules')
+  await mkdir(modules)
+  const archive = join(dir, 'web.tar.gz')
+  t.is((await cli(['pack', 'web/tags/1.0.0', '--module-dir', join(CI, 'modules'), '-o', archive])).exitCode, 0)
+  t.is((await cli(['install', archive, '--module-dir', modules])).exitCode, 0)
+  const file = join(modules, 'web/tags/1.0.0/web/manifests/init.pp')
+  await chmod(file, 0o644)
+  await appendFile(file, '# edited on the node\n')
+  const result = await cli(['validate', inputs('good.yaml'), '--module-dir', modules, '--puppet', 'none', '--format', 'json'])
+  t.is(result.exitCode, 65)
+  t.deepEqual(JSON.parse(result.stdout).inputs[0].problems.map((p: {check: string; message: string}) => [p.check, p.message]), [
+    ['release', `${inputs('good.yaml')}:2: web/tags/1.0.0/web/manifests/init.pp: modified since install`],
+  ])
+})
+
+test('classes lists classes and defined types with parameters, defaults and files', async (t) => {
+  const result = await cli(['classes', 'web/tags/1.0.0', '--module-dir', join(CI, 'modules'), '--json'])
+  t.is(result.exitCode, 0, result.stderr)
+  const {definitions} = JSON.parse(result.stdout)
+  t.deepEqual(
+    definitions.map((d: {kind: string; name: string; release: string; file: string; line: number}) => [d.kind, d.name, `${d.release}/${d.file}:${d.line}`]),
+    [
+      ['class', 'base', 'base/tags/1.0.0/base/manifests/init.pp:1'],
+      ['class', 'web', 'web/tags/1.0.0/web/manifests/init.pp:2'],
+      ['class', 'web::ssl::certs', 'web/tags/1.0.0/web/manifests/ssl/certs.pp:1'],
+      ['define', 'web::vhost', 'web/tags/1.0.0/web/manifests/vhost.pp:2'],
+    ],
+  )
+  t.deepEqual(definitions[1].parameters, [
+    {name: 'port', type: 'Integer', default: '80'},
+    {name: 'docroot', type: 'String', default: "'/srv/www'"},
+    {name: 'admin', type: 'Optional[String]', default: 'undef'},
+  ])
+  const human = await cli(['classes', 'web/tags/1.0.0', '--module-dir', join(CI, 'modules')])
+  t.regex(human.stdout, /define web::vhost {2}web\/tags\/1\.0\.0\/web\/manifests\/vhost\.pp:2\n {4}String \$server_name {2}\(required\)/)
+})
+
+test('plan --json matches the documented JSON Schema, which refuses anything undocumented', async (t) => {
+  const schema = JSON.parse(await (await import('node:fs/promises')).readFile(join(REPO, 'integrations/schema/plan.schema.json'), 'utf8'))
+  const ajv = new Ajv2020.default({allErrors: true, strict: true})
+  const validate = ajv.compile(schema)
+  const dir = await tempDir(t)
+  for (const extra of [[], ['--fact', 'lifecycle_stage=bootstrap', '--noop', '--timeout', '60', '--manifest', join(dir, 'site.pp'), '--', '--debug']]) {
+    await (await import('node:fs/promises')).writeFile(join(dir, 'site.pp'), '')
+    const result = await cli(['plan', join(FIXTURES, 'demo/input.yaml'), '--module-dir', join(FIXTURES, 'demo/modules'), '--state-dir', join(dir, 'state'), '--json', ...extra])
+    t.is(result.exitCode, 0, result.stderr)
+    const plan = JSON.parse(result.stdout)
+    t.true(validate(plan), JSON.stringify(validate.errors))
+    t.false(validate({...plan, surprise: 1}), 'an undocumented field fails the schema')
+  }
+})
+
+test('a directory copied elsewhere validates the same (no paths baked in)', async (t) => {
+  const dir = await tempDir(t)
+  await cp(join(CI, 'inputs', 'good.yaml'), join(dir, 'good.yaml'))
+  const result = await cli(['validate', dir, '--module-dir', join(CI, 'modules'), '--puppet', 'none'])
+  t.is(result.exitCode, 0, result.stdout)
+})
