@@ -79,6 +79,12 @@ module MCollective
         reply[:count] = result[:json].size
       end
 
+      # Outputs without a value (the error fields of a good reply, the run fields of a
+      # refused one) are left out rather than shown as nil.
+      def after_processing_hook
+        reply.data.delete_if { |_, value| value.nil? }
+      end
+
       private
 
       def setting(name)
@@ -139,7 +145,8 @@ module MCollective
       # dates becoming Dates) where localpuppet reads YAML 1.2.
       def input_with_app(path, app)
         text = File.read(path)
-        root = Psych.parse(text)&.root
+        document = Psych.parse(text) # false for an empty text
+        root = document ? document.root : nil
         # Not a mapping: localpuppet refuses the document as it is, with its own message.
         return text unless root.is_a?(Psych::Nodes::Mapping)
 
@@ -175,8 +182,10 @@ module MCollective
         reply.fail!(message)
       end
 
-      # Replaces the text a node spans (Psych's lines and columns count from 0).
+      # Replaces the text a node spans (Psych's lines and columns count from 0). A block
+      # scalar (app: >-) ends at the start of the line after it: keep that line break.
       def splice(text, node, replacement)
+        replacement += "\n" if node.end_line > node.start_line && node.end_column.zero?
         lines = text.lines
         head = lines[node.start_line][0...node.start_column]
         tail = (lines[node.end_line] || '')[node.end_column..] || ''

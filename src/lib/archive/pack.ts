@@ -70,6 +70,9 @@ export async function packRelease(options: PackOptions): Promise<PackResult> {
     noDirRecurse: true,
     strict: true,
     gzip: {level: GZIP_LEVEL},
+    // Small reads, few files at once: memory stays flat however large the release.
+    jobs: 2,
+    maxReadSize: 1024 * 1024,
     onWriteEntry: (entry) => {
       const problem = normalizeEntry(entry, expected)
       if (problem) pack.destroy(problem)
