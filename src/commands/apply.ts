@@ -122,7 +122,7 @@ export default class Apply extends BaseCommand {
           signal,
           onStart: (record) => {
             replied = true
-            void replyToParent({type: 'started', record})
+            replyToParent({type: 'started', record}).catch(() => {})
           },
         })
         process.exitCode = outcome.exitCode

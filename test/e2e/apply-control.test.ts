@@ -147,3 +147,25 @@ test('history lists runs newest first, as a table or as records', async (t) => {
   t.regex(lines[0], /^RUN\s+STATE\s+RELEASE\s+STARTED\s+DURATION\s+CHANGED\s+FAILED$/)
   t.regex(lines[2], new RegExp(`^${records[1].id.replaceAll('.', '\\.')}\\s+failed\\s+foo/tags/1\\.4\\.0`))
 })
+
+test('after localpuppet is killed -9, the lock stays held while its orphaned puppet still runs', async (t) => {
+  const {fake, state, args, env} = await setup(t)
+  const first = startCli(args, {env: {...env, FAKE_PUPPET_SLEEP: '300'}})
+  const puppetPid = Number(await waitFor(join(fake, 'puppet.pid')))
+  const {record} = await statusJson(state)
+  // Wait until the lock names puppet, then kill localpuppet itself without a chance to clean up.
+  const until = Date.now() + 15_000
+  while (!(await readFile(join(state, 'lock'), 'utf8')).includes('"group"') && Date.now() < until) await sleep(50)
+  process.kill(record.pid, 'SIGKILL')
+  await first
+  t.true(alive(puppetPid), 'the orphaned puppet is still running')
+  const second = await cli(args, {env: {...env, FAKE_PUPPET_SLEEP: '0'}})
+  t.is(second.exitCode, 73, 'no second puppet alongside the orphan')
+  try {
+    process.kill(-puppetPid, 'SIGKILL')
+  } catch {}
+
+  t.true(await gone(puppetPid))
+  const third = await cli(args, {env: {...env, FAKE_PUPPET_SLEEP: '0'}})
+  t.is(third.exitCode, 0, 'once it is gone, the stale lock is taken over')
+})

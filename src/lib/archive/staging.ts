@@ -59,6 +59,7 @@ export class Staging {
     }
 
     const lock = await RunLock.acquireFile(join(own, 'install.lock'), null)
+    await recoverReplaced(moduleDir)
     const root = join(own, 'staging')
     // Whatever is here was left by an install that was killed: we hold the lock now.
     await rm(root, {recursive: true, force: true})
@@ -143,7 +144,6 @@ export class Staging {
     // Data on disk before any rename makes it visible (one sync for the filesystem).
     await syncFilesystem(this.dir)
     faultPoint('install:before-commit')
-    let moved = 0
     for (const {release, action} of actions) {
       const staged = join(this.dir, release.release)
       const target = join(this.moduleDir, release.release)
@@ -163,7 +163,11 @@ export class Staging {
       // A release without files has nothing staged yet: it is still a release.
       await mkdir(staged, {recursive: true, mode: 0o755})
       if (action === 'replace') {
-        const old = join(this.dir, `.replaced-${moved}`)
+        // The old trunk or branch waits under .localpuppet/replaced until the new one is in
+        // place; an install killed in between is undone by the next one (recoverReplaced).
+        const old = join(localpuppetDir(this.moduleDir), 'replaced', release.release)
+        await rm(old, {recursive: true, force: true})
+        await mkdir(dirname(old), {recursive: true, mode: 0o700})
         await rename(target, old)
         await rename(staged, target)
         await rm(old, {recursive: true, force: true})
@@ -179,7 +183,6 @@ export class Staging {
         result.installed.push(release.release)
       }
 
-      moved++
     }
 
     return result
@@ -192,6 +195,42 @@ export class Staging {
     await this.lock.release()
     if (this.createdLocalpuppetDir) await rmdir(localpuppetDir(this.moduleDir)).catch(() => {})
   }
+}
+
+/**
+ * A trunk or branch moved aside by an install killed before its replacement was in
+ * place goes back; one whose replacement made it is removed.
+ */
+async function recoverReplaced(moduleDir: string): Promise<void> {
+  const root = join(localpuppetDir(moduleDir), 'replaced')
+  let apps: string[]
+  try {
+    apps = await readdir(root)
+  } catch {
+    return
+  }
+
+  for (const app of apps) {
+    const releases = ['trunk', ...(await readdir(join(root, app, 'branches')).catch(() => [] as string[])).map((b) => `branches/${b}`)]
+    for (const kind of releases) {
+      const aside = join(root, app, kind)
+      try {
+        await lstat(aside)
+      } catch {
+        continue
+      }
+
+      const target = join(moduleDir, app, kind)
+      const present = await lstat(target).then(() => true, () => false)
+      if (present) await rm(aside, {recursive: true, force: true})
+      else {
+        await mkdir(dirname(target), {recursive: true, mode: 0o755})
+        await rename(aside, target)
+      }
+    }
+  }
+
+  await rm(root, {recursive: true, force: true})
 }
 
 async function renameIntoPlace(staged: string, target: string, release: string): Promise<void> {

@@ -1,3 +1,4 @@
+import {readFileSync} from 'node:fs'
 import {link, mkdir, readFile, unlink, writeFile} from 'node:fs/promises'
 import {dirname} from 'node:path'
 
@@ -71,7 +72,7 @@ export async function holdCatalogRunLock(paths: PuppetLockPaths): Promise<() => 
       }
 
       const holder = Number((await readFile(path, 'utf8').catch(() => '')).trim())
-      if (Number.isInteger(holder) && holder > 0 && isProcessAlive(holder)) {
+      if (Number.isInteger(holder) && holder > 0 && isProcessAlive(holder) && looksLikePuppet(holder)) {
         throw new LockHeldError(`a Puppet catalog run is in progress (pid ${holder}, ${path})`, {pid: holder, runId: null})
       }
 
@@ -81,5 +82,19 @@ export async function holdCatalogRunLock(paths: PuppetLockPaths): Promise<() => 
     throw new LockHeldError(`could not take Puppet's lock ${path}`, {pid: 0, runId: null})
   } finally {
     await unlink(temp).catch(() => {})
+  }
+}
+
+/**
+ * The lock lives under Puppet's vardir and survives a reboot: a pid in it may since
+ * belong to anything. Only a puppet (ruby) or localpuppet (node) process holds it; where
+ * /proc cannot tell, assume it does.
+ */
+function looksLikePuppet(pid: number): boolean {
+  try {
+    const cmdline = readFileSync(`/proc/${pid}/cmdline`, 'utf8')
+    return /puppet|ruby|node/.test(cmdline)
+  } catch {
+    return true
   }
 }

@@ -76,7 +76,12 @@ async function cacheKey(puppet: string, settings: string[]): Promise<string> {
     }
   }
 
-  const parts = [puppet, await stamp(puppet), ...settings]
-  for (const conf of ['/etc/puppet/puppet.conf', '/etc/puppetlabs/puppet/puppet.conf', join(process.env.HOME ?? '/', '.puppetlabs/etc/puppet/puppet.conf')]) parts.push(await stamp(conf))
+  // Puppet's defaults differ for root and other users; a --confdir or --config names the file that counts.
+  const parts = [puppet, await stamp(puppet), String(process.geteuid?.() ?? ''), ...settings]
+  const named = settings.flatMap((arg, i) => {
+    const [flag, value] = arg.includes('=') ? arg.split(/=(.*)/s) : [arg, settings[i + 1]]
+    return flag === '--confdir' ? [join(value, 'puppet.conf')] : flag === '--config' ? [value] : []
+  })
+  for (const conf of [...named, '/etc/puppet/puppet.conf', '/etc/puppetlabs/puppet/puppet.conf', join(process.env.HOME ?? '/', '.puppetlabs/etc/puppet/puppet.conf')]) parts.push(await stamp(conf))
   return createHash('sha256').update(JSON.stringify(parts)).digest('hex')
 }

@@ -43,6 +43,8 @@ export interface ApplyOptions {
   /** --on-finish: a shell command run once the record is final. */
   onFinish?: string
   onFinishTimeoutMs?: number
+  /** Called with puppet's pid (its process group) once it runs. */
+  onPuppetStarted?: (pid: number) => Promise<void> | void
   /** For tests: the source of randomness for the splay. */
   random?: () => number
 }
@@ -182,7 +184,9 @@ async function run(
     const releaseCatalogLock = await holdCatalogRunLock(puppetLocks)
     let outcome: PuppetOutcome
     try {
-      outcome = await runPuppet(plan, log, options)
+      // The lock names puppet's process group too: if localpuppet is killed -9, the lock
+      // stays held while that orphaned puppet still runs.
+      outcome = await runPuppet(plan, log, {...options, onPuppetStarted: async (pid) => lock?.update({group: pid}).catch(() => {})})
     } finally {
       await releaseCatalogLock()
     }
@@ -266,6 +270,9 @@ async function runPuppet(plan: RunPlan, log: number, options: ApplyOptions): Pro
 
   const onAbort = () => stop(abortSignalName(options.signal!))
   options.signal?.addEventListener('abort', onAbort, {once: true})
+  // A signal that came while puppet was being started fires no event: act on it now.
+  if (options.signal?.aborted) onAbort()
+  if (child.pid !== undefined) await options.onPuppetStarted?.(child.pid)
   const timer = plan.timeoutSeconds ? setTimeout(() => stop('timeout'), plan.timeoutSeconds * 1000) : undefined
   try {
     const exit = await child.exited

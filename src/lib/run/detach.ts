@@ -51,7 +51,10 @@ export async function receivePayload(): Promise<DetachPayload> {
 
 /** The detached side: replies once, then drops the channel so the parent can go. */
 export async function replyToParent(reply: DetachReply): Promise<void> {
-  if (!process.send) return
-  await sendMessage(reply as never)
-  process.disconnect()
+  // The caller may be gone already (its ssh session hung up): the run goes on regardless.
+  if (!process.send || !process.connected) return
+  try {
+    await sendMessage(reply as never)
+    process.disconnect()
+  } catch {}
 }

@@ -14,6 +14,8 @@ interface LockContent {
   runId: string | null
   acquiredAt: string
   token: string
+  /** Puppet's pid (and process group) while it runs: the lock is held while puppet lives. */
+  group?: number
 }
 
 export function lockPath(stateDir: string): string {
@@ -80,7 +82,7 @@ export class RunLock {
   }
 
   /** Records which run holds the lock (and, for detached runs, which process). */
-  async update(fields: {runId?: string; pid?: number}): Promise<void> {
+  async update(fields: {runId?: string; pid?: number; group?: number}): Promise<void> {
     const pid = fields.pid ?? this.content.pid
     this.content = {...this.content, ...fields, pid, start: fields.pid ? processStartTime(pid) : this.content.start}
     await writeFileAtomic(this.path, JSON.stringify(this.content) + '\n')
@@ -118,9 +120,18 @@ function parseLock(text: string): LockContent | null {
 }
 
 function isHolderAlive(holder: LockContent): boolean {
+  if (holder.group !== undefined && isGroupAlive(holder.group)) return true
   if (!isProcessAlive(holder.pid)) return false
   const start = processStartTime(holder.pid)
   return holder.start === null || start === null || start === holder.start
+}
+
+/**
+ * Puppet itself (its group's leader) is still running. Not any process of its group: a
+ * daemon a manifest started without its own session must not hold the lock forever.
+ */
+function isGroupAlive(group: number): boolean {
+  return Number.isInteger(group) && group > 1 && isProcessAlive(group)
 }
 
 /**

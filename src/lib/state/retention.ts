@@ -13,7 +13,8 @@ export async function pruneRuns(stateDir: string, keep: number): Promise<string[
   const removed: string[] = []
   for (const id of ids.slice(0, Math.max(0, ids.length - keep))) {
     const record = await readRunRecord(stateDir, id).catch(() => null)
-    if (record && effectiveRecord(record, isProcessAlive).state === 'running') continue
+    // No record yet may be a run just starting (--splay writes its directory first).
+    if (!record || effectiveRecord(record, isProcessAlive).state === 'running') continue
     await rm(runDir(stateDir, id), {recursive: true, force: true})
     removed.push(id)
   }
