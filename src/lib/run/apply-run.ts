@@ -14,6 +14,7 @@ import {RunLock, lockPath} from '../state/lock.js'
 import {pruneRuns, previousRun} from '../state/retention.js'
 import {type ResourceCounts, type RunRecord, type RunState, writeRunRecord} from '../state/run-record.js'
 import {runsDir} from '../state/state-dir.js'
+import {processStartTime} from '../util/process.js'
 import {type ChildExit, startChild} from './child.js'
 import {runFingerprint} from './fingerprint.js'
 import {runFinishHook} from './finish-hook.js'
@@ -132,6 +133,7 @@ async function run(
     manifest: plan.manifest.path,
     command: plan.command,
     pid: process.pid,
+    pidStart: processStartTime(process.pid),
     startedAt: started.toISOString(),
     finishedAt: null,
     durationMs: null,

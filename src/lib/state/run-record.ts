@@ -2,6 +2,7 @@ import {readFile, readdir} from 'node:fs/promises'
 
 import {NotFoundError} from '../errors.js'
 import {writeFileAtomic} from '../util/atomic-write.js'
+import {processStartTime} from '../util/process.js'
 import {isRunId} from './run-id.js'
 import {runFiles, runsDir} from './state-dir.js'
 
@@ -34,6 +35,8 @@ export interface RunRecord {
   manifest: string
   command: string[]
   pid: number
+  /** The start time of `pid` (/proc), so that a pid reused after a crash is not taken for the run. */
+  pidStart?: string | null
   startedAt: string
   finishedAt: string | null
   durationMs: number | null
@@ -100,6 +103,7 @@ export async function latestRunId(stateDir: string): Promise<string> {
  * an error without rewriting it, so a reader never waits on a run that cannot finish.
  */
 export function effectiveRecord(record: RunRecord, isAlive: (pid: number) => boolean): RunRecord {
-  if (record.state !== 'running' || isAlive(record.pid)) return record
+  const reused = record.pidStart != null && processStartTime(record.pid) !== null && processStartTime(record.pid) !== record.pidStart
+  if (record.state !== 'running' || (isAlive(record.pid) && !reused)) return record
   return {...record, state: 'error', error: `run process ${record.pid} ended without recording a result`}
 }

@@ -203,3 +203,10 @@ test('assertRunId refuses anything that is not a run id with exit 64, before it 
 
   t.is(assertRunId('20261122T091631.123Z-4f2a'), '20261122T091631.123Z-4f2a')
 })
+
+test('a running record whose pid now belongs to another process (reused after a crash) reads as error', (t) => {
+  const record = {id: '20261122T091631.123Z-aaaa', state: 'running', pid: process.pid, pidStart: 'not-this-start'} as unknown as Parameters<typeof effectiveRecord>[0]
+  const effective = effectiveRecord(record, () => true)
+  t.is(effective.state, 'error')
+  t.regex(effective.error ?? '', /ended without recording a result/)
+})
