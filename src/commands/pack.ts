@@ -36,14 +36,7 @@ export default class PackCommand extends BaseCommand {
     const {args, flags} = await this.parse(PackCommand)
     const {packRelease} = await import('../lib/archive/pack.js')
     const toStdout = flags.output === '-'
-    let output = toStdout ? null : (flags.output ?? null)
-    if (output === null && !toStdout) {
-      // The default name needs the resolved tag: resolve first, then name the file.
-      const {resolveRelease} = await import('../lib/release/resolve.js')
-      const app = (await resolveRelease(flags['module-dir'], args.ref, {allowMutable: flags['allow-mutable']})).modulepath[0]
-      output = `${app.release.replace(/\/(?:tags|branches)\//, '-').replace(/\//g, '-')}.tar.gz`
-    }
-
+    const output = toStdout ? null : flags.output
     const result = await packRelease({moduleDir: flags['module-dir'], ref: args.ref, output, to: process.stdout, signingKey: flags.sign, allowMutable: flags['allow-mutable']})
     const digests = Object.fromEntries(result.index.releases.map((r) => [r.release, r.digest]))
     if (!this.jsonEnabled() && !toStdout) {

@@ -1,4 +1,4 @@
-import {mkdir, mkdtemp, rm, symlink, writeFile} from 'node:fs/promises'
+import {lstat, mkdir, mkdtemp, rm, symlink, writeFile} from 'node:fs/promises'
 import {tmpdir} from 'node:os'
 import {dirname, join} from 'node:path'
 
@@ -39,4 +39,12 @@ export async function writeReleases(moduleDir: string, releases: Record<string, 
   }
 
   await writeTree(moduleDir, tree)
+}
+
+/** Whether anything (a dangling symlink included) is at the path. */
+export async function exists(path: string): Promise<boolean> {
+  return lstat(path).then(
+    () => true,
+    () => false,
+  )
 }

@@ -17,8 +17,8 @@ import {keyId, loadSigningKey, signIndex} from './signature.js'
 export interface PackOptions {
   moduleDir: string
   ref: string
-  /** A file path, or null to write to `to`. */
-  output: string | null
+  /** A file path; null to write to `to`; absent for `<app>-<tag>.tar.gz` in the working directory. */
+  output?: string | null
   to?: Writable
   signingKey?: string
   allowMutable?: boolean
@@ -109,7 +109,7 @@ export async function packRelease(options: PackOptions): Promise<PackResult> {
     return {...result, output: null, sha256: hash.digest('hex'), bytes}
   }
 
-  const output = resolve(options.output)
+  const output = resolve(options.output ?? defaultArchiveName(app.release))
   const temp = join(dirname(output), `.${basename(output)}.${randomBytes(4).toString('hex')}.tmp`)
   try {
     await pipeline(pack, measure, createWriteStream(temp, {flags: 'wx', mode: 0o644}))
@@ -138,4 +138,9 @@ function normalizeEntry(entry: {absolute?: string; stat?: {mode: number; size: n
   if (!file || !stat.isFile() || stat.size !== file.size) return new ReleaseError(`${absolute}: changed while packing; pack again`)
   stat.mode = file.executable ? 0o100755 : 0o100644
   return null
+}
+
+/** `foo/tags/1.4.0` packs to `foo-1.4.0.tar.gz`, `foo/trunk` to `foo-trunk.tar.gz`. */
+export function defaultArchiveName(release: string): string {
+  return `${release.replace(/\/(?:tags|branches)\//, '-').replace(/\//g, '-')}.tar.gz`
 }

@@ -13,7 +13,7 @@ import {type ReleaseIndex, RELEASE_INDEX} from '../../../src/lib/archive/release
 import {treeDigest} from '../../../src/lib/archive/release-tree.js'
 import {LocalpuppetError} from '../../../src/lib/errors.js'
 import {readEntries, sha256, snapshot} from '../../helpers/snapshot.js'
-import {tempDir, writeReleases, writeTree} from '../../helpers/temp.js'
+import {exists, tempDir, writeReleases, writeTree} from '../../helpers/temp.js'
 
 // --- the genuine archive and a tar writer to alter it ----------------------------------
 
@@ -99,14 +99,6 @@ async function fingerprint(path: string): Promise<string> {
   return `${info.mode.toString(8)} links=${info.nlink} ${sha256(await readFile(path))}`
 }
 
-async function exists(path: string): Promise<boolean> {
-  try {
-    await lstat(path)
-    return true
-  } catch {
-    return false
-  }
-}
 
 /**
  * A test's world: `root` (the test's temp dir) holds the module dir, the hostile archive

@@ -10,7 +10,7 @@ import {readReleaseTree, treeDigest} from '../../../src/lib/archive/release-tree
 import {verifyInstalled} from '../../../src/lib/archive/verify-installed.js'
 import {cli, startCli} from '../../helpers/cli.js'
 import {snapshot} from '../../helpers/snapshot.js'
-import {type Tree, tempDir, writeReleases, writeTree} from '../../helpers/temp.js'
+import {type Tree, exists, tempDir, writeReleases, writeTree} from '../../helpers/temp.js'
 
 // Kills `localpuppet install` (the built CLI, bin/run.js) with SIGKILL at each fault point
 // (LOCALPUPPET_TEST_FAULT, src/lib/util/fault.ts) and checks what a power cut would leave.
@@ -32,14 +32,6 @@ async function sourceTree(dir: string): Promise<void> {
   await writeTree(dir, tree)
 }
 
-async function exists(path: string): Promise<boolean> {
-  try {
-    await lstat(path)
-    return true
-  } catch {
-    return false
-  }
-}
 
 /** Every directory from root down, with its mode. */
 async function dirModes(root: string): Promise<Array<[string, number]>> {
