@@ -102,6 +102,13 @@ export class VerificationError extends LocalpuppetError {
   }
 }
 
+/** Reading or writing failed on the machine's side: a full disk, an I/O error (74, sysexits' EX_IOERR). */
+export class IoError extends LocalpuppetError {
+  constructor(message: string, suggestions: string[] = []) {
+    super('io-error', ExitCode.ioError, message, suggestions)
+  }
+}
+
 /** The run exceeded --timeout (75). */
 export class TimeoutError extends LocalpuppetError {
   constructor(message: string) {

@@ -11,6 +11,7 @@ export const ExitCode = {
   unavailable: 69,
   internal: 70,
   locked: 73,
+  ioError: 74,
   tempFail: 75,
   sigterm: 143,
 } as const
