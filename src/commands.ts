@@ -1,5 +1,6 @@
 import Apply from './commands/apply.js'
 import Classes from './commands/classes.js'
+import Config from './commands/config.js'
 import Disable from './commands/disable.js'
 import Enable from './commands/enable.js'
 import History from './commands/history.js'
@@ -16,6 +17,7 @@ import Verify from './commands/verify.js'
 export const COMMANDS = {
   apply: Apply,
   classes: Classes,
+  config: Config,
   disable: Disable,
   enable: Enable,
   history: History,

@@ -1,3 +1,4 @@
+import {settingList} from './lib/config/settings.js'
 import type {PlanOptions} from './lib/run/run-plan.js'
 import {defaultStateDir} from './lib/state/state-dir.js'
 
@@ -28,4 +29,9 @@ export function toPlanOptions(flags: RunFlagValues, puppetArgs: string[], facts:
     timeoutSeconds: flags.timeout,
     puppetArgs,
   }
+}
+
+/** Puppet's arguments: those after `--` when given, else the puppet_args setting. */
+export async function resolvePuppetArgs(passThrough: string[]): Promise<string[]> {
+  return passThrough.length > 0 ? passThrough : settingList('puppet_args')
 }

@@ -1,13 +1,12 @@
 import {Args, Flags} from '@oclif/core'
 
 import {BaseCommand, describeWithExitCodes} from '../base-command.js'
-import {runFlags} from '../flags.js'
-import {DEFAULT_INPUT} from '../lib/defaults.js'
+import {inputArgs, runFlags} from '../flags.js'
 import {LocalpuppetError} from '../lib/errors.js'
 import {APPLY_EXIT_CODES} from '../lib/exit-codes.js'
 import type {ApplyOptions} from '../lib/run/apply-run.js'
 import type {RunRecord} from '../lib/state/run-record.js'
-import type {RunFlagValues} from '../run-options.js'
+import {type RunFlagValues, resolvePuppetArgs} from '../run-options.js'
 
 const applyFlags = {
   ...runFlags,
@@ -42,15 +41,14 @@ export default class Apply extends BaseCommand {
     '<%= config.bin %> apply -- --debug',
   ]
 
-  static override args = {
-    input: Args.string({description: 'the input YAML (ENC document plus app); - reads standard input', default: DEFAULT_INPUT}),
-  }
+  static override args = inputArgs
 
   static override flags = applyFlags
 
   async run(): Promise<RunRecord> {
     this.splitPassThrough()
     const {args, flags} = await this.parse(Apply)
+    this.passThrough = await resolvePuppetArgs(this.passThrough)
     if (flags['detached-child']) return this.runDetachedChild()
     const [{readInputText}, {parseNodeInput}, {buildRunPlan, parseFacts}, {newRunId}, {toPlanOptions}] = await Promise.all([
       import('../lib/input/read-input.js'),
