@@ -69,6 +69,8 @@ export const runFlags = {
   }),
   timeout: Flags.integer({description: 'stop puppet and everything it started after this many seconds (exit 75)', min: 1, helpValue: 'SECONDS'}),
   'allow-mutable': Flags.boolean({description: 'let a tagged release depend on trunk, branches or ranges (recorded in the run record)'}),
+  fetch: Flags.boolean({description: "first fetch the input's release (a range: the newest matching tag in the repository) and its dependencies from the source"}),
+  ...sourceFlags,
 }
 
 /** apply's and plan's INPUT: the `input` setting when not given. */

@@ -31,8 +31,14 @@ export default class Plan extends BaseCommand {
       import('../run-options.js'),
     ])
     const facts = parseFacts(flags.fact ?? [])
-    const input = await readNodeInput(args.input)
-    const plan = await buildRunPlan(input, toPlanOptions(flags, this.passThrough, facts, Boolean(process.stdout.isTTY) && !this.jsonEnabled()))
+    let input = await readNodeInput(args.input)
+    let fetched = null
+    if (flags.fetch) {
+      const {fetchForRun} = await import('../fetch-options.js')
+      ;({input, fetched} = await fetchForRun(input, flags, this.jsonEnabled()))
+    }
+
+    const plan = await buildRunPlan(input, toPlanOptions(flags, this.passThrough, facts, Boolean(process.stdout.isTTY) && !this.jsonEnabled(), fetched))
     if (!this.jsonEnabled()) {
       const {renderPlan} = await import('../render/plan-text.js')
       this.log(renderPlan(plan))
