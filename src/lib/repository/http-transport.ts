@@ -75,6 +75,9 @@ export class HttpTransport implements Transport {
       httpProxy: env.http_proxy ?? env.HTTP_PROXY,
       httpsProxy: env.https_proxy ?? env.HTTPS_PROXY ?? env.http_proxy ?? env.HTTP_PROXY,
       noProxy: env.no_proxy ?? env.NO_PROXY,
+      // Plain http through a proxy as curl does it (absolute-form GET): squid's default
+      // configuration refuses CONNECT to port 80. https still tunnels.
+      proxyTunnel: false,
       connect: {timeout: this.timeoutMs},
       headersTimeout: this.timeoutMs,
       bodyTimeout: this.timeoutMs,
