@@ -300,6 +300,12 @@ class Parser {
       return match[1] === 'default' ? {default: true} : {literal: match[1] === 'undef' ? null : match[1] === 'true'}
     }
 
+    // A bare word is a string in Puppet (a Struct key: `Optional[name] => String`).
+    if ((match = /^[a-z_][\w]*(?![\w:$])/.exec(rest))) {
+      this.i += match[0].length
+      return {literal: match[0]}
+    }
+
     if (rest.startsWith('{')) {
       this.i++
       const hash: Array<[TypeExpr, TypeExpr]> = []

@@ -205,7 +205,7 @@ function checkClasses(classes: unknown, catalog: ClassCatalog, text: string, fil
       const type = parseType(declared.type)
       if (type !== null && isInstance(type, value, catalog.aliases) === false) {
         const typeText = declared.type.replaceAll(/\s+/g, ' ')
-        const expects = /^(Enum|Pattern)\[/.test(typeText) ? `a match for ${typeText}, got ${JSON.stringify(value)}` : `${/^[AEIOU]/.test(typeText) ? 'an' : 'a'} ${typeText} value, got ${valueLabel(value)}`
+        const expects = /^(Enum|Pattern)\[/.test(typeText) ? `a match for ${typeText}, got ${typeof value === 'string' ? `'${value.replaceAll("'", "\\'")}'` : valueLabel(value)}` : `${/^[AEIOU]/.test(typeText) ? 'an' : 'a'} ${typeText} value, got ${valueLabel(value)}`
         report('parameters', [name, param], `${resource}: parameter '${param}' expects ${expects} ${where}`)
       }
     }
