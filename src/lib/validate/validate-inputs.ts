@@ -193,7 +193,8 @@ function checkClasses(classes: unknown, catalog: ClassCatalog, text: string, fil
     for (const [param, value] of Object.entries(given)) {
       const declared = definition.parameters.find((p) => p.name === param)
       if (!declared) {
-        if ((METAPARAMETERS as readonly string[]).includes(param)) continue
+        // Puppet's parameter struct for a class holds every metaparameter, and `name`.
+        if ((METAPARAMETERS as readonly string[]).includes(param) || param === 'name') continue
         const guess = closest(param, [...definition.parameters.map((p) => p.name), ...METAPARAMETERS])
         const list = definition.parameters.length === 0 ? 'it declares none' : `it declares ${definition.parameters.map((p) => p.name).join(', ')}`
         report('parameters', [name, param], `class ${name} has no parameter ${param}${guess ? ` (did you mean ${guess}?)` : ''}; ${list} ${where}`)
