@@ -65,9 +65,12 @@ export interface ValidateOptions {
 /**
  * Everything that would go wrong on a node, for every input, in one pass and without a
  * node: input YAML and schema, release resolution (ranges, immutability, path escape,
- * verification of installed tags), classes missing from the modulepath and class
- * parameters they do not declare, and Puppet syntax errors, found by one `puppet parser
- * validate` over every manifest involved. Writes nothing.
+ * verification of installed tags), classes Puppet's autoloader cannot find, class
+ * parameters they do not declare (metaparameters aside), required parameters neither the
+ * input nor the module's data gives, values certainly of the wrong type, and Puppet
+ * syntax errors from one `puppet parser validate` over every manifest involved. With
+ * `compile`, each input's catalog is also compiled by Puppet, all in one process, as
+ * apply would. Writes nothing.
  */
 export async function validateInputs(paths: string[], options: ValidateOptions): Promise<ValidateReport> {
   const files = await expandInputs(paths)
@@ -128,33 +131,31 @@ export async function validateInputs(paths: string[], options: ValidateOptions):
     jobs.push({id: String(jobs.length), enc, modulepath, environment: input.environment ?? 'production', manifest, facts: factSet, report})
   }
 
-  if (options.compile && jobs.length > 0) {
-    if (options.puppet === null) throw new UsageError('--compile needs puppet (--puppet none only skips the syntax check)')
-    const results = await compileCatalogs(options.puppet, jobs.map(({report: _report, ...job}) => job), options.puppetArgs)
-    for (const [index, result] of results.entries()) {
-      const {report} = jobs[index]
-      report.compile = {status: result.ok ? 'compiled' : 'failed', resources: result.resources, reason: null}
-      if (result.error === null) continue
-      const {file, line, column} = result.error
-      // One line per problem: Puppet lists several mismatches of one class on lines of their own.
-      const message = result.error.message.replace(/:\n\s*/, ': ').replaceAll(/\n\s*/g, '; ')
-      const shown = file === null ? null : file.startsWith(`${moduleDir}/`) ? relative(moduleDir, file) : file
-      const where = shown === null ? '' : `${shown}${line ? `:${line}` : ''}${line && column ? `:${column}` : ''}: `
-      report.problems.push({check: 'compile', file: shown, line: line ?? null, column: column ?? null, message: `${report.file}: ${where}${message}`})
+  if (options.compile && jobs.length > 0 && options.puppet === null) throw new UsageError('--compile needs puppet (--puppet none only skips the syntax check)')
+  // The syntax check and the compile are separate Puppet processes: run them side by side.
+  const manifests = [...new Set(reports.flatMap((report) => report.manifests))].sort()
+  const syntaxCheck = options.puppet === null ? Promise.resolve([]) : validateManifests(options.puppet, manifests, options.puppetArgs)
+  const compiling = options.compile && jobs.length > 0 ? compileCatalogs(options.puppet!, jobs.map(({report: _report, ...job}) => job), options.puppetArgs) : Promise.resolve([])
+  const [syntax, results] = await Promise.all([syntaxCheck, compiling])
+  for (const report of reports) {
+    const mine = new Set(report.manifests)
+    for (const found of syntax.filter((entry) => mine.has(entry.file))) {
+      const shown = relative(moduleDir, found.file)
+      const where = `${shown}${found.line ? `:${found.line}` : ''}${found.column ? `:${found.column}` : ''}`
+      report.problems.push({check: 'syntax', file: shown, line: found.line, column: found.column, message: `${where}: ${found.message}`})
     }
   }
 
-  if (options.puppet !== null) {
-    const manifests = [...new Set(reports.flatMap((report) => report.manifests))].sort()
-    const syntax = await validateManifests(options.puppet, manifests, options.puppetArgs)
-    for (const report of reports) {
-      const mine = new Set(report.manifests)
-      for (const found of syntax.filter((entry) => mine.has(entry.file))) {
-        const shown = relative(moduleDir, found.file)
-        const where = `${shown}${found.line ? `:${found.line}` : ''}${found.column ? `:${found.column}` : ''}`
-        report.problems.push({check: 'syntax', file: shown, line: found.line, column: found.column, message: `${where}: ${found.message}`})
-      }
-    }
+  for (const [index, result] of results.entries()) {
+    const {report} = jobs[index]
+    report.compile = {status: result.ok ? 'compiled' : 'failed', resources: result.resources, reason: null}
+    if (result.error === null) continue
+    const {file, line, column} = result.error
+    // One line per problem: Puppet lists several mismatches of one class on lines of their own.
+    const message = result.error.message.replace(/:\n\s*/, ': ').replaceAll(/\n\s*/g, '; ')
+    const shown = file === null ? null : file.startsWith(`${moduleDir}/`) ? relative(moduleDir, file) : file
+    const where = shown === null ? '' : `${shown}${line ? `:${line}` : ''}${line && column ? `:${column}` : ''}: `
+    report.problems.push({check: 'compile', file: shown, line: line ?? null, column: column ?? null, message: `${report.file}: ${where}${message}`})
   }
 
   const inputs = reports.map(({manifests: _manifests, ...report}) => report)
