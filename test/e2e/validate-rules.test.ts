@@ -88,12 +88,17 @@ test('--compile: Puppet compiles every input in one run, agrees with the static 
     const compile = entry.problems.filter((p) => p.check === 'compile')
     t.is(compile.length, message ? 1 : 0, name)
     if (message) t.regex(compile[0].message, message, name)
-    t.true(compile.every((p) => p.message.startsWith(`${entry.file}: `)), `${name}: the problem names the input`)
+    t.true(compile.every((p) => p.message.startsWith(`${entry.file}:`)), `${name}: the problem names the input`)
     // Whatever the static pass finds about classes and parameters, Puppet refuses too.
     t.deepEqual(entry.problems.filter((p) => p.check !== 'compile'), STATIC[name].map(([check, text]) => ({check, file: entry.file, line: entry.problems.find((p) => p.message === text)?.line ?? null, column: null, message: text})), name)
     if (STATIC[name].some(([check]) => check === 'classes' || check === 'parameters')) t.is(status, 'failed', `${name}: static problems mean Puppet fails`)
   }
 
+  // Puppet names no file for a class of the ENC document: the problem points at the input's line.
+  const missing = byName(report)['data-missing.yaml'].problems.find((p) => p.check === 'compile')!
+  t.deepEqual([missing.file, missing.line, missing.message.slice(0, input('data-missing.yaml').length + 3)], [input('data-missing.yaml'), 3, `${input('data-missing.yaml')}:3:`])
+  const notFound = byName(report)['not-loadable.yaml'].problems.find((p) => p.check === 'compile')!
+  t.deepEqual([notFound.file, notFound.line], [input('not-loadable.yaml'), 3])
   const duplicate = byName(report)['duplicate.yaml'].problems[0]
   t.deepEqual([duplicate.file, duplicate.line], ['rules/tags/1.0.0/dup/manifests/b.pp', 2])
   const failing = byName(report)['failing.yaml'].problems[0]

@@ -79,7 +79,7 @@ export async function validateInputs(paths: string[], options: ValidateOptions):
   const mainDefinitions: LoadableDefinition[] = manifest === null ? [] : scanManifest(await readFile(manifest, 'utf8'), manifest).map((d) => ({...d, notLoadable: null, entry: null}))
   const facts = options.compile && options.facts !== undefined ? factSets(options.facts, files) : null
   const catalogs = new Map<string, ClassCatalog>()
-  const jobs: Array<CompileJob & {report: InputReport}> = []
+  const jobs: Array<CompileJob & {report: InputReport; text: string}> = []
   const reports: Array<InputReport & {manifests: string[]}> = []
 
   for (const file of files) {
@@ -128,14 +128,14 @@ export async function validateInputs(paths: string[], options: ValidateOptions):
     }
 
     const enc = renderEncYaml(buildEncDocument(input, {release: report.release, runId: RUN_ID_PLACEHOLDER}))
-    jobs.push({id: String(jobs.length), enc, modulepath, environment: input.environment ?? 'production', manifest, facts: factSet, report})
+    jobs.push({id: String(jobs.length), enc, modulepath, environment: input.environment ?? 'production', manifest, facts: factSet, report, text})
   }
 
   if (options.compile && jobs.length > 0 && options.puppet === null) throw new UsageError('--compile needs puppet (--puppet none only skips the syntax check)')
   // The syntax check and the compile are separate Puppet processes: run them side by side.
   const manifests = [...new Set(reports.flatMap((report) => report.manifests))].sort()
   const syntaxCheck = options.puppet === null ? Promise.resolve([]) : validateManifests(options.puppet, manifests, options.puppetArgs)
-  const compiling = options.compile && jobs.length > 0 ? compileCatalogs(options.puppet!, jobs.map(({report: _report, ...job}) => job), options.puppetArgs) : Promise.resolve([])
+  const compiling = options.compile && jobs.length > 0 ? compileCatalogs(options.puppet!, jobs.map(({report: _report, text: _text, ...job}) => job), options.puppetArgs) : Promise.resolve([])
   const [syntax, results] = await Promise.all([syntaxCheck, compiling])
   for (const report of reports) {
     const mine = new Set(report.manifests)
@@ -147,15 +147,24 @@ export async function validateInputs(paths: string[], options: ValidateOptions):
   }
 
   for (const [index, result] of results.entries()) {
-    const {report} = jobs[index]
+    const {report, text} = jobs[index]
     report.compile = {status: result.ok ? 'compiled' : 'failed', resources: result.resources, reason: null}
     if (result.error === null) continue
     const {file, line, column} = result.error
     // One line per problem: Puppet lists several mismatches of one class on lines of their own.
     const message = result.error.message.replace(/:\n\s*/, ': ').replaceAll(/\n\s*/g, '; ')
-    const shown = file === null ? null : file.startsWith(`${moduleDir}/`) ? relative(moduleDir, file) : file
-    const where = shown === null ? '' : `${shown}${line ? `:${line}` : ''}${line && column ? `:${column}` : ''}: `
-    report.problems.push({check: 'compile', file: shown, line: line ?? null, column: column ?? null, message: `${report.file}: ${where}${message}`})
+    if (file === null) {
+      // About a class of the input (Class[Nova::Db::Mysql], Could not find class x): point at it.
+      const named = /Class\[([A-Z][\w:]*)\]|Could not find class (?:::)?([a-z][\w:]*)/.exec(message)
+      const inputLine = named ? (lineOfKey(text, ['classes', (named[1] ?? named[2]).toLowerCase()]) ?? null) : null
+      const where = inputLine === null ? report.file : `${report.file}:${inputLine}`
+      report.problems.push({check: 'compile', file: report.file, line: inputLine, column: null, message: `${where}: ${message}`})
+      continue
+    }
+
+    const shown = file.startsWith(`${moduleDir}/`) ? relative(moduleDir, file) : file
+    const where = `${shown}${line ? `:${line}` : ''}${line && column ? `:${column}` : ''}`
+    report.problems.push({check: 'compile', file: shown, line: line ?? null, column: column ?? null, message: `${report.file}: ${where}: ${message}`})
   }
 
   const inputs = reports.map(({manifests: _manifests, ...report}) => report)
