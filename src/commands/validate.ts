@@ -1,7 +1,7 @@
 import {Args, Flags} from '@oclif/core'
 
 import {BaseCommand, describeWithExitCodes} from '../base-command.js'
-import {moduleDirFlags} from '../flags.js'
+import {moduleDirFlags, settingFlag} from '../flags.js'
 import type {ValidateReport} from '../lib/validate/validate-inputs.js'
 
 export default class Validate extends BaseCommand {
@@ -38,7 +38,7 @@ export default class Validate extends BaseCommand {
   static override flags = {
     ...moduleDirFlags,
     format: Flags.string({description: 'output format', options: ['text', 'json', 'junit'], default: 'text'}),
-    puppet: Flags.string({description: 'the puppet executable for the syntax check and --compile; none skips the syntax check', env: 'LOCALPUPPET_PUPPET', default: 'puppet', helpValue: 'PATH'}),
+    puppet: settingFlag('puppet', {description: 'the puppet executable for the syntax check and --compile; none skips the syntax check', helpValue: 'PATH', defaultHelp: 'puppet'}),
     compile: Flags.boolean({description: "also compile each input's catalog with Puppet, as apply would, without applying it"}),
     facts: Flags.string({description: "--compile: a fact set for every input, or a directory with one per input name [default: this machine's facts]", helpValue: 'FILE|DIR', dependsOn: ['compile']}),
     manifest: Flags.string({description: 'the main manifest, as for apply [default: /etc/puppet/manifests/default.pp if it exists]', helpValue: 'FILE'}),
@@ -63,7 +63,8 @@ export default class Validate extends BaseCommand {
     const report = await validateInputs(inputs, {
       moduleDir: flags['module-dir'],
       puppet,
-      puppetArgs: this.passThrough,
+      // As apply: the arguments after `--`, else the puppet_args setting.
+      puppetArgs: await (await import('../run-options.js')).resolvePuppetArgs(this.passThrough),
       compile: flags.compile,
       facts: flags.facts,
       manifest: flags.manifest,
