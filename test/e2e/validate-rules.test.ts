@@ -1,5 +1,5 @@
 import {existsSync} from 'node:fs'
-import {readdir} from 'node:fs/promises'
+import {readdir, writeFile} from 'node:fs/promises'
 import {join} from 'node:path'
 
 import test from 'ava'
@@ -157,4 +157,13 @@ test('classes: where each default comes from, and what Puppet cannot load', asyn
   t.regex(human.stdout, /^ {4}Integer \$port = 8080 {2}\(module data data_mod\/data\/common\.yaml:3\)$/m)
   t.regex(human.stdout, /^ {4}String \$on_redhat {2}\(required; module data may set it on some nodes: Operating system family\)$/m)
   t.regex(human.stdout, /^class {2}misplaced::wrong {2}rules\/tags\/1\.0\.0\/misplaced\/manifests\/helpers\.pp:2 {2}\(not loadable: it is in misplaced\/manifests\/helpers\.pp, /m)
+})
+
+test("--compile without --facts: this machine's facts, from Facter in the same Puppet process", async (t) => {
+  const dir = await tempDir(t)
+  const site = join(dir, 'site.pp')
+  await writeFile(site, "notify { \"kernel ${facts['kernel']}\": }\nif $facts['kernel'] != 'Linux' { fail('no facts') }\n")
+  const result = await cli(['validate', input('metaparameters.yaml'), '--module-dir', MODULES, '--manifest', site, '--compile', '--format', 'json', '--', ...isolatePuppet(dir)])
+  t.is(result.exitCode, 0, result.stdout + result.stderr)
+  t.like(JSON.parse(result.stdout).inputs[0], {compile: {status: 'compiled'}, problems: []})
 })
