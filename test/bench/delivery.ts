@@ -94,6 +94,7 @@ function textRelease(root: string, count: number): void {
 
 /** Pack, install, and the installed tree must equal the source (empty directories too). */
 function roundTrip(tools: BenchTools, modules: string, release: string, work: string): void {
+  mkdirSync(work, {recursive: true})
   const archive = join(work, 'roundtrip.tar.gz')
   const target = join(work, 'roundtrip')
   const run = (args: string[]) => {

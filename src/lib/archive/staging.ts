@@ -51,6 +51,8 @@ export class Staging {
 
   /** Directories already made in staging: one mkdir per directory, not one per file. */
   private readonly made = new Set<string>()
+  /** Files being written: closed by close() when an install stops half way (a full disk frees nothing while they are open). */
+  private readonly open = new Set<number>()
 
   static async open(moduleDir: string): Promise<Staging> {
     const own = localpuppetDir(moduleDir)
@@ -103,8 +105,10 @@ export class Staging {
       throw error
     }
 
+    this.open.add(fd)
     const hash = createHash('sha256')
     let size = 0
+    const open = this.open
     return {
       write(chunk) {
         hash.update(chunk)
@@ -112,8 +116,13 @@ export class Staging {
         writeSync(fd, chunk)
       },
       finish() {
-        fchmodSync(fd, (executable ? 0o555 : 0o444) | (readOnly ? 0 : 0o200))
-        closeSync(fd)
+        open.delete(fd)
+        try {
+          fchmodSync(fd, (executable ? 0o555 : 0o444) | (readOnly ? 0 : 0o200))
+        } finally {
+          closeSync(fd)
+        }
+
         return {sha256: hash.digest('hex'), size}
       },
     }
@@ -222,6 +231,8 @@ export class Staging {
 
   /** Removes staging and the lock (and .localpuppet itself if this install created it and left nothing). */
   async close(): Promise<void> {
+    for (const fd of this.open) closeSync(fd)
+    this.open.clear()
     await rm(this.dir, {recursive: true, force: true})
     await rmdir(dirname(this.dir)).catch(() => {})
     await this.lock.release()
