@@ -97,6 +97,7 @@ function roundTrip(tools: BenchTools, modules: string, release: string, work: st
   mkdirSync(work, {recursive: true})
   const archive = join(work, 'roundtrip.tar.gz')
   const target = join(work, 'roundtrip')
+  mkdirSync(target)
   const run = (args: string[]) => {
     const result = spawnSync('node', [tools.bin, ...args], {encoding: 'utf8'})
     if (result.status !== 0) throw new Error(`localpuppet ${args.join(' ')} exited ${result.status}: ${result.stderr}`)

@@ -10,6 +10,7 @@ import {Header, Pax} from 'tar'
 import {ImmutabilityError, ReleaseError, describeFsError} from '../errors.js'
 import {parseReleaseRef} from '../release/release-ref.js'
 import {resolveRelease} from '../release/resolve.js'
+import {asIoError} from '../util/io-error.js'
 import {type IndexedRelease, type ReleaseIndex, INDEX_FORMAT, INDEX_FORMAT_DIRS, RELEASE_INDEX, SIGNATURE_FILE, isSafeRelativePath, serializeIndex} from './release-index.js'
 import {type TreeFile, compareBytes, readReleaseContent, treeDigest} from './release-tree.js'
 import {SEGMENT_BYTES, SegmentedGzip} from './segmented-gzip.js'
@@ -109,7 +110,9 @@ export async function packRelease(options: PackOptions): Promise<PackResult> {
   } catch (error) {
     file.destroy()
     await unlink(temp).catch(() => {})
-    // Creating or renaming the archive itself (a missing directory, a directory in the way).
+    // Writing the archive itself: a full disk (74), a missing directory, a directory in the way.
+    const io = asIoError(error, `output ${output}`)
+    if (io) throw io
     if ((error as NodeJS.ErrnoException).path === temp) throw describeFsError(error, `output ${output}`)
     throw error
   }
