@@ -2,7 +2,8 @@
  * `npm run bench`: localpuppet's overhead as ratios against a baseline measured in the
  * same process, interleaved, so machine speed and load cancel out. Never run by `npm test`.
  *
- *   apply / puppet   localpuppet apply vs the same `puppet apply` command run directly
+ *   apply / puppet   localpuppet apply vs the same `puppet apply` command run directly, on
+ *                    the demo release and (apply-real) on Debian's modules (delivery.ts)
  *   plan / node      localpuppet plan vs `node -e 0` (start-up dominates)
  *   pack / tar -czf, install / tar -xzf, verify / sha256sum   on Debian's Puppet modules,
  *                    a synthetic and a text-like release, with peak memory (delivery.ts)
@@ -12,7 +13,7 @@
  *   validate 50 / 50 x parser validate   validate of 50 inputs against one release vs
  *                    50 runs of `puppet parser validate` on one file (the one-pass design)
  *
- * BENCH=apply, delivery, triggers or validate runs one part; BENCH_SETS, BENCH_FILES and
+ * BENCH=apply, apply-real, delivery, triggers or validate runs one part; BENCH_SETS, BENCH_FILES and
  * BENCH_FILE_KB choose and size the delivery data sets.
  */
 import {execFileSync, spawnSync} from 'node:child_process'
@@ -21,7 +22,7 @@ import {tmpdir} from 'node:os'
 import {join} from 'node:path'
 import {fileURLToPath} from 'node:url'
 
-import {delivery} from './delivery.js'
+import {applyReal, delivery} from './delivery.js'
 
 const REPO = fileURLToPath(new URL('../..', import.meta.url))
 const BIN = join(REPO, 'bin', 'run.js')
@@ -104,7 +105,7 @@ try {
 
   console.log(`localpuppet bench (node ${process.version}, ${ROUNDS} rounds, interleaved)`)
   if (!process.env.BENCH || process.env.BENCH === 'apply') {
-    compare('apply / puppet', 1.1, () => time('node', [...applyArgs, '--', ...isolate]), () => time(puppet, puppetArgs))
+    compare('apply / puppet', 1.05, () => time('node', [...applyArgs, '--', ...isolate]), () => time(puppet, puppetArgs))
     const planArgs = [BIN, 'plan', join(DEMO, 'input.yaml'), '--module-dir', join(DEMO, 'modules'), '--state-dir', state, '--json']
     compare('plan / node', 2.5, () => time('node', planArgs), () => time('node', ['-e', '0']), Math.max(ROUNDS, 15))
   }
@@ -112,6 +113,7 @@ try {
   if (!process.env.BENCH || process.env.BENCH === 'triggers') triggers(dir, isolate)
   if (!process.env.BENCH || process.env.BENCH === 'validate') validateBench(dir, isolate)
   if (!process.env.BENCH || process.env.BENCH === 'delivery') delivery({bin: BIN, rounds: ROUNDS, time, peakMb, compare}, dir)
+  if (!process.env.BENCH || process.env.BENCH === 'apply-real') applyReal({bin: BIN, rounds: ROUNDS, time, peakMb, compare}, dir, isolate)
 } finally {
   rmSync(dir, {recursive: true, force: true})
 }

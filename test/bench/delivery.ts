@@ -192,3 +192,27 @@ export function delivery(tools: BenchTools, dir: string): void {
     rmSync(join(dir, `delivery-${set}`), {recursive: true, force: true})
   }
 }
+
+/**
+ * `apply / puppet` on a real release: Debian's modules as `real/tags/1.0.0`, two of their
+ * classes applied with --noop (nothing on the machine changes), against the very puppet
+ * command localpuppet ran, started directly.
+ */
+export function applyReal(tools: BenchTools, dir: string, isolate: string[]): void {
+  const modules = join(dir, 'apply-real', 'modules')
+  if (!realRelease(join(modules, 'real', 'tags', '1.0.0'))) {
+    console.log('apply real: skipped (no puppet-module-* packages and not root to install them)')
+    return
+  }
+
+  const input = join(dir, 'apply-real', 'input.yaml')
+  writeFileSync(input, 'app: real@1.0.0\nclasses:\n  ntp:\n  memcached:\n')
+  const args = [tools.bin, 'apply', input, '--module-dir', modules, '--state-dir', join(dir, 'apply-real', 'state')]
+  const first = spawnSync('node', [...args, '--json', '--', '--noop', ...isolate], {encoding: 'utf8'})
+  if (first.status !== 0 && first.status !== 2) throw new Error(`apply on the real release exited ${first.status}: ${first.stderr}`)
+  const [puppet, ...puppetArgs] = JSON.parse(first.stdout).command as string[]
+  console.log(`apply real: ${readdirSync(join(modules, 'real', 'tags', '1.0.0')).length - 1} modules, classes ntp and memcached, --noop`)
+  tools.compare('apply / puppet', 1.05, () => tools.time('node', [...args, '--', '--noop', ...isolate]), () => tools.time(puppet, puppetArgs), Math.max(3, Math.floor(tools.rounds / 2)))
+  chmodTree(join(dir, 'apply-real'))
+  rmSync(join(dir, 'apply-real'), {recursive: true, force: true})
+}

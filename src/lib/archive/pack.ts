@@ -44,8 +44,8 @@ const GZIP_LEVEL = 6
  * release.json first (and release.json.sig when signing), then each release's files and
  * empty directories in byte order of path, with fixed metadata (no owners, no mtimes,
  * mode 0644 or 0755) and a fixed gzip header. The same tree gives the same bytes. Files
- * are read twice, synchronously (hashed for release.json on two threads, then copied
- * into the archive) while two other threads compress (SegmentedGzip); memory does not
+ * are read twice, synchronously: hashed for release.json (on two threads), then copied
+ * into the archive while two other threads compress it (SegmentedGzip); memory does not
  * grow with the release. The archive appears only when complete.
  */
 export async function packRelease(options: PackOptions): Promise<PackResult> {
@@ -57,7 +57,7 @@ export async function packRelease(options: PackOptions): Promise<PackResult> {
   }
 
   const key = options.signingKey ? await loadSigningKey(options.signingKey) : null
-  const releases: Array<IndexedRelease & {root: string}> = []
+  const releases: Array<PackedRelease> = []
   for (const entry of resolution.modulepath) {
     const {files, dirs} = await readReleaseContent(entry.path, entry.release)
     releases.push({release: entry.release, digest: treeDigest(files, dirs), files, ...(dirs.length > 0 ? {dirs} : {}), root: entry.path})
@@ -65,7 +65,7 @@ export async function packRelease(options: PackOptions): Promise<PackResult> {
 
   const tag = app.kind === 'tag' ? app.release.slice(`${app.app}/tags/`.length) : null
   const index: ReleaseIndex = {
-    // Format 1 unless a release keeps empty directories: archives of other trees keep their bytes.
+    // Format 1 unless a release keeps empty directories: older readers read the others.
     format: releases.some((r) => r.dirs) ? INDEX_FORMAT_DIRS : INDEX_FORMAT,
     app: app.app,
     tag,
@@ -120,6 +120,10 @@ export async function packRelease(options: PackOptions): Promise<PackResult> {
   return {...result, output, sha256: hash.digest('hex'), bytes}
 }
 
+interface PackedRelease extends IndexedRelease {
+  root: string
+}
+
 /**
  * What install would refuse, pack refuses first: every path must be one an archive may
  * carry (no control characters, names of at most 255 bytes, as file systems allow).
@@ -134,12 +138,15 @@ function checkPackable(index: ReleaseIndex): void {
   }
 }
 
+/** Padding and the end-of-archive marker. */
+const ZEROS = Buffer.alloc(1024)
+
 /**
  * Writes the tar stream pack makes straight into SegmentedGzip's segment buffers:
- * headers made by node-tar's Header and Pax (the bytes node-tar's Pack wrote with
- * `portable` and `noMtime`), file contents read synchronously, one file after another.
- * Each file is hashed again as it is read: a file that changed since release.json was
- * made stops the pack.
+ * headers as node-tar's Header and Pax encode them (the tar stream node-tar's Pack wrote
+ * with `portable` and `noMtime`, byte for byte), file contents read synchronously, one
+ * file after another, and hashed again: one that changed since release.json was made
+ * stops the pack.
  */
 class TarWriter {
   private buffer: Buffer
@@ -156,7 +163,7 @@ class TarWriter {
     this.pad(data.length)
   }
 
-  async write(releases: Array<IndexedRelease & {root: string}>): Promise<void> {
+  async write(releases: PackedRelease[]): Promise<void> {
     for (const release of releases) {
       const entries = [...release.files.map((file) => ({path: file.path, file})), ...(release.dirs ?? []).map((dir) => ({path: `${dir}/`, file: null}))]
       entries.sort((a, b) => compareBytes(a.path, b.path))
@@ -168,7 +175,7 @@ class TarWriter {
     }
 
     // The end of the archive: two zero blocks.
-    this.append(Buffer.alloc(1024))
+    this.append(ZEROS)
     await this.flush()
     await this.gzip.write(this.buffer, this.used)
   }
@@ -213,6 +220,8 @@ class TarWriter {
   }
 
   private header(path: string, size: number, mode: number, type: 'File' | 'Directory'): void {
+    const fast = ustarHeader(path, size, mode, type)
+    if (fast) return this.append(fast)
     const header = new Header({path, mode, size, type})
     // Paths or sizes a ustar header cannot hold go into a pax header before it.
     if (header.encode()) this.append(new Pax({path, size}).encode())
@@ -221,7 +230,7 @@ class TarWriter {
 
   private pad(size: number): void {
     const rest = size % 512
-    if (rest !== 0) this.append(Buffer.alloc(512 - rest))
+    if (rest !== 0) this.append(ZEROS.subarray(0, 512 - rest))
   }
 
   private append(data: Buffer): void {
@@ -245,6 +254,34 @@ class TarWriter {
     if (this.used === SEGMENT_BYTES) this.seal()
     while (this.full.length > 0) await this.gzip.write(this.full.shift()!, SEGMENT_BYTES)
   }
+}
+
+/**
+ * The header node-tar's Header encodes for a short ASCII path (the common case), byte
+ * for byte, about a hundred times faster; null for anything else (node-tar does those).
+ * Fields pack leaves out (owners, mtime, link, prefix) stay zero; device numbers are 0.
+ */
+export function ustarHeader(path: string, size: number, mode: number, type: 'File' | 'Directory'): Buffer | null {
+  if (path.length >= 100 || size > 0o77777777777 || !/^[\x20-\x7e]*$/.test(path)) return null
+  const block = Buffer.alloc(512)
+  block.write(path, 0, 'latin1')
+  block.write(octal(mode, 8), 100, 'latin1')
+  block.write(octal(size, 12), 124, 'latin1')
+  block[156] = type === 'File' ? 0x30 : 0x35
+  block.write('ustar\u000000', 257, 'latin1')
+  // node-tar's device numbers default to 0 and are written.
+  block.write(octal(0, 8), 329, 'latin1')
+  block.write(octal(0, 8), 337, 'latin1')
+  let sum = 8 * 0x20
+  for (let i = 0; i < 512; i++) if (i < 148 || i >= 156) sum += block[i]
+  block.write(octal(sum, 8), 148, 'latin1')
+  return block
+}
+
+/** node-tar's numeric field: zero-padded octal, a space and a NUL (or the digits and a NUL when they fill it). */
+function octal(value: number, size: number): string {
+  const digits = value.toString(8)
+  return digits.length === size - 1 ? `${digits}\0` : `${'0'.repeat(Math.max(0, size - digits.length - 2))}${digits} \0`
 }
 
 /** `foo/tags/1.4.0` packs to `foo-1.4.0.tar.gz`, `foo/trunk` to `foo-trunk.tar.gz`. */

@@ -94,9 +94,22 @@ export function treeDigest(files: TreeFile[], dirs: readonly string[] = []): str
   return `sha256:${hash.digest('hex')}`
 }
 
-/** Sorts by UTF-8 bytes, the same on every machine and locale. */
+/**
+ * Sorts by UTF-8 bytes, the same on every machine and locale. UTF-16 code units order
+ * the same way as UTF-8 bytes below the surrogates (U+D800): compared unit by unit, with
+ * no allocation; only a difference at or above U+D800 goes through the bytes.
+ */
 export function compareBytes(a: string, b: string): number {
-  return Buffer.compare(Buffer.from(a), Buffer.from(b))
+  const length = Math.min(a.length, b.length)
+  for (let i = 0; i < length; i++) {
+    const x = a.charCodeAt(i)
+    const y = b.charCodeAt(i)
+    if (x === y) continue
+    if (x < 0xd800 && y < 0xd800) return x - y
+    return Buffer.compare(Buffer.from(a.slice(i)), Buffer.from(b.slice(i)))
+  }
+
+  return a.length - b.length
 }
 
 function describeKind(info: {isSymbolicLink(): boolean; isBlockDevice(): boolean; isCharacterDevice(): boolean; isFIFO(): boolean; isSocket(): boolean}): string {

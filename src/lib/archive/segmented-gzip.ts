@@ -35,7 +35,9 @@ export class SegmentedGzip {
    * last must be full. Resolves when the next may be written.
    */
   async write(buffer: Buffer, used: number): Promise<void> {
-    const member = gzipAsync(buffer.subarray(0, used), {level: this.level}).then((out) => {
+    // An output buffer larger than deflate's bound for the segment: each member is then
+    // one task on the thread pool, not one round trip through this (busy) thread per 16 KiB.
+    const member = gzipAsync(buffer.subarray(0, used), {level: this.level, chunkSize: SEGMENT_BYTES + 64 * 1024}).then((out) => {
       this.free.push(buffer)
       out[9] = 255
       return out
