@@ -10,7 +10,7 @@ function nodeTar(path: string, size: number, mode: number, type: 'File' | 'Direc
   return header.encode() ? null : header.block!
 }
 
-test('pack\'s own ustar header is byte for byte what node-tar writes (the tar stream is node-tar's)', (t) => {
+test("pack's own ustar header is byte for byte what node-tar writes (the tar stream is node-tar's)", (t) => {
   fc.assert(
     fc.property(
       fc.string({unit: fc.integer({min: 0x20, max: 0x7e}).map((c) => String.fromCharCode(c)), maxLength: 120}),
