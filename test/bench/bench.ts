@@ -13,8 +13,10 @@
  *   validate 50 / 50 x parser validate   validate of 50 inputs against one release vs
  *                    50 runs of `puppet parser validate` on one file (the one-pass design)
  *
- * BENCH=apply, apply-real, delivery, triggers or validate runs one part; BENCH_SETS, BENCH_FILES and
- * BENCH_FILE_KB choose and size the delivery data sets.
+ *   fetch / curl+tar, fetch / r10k, fetch / g10k   see test/bench/fetch.ts
+ *
+ * BENCH=apply, apply-real, delivery, triggers, validate or fetch runs one part; BENCH_SETS,
+ * BENCH_FILES and BENCH_FILE_KB choose and size the delivery data sets.
  */
 import {execFileSync, spawnSync} from 'node:child_process'
 import {mkdirSync, mkdtempSync, rmSync, writeFileSync} from 'node:fs'
@@ -114,6 +116,7 @@ try {
   if (!process.env.BENCH || process.env.BENCH === 'validate') validateBench(dir, isolate)
   if (!process.env.BENCH || process.env.BENCH === 'delivery') delivery({bin: BIN, rounds: ROUNDS, time, peakMb, compare}, dir)
   if (!process.env.BENCH || process.env.BENCH === 'apply-real') applyReal({bin: BIN, rounds: ROUNDS, time, peakMb, compare}, dir, isolate)
+  if (!process.env.BENCH || process.env.BENCH === 'fetch') await (await import('./fetch.js')).fetchBench(dir, time, compare, Math.max(3, Math.floor(ROUNDS / 2)))
 } finally {
   rmSync(dir, {recursive: true, force: true})
 }
