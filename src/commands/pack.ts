@@ -15,6 +15,7 @@ export default class PackCommand extends BaseCommand {
       {code: 64, meaning: 'usage error (e.g. the signing key is not Ed25519)'},
       {code: 65, meaning: 'mutable reference without --allow-mutable; symlink or device in a release'},
       {code: 66, meaning: 'release, module dir or key not found'},
+      {code: 74, meaning: 'an I/O failure writing the archive (disk full); no partial archive is left'},
     ],
   )
 
