@@ -31,14 +31,27 @@ export function packageName(app: string, tag: string): string {
     ])
   }
 
-  if (/[A-Z]/.test(app)) refuse(`app ${JSON.stringify(app)} has upper-case letters`)
-  if (!/^[a-z0-9][a-z0-9._-]*$/.test(app)) refuse(`app ${JSON.stringify(app)} has characters outside [a-z0-9._-]`)
-  if (BOUNDARY.test(app)) refuse(`app ${JSON.stringify(app)} has "-" before a digit, which would read as the start of its tag`)
+  const problem = appProblem(app)
+  if (problem) refuse(problem)
   if (/[A-Z]/.test(tag)) refuse(`tag ${JSON.stringify(tag)} has upper-case letters`)
   if (!/^v?[0-9][a-z0-9.+-]*$/.test(tag)) refuse(`tag ${JSON.stringify(tag)} must start with a digit (or v and a digit) and hold only [a-z0-9.+-]`)
-  const name = `${PACKAGE_PREFIX}${app.replaceAll('_', '+')}-${tag}`
+  const name = `${appPrefix(app)}${tag}`
   if (!DEBIAN_NAME.test(name)) refuse(`${name} is not a valid Debian package name`)
   return name
+}
+
+/** What every package name of an app starts with: `localpuppet-<app>-`. Refuses an app that has none. */
+export function appPrefix(app: string): string {
+  const problem = appProblem(app)
+  if (problem) throw new ReleaseError(`app ${JSON.stringify(app)}: has no Debian package name: ${problem}`)
+  return `${PACKAGE_PREFIX}${app.replaceAll('_', '+')}-`
+}
+
+function appProblem(app: string): string | null {
+  if (/[A-Z]/.test(app)) return `app ${JSON.stringify(app)} has upper-case letters`
+  if (!/^[a-z0-9][a-z0-9._-]*$/.test(app)) return `app ${JSON.stringify(app)} has characters outside [a-z0-9._-]`
+  if (BOUNDARY.test(app)) return `app ${JSON.stringify(app)} has "-" before a digit, which would read as the start of its tag`
+  return null
 }
 
 /** The app and tag a package name stands for, or null when it is not one of localpuppet's. */
