@@ -12,15 +12,14 @@ export default class PackCommand extends BaseCommand {
     'The archive holds the release and every release on its resolved modulepath, laid out as in the module directory, ' +
       'plus release.json (every file\'s path, size, executable bit and sha256, and a digest per release). The same tree ' +
       'always gives the same bytes. --sign adds an Ed25519 signature over release.json inside the archive. ' +
-      '--format deb writes one Debian package per release on the modulepath instead (localpuppet-<app>-<tag>, built with ' +
-      'dpkg-deb), installing it under --node-module-dir with its install record; -o is then a directory. Packages are ' +
+      '--format deb writes one Debian package per release on the modulepath instead (localpuppet-<app>-<tag>, same bytes ' +
+      'for the same tree), installing it under --node-module-dir with its install record; -o is then a directory. Packages are ' +
       'signed by the apt repository that serves them, not by pack.',
     [
       {code: 0, meaning: 'packed'},
       {code: 64, meaning: 'usage error (e.g. the signing key is not Ed25519; --sign with --format deb)'},
       {code: 65, meaning: 'mutable reference without --allow-mutable (always, for deb); symlink or device in a release; an app or tag with no unambiguous Debian name'},
       {code: 66, meaning: 'release, module dir, output directory or key not found'},
-      {code: 69, meaning: 'dpkg-deb is not available (--format deb)'},
     ],
   )
 

@@ -1,15 +1,15 @@
-import {createHash, randomBytes} from 'node:crypto'
-import {closeSync, fchmodSync, futimesSync, mkdirSync, openSync, readSync, writeSync} from 'node:fs'
-import {chmod, mkdir, readdir, rename, rm, stat, unlink, utimes, writeFile} from 'node:fs/promises'
-import {dirname, isAbsolute, join, normalize, resolve} from 'node:path'
+import {randomBytes} from 'node:crypto'
+import {closeSync, openSync} from 'node:fs'
+import {rename, stat, unlink} from 'node:fs/promises'
+import {isAbsolute, join, normalize, resolve} from 'node:path'
 
 import {type InstallRecord, LOCALPUPPET_DIR, recordPath} from '../archive/install-record.js'
-import {type TreeFile, hashFileSync, listFiles, treeDigest} from '../archive/release-tree.js'
+import {type TreeFile, hashFileSync, readReleaseTree, treeDigest} from '../archive/release-tree.js'
 import {DEFAULT_MODULE_DIR} from '../defaults.js'
-import {ImmutabilityError, PuppetUnavailableError, ReleaseError, UsageError, describeFsError} from '../errors.js'
+import {ImmutabilityError, ReleaseError, UsageError, describeFsError} from '../errors.js'
 import {parseReleaseRef} from '../release/release-ref.js'
 import {type ResolvedRelease, resolveRelease} from '../release/resolve.js'
-import {capture} from '../util/capture.js'
+import {type DebEntry, writeDeb} from './deb-writer.js'
 import {packageName, packageVersion} from './package-name.js'
 import {preinstScript} from './preinst.js'
 
@@ -43,18 +43,14 @@ export interface DebPackResult {
   packages: DebPackage[]
 }
 
-/** Fixed so that output never depends on dpkg-deb's default (xz in Debian 12, zstd elsewhere). */
-const COMPRESSION = ['-Zgzip', '-z6']
-const COPY_BUFFER = Buffer.allocUnsafe(1024 * 1024)
-
 /**
- * Builds one Debian package per release on the modulepath of a tag with Debian's own
- * dpkg-deb: the release's files under `<node-module-dir>/<app>/tags/<tag>/` (read-only,
- * as `install` leaves them) and its install record, so `verify`, `releases` and apply's
- * verification treat it as any installed tag. Depends names the packages of its
- * modulepath. The same tree gives the same bytes: entries sorted by dpkg-deb, owned by
- * root, every mtime and the ar dates at SOURCE_DATE_EPOCH, gzip level 6. Each .deb
- * appears only when complete.
+ * Builds one Debian package per release on the modulepath of a tag: the release's files
+ * under `<node-module-dir>/<app>/tags/<tag>/` (read-only, as `install` leaves them) and
+ * its install record, so `verify`, `releases` and apply's verification treat it as any
+ * installed tag. Depends names the packages of its modulepath; a preinst keeps one owner
+ * per tag (see preinst.ts). The same tree gives the same bytes: a fixed entry order,
+ * root:root, every date at SOURCE_DATE_EPOCH (0 when unset), gzip level 6. Each .deb
+ * appears only when complete. Mutable releases are refused: a package is named after its tag.
  */
 export async function packDebs(options: DebPackOptions): Promise<DebPackResult> {
   const nodeModuleDir = checkNodeModuleDir(options.nodeModuleDir ?? DEFAULT_MODULE_DIR)
@@ -75,40 +71,26 @@ export async function packDebs(options: DebPackOptions): Promise<DebPackResult> 
 
   const names = new Map(entries.map(({entry}) => [entry.release, nameOf(entry)]))
   const outputDir = resolve(options.outputDir ?? '.')
-  const work = join(outputDir, `.localpuppet-deb-${randomBytes(4).toString('hex')}.tmp`)
-  try {
-    await mkdir(work, {mode: 0o700})
-  } catch (error) {
-    throw describeFsError(error, `output directory ${outputDir}`)
+  const packages: DebPackage[] = []
+  for (const {entry, modulepath} of entries) {
+    const depends = modulepath.slice(1).map((dependency) => names.get(dependency.release) ?? nameOf(dependency))
+    packages.push(await buildOne(entry, depends, {nodeModuleDir, epoch, outputDir}))
   }
 
-  try {
-    const packages: DebPackage[] = []
-    for (const {entry, modulepath} of entries) {
-      const depends = modulepath.slice(1).map((dependency) => names.get(dependency.release) ?? nameOf(dependency))
-      packages.push(await buildOne(entry, depends, {nodeModuleDir, epoch, work, outputDir}))
-    }
-
-    return {release: app.release, nodeModuleDir, packages}
-  } finally {
-    await removeTree(work)
-  }
+  return {release: app.release, nodeModuleDir, packages}
 }
 
 function nameOf(entry: ResolvedRelease): string {
   return packageName(entry.app, entry.release.slice(`${entry.app}/tags/`.length))
 }
 
-async function buildOne(entry: ResolvedRelease, depends: string[], context: {nodeModuleDir: string; epoch: number; work: string; outputDir: string}): Promise<DebPackage> {
+async function buildOne(entry: ResolvedRelease, depends: string[], context: {nodeModuleDir: string; epoch: number; outputDir: string}): Promise<DebPackage> {
   const tag = entry.release.slice(`${entry.app}/tags/`.length)
   const name = packageName(entry.app, tag)
   const version = packageVersion(tag)
-  const root = join(context.work, name)
-  const moduleDir = join(root, context.nodeModuleDir)
-  const releaseDir = join(moduleDir, entry.release)
-  await mkdir(releaseDir, {recursive: true, mode: 0o755})
-
-  const files = await copyRelease(entry.path, releaseDir, entry.release, context.epoch)
+  const files = await readReleaseTree(entry.path, entry.release)
+  const bad = files.find((file) => file.path.includes('\n'))
+  if (bad) throw new ReleaseError(`${entry.release}/${JSON.stringify(bad.path)}: a file name with a newline cannot be in a Debian package`)
   const digest = treeDigest(files)
   const record: InstallRecord = {
     format: 1,
@@ -119,100 +101,86 @@ async function buildOne(entry: ResolvedRelease, depends: string[], context: {nod
     source: {type: 'deb', package: name, version},
     signedBy: null,
   }
-  const recordFile = recordPath(moduleDir, entry.release)
-  await mkdir(dirname(recordFile), {recursive: true, mode: 0o755})
-  await writeFile(recordFile, JSON.stringify(record) + '\n', {mode: 0o644})
 
-  const control = controlFile({name, version, release: entry.release, digest, depends, files, nodeModuleDir: context.nodeModuleDir})
-  await mkdir(join(root, 'DEBIAN'), {mode: 0o755})
-  await writeFile(join(root, 'DEBIAN', 'control'), control, {mode: 0o644})
-  const preinst = preinstScript({
-    package: name,
-    release: entry.release,
-    digest,
-    releaseDir: join(context.nodeModuleDir, entry.release),
-    recordFile: recordPath(context.nodeModuleDir, entry.release),
-    files,
-  })
-  await writeFile(join(root, 'DEBIAN', 'preinst'), preinst, {mode: 0o755})
-  await fixDirectories(root, releaseDir, context.epoch)
+  const control: DebEntry[] = [
+    {type: 'dir', path: './', mode: 0o755},
+    {type: 'file', path: './control', mode: 0o644, data: Buffer.from(controlFile({name, version, release: entry.release, digest, depends, files, nodeModuleDir: context.nodeModuleDir}))},
+    {
+      type: 'file',
+      path: './preinst',
+      mode: 0o755,
+      data: Buffer.from(
+        preinstScript({
+          package: name,
+          release: entry.release,
+          digest,
+          releaseDir: join(context.nodeModuleDir, entry.release),
+          recordFile: recordPath(context.nodeModuleDir, entry.release),
+          files,
+        }),
+      ),
+    },
+  ]
 
   const file = join(context.outputDir, `${name}_${version}_all.deb`)
-  const temp = join(context.work, `${name}.deb`)
-  const built = await capture('dpkg-deb', ['--root-owner-group', ...COMPRESSION, '--build', root, temp], {env: {SOURCE_DATE_EPOCH: String(context.epoch), LC_ALL: 'C'}})
-  if (built.spawnError) throw new PuppetUnavailableError(`dpkg-deb: cannot start (${built.spawnError.message})`, ['install dpkg (present on every Debian system): apt-get install dpkg'])
-  if (built.exitCode !== 0) throw new ReleaseError(`dpkg-deb --build ${name}: ${firstLine(built.stderr) || `exit ${built.exitCode}`}`)
-  const sha256 = hashFileSync(temp)
-  const bytes = (await stat(temp)).size
+  const temp = join(context.outputDir, `.${name}.${randomBytes(4).toString('hex')}.tmp`)
+  let fd: number
   try {
+    fd = openSync(temp, 'wx', 0o644)
+  } catch (error) {
+    throw describeFsError(error, `output directory ${context.outputDir}`)
+  }
+
+  try {
+    try {
+      await writeDeb(fd, control, dataEntries(entry, files, record, context.nodeModuleDir), context.epoch)
+    } finally {
+      closeSync(fd)
+    }
+
+    const sha256 = hashFileSync(temp)
+    const bytes = (await stat(temp)).size
     await rename(temp, file)
+    return {package: name, version, release: entry.release, digest, depends, file, sha256, bytes}
   } catch (error) {
     await unlink(temp).catch(() => {})
-    throw describeFsError(error, `output ${file}`)
+    if ((error as NodeJS.ErrnoException).path === temp) throw describeFsError(error, `output ${file}`)
+    throw error
   }
-
-  return {package: name, version, release: entry.release, digest, depends, file, sha256, bytes}
 }
 
 /**
- * Copies a release's files into the package tree, hashing them on the way (one read per
- * file), read-only as `install` leaves a tag: 0444, or 0555 when executable.
+ * What dpkg unpacks, in a fixed order: the module directory's parents, the release
+ * read-only as `install` leaves a tag (directories 0555, files 0444 or 0555), then its
+ * install record.
  */
-async function copyRelease(from: string, to: string, label: string, epoch: number): Promise<TreeFile[]> {
-  const files: TreeFile[] = []
-  const made = new Set<string>([''])
-  for (const listed of await listFiles(from, label)) {
-    if (listed.path.includes('\n')) throw new ReleaseError(`${label}/${JSON.stringify(listed.path)}: a file name with a newline cannot be in a Debian package`)
-    const parent = listed.path.includes('/') ? listed.path.slice(0, listed.path.lastIndexOf('/')) : ''
-    if (!made.has(parent)) {
-      mkdirSync(join(to, parent), {recursive: true, mode: 0o755})
-      made.add(parent)
-    }
-
-    const hash = createHash('sha256')
-    let size = 0
-    const source = openSync(join(from, listed.path), 'r')
-    const target = openSync(join(to, listed.path), 'wx', 0o600)
-    try {
-      let read: number
-      while ((read = readSync(source, COPY_BUFFER, 0, COPY_BUFFER.length, null)) > 0) {
-        const chunk = COPY_BUFFER.subarray(0, read)
-        hash.update(chunk)
-        writeSync(target, chunk)
-        size += read
+function dataEntries(entry: ResolvedRelease, files: TreeFile[], record: InstallRecord, nodeModuleDir: string): DebEntry[] {
+  const entries: DebEntry[] = []
+  const dirs = new Set<string>()
+  const dir = (path: string, mode: number) => {
+    for (let at = path.indexOf('/', 2); at !== -1; at = path.indexOf('/', at + 1)) {
+      const parent = path.slice(0, at + 1)
+      if (!dirs.has(parent)) {
+        dirs.add(parent)
+        entries.push({type: 'dir', path: parent, mode: parent.length > releaseRoot.length || parent === releaseRoot ? mode : 0o755})
       }
-
-      fchmodSync(target, listed.executable ? 0o555 : 0o444)
-      futimesSync(target, epoch, epoch)
-    } finally {
-      closeSync(source)
-      closeSync(target)
     }
-
-    if (size !== listed.size) throw new ReleaseError(`${label}/${listed.path}: changed while packing; pack again`)
-    files.push({path: listed.path, size, executable: listed.executable, sha256: hash.digest('hex')})
   }
 
-  return files
-}
-
-/**
- * Directory modes and dates, deepest first (creating an entry changes its parent's mtime):
- * the release's own directories read-only (0555) as `install` leaves them, others 0755.
- */
-async function fixDirectories(root: string, releaseDir: string, epoch: number): Promise<void> {
-  const dirs: string[] = []
-  const walk = async (dir: string) => {
-    dirs.push(dir)
-    for (const entry of await readdir(dir, {withFileTypes: true})) if (entry.isDirectory()) await walk(join(dir, entry.name))
+  const moduleRoot = `.${nodeModuleDir}/`
+  const releaseRoot = `${moduleRoot}${entry.release}/`
+  entries.push({type: 'dir', path: './', mode: 0o755})
+  dir(releaseRoot, 0o555)
+  for (const file of files) {
+    const path = `${releaseRoot}${file.path}`
+    dir(path, 0o555)
+    entries.push({type: 'file', path, mode: file.executable ? 0o555 : 0o444, source: join(entry.path, file.path), size: file.size, sha256: file.sha256})
   }
 
-  await walk(root)
-  for (const dir of dirs.reverse()) {
-    const readOnly = dir === releaseDir || dir.startsWith(`${releaseDir}/`)
-    await chmod(dir, readOnly ? 0o555 : 0o755)
-    await utimes(dir, epoch, epoch)
-  }
+  const recordFile = `.${recordPath(nodeModuleDir, entry.release)}`
+  dir(recordFile, 0o755)
+  entries.push({type: 'file', path: recordFile, mode: 0o644, data: Buffer.from(JSON.stringify(record) + '\n')})
+  return entries
 }
 
 function controlFile(fields: {name: string; version: string; release: string; digest: string; depends: string[]; files: TreeFile[]; nodeModuleDir: string}): string {
@@ -248,19 +216,4 @@ function epochFromEnvironment(): number {
   if (text === undefined || text === '') return 0
   if (!/^\d{1,12}$/.test(text)) throw new UsageError(`SOURCE_DATE_EPOCH=${JSON.stringify(text)}: expected seconds since 1970 (an integer)`)
   return Number(text)
-}
-
-/** rm -r that also works for a non-root user: read-only directories are made writable first. */
-async function removeTree(dir: string): Promise<void> {
-  const walk = async (path: string) => {
-    await chmod(path, 0o755).catch(() => {})
-    for (const entry of await readdir(path, {withFileTypes: true}).catch(() => [])) if (entry.isDirectory()) await walk(join(path, entry.name))
-  }
-
-  await walk(dir)
-  await rm(dir, {recursive: true, force: true})
-}
-
-function firstLine(text: string): string {
-  return text.trim().split('\n')[0] ?? ''
 }

@@ -40,11 +40,6 @@ test('one package per release: names, Depends, files under the node module dir w
     'drwxr-xr-x root/root ./srv/',
     'drwxr-xr-x root/root ./srv/puppet/',
     'drwxr-xr-x root/root ./srv/puppet/modules/',
-    'drwxr-xr-x root/root ./srv/puppet/modules/.localpuppet/',
-    'drwxr-xr-x root/root ./srv/puppet/modules/.localpuppet/records/',
-    'drwxr-xr-x root/root ./srv/puppet/modules/.localpuppet/records/base/',
-    'drwxr-xr-x root/root ./srv/puppet/modules/.localpuppet/records/base/tags/',
-    '-rw-r--r-- root/root ./srv/puppet/modules/.localpuppet/records/base/tags/2.0.1.json',
     'drwxr-xr-x root/root ./srv/puppet/modules/base/',
     'drwxr-xr-x root/root ./srv/puppet/modules/base/tags/',
     'dr-xr-xr-x root/root ./srv/puppet/modules/base/tags/2.0.1/',
@@ -55,6 +50,11 @@ test('one package per release: names, Depends, files under the node module dir w
     '-r--r--r-- root/root ./srv/puppet/modules/base/tags/2.0.1/base/manifests/init.pp',
     'dr-xr-xr-x root/root ./srv/puppet/modules/base/tags/2.0.1/bin/',
     '-r-xr-xr-x root/root ./srv/puppet/modules/base/tags/2.0.1/bin/hook',
+    'drwxr-xr-x root/root ./srv/puppet/modules/.localpuppet/',
+    'drwxr-xr-x root/root ./srv/puppet/modules/.localpuppet/records/',
+    'drwxr-xr-x root/root ./srv/puppet/modules/.localpuppet/records/base/',
+    'drwxr-xr-x root/root ./srv/puppet/modules/.localpuppet/records/base/tags/',
+    '-rw-r--r-- root/root ./srv/puppet/modules/.localpuppet/records/base/tags/2.0.1.json',
   ])
 
   const info = dpkgDeb('--info', web.file)
@@ -65,6 +65,19 @@ test('one package per release: names, Depends, files under the node module dir w
   t.is(record.digest, web.digest)
   t.deepEqual(record.source, {type: 'deb', package: 'localpuppet-web-1.4.0', version: '1.4.0'})
   t.deepEqual(record.files.map((f: {path: string}) => f.path), ['manifest.yaml', 'web/manifests/init.pp'])
+})
+
+test('long and non-ASCII file names survive (GNU long names, as dpkg-deb writes them)', async (t) => {
+  const modules = await fixture(t)
+  const long = `base/files/${'deep/'.repeat(30)}${'x'.repeat(120)}.txt`
+  await writeTree(modules, {[`base/tags/2.0.1/${long}`]: 'far down\n', 'base/tags/2.0.1/base/files/café ☕.txt': 'unicode\n'})
+  const result = await packDebs({moduleDir: modules, ref: 'base/tags/2.0.1', outputDir: await tempDir(t), nodeModuleDir: '/srv/m'})
+  const listed = dpkgDeb('--contents', result.packages[0].file)
+  t.true(listed.includes(`./srv/m/base/tags/2.0.1/${long}\n`))
+  t.true(listed.includes('./srv/m/base/tags/2.0.1/base/files/café ☕.txt\n'))
+  const extracted = await tempDir(t)
+  execFileSync('dpkg-deb', ['-x', result.packages[0].file, extracted])
+  t.is(await readFile(join(extracted, `srv/m/base/tags/2.0.1/${long}`), 'utf8'), 'far down\n')
 })
 
 test('two packs of the same tree give identical bytes, whatever the files\' dates', async (t) => {
