@@ -5,7 +5,7 @@ import {join} from 'node:path'
 import test, {type ExecutionContext} from 'ava'
 
 import {cli, isolatePuppet} from '../helpers/cli.js'
-import {dpkg, knownPackages, purgeAfter, uniqueApps} from '../helpers/dpkg.js'
+import {dpkg, knownPackages, localAptRepository, purgeAfter, uniqueApps} from '../helpers/dpkg.js'
 import {tempDir, writeTree} from '../helpers/temp.js'
 
 /**
@@ -139,4 +139,41 @@ test.serial('a tag installed by localpuppet install: the package takes over the 
   t.is((await dpkg(['--purge', dependency.package])).exitCode, 0)
   const after = JSON.parse((await cli(['releases', '--module-dir', modules, '--json'])).stdout)
   t.deepEqual(after.map((r: any) => r.app), [web], 'the package took its release with it; the archive-installed one stays')
+})
+
+test.serial('fetch --source apt and apply --fetch with source: apt in the node configuration, from a local apt repository', async (t) => {
+  const {dir, web, base, modules, debs} = await packed(t, {tags: ['1.4.0', '1.5.0']})
+  const repo = await localAptRepository(dir, ['1.4.0', '1.5.0'].map((tag) => join(debs, `localpuppet-${web}-${tag}_${tag}_all.deb`)).concat(join(debs, `localpuppet-${base}-2.0.1_2.0.1_all.deb`)))
+  t.is((await repo.update()).exitCode, 0)
+  await mkdir(modules, {recursive: true})
+
+  const fetched = await cli(['fetch', `${web}@~1.4`, '--source', 'apt', '--module-dir', modules, '--json'], {env: repo.env})
+  t.is(fetched.exitCode, 0, fetched.stderr)
+  const result = JSON.parse(fetched.stdout)
+  t.is(result.source, 'apt')
+  t.deepEqual(result.releases.map((r: any) => [r.release, r.status, r.modulepath]), [[`${web}/tags/1.4.0`, 'installed', [`${web}/tags/1.4.0`, `${base}/tags/2.0.1`]]])
+  t.deepEqual(await knownPackages([web, base]), [`localpuppet-${base}-2.0.1`, `localpuppet-${web}-1.4.0`])
+
+  const missing = await cli(['fetch', `${web}@^2`, '--source', 'apt', '--module-dir', modules], {env: repo.env})
+  t.is(missing.exitCode, 66)
+  t.regex(missing.stderr, new RegExp(`no tag of ${web} satisfies "\\^2" in apt's lists; apt has 1\\.5\\.0, 1\\.4\\.0`))
+
+  // apply --fetch with the source from /etc/localpuppet/config.yaml's stand-in: the range
+  // resolves against apt's tags (1.5.0), not the node's (1.4.0).
+  const config = join(dir, 'config.yaml')
+  await writeFile(config, `source: apt\nmodule_dir: ${modules}\n`)
+  const input = join(dir, 'input.yaml')
+  await writeFile(input, `app: ${web}@^1.4\nclasses:\n  ${web}:\n  ${base}:\n`)
+  const applied = await cli(['apply', input, '--fetch', '--state-dir', join(dir, 'state'), '--', ...isolatePuppet(dir)], {env: {...repo.env, LOCALPUPPET_CONFIG: config}})
+  t.is(applied.exitCode, 0, applied.stderr)
+  t.regex(applied.stdout, new RegExp(`Notice: ${web} 1\\.5\\.0 runs`))
+  t.regex(applied.stderr, new RegExp(`fetched ${web}/tags/1\\.5\\.0 from apt`))
+  const verified = await cli(['verify', '--module-dir', modules])
+  t.is(verified.stdout, `ok        ${base}/tags/2.0.1\nok        ${web}/tags/1.4.0\nok        ${web}/tags/1.5.0`)
+
+  const purged = await dpkg(['purge', '-y', '-q', `localpuppet-${web}-1.4.0`, `localpuppet-${web}-1.5.0`, `localpuppet-${base}-2.0.1`], 'apt-get', repo.env)
+  t.is(purged.exitCode, 0, purged.stderr)
+  t.deepEqual(await knownPackages([web, base]), [])
+  t.false(existsSync(join(modules, web)))
+  t.false(existsSync(join(modules, base)))
 })

@@ -1,9 +1,11 @@
 import {readInstallRecord} from '../archive/install-record.js'
 import {PACKAGE_PREFIX, appPrefix, packageName, parsePackageName} from '../deb/package-name.js'
-import {LocalpuppetError, NotFoundError} from '../errors.js'
+import {LocalpuppetError, NotFoundError, UsageError} from '../errors.js'
 import {ExitCode} from '../exit-codes.js'
 import {type ReleaseRef, maxSatisfyingTag, parseReleaseRef, sortTagsNewestFirst} from '../release/release-ref.js'
 import {realModuleDir} from '../release/resolve.js'
+import type {FetchOptions, FetchResult, FetchedRelease} from '../repository/fetch.js'
+import type {ReleaseSource} from '../repository/source.js'
 import {type Captured, capture} from '../util/capture.js'
 
 /** apt failed; the exit code says how (see APT_EXIT_CODES). The message is apt's own. */
@@ -27,26 +29,37 @@ export interface AptFetchOptions extends AptOptions {
   refs: string[]
 }
 
-export interface AptFetchedRelease {
-  release: string
+/** One release asked for, as fetch reports it, with the package that carries it. */
+export interface AptFetchedRelease extends FetchedRelease {
   package: string
-  status: 'installed' | 'already present'
-  /** The .deb's size as apt's lists give it, when apt installed it; 0 when already present. */
-  bytes: number
 }
 
-export interface AptFetchResult {
+export interface AptFetchResult extends FetchResult {
   source: 'apt'
   releases: AptFetchedRelease[]
 }
 
-/** The same shape fetch uses for its exit codes, for the README and --help. */
-export const APT_EXIT_CODES = [
-  {code: 65, meaning: 'apt refused a package as unsigned or badly signed, or its hash did not match'},
-  {code: 66, meaning: 'apt knows no package of that app, or no tag satisfies the range'},
-  {code: 69, meaning: 'apt could not download (repository unreachable) or could not run'},
-  {code: 73, meaning: "dpkg's lock stayed held; or a tag is installed with other content (the package's preinst refused)"},
-]
+/**
+ * apt as a release source for `fetch` and `apply --fetch` (`--source apt`, `source: apt`):
+ * apt's own keys and signatures protect it, so --trust and --insecure do not apply.
+ */
+export class AptSource implements ReleaseSource {
+  readonly label = 'apt'
+
+  constructor(private readonly options: AptOptions = {}) {}
+
+  async fetch(refs: string[], options: FetchOptions): Promise<AptFetchResult> {
+    return fetchWithApt({...this.options, env: {...this.options.env, ...pickAptEnv(options.env)}, moduleDir: options.moduleDir, refs})
+  }
+
+  async close(): Promise<void> {}
+}
+
+/** The variables apt itself reads, when a caller passes an environment of its own. */
+function pickAptEnv(env: NodeJS.ProcessEnv | undefined): Record<string, string | undefined> {
+  if (!env) return {}
+  return Object.fromEntries(Object.entries(env).filter(([name]) => name === 'APT_CONFIG' || /^(https?|no|all)_proxy$/i.test(name)))
+}
 
 /**
  * The tags of an app that apt can install: the names apt knows (`apt-cache pkgnames`)
@@ -64,7 +77,7 @@ export async function aptTags(app: string, options: AptOptions = {}): Promise<st
 export async function resolveAptRef(text: string, options: AptOptions = {}): Promise<{release: string; package: string}> {
   const ref = parseReleaseRef(text, 'fetch')
   if (ref.kind === 'trunk' || ref.kind === 'branch') {
-    throw new NotFoundError(`${text}: apt has tags only; trunk and branches are never packaged`, ['name a tag (foo/tags/1.4.0) or a range (foo@^1.4)'])
+    throw new UsageError(`${text}: apt has tags only; trunk and branches are never packaged`, [`fetch a tag (${ref.app}/tags/1.0.0) or a range (${ref.app}@^1)`])
   }
 
   const tags = await aptTags(ref.app, options)
@@ -89,38 +102,48 @@ function pickTag(ref: Extract<ReleaseRef, {kind: 'tag' | 'range'}>, tags: string
  * tag for a range), `apt-get install -y` brings it and the packages of its modulepath
  * (its Depends) with apt's signature checks, non-interactively. Each release must then be
  * in the module directory with the package's install record, or the package was built
- * for another directory (66). Reports, per release, whether apt installed it.
+ * for another directory (66). Reports each release asked for as fetch does: installed
+ * when apt installed it or part of its modulepath (with those packages' sizes), else
+ * already present.
  */
 export async function fetchWithApt(options: AptFetchOptions): Promise<AptFetchResult> {
   const moduleDir = await realModuleDir(options.moduleDir)
-  const wanted: Array<{release: string; package: string}> = []
-  for (const ref of options.refs) wanted.push(await resolveAptRef(ref, options))
+  const wanted: Array<{ref: string; release: string; package: string}> = []
+  for (const ref of options.refs) {
+    const resolved = await resolveAptRef(ref, options)
+    if (!wanted.some((item) => item.release === resolved.release)) wanted.push({ref, ...resolved})
+  }
+
   const names = wanted.map((item) => item.package)
   const before = await installedPackages(options)
-
   const args = [...aptArgs(options), '-o', `DPkg::Lock::Timeout=${options.lockTimeout ?? 300}`, 'install', '-y', '--no-install-recommends', ...names]
   const result = await apt('apt-get', args, {...options, env: {DEBIAN_FRONTEND: 'noninteractive', ...options.env}})
   if (result.exitCode !== 0) throw aptFailure(`apt-get install ${names.join(' ')}`, result)
 
-  // The whole modulepath of each: the package and its Depends, in order, once each.
-  const packages: string[] = []
-  for (const name of names) for (const item of [name, ...(await dependsOf(name, options))]) if (!packages.includes(item)) packages.push(item)
-  const sizes = await archiveSizes(packages, options)
   const releases: AptFetchedRelease[] = []
-  for (const name of packages) {
-    const parsed = parsePackageName(name)
-    if (!parsed) continue
-    const release = `${parsed.app}/tags/${parsed.tag}`
-    const record = await readInstallRecord(moduleDir, release)
-    if (record?.source.type !== 'deb' || record.source.package !== name) {
-      throw new NotFoundError(`${name}: installed, but ${release} is not in ${moduleDir} (the package was packed for another --node-module-dir; dpkg -L ${name} shows where)`)
+  for (const item of wanted) {
+    // The whole modulepath: the package and its Depends, in order.
+    const packages = [item.package, ...(await dependsOf(item.package, options))]
+    const fresh = packages.filter((name) => !before.has(name))
+    const sizes = fresh.length > 0 ? await archiveSizes(fresh, options) : new Map<string, number>()
+    const modulepath: string[] = []
+    for (const name of packages) {
+      const parsed = parsePackageName(name)
+      if (!parsed) continue
+      const release = `${parsed.app}/tags/${parsed.tag}`
+      const record = await readInstallRecord(moduleDir, release)
+      if (record?.source.type !== 'deb' || record.source.package !== name) {
+        throw new NotFoundError(`${name}: installed, but ${release} is not in ${moduleDir} (the package was packed for another --node-module-dir; dpkg -L ${name} shows where)`)
+      }
+
+      modulepath.push(release)
     }
 
-    const fresh = !before.has(name)
-    releases.push({release, package: name, status: fresh ? 'installed' : 'already present', bytes: fresh ? (sizes.get(name) ?? 0) : 0})
+    const bytes = fresh.reduce((sum, name) => sum + (sizes.get(name) ?? 0), 0)
+    releases.push({release: item.release, ref: item.ref, package: item.package, status: fresh.length > 0 ? 'installed' : 'already present', bytes, modulepath})
   }
 
-  return {source: 'apt', releases}
+  return {source: 'apt', releases, signedBy: null}
 }
 
 function aptArgs(options: AptOptions): string[] {
