@@ -177,3 +177,35 @@ test.serial('fetch --source apt and apply --fetch with source: apt in the node c
   t.false(existsSync(join(modules, web)))
   t.false(existsSync(join(modules, base)))
 })
+
+test('pack --format deb: flags that belong to archives are usage errors, and the JSON lists every package', async (t) => {
+  const dir = await tempDir(t)
+  const demo = join(dir, 'modules')
+  await writeTree(demo, {'foo/tags/1.4.0/manifest.yaml': 'modulepath:\n  - dist/tags/2.0.1\n', 'foo/tags/1.4.0/foo/manifests/init.pp': 'class foo {}\n', 'dist/tags/2.0.1/platform/manifests/init.pp': 'class platform {}\n'})
+  for (const [args, message] of [
+    [['--sign', join(dir, 'key.pem')], /--sign is for archives: Debian packages are signed by the apt repository that serves them/],
+    [['-o', '-'], /--format deb writes one file per release: -o names a directory/],
+    [['--allow-mutable'], /--allow-mutable is for archives/],
+  ] as const) {
+    const result = await cli(['pack', 'foo/tags/1.4.0', '--format', 'deb', '--module-dir', demo, ...args])
+    t.is(result.exitCode, 64, result.stderr)
+    t.regex(result.stderr, message)
+  }
+
+  const archive = await cli(['pack', 'foo/tags/1.4.0', '--module-dir', demo, '--node-module-dir', '/srv/m', '-o', join(dir, 'x.tar.gz')])
+  t.is(archive.exitCode, 64)
+  t.regex(archive.stderr, /--node-module-dir is for --format deb/)
+
+  const packed = await cli(['pack', 'foo@^1', '--format', 'deb', '--module-dir', demo, '-o', dir, '--json'])
+  t.is(packed.exitCode, 0, packed.stderr)
+  const result = JSON.parse(packed.stdout)
+  t.is(result.format, 'deb')
+  t.is(result.nodeModuleDir, '/etc/puppet/modules')
+  t.deepEqual(result.packages.map((p: any) => [p.package, p.version, p.depends, p.file]), [
+    ['localpuppet-foo-1.4.0', '1.4.0', ['localpuppet-dist-2.0.1'], join(dir, 'localpuppet-foo-1.4.0_1.4.0_all.deb')],
+    ['localpuppet-dist-2.0.1', '2.0.1', [], join(dir, 'localpuppet-dist-2.0.1_2.0.1_all.deb')],
+  ])
+  const again = await cli(['pack', 'foo@^1', '--format', 'deb', '--module-dir', demo, '-o', join(dir, 'x')])
+  t.is(again.exitCode, 66, 'a missing output directory')
+  t.regex(again.stderr, /output directory .*\/x: not found/)
+})
