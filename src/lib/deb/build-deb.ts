@@ -155,30 +155,28 @@ async function buildOne(entry: ResolvedRelease, depends: string[], context: {nod
  * install record.
  */
 function dataEntries(entry: ResolvedRelease, files: TreeFile[], record: InstallRecord, nodeModuleDir: string): DebEntry[] {
-  const entries: DebEntry[] = []
+  const releaseRoot = `.${nodeModuleDir}/${entry.release}/`
+  const entries: DebEntry[] = [{type: 'dir', path: './', mode: 0o755}]
   const dirs = new Set<string>()
-  const dir = (path: string, mode: number) => {
+  /** Every directory above `path` not listed yet, outermost first. */
+  const parents = (path: string) => {
     for (let at = path.indexOf('/', 2); at !== -1; at = path.indexOf('/', at + 1)) {
-      const parent = path.slice(0, at + 1)
-      if (!dirs.has(parent)) {
-        dirs.add(parent)
-        entries.push({type: 'dir', path: parent, mode: parent.length > releaseRoot.length || parent === releaseRoot ? mode : 0o755})
-      }
+      const dir = path.slice(0, at + 1)
+      if (dirs.has(dir)) continue
+      dirs.add(dir)
+      entries.push({type: 'dir', path: dir, mode: dir.startsWith(releaseRoot) ? 0o555 : 0o755})
     }
   }
 
-  const moduleRoot = `.${nodeModuleDir}/`
-  const releaseRoot = `${moduleRoot}${entry.release}/`
-  entries.push({type: 'dir', path: './', mode: 0o755})
-  dir(releaseRoot, 0o555)
+  parents(releaseRoot)
   for (const file of files) {
     const path = `${releaseRoot}${file.path}`
-    dir(path, 0o555)
+    parents(path)
     entries.push({type: 'file', path, mode: file.executable ? 0o555 : 0o444, source: join(entry.path, file.path), size: file.size, sha256: file.sha256})
   }
 
   const recordFile = `.${recordPath(nodeModuleDir, entry.release)}`
-  dir(recordFile, 0o755)
+  parents(recordFile)
   entries.push({type: 'file', path: recordFile, mode: 0o644, data: Buffer.from(JSON.stringify(record) + '\n')})
   return entries
 }

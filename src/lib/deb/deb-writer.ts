@@ -47,18 +47,25 @@ export async function writeDeb(fd: number, control: DebEntry[], data: DebEntry[]
     if (!gzip.write(chunk)) await once(gzip, 'drain')
   }
 
-  for (const entry of data) {
-    for (const block of tarEntry(entry, epoch)) await put(block)
-    if (entry.type === 'file' && 'source' in entry) {
-      await streamFile(entry, put)
-      const pad = (BLOCK - (entry.size % BLOCK)) % BLOCK
-      if (pad > 0) await put(Buffer.alloc(pad))
+  try {
+    for (const entry of data) {
+      for (const block of tarEntry(entry, epoch)) await put(block)
+      if (entry.type === 'file' && 'source' in entry) {
+        await streamFile(entry, put)
+        const pad = (BLOCK - (entry.size % BLOCK)) % BLOCK
+        if (pad > 0) await put(Buffer.alloc(pad))
+      }
     }
-  }
 
-  await put(Buffer.alloc(BLOCK * 2))
-  gzip.end()
-  await ended
+    await put(Buffer.alloc(BLOCK * 2))
+    gzip.end()
+    await ended
+  } catch (error) {
+    // Nothing more may reach the file: the caller closes and removes it.
+    gzip.removeAllListeners('data')
+    gzip.destroy()
+    throw error
+  }
   if (size % 2 === 1) writeSync(fd, Buffer.from('\n'))
   writeSync(fd, Buffer.from(String(size).padEnd(10)), 0, 10, headerAt + 48)
 }

@@ -1,10 +1,12 @@
 import {execFileSync} from 'node:child_process'
-import {readFile, utimes} from 'node:fs/promises'
+import {closeSync, openSync} from 'node:fs'
+import {readFile, utimes, writeFile} from 'node:fs/promises'
 import {join} from 'node:path'
 
 import test from 'ava'
 
 import {packDebs} from '../../../src/lib/deb/build-deb.js'
+import {type DebEntry, writeDeb} from '../../../src/lib/deb/deb-writer.js'
 import {LocalpuppetError} from '../../../src/lib/errors.js'
 import {tempDir, writeReleases, writeTree} from '../../helpers/temp.js'
 
@@ -112,4 +114,17 @@ test('mutable references, ambiguous names and a relative node module dir are ref
   }
 
   t.is(execFileSync('ls', ['-A', out], {encoding: 'utf8'}), '')
+})
+
+test('a file that changed between hashing and writing stops the package, with nothing more written', async (t) => {
+  const dir = await tempDir(t)
+  const source = join(dir, 'big.bin')
+  await writeFile(source, Buffer.alloc(3 * 1024 * 1024, 7))
+  const out = join(dir, 'x.deb')
+  const fd = openSync(out, 'w')
+  const entries: DebEntry[] = [{type: 'file', path: './big.bin', mode: 0o444, source, size: 3 * 1024 * 1024, sha256: '0'.repeat(64)}]
+  await t.throwsAsync(writeDeb(fd, [], entries, 0), {instanceOf: LocalpuppetError, message: /big\.bin: changed while packing; pack again/})
+  closeSync(fd)
+  await new Promise((resolve) => setTimeout(resolve, 200))
+  t.pass('no write after the file was closed')
 })
