@@ -191,7 +191,8 @@ async function archiveSizes(names: string[], options: AptOptions): Promise<Map<s
 /**
  * apt's message, and an exit code by what went wrong: a refused signature or hash 65, a
  * package it does not know 66, a download that failed 69, dpkg's lock or a tag conflict
- * (the package's preinst refused) 73; anything else apt reports 69.
+ * (the package's preinst refused) 73; not root 66 (permission denied, as for files);
+ * anything else apt reports 69.
  */
 export function aptFailure(what: string, result: Captured): AptError {
   const output = `${result.stderr}\n${result.stdout}`
@@ -204,6 +205,9 @@ export function aptFailure(what: string, result: Captured): AptError {
   if (refusal || /pre-installation script subprocess returned error/.test(output)) code = ExitCode.locked
   else if (/NO_PUBKEY|not signed|unauthenticated|signatures couldn't be verified|Hash Sum mismatch|hashes do not match|EXPKEYSIG|BADSIG/i.test(output)) code = ExitCode.invalid
   else if (/Unable to locate package|has no installation candidate/.test(output)) code = ExitCode.notFound
-  else if (/Could not get lock|Unable to acquire the dpkg frontend lock|Unable to lock/.test(output)) code = ExitCode.locked
+  else if (/are you root\?|Permission denied/.test(output)) {
+    // As for any file localpuppet may not open: permission denied reads as not found (66).
+    return new AptError(ExitCode.notFound, `${what}: ${message}`, ['apt installs packages as root: run localpuppet fetch as root'])
+  } else if (/Could not get lock|Unable to acquire the dpkg frontend lock|Unable to lock/.test(output)) code = ExitCode.locked
   return new AptError(code, `${what}: ${message}`, rest.slice(0, 3))
 }

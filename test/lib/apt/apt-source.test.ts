@@ -89,6 +89,7 @@ test('apt failures keep apt\'s message and get the documented exit codes', (t) =
     ['E: Unable to locate package localpuppet-foo-1.0.0', 66, /^apt-get install x: Unable to locate package localpuppet-foo-1\.0\.0$/],
     ['E: Could not get lock /var/lib/dpkg/lock-frontend. It is held by process 42 (apt-get)', 73, /Could not get lock/],
     ['W: GPG error: file:/repo ./ Release: The following signatures couldn\'t be verified because the public key is not available: NO_PUBKEY 1234\nE: The repository is not signed.', 65, /The repository is not signed/],
+    ['E: Could not open lock file /var/lib/dpkg/lock-frontend - open (13: Permission denied)\nE: Unable to acquire the dpkg frontend lock (/var/lib/dpkg/lock-frontend), are you root?', 66, /Permission denied/],
     ['E: Failed to fetch http://127.0.0.1:9/pool/x.deb  Could not connect to 127.0.0.1:9 (127.0.0.1). - connect (111: Connection refused)', 69, /Failed to fetch/],
     ['localpuppet-foo-1.0.0: foo/tags/1.0.0: already installed with other content (a; this package has b); tags are immutable\ndpkg: error processing archive x.deb (--unpack):\n new localpuppet-foo-1.0.0 package pre-installation script subprocess returned error exit status 1\nE: Sub-process /usr/bin/dpkg returned an error code (1)', 73, /^apt-get install x: localpuppet-foo-1\.0\.0: foo\/tags\/1\.0\.0: already installed with other content/],
   ]
