@@ -4,7 +4,7 @@ import {rename, stat, unlink} from 'node:fs/promises'
 import {isAbsolute, join, normalize, resolve} from 'node:path'
 
 import {type InstallRecord, LOCALPUPPET_DIR, recordPath} from '../archive/install-record.js'
-import {type TreeFile, hashFileSync, readReleaseTree, treeDigest} from '../archive/release-tree.js'
+import {type TreeFile, compareBytes, hashFileSync, readReleaseTree, treeDigest} from '../archive/release-tree.js'
 import {DEFAULT_MODULE_DIR} from '../defaults.js'
 import {ImmutabilityError, ReleaseError, UsageError, describeFsError} from '../errors.js'
 import {parseReleaseRef} from '../release/release-ref.js'
@@ -48,7 +48,7 @@ export interface DebPackResult {
  * under `<node-module-dir>/<app>/tags/<tag>/` (read-only, as `install` leaves them) and
  * its install record, so `verify`, `releases` and apply's verification treat it as any
  * installed tag. Depends names the packages of its modulepath; a preinst keeps one owner
- * per tag (see preinst.ts). The same tree gives the same bytes: a fixed entry order,
+ * per tag (see preinst.ts). The same tree gives the same bytes: entries sorted by path,
  * root:root, every date at SOURCE_DATE_EPOCH (0 when unset), gzip level 6. Each .deb
  * appears only when complete. Mutable releases are refused: a package is named after its tag.
  */
@@ -150,9 +150,8 @@ async function buildOne(entry: ResolvedRelease, depends: string[], context: {nod
 }
 
 /**
- * What dpkg unpacks, in a fixed order: the module directory's parents, the release
- * read-only as `install` leaves a tag (directories 0555, files 0444 or 0555), then its
- * install record.
+ * What dpkg unpacks, sorted: the module directory's parents, the release read-only as
+ * `install` leaves a tag (directories 0555, files 0444 or 0555), and its install record.
  */
 function dataEntries(entry: ResolvedRelease, files: TreeFile[], record: InstallRecord, nodeModuleDir: string): DebEntry[] {
   const releaseRoot = `.${nodeModuleDir}/${entry.release}/`
@@ -178,7 +177,8 @@ function dataEntries(entry: ResolvedRelease, files: TreeFile[], record: InstallR
   const recordFile = `.${recordPath(nodeModuleDir, entry.release)}`
   parents(recordFile)
   entries.push({type: 'file', path: recordFile, mode: 0o644, data: Buffer.from(JSON.stringify(record) + '\n')})
-  return entries
+  // Sorted by path bytes, as dpkg-deb sorts: a directory (`a/`) still precedes what it holds.
+  return entries.sort((a, b) => compareBytes(a.path, b.path))
 }
 
 function controlFile(fields: {name: string; version: string; release: string; digest: string; depends: string[]; files: TreeFile[]; nodeModuleDir: string}): string {

@@ -42,6 +42,11 @@ test('one package per release: names, Depends, files under the node module dir w
     'drwxr-xr-x root/root ./srv/',
     'drwxr-xr-x root/root ./srv/puppet/',
     'drwxr-xr-x root/root ./srv/puppet/modules/',
+    'drwxr-xr-x root/root ./srv/puppet/modules/.localpuppet/',
+    'drwxr-xr-x root/root ./srv/puppet/modules/.localpuppet/records/',
+    'drwxr-xr-x root/root ./srv/puppet/modules/.localpuppet/records/base/',
+    'drwxr-xr-x root/root ./srv/puppet/modules/.localpuppet/records/base/tags/',
+    '-rw-r--r-- root/root ./srv/puppet/modules/.localpuppet/records/base/tags/2.0.1.json',
     'drwxr-xr-x root/root ./srv/puppet/modules/base/',
     'drwxr-xr-x root/root ./srv/puppet/modules/base/tags/',
     'dr-xr-xr-x root/root ./srv/puppet/modules/base/tags/2.0.1/',
@@ -52,11 +57,6 @@ test('one package per release: names, Depends, files under the node module dir w
     '-r--r--r-- root/root ./srv/puppet/modules/base/tags/2.0.1/base/manifests/init.pp',
     'dr-xr-xr-x root/root ./srv/puppet/modules/base/tags/2.0.1/bin/',
     '-r-xr-xr-x root/root ./srv/puppet/modules/base/tags/2.0.1/bin/hook',
-    'drwxr-xr-x root/root ./srv/puppet/modules/.localpuppet/',
-    'drwxr-xr-x root/root ./srv/puppet/modules/.localpuppet/records/',
-    'drwxr-xr-x root/root ./srv/puppet/modules/.localpuppet/records/base/',
-    'drwxr-xr-x root/root ./srv/puppet/modules/.localpuppet/records/base/tags/',
-    '-rw-r--r-- root/root ./srv/puppet/modules/.localpuppet/records/base/tags/2.0.1.json',
   ])
 
   const info = dpkgDeb('--info', web.file)
