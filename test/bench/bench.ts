@@ -12,9 +12,10 @@
  *   validate 50 / 50 x parser validate   validate of 50 inputs against one release vs
  *                    50 runs of `puppet parser validate` on one file (the one-pass design)
  *
+ *   fetch / curl+tar, fetch / r10k, fetch / g10k   see test/bench/fetch.ts
  *   pack deb / dpkg-deb   pack --format deb vs dpkg-deb --build of the same tree (deb.ts)
  *
- * BENCH=apply, delivery, triggers, validate or deb runs one part; BENCH_FILES and
+ * BENCH=apply, delivery, triggers, validate, fetch or deb runs one part; BENCH_FILES and
  * BENCH_FILE_KB size the synthetic release.
  */
 import {execFileSync, spawnSync} from 'node:child_process'
@@ -175,6 +176,7 @@ try {
   if (!process.env.BENCH || process.env.BENCH === 'triggers') triggers(dir, isolate)
   if (!process.env.BENCH || process.env.BENCH === 'validate') validateBench(dir, isolate)
   if (!process.env.BENCH || process.env.BENCH === 'delivery') delivery(dir)
+  if (!process.env.BENCH || process.env.BENCH === 'fetch') await (await import('./fetch.js')).fetchBench(dir, time, compare, Math.max(3, Math.floor(ROUNDS / 2)))
   if (!process.env.BENCH || process.env.BENCH === 'deb') (await import('./deb.js')).debBench(dir, BIN, {time, compare, syntheticRelease, rounds: Math.max(3, Math.floor(ROUNDS / 2))})
 } finally {
   rmSync(dir, {recursive: true, force: true})
