@@ -62,14 +62,17 @@ function pickAptEnv(env: NodeJS.ProcessEnv | undefined): Record<string, string |
 }
 
 /**
- * The tags of an app that apt can install: the names apt knows (`apt-cache pkgnames`)
- * that read back as `localpuppet-<app>-<tag>`, newest first.
+ * The tags of an app that apt can install: the package names apt has a version of
+ * (`apt-cache search --names-only`; a name left behind by a failed install has none) that
+ * read back as `localpuppet-<app>-<tag>`, newest first.
  */
 export async function aptTags(app: string, options: AptOptions = {}): Promise<string[]> {
   const prefix = appPrefix(app)
-  const result = await apt('apt-cache', [...aptArgs(options), 'pkgnames', prefix], options)
-  if (result.exitCode !== 0) throw aptFailure(`apt-cache pkgnames ${prefix}`, result)
-  const tags = result.stdout.split('\n').map((name) => parsePackageName(name.trim())).filter((parsed) => parsed?.app === app).map((parsed) => parsed!.tag)
+  const pattern = `^${prefix.replace(/[.+]/g, '\\$&')}`
+  const result = await apt('apt-cache', [...aptArgs(options), 'search', '--names-only', pattern], options)
+  if (result.exitCode !== 0) throw aptFailure(`apt-cache search --names-only ${pattern}`, result)
+  const names = result.stdout.split('\n').map((line) => line.split(' - ')[0].trim())
+  const tags = names.map((name) => parsePackageName(name)).filter((parsed) => parsed?.app === app).map((parsed) => parsed!.tag)
   return sortTagsNewestFirst([...new Set(tags)])
 }
 
