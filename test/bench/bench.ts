@@ -9,8 +9,8 @@
  *
  *   detach / node    apply --detach returning (the run goes on) vs `node -e 0`
  *   skip / node      an --if-changed run that finds nothing changed vs `node -e 0`
- *   validate 50 / 50 x parser validate   validate of 50 inputs against one release vs
- *                    50 runs of `puppet parser validate` on one file (the one-pass design)
+ *   validate 50 / puppet strings, validate --compile 50 / 50 x puppet catalog compile
+ *                    over Debian's puppet-module-* packages (test/bench/validate.ts)
  *
  *   fetch / curl+tar, fetch / r10k, fetch / g10k   see test/bench/fetch.ts
  *   pack deb / dpkg-deb   pack --format deb vs dpkg-deb --build of the same tree (deb.ts)
@@ -23,6 +23,8 @@ import {mkdirSync, mkdtempSync, rmSync, writeFileSync} from 'node:fs'
 import {tmpdir} from 'node:os'
 import {join} from 'node:path'
 import {fileURLToPath} from 'node:url'
+
+import {validateBench} from './validate.js'
 
 const REPO = fileURLToPath(new URL('../..', import.meta.url))
 const BIN = join(REPO, 'bin', 'run.js')
@@ -102,18 +104,6 @@ function triggers(dir: string, isolate: string[]): void {
   compare('skip / node', null, () => time('node', [...base, '--if-changed', '--', ...isolate]), () => time('node', ['-e', '0']), Math.max(ROUNDS, 15))
 }
 
-function validateBench(dir: string, isolate: string[]): void {
-  const inputs = join(dir, 'validate-inputs')
-  mkdirSync(inputs, {recursive: true})
-  for (let i = 0; i < 50; i++) writeFileSync(join(inputs, `node${i}.yaml`), `app: foo@^1.4\nclasses:\n  foo:\n    port: ${8000 + i}\n  platform:\n`)
-  const one = join(DEMO, 'modules', 'foo', 'tags', '1.4.0', 'foo', 'manifests', 'init.pp')
-  const validate = time('node', [BIN, 'validate', inputs, '--module-dir', join(DEMO, 'modules'), '--', ...isolate])
-  let fifty = 0
-  for (let i = 0; i < 50; i++) fifty += time('puppet', ['parser', 'validate', one, ...isolate])
-  const ratio = validate / fifty
-  console.log(`${'validate 50 / 50 x parser validate'.padEnd(16)} ${validate.toFixed(0)} ms / ${fifty.toFixed(0)} ms = ${ratio.toFixed(3)}  (one pass over 50 inputs against one puppet start per file)`)
-}
-
 function delivery(dir: string): void {
   const files = Number(process.env.BENCH_FILES ?? 10_000)
   const kb = Number(process.env.BENCH_FILE_KB ?? 20)
@@ -174,7 +164,7 @@ try {
   }
 
   if (!process.env.BENCH || process.env.BENCH === 'triggers') triggers(dir, isolate)
-  if (!process.env.BENCH || process.env.BENCH === 'validate') validateBench(dir, isolate)
+  if (!process.env.BENCH || process.env.BENCH === 'validate') validateBench(dir, isolate, BIN, REPO)
   if (!process.env.BENCH || process.env.BENCH === 'delivery') delivery(dir)
   if (!process.env.BENCH || process.env.BENCH === 'fetch') await (await import('./fetch.js')).fetchBench(dir, time, compare, Math.max(3, Math.floor(ROUNDS / 2)))
   if (!process.env.BENCH || process.env.BENCH === 'deb') (await import('./deb.js')).debBench(dir, BIN, {time, compare, syntheticRelease, rounds: Math.max(3, Math.floor(ROUNDS / 2))})
