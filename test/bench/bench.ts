@@ -14,8 +14,9 @@
  *                    over Debian's puppet-module-* packages (test/bench/validate.ts)
  *
  *   fetch / curl+tar, fetch / r10k, fetch / g10k   see test/bench/fetch.ts
+ *   pack deb / dpkg-deb   pack --format deb vs dpkg-deb --build of the same tree (deb.ts)
  *
- * BENCH=apply, apply-real, delivery, triggers, validate or fetch runs one part; BENCH_SETS,
+ * BENCH=apply, apply-real, delivery, triggers, validate, fetch or deb runs one part; BENCH_SETS,
  * BENCH_FILES and BENCH_FILE_KB choose and size the delivery data sets.
  */
 import {execFileSync, spawnSync} from 'node:child_process'
@@ -25,7 +26,7 @@ import {join} from 'node:path'
 import {fileURLToPath} from 'node:url'
 
 import {validateBench} from './validate.js'
-import {applyReal, delivery} from './delivery.js'
+import {applyReal, delivery, syntheticRelease} from './delivery.js'
 
 const REPO = fileURLToPath(new URL('../..', import.meta.url))
 const BIN = join(REPO, 'bin', 'run.js')
@@ -106,6 +107,7 @@ try {
   if (!process.env.BENCH || process.env.BENCH === 'delivery') delivery({bin: BIN, rounds: ROUNDS, time, peakMb, compare}, dir)
   if (!process.env.BENCH || process.env.BENCH === 'apply-real') applyReal({bin: BIN, rounds: ROUNDS, time, peakMb, compare}, dir, isolate)
   if (!process.env.BENCH || process.env.BENCH === 'fetch') await (await import('./fetch.js')).fetchBench(dir, time, compare, Math.max(3, Math.floor(ROUNDS / 2)))
+  if (!process.env.BENCH || process.env.BENCH === 'deb') (await import('./deb.js')).debBench(dir, BIN, {time, compare, syntheticRelease, rounds: Math.max(3, Math.floor(ROUNDS / 2))})
 } finally {
   rmSync(dir, {recursive: true, force: true})
 }
