@@ -9,6 +9,9 @@ export const stateFlags = {
     env: 'LOCALPUPPET_STATE_DIR',
     helpValue: 'DIR',
   }),
+  'allow-untrusted': Flags.boolean({
+    description: 'use a state dir, module dir or release that is owned by another user or writable by others (recorded in the run record)',
+  }),
 }
 
 /** Where releases live: every command that reads or writes them. */

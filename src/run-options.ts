@@ -12,6 +12,7 @@ export interface RunFlagValues {
   fact?: string[]
   timeout?: number
   'allow-mutable': boolean
+  'allow-untrusted'?: boolean
 }
 
 export function toPlanOptions(flags: RunFlagValues, puppetArgs: string[], facts: Record<string, string>, color: boolean): PlanOptions {
@@ -27,5 +28,6 @@ export function toPlanOptions(flags: RunFlagValues, puppetArgs: string[], facts:
     allowMutable: flags['allow-mutable'],
     timeoutSeconds: flags.timeout,
     puppetArgs,
+    allowUntrusted: flags['allow-untrusted'],
   }
 }

@@ -30,7 +30,7 @@ export default class Disable extends BaseCommand {
     this.splitPassThrough()
     const {args, flags} = await this.parse(Disable)
     const {disableRuns} = await import('../lib/puppet/agent-lock.js')
-    const state = await disableRuns(flags.puppet, this.passThrough, flags['state-dir'] ?? defaultStateDir(), args.message)
+    const state = await disableRuns(flags.puppet, this.passThrough, flags['state-dir'] ?? defaultStateDir(), args.message, flags['allow-untrusted'])
     this.log(`disabled: ${args.message} (${state.lockfile})`)
     return state
   }

@@ -109,6 +109,23 @@ export class IoError extends LocalpuppetError {
   }
 }
 
+/**
+ * A directory or file localpuppet must trust is owned by another user or writable by
+ * group or others (77, sysexits' EX_NOPERM): root would run or delete what they put there.
+ */
+export class UntrustedPathError extends LocalpuppetError {
+  constructor(message: string, suggestions: string[] = []) {
+    super('untrusted-path', ExitCode.noPerm, message, suggestions)
+  }
+}
+
+/** A run record (run.json) that is not one: garbage, null, too large (65, naming the file). */
+export class DamagedRecordError extends LocalpuppetError {
+  constructor(message: string, suggestions: string[] = []) {
+    super('damaged-record', ExitCode.invalid, message, suggestions)
+  }
+}
+
 /** The run exceeded --timeout (75). */
 export class TimeoutError extends LocalpuppetError {
   constructor(message: string) {

@@ -12,6 +12,7 @@ export const ExitCode = {
   internal: 70,
   locked: 73,
   ioError: 74,
+  noPerm: 77,
   tempFail: 75,
   sigterm: 143,
 } as const
@@ -33,7 +34,9 @@ export const APPLY_EXIT_CODES: ExitCodeRow[] = [
   {code: 69, meaning: 'puppet is not available'},
   {code: 70, meaning: 'internal error: a bug; please report it with the trace'},
   {code: 73, meaning: 'another run holds the lock, or Puppet is disabled'},
+  {code: 74, meaning: 'an I/O error: the state directory (or another file) could not be written, e.g. the disk is full'},
   {code: 75, meaning: 'the run timed out (--timeout)'},
+  {code: 77, meaning: 'a directory it must trust (state dir, module dir, release) is owned by another user or writable by others'},
   {code: '130/143', meaning: 'interrupted by SIGINT/SIGTERM (SIGHUP 129); puppet stopped'},
 ]
 

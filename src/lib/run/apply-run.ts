@@ -127,6 +127,8 @@ async function run(
     inputDigest: plan.input.digest,
     noop: plan.noop,
     allowMutable: plan.allowMutable,
+    allowUntrusted: plan.allowUntrusted,
+    untrusted: plan.untrusted,
     mutableEntries: plan.mutableEntries,
     facts: plan.facts,
     environment: plan.environment,

@@ -6,9 +6,10 @@ import {verifyModulepath} from '../archive/verify.js'
 import {NotFoundError, UsageError, describeFsError} from '../errors.js'
 import type {NodeInput} from '../input/node-input.js'
 import {findExecutable} from '../puppet/find-executable.js'
-import {type ResolvedRelease, resolveRelease} from '../release/resolve.js'
+import {type ResolvedRelease, realModuleDir, resolveRelease} from '../release/resolve.js'
 import {RUN_ID_PLACEHOLDER} from '../state/run-id.js'
-import {type RunFiles, runFiles} from '../state/state-dir.js'
+import {type RunFiles, runFiles, runsDir} from '../state/state-dir.js'
+import {assertTrustedPaths} from '../util/trusted-path.js'
 
 import {DEFAULT_MANIFEST} from '../defaults.js'
 
@@ -31,6 +32,8 @@ export interface PlanOptions {
   /** Arguments after `--`, passed to puppet as they are. */
   puppetArgs?: string[]
   env?: NodeJS.ProcessEnv
+  /** --allow-untrusted: use a state dir, module dir or release others can write (recorded). */
+  allowUntrusted?: boolean
 }
 
 /**
@@ -53,6 +56,9 @@ export interface RunPlan {
   allowMutable: boolean
   mutableEntries: string[]
   warnings: string[]
+  /** --allow-untrusted: the trust problems it let through (see util/trusted-path.ts). */
+  allowUntrusted: boolean
+  untrusted: string[]
   enc: EncDocument
   /** The bytes the ENC script prints. */
   encYaml: string
@@ -76,10 +82,22 @@ export interface RunPlan {
 
 /** Builds the plan for one run. With no runId, paths and the ENC show `<run-id>`. */
 export async function buildRunPlan(input: NodeInput, options: PlanOptions, runId = RUN_ID_PLACEHOLDER): Promise<RunPlan> {
+  const stateDir = resolve(options.stateDir)
+  const allow = Boolean(options.allowUntrusted)
+  const untrusted = assertTrustedPaths(
+    [
+      {path: await realModuleDir(options.moduleDir), what: 'module directory'},
+      {path: stateDir, what: 'state directory'},
+      {path: runsDir(stateDir), what: 'state directory', below: stateDir},
+    ],
+    allow,
+  )
   const resolution = await resolveRelease(options.moduleDir, input.app, {allowMutable: options.allowMutable})
+  // Every directory from the module directory down to each release root: a world-writable
+  // <app>/tags lets anyone swap a tag.
+  untrusted.push(...assertTrustedPaths(resolution.modulepath.map((entry) => ({path: entry.path, what: `release ${entry.release}`, below: resolution.moduleDir})), allow))
   const verification = await verifyModulepath(resolution.moduleDir, resolution.modulepath)
   const app = resolution.modulepath[0]
-  const stateDir = resolve(options.stateDir)
   const files = runFiles(stateDir, runId)
   const enc = buildEncDocument(input, {release: app.release, runId})
   const environment = input.environment ?? 'production'
@@ -93,6 +111,7 @@ export async function buildRunPlan(input: NodeInput, options: PlanOptions, runId
   }
 
   if (puppetPath === null) warnings.push(`puppet not found: ${options.puppet}`)
+  for (const problem of untrusted) warnings.push(`--allow-untrusted: ${problem}`)
 
   const command = [
     puppetPath ?? options.puppet,
@@ -130,6 +149,8 @@ export async function buildRunPlan(input: NodeInput, options: PlanOptions, runId
     allowMutable: Boolean(options.allowMutable),
     mutableEntries: resolution.mutableEntries.map((entry) => entry.ref),
     warnings,
+    allowUntrusted: allow,
+    untrusted: [...new Set(untrusted)],
     enc,
     encYaml: renderEncYaml(enc),
     environment,

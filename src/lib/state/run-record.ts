@@ -2,6 +2,7 @@ import {readFile, readdir} from 'node:fs/promises'
 
 import {NotFoundError} from '../errors.js'
 import {writeFileAtomic} from '../util/atomic-write.js'
+import {stringifyJson} from '../util/json.js'
 import {processStartTime} from '../util/process.js'
 import {isRunId} from './run-id.js'
 import {runFiles, runsDir} from './state-dir.js'
@@ -28,6 +29,9 @@ export interface RunRecord {
   inputDigest: string
   noop: boolean
   allowMutable: boolean
+  /** --allow-untrusted, and the trust problems it let through (state dir, module dir, releases). */
+  allowUntrusted?: boolean
+  untrusted?: string[]
   /** Mutable entries --allow-mutable let into a tagged release. */
   mutableEntries: string[]
   facts: Record<string, string>
@@ -56,7 +60,7 @@ export interface RunRecord {
 }
 
 export async function writeRunRecord(stateDir: string, record: RunRecord): Promise<void> {
-  await writeFileAtomic(runFiles(stateDir, record.id).record, JSON.stringify(record, null, 2) + '\n')
+  await writeFileAtomic(runFiles(stateDir, record.id).record, stringifyJson(record, 2) + '\n')
 }
 
 /** Reads one run's record; 66 when there is no such run. */

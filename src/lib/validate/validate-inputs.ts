@@ -6,6 +6,7 @@ import {type ModuleDefinitions, autoloadPath, readDefinitions} from '../catalog/
 import {validateManifests} from '../catalog/parser-validate.js'
 import {LocalpuppetError, NotFoundError, describeFsError} from '../errors.js'
 import {checkNodeInput} from '../input/node-input.js'
+import {readInputText} from '../input/read-input.js'
 import {type Resolution, realModuleDir, resolveRelease} from '../release/resolve.js'
 import {closest} from '../util/did-you-mean.js'
 import {lineOfKey} from '../yaml.js'
@@ -59,10 +60,14 @@ export async function validateInputs(paths: string[], options: ValidateOptions):
   for (const file of files) {
     const report: InputReport & {manifests: string[]} = {file, release: null, problems: [], manifests: []}
     reports.push(report)
-    const text = await readFile(file, 'utf8').catch((error) => {
-      report.problems.push(problem('input', describeFsError(error, `input file ${file}`).message))
-      return null
-    })
+    // The same reader as apply: FIFOs, devices, oversized files and invalid UTF-8 are refused alike.
+    const text = await readInputText(file)
+      .then((read) => read.text)
+      .catch((error) => {
+        if (!(error instanceof LocalpuppetError)) throw error
+        report.problems.push(problem('input', error.message))
+        return null
+      })
     if (text === null) continue
     const {input, problems} = checkNodeInput(text, file)
     report.problems.push(...problems.map((error) => problem('input', error.message)))
