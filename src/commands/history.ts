@@ -2,6 +2,7 @@ import {Flags} from '@oclif/core'
 
 import {BaseCommand, describeWithExitCodes} from '../base-command.js'
 import {stateFlags} from '../flags.js'
+import {DamagedRecordError, NotFoundError} from '../lib/errors.js'
 import {type RunRecord, effectiveRecord, listRunIds, readRunRecord} from '../lib/state/run-record.js'
 import {defaultStateDir} from '../lib/state/state-dir.js'
 import {isProcessAlive} from '../lib/util/process.js'
@@ -27,8 +28,13 @@ export default class History extends BaseCommand {
     const records: RunRecord[] = []
     for (const id of ids) {
       if (records.length >= flags.limit) break
-      // A directory whose record is missing or unreadable (a run killed while starting) is skipped.
-      const record = await readRunRecord(stateDir, id).catch(() => null)
+      // A directory whose record is missing (a run killed while starting) is skipped; a
+      // damaged one too, with a warning naming it.
+      const record = await readRunRecord(stateDir, id).catch((error: unknown) => {
+        if (error instanceof DamagedRecordError) process.stderr.write(`localpuppet: warning: skipped: ${error.message}\n`)
+        else if (!(error instanceof NotFoundError)) throw error
+        return null
+      })
       if (record) records.push(effectiveRecord(record, isProcessAlive))
     }
 

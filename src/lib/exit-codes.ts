@@ -44,6 +44,7 @@ export const STATUS_EXIT_CODES: ExitCodeRow[] = [
   {code: 0, meaning: 'the run succeeded, or was skipped (--if-changed)'},
   {code: 1, meaning: 'the run failed, errored or was interrupted'},
   {code: 64, meaning: 'usage error (e.g. RUN_ID is not a run id)'},
+  {code: 65, meaning: 'the run record (run.json) is damaged; the message names it'},
   {code: 66, meaning: 'no such run, or no runs yet'},
   {code: 75, meaning: 'the run is still running (with --wait: when the wait timed out)'},
 ]

@@ -1,7 +1,8 @@
 import {readFile, readdir} from 'node:fs/promises'
 
-import {NotFoundError} from '../errors.js'
+import {DamagedRecordError, NotFoundError} from '../errors.js'
 import {writeFileAtomic} from '../util/atomic-write.js'
+import {readBoundedFile} from '../util/bounded-read.js'
 import {stringifyJson} from '../util/json.js'
 import {processStartTime} from '../util/process.js'
 import {isRunId} from './run-id.js'
@@ -63,17 +64,47 @@ export async function writeRunRecord(stateDir: string, record: RunRecord): Promi
   await writeFileAtomic(runFiles(stateDir, record.id).record, stringifyJson(record, 2) + '\n')
 }
 
-/** Reads one run's record; 66 when there is no such run. */
+/** A run record larger than this is damaged (a real one is a few KiB, plus its input). */
+export const MAX_RECORD_BYTES = 64 * 1024 * 1024
+
+const STATES: ReadonlySet<string> = new Set(['running', 'succeeded', 'failed', 'error', 'interrupted', 'skipped', 'refused', 'busy'])
+
+/**
+ * Reads one run's record; 66 when there is no such run, 65 naming the file when it is
+ * damaged (not JSON, not a record, a link, or larger than any record could be).
+ */
 export async function readRunRecord(stateDir: string, runId: string): Promise<RunRecord> {
-  let text: string
+  const path = runFiles(stateDir, runId).record
+  const damaged = (message: string) => new DamagedRecordError(message, [`move ${runFiles(stateDir, runId).dir} aside; other runs are not affected`])
+  let bytes: Buffer
   try {
-    text = await readFile(runFiles(stateDir, runId).record, 'utf8')
+    bytes = await readBoundedFile(path, {maxBytes: MAX_RECORD_BYTES, label: `run record ${path}`, error: damaged, noFollow: true})
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code === 'ENOENT') throw new NotFoundError(`no run ${runId} in ${stateDir}`)
     throw error
   }
 
-  return JSON.parse(text) as RunRecord
+  let record: unknown
+  try {
+    record = JSON.parse(bytes.toString('utf8'))
+  } catch {
+    throw damaged(`run record ${path}: damaged (not JSON)`)
+  }
+
+  const problem = recordProblem(record, runId)
+  if (problem) throw damaged(`run record ${path}: damaged (${problem})`)
+  return record as RunRecord
+}
+
+/** What makes a parsed run.json not a record of run `runId`, or null. */
+function recordProblem(record: unknown, runId: string): string | null {
+  if (record === null || typeof record !== 'object' || Array.isArray(record)) return `expected an object, got ${record === null ? 'null' : Array.isArray(record) ? 'a list' : typeof record}`
+  const fields = record as Partial<Record<keyof RunRecord, unknown>>
+  if (fields.id !== runId) return `id ${JSON.stringify(fields.id)} is not ${runId}`
+  if (typeof fields.state !== 'string' || !STATES.has(fields.state)) return `state ${JSON.stringify(fields.state)}`
+  for (const key of ['release', 'startedAt'] as const) if (typeof fields[key] !== 'string') return `${key} missing`
+  if (!Number.isInteger(fields.pid)) return 'pid missing'
+  return null
 }
 
 /** Run ids that have a record, oldest first (ids sort by start time). */
