@@ -3,7 +3,7 @@ import {Flags} from '@oclif/core'
 import {BaseCommand, describeWithExitCodes} from '../base-command.js'
 import {stateFlags} from '../flags.js'
 import {DamagedRecordError, NotFoundError} from '../lib/errors.js'
-import {type RunRecord, effectiveRecord, listRunIds, readRunRecord} from '../lib/state/run-record.js'
+import {type RunRecord, settledRecord, listRunIds, readRunRecord} from '../lib/state/run-record.js'
 import {defaultStateDir} from '../lib/state/state-dir.js'
 import {isProcessAlive} from '../lib/util/process.js'
 import {renderHistory} from '../render/run-text.js'
@@ -35,7 +35,7 @@ export default class History extends BaseCommand {
         else if (!(error instanceof NotFoundError)) throw error
         return null
       })
-      if (record) records.push(effectiveRecord(record, isProcessAlive))
+      if (record) records.push(await settledRecord(stateDir, record, isProcessAlive))
     }
 
     if (!this.jsonEnabled()) this.log(records.length === 0 ? `no runs yet in ${stateDir}` : renderHistory(records))

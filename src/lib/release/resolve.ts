@@ -2,6 +2,7 @@ import {readdir, realpath, stat} from 'node:fs/promises'
 import {dirname, join, relative, sep} from 'node:path'
 
 import {ImmutabilityError, NotFoundError, PathEscapeError, ReleaseError, describeFsError} from '../errors.js'
+import {listFiles} from '../archive/release-tree.js'
 import {MANIFEST_FILE, readReleaseManifest} from './release-manifest.js'
 import {maxSatisfyingTag, parseReleaseRef, releasePath, sortTagsNewestFirst, type ReleaseRef} from './release-ref.js'
 
@@ -92,6 +93,9 @@ export async function resolveRelease(moduleDir: string, ref: ReleaseRef | string
   }
 
   await visit(app)
+  // One rule for plan, validate, apply and pack alike: a release holds only regular files
+  // and directories (a link, device or FIFO is refused here, naming it, before anything runs).
+  for (const release of modulepath) await listFiles(release.path, release.release)
   const warnings = duplicateAppWarnings(modulepath)
   if (app.linkedTo) warnings.unshift(`${app.release} is not a real tag: it resolves to ${app.linkedTo}, which can change (a tag must be a directory under ${app.app}/tags/)`)
   return {moduleDir: root, modulepath, mutableEntries, warnings}

@@ -1,5 +1,5 @@
 import {stat} from 'node:fs/promises'
-import {resolve} from 'node:path'
+import {basename, dirname, resolve} from 'node:path'
 
 import {type EncDocument, buildEncDocument, renderEncYaml} from '../enc/enc-document.js'
 import {verifyModulepath} from '../archive/verify.js'
@@ -69,6 +69,8 @@ export interface RunPlan {
   command: string[]
   /** The arguments given after `--`, as they are passed to puppet. */
   puppetArgs: string[]
+  /** The directory puppet starts in: the run directory when the state dir's path holds whitespace (see externalNodes), else null (localpuppet's own). */
+  cwd: string | null
   /** Extra environment for puppet: FACTER_<name> for each --fact. */
   env: Record<string, string>
   facts: Record<string, string>
@@ -113,6 +115,7 @@ export async function buildRunPlan(input: NodeInput, options: PlanOptions, runId
   if (puppetPath === null) warnings.push(`puppet not found: ${options.puppet}`)
   for (const problem of untrusted) warnings.push(`--allow-untrusted: ${problem}`)
 
+  const external = externalNodes(files.encScript)
   const command = [
     puppetPath ?? options.puppet,
     'apply',
@@ -120,7 +123,7 @@ export async function buildRunPlan(input: NodeInput, options: PlanOptions, runId
     '--node_terminus',
     'exec',
     '--external_nodes',
-    files.encScript,
+    external.setting,
     '--modulepath',
     modulepath.join(':'),
     '--environmentpath',
@@ -131,6 +134,9 @@ export async function buildRunPlan(input: NodeInput, options: PlanOptions, runId
     files.summary,
     '--lastrunreport',
     files.report,
+    // Puppet's default report processor (store) keeps every run's report forever under its
+    // reportdir; the run directory already has this run's. Unless the user asks for reports.
+    ...(asksForReports(options.puppetArgs ?? []) ? [] : ['--reports', 'none']),
     ...(options.color ? [] : ['--color', 'false']),
     ...(options.noop ? ['--noop'] : []),
     ...(options.puppetArgs ?? []),
@@ -158,7 +164,8 @@ export async function buildRunPlan(input: NodeInput, options: PlanOptions, runId
     puppet: {command: options.puppet, path: puppetPath},
     command,
     puppetArgs: options.puppetArgs ?? [],
-    env: Object.fromEntries(Object.entries(facts).map(([name, value]) => [`FACTER_${name}`, value])),
+    cwd: external.cwd,
+    env: {...Object.fromEntries(Object.entries(facts).map(([name, value]) => [`FACTER_${name}`, value]))},
     facts,
     noop: Boolean(options.noop),
     detailedExitcodes: Boolean(options.detailedExitcodes),
@@ -167,6 +174,22 @@ export async function buildRunPlan(input: NodeInput, options: PlanOptions, runId
     stateDir,
     files,
   }
+}
+
+/**
+ * The `--external_nodes` setting for the ENC script. Puppet splits it on whitespace (and
+ * expands `$name` in it), so a script path with a space (a state dir such as
+ * `/srv/local puppet`) is named relative to the run directory, which puppet then starts
+ * in: `/bin/sh enc`.
+ */
+export function externalNodes(script: string): {setting: string; cwd: string | null} {
+  if (!/\s/.test(script)) return {setting: script, cwd: null}
+  return {setting: `/bin/sh ${basename(script)}`, cwd: dirname(script)}
+}
+
+/** Whether the arguments for puppet choose report processors themselves (`--reports http`, `--no-report`). */
+function asksForReports(args: string[]): boolean {
+  return args.some((arg) => /^--(?:no-)?reports?(?:=|$)/.test(arg))
 }
 
 /** Parses repeated `--fact NAME=VALUE` flags; 64 on a malformed one. */
