@@ -101,7 +101,15 @@ function firstInvalidUtf8(bytes: Buffer): number {
     }
   }
 
-  return Math.min(low, bytes.length - 1)
+  // The error shows at the byte that breaks a sequence: name the sequence's first byte.
+  let start = low
+  for (let i = low - 1; i >= Math.max(0, low - 3); i--) {
+    if ((bytes[i] & 0xc0) === 0x80) continue
+    if (bytes[i] >= 0xc0) start = i
+    break
+  }
+
+  return Math.min(start, bytes.length - 1)
 }
 
 function describeFileType(info: {isDirectory(): boolean; isFIFO(): boolean; isCharacterDevice(): boolean; isBlockDevice(): boolean; isSocket(): boolean}): string {
