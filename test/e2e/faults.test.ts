@@ -1,6 +1,6 @@
 import {execFileSync} from 'node:child_process'
 import {existsSync, readdirSync} from 'node:fs'
-import {chmod, cp, mkdir, mkdtemp, readFile, rm, symlink, truncate, writeFile} from 'node:fs/promises'
+import {cp, mkdir, mkdtemp, readFile, rm, symlink, truncate, writeFile} from 'node:fs/promises'
 import {tmpdir} from 'node:os'
 import {join} from 'node:path'
 import {setTimeout as sleep} from 'node:timers/promises'

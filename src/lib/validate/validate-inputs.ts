@@ -1,4 +1,4 @@
-import {readFile, readdir, stat} from 'node:fs/promises'
+import {readdir, stat} from 'node:fs/promises'
 import {join, relative} from 'node:path'
 
 import {verifyModulepath} from '../archive/verify.js'
