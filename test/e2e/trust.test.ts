@@ -154,3 +154,13 @@ asRoot('a trusted key another user can replace is refused (77) before any archiv
   await chmod(keys, 0o755)
   t.is((await loadTrustedKeys([keys], null)).length, 1)
 })
+
+asRoot('a node configuration file another user can write is refused (77), naming it', async (t) => {
+  const dir = await tempDir(t)
+  const config = join(dir, 'config.yaml')
+  await writeFile(config, `state_dir: ${join(dir, 'state')}\n`)
+  await chown(config, uid!, uid!)
+  const result = await cli(['config'], {env: {LOCALPUPPET_CONFIG: config}})
+  t.is(result.exitCode, 77, result.stderr)
+  t.is(result.stderr.trim(), `localpuppet: configuration ${config} is not trusted: owned by uid ${uid}, not root or uid 0 (owner uid ${uid}, mode 0644); fix: chown root ${config}`)
+})

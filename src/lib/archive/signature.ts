@@ -80,10 +80,10 @@ export async function loadTrustedKeys(paths: string[], defaultDir: string | null
     }
 
     // A key anyone else can replace (or drop into the directory) trusts their archives.
-    assertTrustedPath(path, {what: info.isDirectory() ? 'trusted keys directory' : 'trusted key'})
+    assertTrustedPath(path, {what: info.isDirectory() ? 'trusted keys directory' : 'trusted key', overridable: false})
     if (info.isDirectory()) {
       for (const name of (await readdir(path)).filter((n) => n.endsWith('.pem')).sort()) {
-        assertTrustedPath(join(path, name), {what: 'trusted key', ancestors: false})
+        assertTrustedPath(join(path, name), {what: 'trusted key', ancestors: false, overridable: false})
         await load(join(path, name))
       }
     } else {

@@ -26,6 +26,8 @@ export interface TrustOptions {
   ancestors?: boolean
   /** Stop checking ancestors at this directory (already checked by the caller). */
   below?: string
+  /** Whether --allow-untrusted can override a refusal (not for keys and configuration): suggested in the message. */
+  overridable?: boolean
   /** The effective uid (tests). */
   euid?: number
 }
@@ -72,7 +74,7 @@ export function findTrustProblem(path: string, options: TrustOptions): TrustProb
  */
 export function assertTrustedPath(path: string, options: TrustOptions & {allow?: boolean}): TrustProblem | null {
   const problem = findTrustProblem(path, options)
-  if (problem && !options.allow) throw new UntrustedPathError(problem.message, ['or pass --allow-untrusted to use it anyway (recorded in the run record)'])
+  if (problem && !options.allow) throw new UntrustedPathError(problem.message, options.overridable === false ? [] : ['or pass --allow-untrusted to use it anyway (recorded in the run record)'])
   return problem
 }
 

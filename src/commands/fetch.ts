@@ -1,0 +1,40 @@
+import {Args, Flags} from '@oclif/core'
+
+import {BaseCommand, describeWithExitCodes} from '../base-command.js'
+import {moduleDirFlags, sourceFlags} from '../flags.js'
+import {FETCH_EXIT_CODES} from '../lib/exit-codes.js'
+import type {FetchResult} from '../lib/repository/fetch.js'
+
+export default class Fetch extends BaseCommand {
+  static override summary = 'Install releases from a release repository, downloading only what the node lacks.'
+  static override description = describeWithExitCodes(
+    'Resolves each REF against the repository\'s index (a range picks the newest tag there), skips tags already installed ' +
+      'with the same digests, downloads the rest (size and sha256 checked against the index, signatures against trusted ' +
+      'keys), and installs each with the verified, atomic install. Sources: https://, http://, file:// or a directory; ' +
+      'HTTPS_PROXY, HTTP_PROXY and NO_PROXY are honoured. Network faults are retried with backoff.',
+    FETCH_EXIT_CODES,
+  )
+
+  static override strict = false
+  static override examples = [
+    '<%= config.bin %> fetch foo@^1.5 --source https://releases.example.com/puppet',
+    '<%= config.bin %> fetch foo/tags/1.5.0 --source /mnt/releases --trust /etc/localpuppet/release-key.pub.pem',
+    '<%= config.bin %> fetch foo@^1.5 --json',
+  ]
+
+  static override args = {ref: Args.string({description: 'a tag or range: foo/tags/1.5.0, foo@1.5.0, foo@^1.5 (several may be given)', required: true})}
+  static override flags = {
+    ...moduleDirFlags,
+    ...sourceFlags,
+    timeout: Flags.integer({description: 'give up on a request that is silent this long (connect, headers, body), in seconds; retried', min: 1, default: 30, helpValue: 'SECONDS'}),
+  }
+
+  async run(): Promise<FetchResult> {
+    const {argv, flags} = await this.parse(Fetch)
+    const {fetchFromSource, describeFetch} = await import('../fetch-options.js')
+    const json = this.jsonEnabled()
+    const result = await fetchFromSource(argv as string[], flags, {timeoutSeconds: flags.timeout, progress: !json})
+    if (!json) for (const line of await describeFetch(result)) this.log(line)
+    return result
+  }
+}
