@@ -24,6 +24,10 @@ export const stateFlags = {
     helpValue: 'DIR',
     defaultHelp: '/var/lib/localpuppet for root, else $XDG_STATE_HOME/localpuppet or ~/.local/state/localpuppet',
   }),
+}
+
+/** --allow-untrusted: for the commands that check what they trust (see util/trusted-path.ts). */
+export const trustFlags = {
   'allow-untrusted': Flags.boolean({
     description: 'use a state dir, module dir or release that is owned by another user or writable by others (recorded in the run record)',
   }),
@@ -62,6 +66,7 @@ export const runFlags = {
     helpValue: 'FILE',
   }),
   ...stateFlags,
+  ...trustFlags,
   ...puppetFlags,
   noop: Flags.boolean({description: 'run puppet with --noop: report what would change, change nothing'}),
   'detailed-exitcodes': Flags.boolean({description: "exit with Puppet's own codes: 0 no changes, 2 changes, 4 failures, 6 both, 1 failed run"}),

@@ -1,12 +1,13 @@
 import {Args} from '@oclif/core'
 
 import {BaseCommand, describeWithExitCodes} from '../base-command.js'
-import {puppetFlags, stateFlags} from '../flags.js'
+import {puppetFlags, stateFlags, trustFlags} from '../flags.js'
 import type {AgentLockState} from '../lib/puppet/agent-lock.js'
 import {defaultStateDir} from '../lib/state/state-dir.js'
 
 export const puppetLockFlags = {
   ...stateFlags,
+  ...trustFlags,
   ...puppetFlags,
 }
 
