@@ -16,7 +16,7 @@ const asRoot = isRoot ? test : test.skip
 
 /**
  * A puppet stand-in for faults: answers `config print`, then optionally fills the disk
- * ($FAKE_FILL) and prints a lot, sleeps $FAKE_SLEEP, writes the run summary where
+ * ($FAKE_FILL) and prints a lot, sleeps $FAKE_SLEEP or waits for the file $FAKE_GO, writes the run summary where
  * --lastrunfile says ($FAKE_SUMMARY) and exits $FAKE_EXIT.
  */
 const FAULT_PUPPET = `#!/bin/sh
@@ -30,6 +30,8 @@ echo "Notice: applying"
 echo $$ > "$FAKE_DIR/puppet.pid"
 if [ -n "$FAKE_FILL" ]; then dd if=/dev/zero of="$FAKE_FILL" bs=4096 2>/dev/null; seq 1 20000; fi
 sleep "\${FAKE_SLEEP:-0}"
+# Or until the test says go: no timing to guess on a loaded machine.
+if [ -n "$FAKE_GO" ]; then n=0; while [ ! -e "$FAKE_GO" ] && [ $n -lt 3000 ]; do sleep 0.1; n=$((n+1)); done; fi
 if [ -n "$FAKE_SUMMARY" ]; then
   printf 'resources:\\n  changed: 1\\n  failed: 0\\n  out_of_sync: 1\\n  total: 5\\ntime:\\n  last_run: %s\\n' "$(date +%s)" > "$summary"
 fi
@@ -127,7 +129,8 @@ test('a damaged run.json (garbage, null, {}, huge) is 65 naming the file; histor
 
 test('kill -9 of apply mid-run: status says running while the orphaned puppet lives, then takes its result from the run summary', async (t) => {
   const {state, fake, args, env} = await setup(t)
-  const run = startCli(args, {env: {...env, FAKE_SLEEP: '20', FAKE_SUMMARY: '1'}})
+  const go = join(fake, 'go')
+  const run = startCli(args, {env: {...env, FAKE_GO: go, FAKE_SUMMARY: '1'}})
   let record: any
   for (let i = 0; i < 600 && !record?.puppetPid; i++) {
     await sleep(100)
@@ -140,6 +143,7 @@ test('kill -9 of apply mid-run: status says running while the orphaned puppet li
   const during = await statusJson(state)
   t.is(during.record.state, 'running', 'puppet still applies')
   t.is(during.exitCode, 75)
+  await writeFile(go, '')
   const puppetPid = Number(await readFile(join(fake, 'puppet.pid'), 'utf8'))
   while (existsSync(`/proc/${puppetPid}`) && !(await readFile(`/proc/${puppetPid}/stat`, 'utf8').catch(() => '')).includes(') Z')) await sleep(100)
   const after = await statusJson(state)
@@ -155,11 +159,13 @@ test('install refuses (73) to replace a trunk a run is using, and installs it on
   const archive = join(dir, 'trunk.tar.gz')
   const packed = await cli(['pack', 'foo/trunk', '--module-dir', modules, '--allow-mutable', '-o', archive])
   t.is(packed.exitCode, 0, packed.stderr)
-  const run = startCli(['apply', join(dir, 'trunk.yaml'), '--module-dir', modules, '--state-dir', state, '--puppet', puppet], {env: {...env, FAKE_SLEEP: '20'}})
+  const go = join(env.FAKE_DIR, 'go')
+  const run = startCli(['apply', join(dir, 'trunk.yaml'), '--module-dir', modules, '--state-dir', state, '--puppet', puppet], {env: {...env, FAKE_GO: go}})
   while (!existsSync(join(env.FAKE_DIR, 'puppet.pid'))) await sleep(100)
   const during = await cli(['install', archive, '--module-dir', modules])
   t.is(during.exitCode, 73, during.stderr)
   t.regex(during.stderr, /(?:foo|dist)\/trunk is in use by run \S+ \(pid \d+\); nothing was installed/)
+  await writeFile(go, '')
   t.is((await run).exitCode, 0)
   const after = await cli(['install', archive, '--module-dir', modules])
   t.is(after.exitCode, 0, after.stderr)
