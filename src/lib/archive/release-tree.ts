@@ -106,7 +106,9 @@ export function compareBytes(a: string, b: string): number {
     const y = b.charCodeAt(i)
     if (x === y) continue
     if (x < 0xd800 && y < 0xd800) return x - y
-    return Buffer.compare(Buffer.from(a.slice(i)), Buffer.from(b.slice(i)))
+    // Both strings agree up to i: start at the pair's high surrogate when i splits one.
+    const from = i > 0 && (a.charCodeAt(i - 1) & 0xfc00) === 0xd800 ? i - 1 : i
+    return Buffer.compare(Buffer.from(a.slice(from)), Buffer.from(b.slice(from)))
   }
 
   return a.length - b.length
