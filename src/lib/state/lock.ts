@@ -48,7 +48,7 @@ export class RunLock {
     }
     const temp = `${path}.${process.pid}.${content.token}`
     try {
-      // Inside the try: a disk full while writing it must not leave the temp file behind.
+      // Inside the try: a full disk creates the file and then fails to write it.
       await writeFile(temp, JSON.stringify(content) + '\n', {mode: 0o600})
       // Enough rounds to wait out another process's takeover of a stale lock.
       for (let attempt = 0; attempt < 100; attempt++) {
