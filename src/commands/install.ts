@@ -3,6 +3,7 @@ import {Args, Flags} from '@oclif/core'
 import {BaseCommand, describeWithExitCodes} from '../base-command.js'
 import {moduleDirFlags} from '../flags.js'
 import {UsageError} from '../lib/errors.js'
+import {INSTALL_EXIT_CODES} from '../lib/exit-codes.js'
 import type {InstallResult} from '../lib/archive/install-archive.js'
 
 export default class Install extends BaseCommand {
@@ -13,13 +14,7 @@ export default class Install extends BaseCommand {
       'dependencies first. Installed tags are recorded and made read-only. A tag already installed with the same ' +
       'content is left as it is; with other content, nothing is touched (tags are immutable). With --git, the tag\'s ' +
       'tree becomes <app>/tags/<tag>.',
-    [
-      {code: 0, meaning: 'installed, or already installed with the same content'},
-      {code: 64, meaning: 'usage error'},
-      {code: 65, meaning: 'the archive is corrupt, unsafe, unlisted content, or badly signed'},
-      {code: 66, meaning: 'archive, repository, tag or module dir not found'},
-      {code: 73, meaning: 'a tag is installed with other content; or another install runs'},
-    ],
+    INSTALL_EXIT_CODES,
   )
 
   static override examples = [

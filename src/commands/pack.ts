@@ -20,6 +20,7 @@ export default class PackCommand extends BaseCommand {
       {code: 64, meaning: 'usage error (e.g. the signing key is not Ed25519; --sign with --format deb)'},
       {code: 65, meaning: 'mutable reference without --allow-mutable (always, for deb); symlink or device in a release; an app or tag with no unambiguous Debian name'},
       {code: 66, meaning: 'release, module dir, output directory or key not found'},
+      {code: 74, meaning: 'an I/O failure writing the archive (disk full); no partial archive is left'},
     ],
   )
 

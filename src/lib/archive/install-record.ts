@@ -23,6 +23,8 @@ export interface InstallRecord {
   release: string
   digest: string
   files: TreeFile[]
+  /** Empty directories the release keeps; absent when there are none. */
+  dirs?: string[]
   installedAt: string
   source: InstallSource
   /** The trusted key that signed the archive, or null. */
