@@ -10,21 +10,23 @@
  *
  *   detach / node    apply --detach returning (the run goes on) vs `node -e 0`
  *   skip / node      an --if-changed run that finds nothing changed vs `node -e 0`
- *   validate 50 / 50 x parser validate   validate of 50 inputs against one release vs
- *                    50 runs of `puppet parser validate` on one file (the one-pass design)
+ *   validate 50 / puppet strings, validate --compile 50 / 50 x puppet catalog compile
+ *                    over Debian's puppet-module-* packages (test/bench/validate.ts)
  *
  *   fetch / curl+tar, fetch / r10k, fetch / g10k   see test/bench/fetch.ts
+ *   pack deb / dpkg-deb   pack --format deb vs dpkg-deb --build of the same tree (deb.ts)
  *
- * BENCH=apply, apply-real, delivery, triggers, validate or fetch runs one part; BENCH_SETS,
+ * BENCH=apply, apply-real, delivery, triggers, validate, fetch or deb runs one part; BENCH_SETS,
  * BENCH_FILES and BENCH_FILE_KB choose and size the delivery data sets.
  */
 import {execFileSync, spawnSync} from 'node:child_process'
-import {mkdirSync, mkdtempSync, rmSync, writeFileSync} from 'node:fs'
+import {mkdtempSync, rmSync} from 'node:fs'
 import {tmpdir} from 'node:os'
 import {join} from 'node:path'
 import {fileURLToPath} from 'node:url'
 
-import {applyReal, delivery} from './delivery.js'
+import {validateBench} from './validate.js'
+import {applyReal, delivery, syntheticRelease} from './delivery.js'
 
 const REPO = fileURLToPath(new URL('../..', import.meta.url))
 const BIN = join(REPO, 'bin', 'run.js')
@@ -84,18 +86,6 @@ function triggers(dir: string, isolate: string[]): void {
   compare('skip / node', null, () => time('node', [...base, '--if-changed', '--', ...isolate]), () => time('node', ['-e', '0']), Math.max(ROUNDS, 15))
 }
 
-function validateBench(dir: string, isolate: string[]): void {
-  const inputs = join(dir, 'validate-inputs')
-  mkdirSync(inputs, {recursive: true})
-  for (let i = 0; i < 50; i++) writeFileSync(join(inputs, `node${i}.yaml`), `app: foo@^1.4\nclasses:\n  foo:\n    port: ${8000 + i}\n  platform:\n`)
-  const one = join(DEMO, 'modules', 'foo', 'tags', '1.4.0', 'foo', 'manifests', 'init.pp')
-  const validate = time('node', [BIN, 'validate', inputs, '--module-dir', join(DEMO, 'modules'), '--', ...isolate])
-  let fifty = 0
-  for (let i = 0; i < 50; i++) fifty += time('puppet', ['parser', 'validate', one, ...isolate])
-  const ratio = validate / fifty
-  console.log(`${'validate 50 / 50 x parser validate'.padEnd(16)} ${validate.toFixed(0)} ms / ${fifty.toFixed(0)} ms = ${ratio.toFixed(3)}  (one pass over 50 inputs against one puppet start per file)`)
-}
-
 const dir = mkdtempSync(join(tmpdir(), 'localpuppet-bench-'))
 try {
   const isolate = ['--confdir', join(dir, 'p/etc'), '--codedir', join(dir, 'p/code'), '--vardir', join(dir, 'p/var'), '--logdir', join(dir, 'p/log'), '--rundir', join(dir, 'p/run'), '--publicdir', join(dir, 'p/public')]
@@ -113,10 +103,11 @@ try {
   }
 
   if (!process.env.BENCH || process.env.BENCH === 'triggers') triggers(dir, isolate)
-  if (!process.env.BENCH || process.env.BENCH === 'validate') validateBench(dir, isolate)
+  if (!process.env.BENCH || process.env.BENCH === 'validate') validateBench(dir, isolate, BIN, REPO)
   if (!process.env.BENCH || process.env.BENCH === 'delivery') delivery({bin: BIN, rounds: ROUNDS, time, peakMb, compare}, dir)
   if (!process.env.BENCH || process.env.BENCH === 'apply-real') applyReal({bin: BIN, rounds: ROUNDS, time, peakMb, compare}, dir, isolate)
   if (!process.env.BENCH || process.env.BENCH === 'fetch') await (await import('./fetch.js')).fetchBench(dir, time, compare, Math.max(3, Math.floor(ROUNDS / 2)))
+  if (!process.env.BENCH || process.env.BENCH === 'deb') (await import('./deb.js')).debBench(dir, BIN, {time, compare, syntheticRelease, rounds: Math.max(3, Math.floor(ROUNDS / 2))})
 } finally {
   rmSync(dir, {recursive: true, force: true})
 }

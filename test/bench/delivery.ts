@@ -57,7 +57,7 @@ function random(seed: number): () => number {
 }
 
 /** `count` files of `kb` KiB each: pseudo-random hex text, compressible about 2:1. */
-function syntheticRelease(root: string, count: number, kb: number): void {
+export function syntheticRelease(root: string, count: number, kb: number): void {
   const next = random(0x9e3779b9)
   const line = Buffer.alloc(kb * 1024)
   for (let i = 0; i < count; i++) {

@@ -14,6 +14,8 @@ export const LOCALPUPPET_DIR = '.localpuppet'
 export type InstallSource =
   | {type: 'archive'; path: string; sha256: string}
   | {type: 'git'; repo: string; tag: string; commit: string}
+  /** Installed by dpkg from a package made by `pack --format deb`: dpkg owns the files. */
+  | {type: 'deb'; package: string; version: string}
 
 /** What an installed tag held when it was installed; `verify` compares against it. */
 export interface InstallRecord {
