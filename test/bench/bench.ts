@@ -26,7 +26,7 @@ import {join} from 'node:path'
 import {fileURLToPath} from 'node:url'
 
 import {validateBench} from './validate.js'
-import {applyReal, delivery, syntheticRelease} from './delivery.js'
+import {applyReal, delivery} from './delivery.js'
 
 const REPO = fileURLToPath(new URL('../..', import.meta.url))
 const BIN = join(REPO, 'bin', 'run.js')
