@@ -8,6 +8,7 @@ import Log from './commands/log.js'
 import PackCommand from './commands/pack.js'
 import Plan from './commands/plan.js'
 import Releases from './commands/releases.js'
+import Rollback from './commands/rollback.js'
 import Status from './commands/status.js'
 import Validate from './commands/validate.js'
 import Verify from './commands/verify.js'
@@ -24,6 +25,7 @@ export const COMMANDS = {
   pack: PackCommand,
   plan: Plan,
   releases: Releases,
+  rollback: Rollback,
   status: Status,
   validate: Validate,
   verify: Verify,

@@ -40,3 +40,13 @@ export const runFlags = {
   timeout: Flags.integer({description: 'stop puppet and everything it started after this many seconds (exit 75)', min: 1, helpValue: 'SECONDS'}),
   'allow-mutable': Flags.boolean({description: 'let a tagged release depend on trunk, branches or ranges (recorded in the run record)'}),
 }
+
+/** Where apply (and rollback) write Prometheus metrics after every attempt. */
+export const metricsFlags = {
+  'metrics-file': Flags.string({
+    description:
+      "after every attempt, write the node's metrics in Prometheus' text format to FILE, atomically (e.g. /var/lib/prometheus/node-exporter/localpuppet.prom for the node exporter's textfile collector)",
+    env: 'LOCALPUPPET_METRICS_FILE',
+    helpValue: 'FILE',
+  }),
+}

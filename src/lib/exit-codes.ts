@@ -32,16 +32,19 @@ export const APPLY_EXIT_CODES: ExitCodeRow[] = [
   {code: 66, meaning: 'input, module dir or release not found; no tag fits range'},
   {code: 69, meaning: 'puppet is not available'},
   {code: 70, meaning: 'internal error: a bug; please report it with the trace'},
-  {code: 73, meaning: 'another run holds the lock, or Puppet is disabled'},
+  {code: 73, meaning: 'another run holds the lock (recorded as busy), or Puppet is disabled'},
+  {code: 74, meaning: 'I/O failure; with --save, the input cannot be rewritten'},
   {code: 75, meaning: 'the run timed out (--timeout)'},
   {code: '130/143', meaning: 'interrupted by SIGINT/SIGTERM (SIGHUP 129); puppet stopped'},
 ]
 
 export const STATUS_EXIT_CODES: ExitCodeRow[] = [
   {code: 0, meaning: 'the run succeeded, or was skipped (--if-changed)'},
-  {code: 1, meaning: 'the run failed, errored or was interrupted'},
+  {code: 1, meaning: 'the run failed, errored, was interrupted, or the attempt was refused'},
+  {code: '0-3', meaning: 'with --check: OK, WARNING, CRITICAL, UNKNOWN (Nagios plugin codes)'},
   {code: 64, meaning: 'usage error (e.g. RUN_ID is not a run id)'},
   {code: 66, meaning: 'no such run, or no runs yet'},
+  {code: 73, meaning: 'the run given found another run in progress (state busy)'},
   {code: 75, meaning: 'the run is still running (with --wait: when the wait timed out)'},
 ]
 

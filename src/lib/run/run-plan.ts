@@ -72,6 +72,8 @@ export interface RunPlan {
   input: {source: string; digest: string; document: Record<string, unknown>}
   stateDir: string
   files: RunFiles
+  /** apply --replay: the run whose release, ENC document, facts, manifest and puppet arguments this plan repeats. */
+  replayOf?: string
 }
 
 /** Builds the plan for one run. With no runId, paths and the ENC show `<run-id>`. */

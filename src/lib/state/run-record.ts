@@ -2,11 +2,20 @@ import {readFile, readdir} from 'node:fs/promises'
 
 import {NotFoundError} from '../errors.js'
 import {writeFileAtomic} from '../util/atomic-write.js'
-import {processStartTime} from '../util/process.js'
+import {isProcessAlive, processStartTime} from '../util/process.js'
 import {isRunId} from './run-id.js'
 import {runFiles, runsDir} from './state-dir.js'
 
-export type RunState = 'running' | 'succeeded' | 'failed' | 'error' | 'interrupted' | 'skipped'
+/**
+ * `refused`: the attempt got past argument parsing and was refused before puppet ran
+ * (invalid input or release, verification, Puppet disabled, puppet missing). `busy`: it
+ * found another run in progress (73 from a lock); kept as a trace, it never stands for
+ * the node's state.
+ */
+export type RunState = 'running' | 'succeeded' | 'failed' | 'error' | 'interrupted' | 'skipped' | 'refused' | 'busy'
+
+/** States of an attempt that ran puppet, or decided it need not (skipped): what the node last did. */
+export const COMPLETED_STATES: readonly RunState[] = ['succeeded', 'failed', 'error', 'interrupted', 'skipped']
 
 export interface ResourceCounts {
   changed: number
@@ -19,10 +28,10 @@ export interface ResourceCounts {
 export interface RunRecord {
   id: string
   state: RunState
-  /** The release that ran (`foo/tags/1.4.0`). */
-  release: string
-  /** The reference as written in the input (`foo@^1.4`). */
-  ref: string
+  /** The release that ran (`foo/tags/1.4.0`); null when a refused attempt never got as far as resolving it. */
+  release: string | null
+  /** The reference as written in the input or given with --app (`foo@^1.4`), or null when unreadable. */
+  ref: string | null
   modulepath: string[]
   input: {source: string; document: Record<string, unknown>}
   inputDigest: string
@@ -53,6 +62,52 @@ export interface RunRecord {
   /** The random wait before taking the lock (--splay), in seconds, or null. */
   splaySeconds: number | null
   log: string
+  /** The arguments given after `--`, as passed to puppet (replay repeats them). */
+  puppetArgs?: string[]
+  /** sha256 of the manifest applied (a copy is kept in the run directory for replay), or null for the empty one. */
+  manifestDigest?: string | null
+  /** The run this one replays (apply --replay, rollback), or null. */
+  replayOf?: string | null
+  /** --save: the input file whose app was rewritten to this run's release, or null. */
+  saved?: string | null
+}
+
+/** A record of an attempt just started by this process, with `fields` set and everything unknown empty. */
+export function newRunRecord(id: string, log: string, started: Date, fields: Partial<RunRecord>): RunRecord {
+  return {
+    id,
+    state: 'running',
+    release: null,
+    ref: null,
+    modulepath: [],
+    input: {source: '-', document: {}},
+    inputDigest: '',
+    noop: false,
+    allowMutable: false,
+    mutableEntries: [],
+    facts: {},
+    environment: 'production',
+    manifest: '',
+    command: [],
+    pid: process.pid,
+    pidStart: processStartTime(process.pid),
+    startedAt: started.toISOString(),
+    finishedAt: null,
+    durationMs: null,
+    exitCode: null,
+    puppetExitCode: null,
+    resources: null,
+    error: null,
+    reason: null,
+    fingerprint: null,
+    splaySeconds: null,
+    log,
+    puppetArgs: [],
+    manifestDigest: null,
+    replayOf: null,
+    saved: null,
+    ...fields,
+  }
 }
 
 export async function writeRunRecord(stateDir: string, record: RunRecord): Promise<void> {
@@ -83,6 +138,32 @@ export async function listRunIds(stateDir: string): Promise<string[]> {
   }
 
   return names.filter((name) => isRunId(name)).sort()
+}
+
+/**
+ * Every readable record, oldest first, as effectiveRecord shows it. A directory whose
+ * record is missing or damaged is passed over.
+ */
+export async function readRunRecords(stateDir: string): Promise<RunRecord[]> {
+  const records: RunRecord[] = []
+  for (const id of await listRunIds(stateDir)) {
+    const record = await readRunRecord(stateDir, id).catch(() => null)
+    if (record && typeof record === 'object' && typeof record.state === 'string') records.push(effectiveRecord(record, isProcessAlive))
+  }
+
+  return records
+}
+
+/** When a record's attempt ended (or started, while it runs): what "newest" means across runs. */
+export function recordTime(record: Pick<RunRecord, 'finishedAt' | 'startedAt'>): string {
+  return record.finishedAt ?? record.startedAt ?? ''
+}
+
+/** The newest of the records that pass `filter`, by when they ended. */
+export function newestRecord(records: RunRecord[], filter: (record: RunRecord) => boolean): RunRecord | null {
+  let newest: RunRecord | null = null
+  for (const record of records) if (filter(record) && (newest === null || recordTime(record) >= recordTime(newest))) newest = record
+  return newest
 }
 
 /** The newest run's id; 66 when there are no runs yet. */

@@ -31,6 +31,8 @@ export interface RunFiles {
   report: string
   environmentPath: string
   emptyManifest: string
+  /** The manifest as applied (a copy), for --replay. */
+  manifestCopy: string
 }
 
 export function runFiles(stateDir: string, runId: string): RunFiles {
@@ -45,5 +47,6 @@ export function runFiles(stateDir: string, runId: string): RunFiles {
     report: join(dir, 'last_run_report.yaml'),
     environmentPath: join(dir, 'environments'),
     emptyManifest: join(dir, 'empty.pp'),
+    manifestCopy: join(dir, 'manifest.pp'),
   }
 }
