@@ -29,7 +29,7 @@ const isSuccess = (record: RunRecord) => record.state === 'succeeded' || record.
  * newest success with its thresholds, and the newest run Puppet reported on.
  */
 export function checkNode(state: NodeState, disabled: {message: string} | null, warnMs: number, critMs: number, now = new Date()): CheckResult {
-  if (state.records.length === 0) return result('UNKNOWN', 'no runs yet', null, warnMs, critMs, null)
+  if (state.records.length === 0) return result('UNKNOWN', 'no runs yet', null, warnMs, critMs, null, null)
   const lastSuccess = newestRecord(state.records, isSuccess)
   const ageMs = lastSuccess ? now.getTime() - Date.parse(lastSuccess.finishedAt ?? lastSuccess.startedAt) : null
   const newest = newestRecord(state.records, (record) => record.state !== 'running' && record.state !== 'busy')
@@ -46,10 +46,18 @@ export function checkNode(state: NodeState, disabled: {message: string} | null, 
   const summary = [...problems.filter(([level]) => level === status).map(([, text]) => text), ...(status === 'OK' || !problems.some(([, text]) => text.startsWith('last success')) ? [success] : [])]
     .filter((text) => text !== '')
     .join('; ')
-  return result(status, summary, ageMs, warnMs, critMs, reported)
+  return result(status, summary, ageMs, warnMs, critMs, reported, state.lastCompleted)
 }
 
-function result(status: CheckStatus, summary: string, ageMs: number | null, warnMs: number, critMs: number, reported: RunRecord | null): CheckResult {
+function result(
+  status: CheckStatus,
+  summary: string,
+  ageMs: number | null,
+  warnMs: number,
+  critMs: number,
+  reported: RunRecord | null,
+  completed: RunRecord | null,
+): CheckResult {
   const ageSeconds = ageMs === null ? null : Math.round(ageMs / 1000)
   const perf = [`age=${ageSeconds === null ? 'U' : `${ageSeconds}s`};${warnMs / 1000};${critMs / 1000};0`]
   if (reported?.resources) {
@@ -57,7 +65,7 @@ function result(status: CheckStatus, summary: string, ageMs: number | null, warn
     perf.push(`changed=${r.changed};;;0`, `failed=${r.failed};;;0`, `out_of_sync=${r.outOfSync};;;0`, `total=${r.total};;;0`)
   }
 
-  if (reported?.durationMs != null) perf.push(`duration=${(reported.durationMs / 1000).toFixed(3)}s;;;0`)
+  if (completed?.durationMs != null) perf.push(`duration=${(completed.durationMs / 1000).toFixed(3)}s;;;0`)
   // A plugin's text may not contain `|`: it starts the perfdata.
   const text = summary.replaceAll('|', '/').replaceAll('\n', ' ')
   return {status, exitCode: CHECK_CODES[status], line: `LOCALPUPPET ${status} - ${text} | ${perf.join(' ')}`, ageSeconds}
