@@ -1,16 +1,15 @@
-import {Args, Flags} from '@oclif/core'
+import {Flags} from '@oclif/core'
 
 import {BaseCommand, describeWithExitCodes} from '../base-command.js'
-import {metricsFlags, runFlags} from '../flags.js'
-import {DEFAULT_INPUT} from '../lib/defaults.js'
+import {inputArgs, metricsFlags, runFlags} from '../flags.js'
 import {LocalpuppetError} from '../lib/errors.js'
 import {APPLY_EXIT_CODES, ExitCode} from '../lib/exit-codes.js'
 import {type ApplyOptions, DEFAULT_MAX_AGE} from '../lib/run/apply-run.js'
-import type {RunPlan} from '../lib/run/run-plan.js'
+import type {RunFetch, RunPlan} from '../lib/run/run-plan.js'
 import type {AttemptContext} from '../lib/run/refusal.js'
 import type {RunRecord} from '../lib/state/run-record.js'
 import {defaultStateDir} from '../lib/state/state-dir.js'
-import type {RunFlagValues} from '../run-options.js'
+import {type RunFlagValues, resolvePuppetArgs} from '../run-options.js'
 
 /** The flags of a run: apply's, and rollback's (which is apply --replay of a run it picks). */
 export const attemptFlags = {
@@ -53,6 +52,8 @@ export type AttemptFlagValues = RunFlagValues & {
 export abstract class AttemptCommand extends BaseCommand {
   /** The input's text as read, handed to the background half of --detach. */
   protected inputText?: string
+  /** What --fetch brought (done here, in the caller, even with --detach: a failure is reported at once). */
+  protected fetched: {fetched: RunFetch; release: string} | null = null
 
   /**
    * One attempt, from a parsed command line to its record: whatever happens past argument
@@ -65,6 +66,7 @@ export abstract class AttemptCommand extends BaseCommand {
       import('../lib/state/run-id.js'),
       import('../lib/util/duration.js'),
     ])
+    this.passThrough = await resolvePuppetArgs(this.passThrough)
     // Usage errors first: they are the command line's, not an attempt.
     const facts = parseFacts(flags.fact ?? [])
     const maxAgeMs = flags['max-age'] === undefined ? undefined : parseDuration(flags['max-age'], '--max-age')
@@ -108,7 +110,6 @@ export abstract class AttemptCommand extends BaseCommand {
     const {toPlanOptions} = await import('../run-options.js')
     const json = this.jsonEnabled()
     const color = Boolean(process.stdout.isTTY) && !json && !flags.detach
-    const options = toPlanOptions(flags, this.passThrough, facts, color)
     if (flags.save) {
       const {assertSavable} = await import('../lib/input/save-app.js')
       await assertSavable(inputPath)
@@ -116,7 +117,7 @@ export abstract class AttemptCommand extends BaseCommand {
 
     if (flags.replay) {
       const [{buildReplayPlan}, {assertRunId}] = await Promise.all([import('../lib/run/replay.js'), import('../lib/state/run-id.js')])
-      return (context.plan = await buildReplayPlan(assertRunId(flags.replay), options, context.runId))
+      return (context.plan = await buildReplayPlan(assertRunId(flags.replay), toPlanOptions(flags, this.passThrough, facts, color), context.runId))
     }
 
     const [{readInputText}, {parseNodeInput}, {buildRunPlan}, {parseReleaseRef}] = await Promise.all([
@@ -129,6 +130,14 @@ export abstract class AttemptCommand extends BaseCommand {
     this.inputText = text
     context.input = parseNodeInput(text, source)
     if (flags.app !== undefined) context.input = {...context.input, app: parseReleaseRef(flags.app, '--app')}
+    if (flags.fetch) {
+      const {fetchForRun} = await import('../fetch-options.js')
+      const result = await fetchForRun(context.input, flags, json)
+      this.fetched = {fetched: result.fetched, release: result.release}
+      context.input = result.input
+    }
+
+    const options = toPlanOptions(flags, this.passThrough, facts, color, this.fetched?.fetched)
     return (context.plan = await buildRunPlan(context.input, options, context.runId))
   }
 
@@ -141,7 +150,7 @@ export abstract class AttemptCommand extends BaseCommand {
       inputText,
       source: context.input?.source ?? context.source ?? '-',
       runId: plan.runId,
-      flags: {...rest, 'input-path': context.source},
+      flags: {...rest, 'input-path': context.source, ...(this.fetched ? {fetch: false, fetched: this.fetched.fetched, 'fetched-release': this.fetched.release} : {})},
       puppetArgs: this.passThrough,
     })
     if (reply.type === 'error') {
@@ -206,7 +215,7 @@ export abstract class AttemptCommand extends BaseCommand {
 
   /** The background half of --detach: takes its orders over IPC, replies once the run has started. */
   protected async runDetachedChild(): Promise<RunRecord> {
-    const [{receivePayload, replyToParent}, {parseNodeInput}, {buildRunPlan, parseFacts}, {applyPlan}, {toPlanOptions}, {buildReplayPlan}, {parseReleaseRef}] = await Promise.all([
+    const [{receivePayload, replyToParent}, {parseNodeInput}, {buildRunPlan, parseFacts}, {applyPlan}, {toPlanOptions}, {buildReplayPlan}, {parseReleaseRef}, {pinInput}] = await Promise.all([
       import('../lib/run/detach.js'),
       import('../lib/input/node-input.js'),
       import('../lib/run/run-plan.js'),
@@ -214,23 +223,25 @@ export abstract class AttemptCommand extends BaseCommand {
       import('../run-options.js'),
       import('../lib/run/replay.js'),
       import('../lib/release/release-ref.js'),
+      import('../fetch-options.js'),
     ])
     const payload = await receivePayload()
     this.passThrough = payload.puppetArgs
-    const flags = payload.flags as unknown as AttemptFlagValues & {'input-path'?: string}
+    const flags = payload.flags as unknown as AttemptFlagValues & {'input-path'?: string; fetched?: RunFetch; 'fetched-release'?: string}
     const facts = parseFacts(flags.fact ?? [])
     const stateDir = flags['state-dir'] ?? defaultStateDir()
     const context: AttemptContext = {stateDir, runId: payload.runId, startedAt: new Date(), source: payload.source, noop: flags.noop, facts, puppetArgs: payload.puppetArgs}
     let replied = false
     let record: RunRecord | null = null
     try {
-      const options = toPlanOptions(flags, payload.puppetArgs, facts, false)
+      const options = toPlanOptions(flags, payload.puppetArgs, facts, false, flags.fetched)
       let plan: RunPlan
       if (flags.replay) {
         plan = await buildReplayPlan(flags.replay, options, payload.runId)
       } else {
         context.input = parseNodeInput(payload.inputText, payload.source)
         if (flags.app !== undefined) context.input = {...context.input, app: parseReleaseRef(flags.app, '--app')}
+        context.input = await pinInput(context.input, flags['fetched-release'])
         plan = await buildRunPlan(context.input, options, payload.runId)
       }
 
@@ -303,9 +314,7 @@ export default class Apply extends AttemptCommand {
     '<%= config.bin %> apply -- --debug',
   ]
 
-  static override args = {
-    input: Args.string({description: 'the input YAML (ENC document plus app); - reads standard input', default: DEFAULT_INPUT}),
-  }
+  static override args = inputArgs
 
   static override flags = applyFlags
 

@@ -1,7 +1,7 @@
 import {Args} from '@oclif/core'
 
 import {describeWithExitCodes} from '../base-command.js'
-import {DEFAULT_INPUT} from '../lib/defaults.js'
+import {settingString} from '../lib/config/settings.js'
 import {APPLY_EXIT_CODES} from '../lib/exit-codes.js'
 import type {RunRecord} from '../lib/state/run-record.js'
 import {defaultStateDir} from '../lib/state/state-dir.js'
@@ -20,7 +20,7 @@ export default class Rollback extends AttemptCommand {
   static override usage = '<%= command.id %> [INPUT] [FLAGS] [-- PUPPET_ARGS...]'
   static override examples = ['<%= config.bin %> rollback', '<%= config.bin %> rollback --save', '<%= config.bin %> rollback --detach --json']
   static override args = {
-    input: Args.string({description: "the input whose app --save rewrites", default: DEFAULT_INPUT}),
+    input: Args.string({description: 'the input whose app --save rewrites (env LOCALPUPPET_INPUT, config input)', default: async () => (await settingString('input')) as string}),
   }
 
   static override flags = attemptFlags

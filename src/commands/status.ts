@@ -1,8 +1,8 @@
 import {Args, Flags} from '@oclif/core'
 
 import {BaseCommand, describeWithExitCodes} from '../base-command.js'
-import {stateFlags} from '../flags.js'
-import {DEFAULT_INPUT} from '../lib/defaults.js'
+import {puppetFlags, stateFlags} from '../flags.js'
+import {settingString} from '../lib/config/settings.js'
 import {NotFoundError} from '../lib/errors.js'
 import {ExitCode, STATUS_EXIT_CODES} from '../lib/exit-codes.js'
 import {type CheckResult, DEFAULT_CHECK_CRIT, DEFAULT_CHECK_WARN} from '../lib/metrics/nagios-check.js'
@@ -49,8 +49,13 @@ export default class Status extends BaseCommand {
     ...stateFlags,
     wait: Flags.boolean({description: 'wait until the run is no longer running'}),
     timeout: Flags.integer({description: 'with --wait: give up after this many seconds (exit 75)', min: 1, dependsOn: ['wait'], helpValue: 'SECONDS'}),
-    input: Flags.string({description: "the input whose app is the node's release (pointer)", default: DEFAULT_INPUT, helpValue: 'FILE'}),
-    puppet: Flags.string({description: 'the puppet executable (to find its disable lock)', env: 'LOCALPUPPET_PUPPET', default: 'puppet', helpValue: 'PATH'}),
+    input: Flags.string({
+      description: "the input whose app is the node's release (pointer) (env LOCALPUPPET_INPUT, config input)",
+      default: async () => (await settingString('input')) as string,
+      noCacheDefault: true,
+      helpValue: 'FILE',
+    }),
+    ...puppetFlags,
     check: Flags.boolean({description: 'Nagios/Icinga plugin output: one line with perfdata; exit 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN', exclusive: ['wait']}),
     warn: Flags.string({description: `with --check: WARNING when the newest success is older than this [default: ${DEFAULT_CHECK_WARN}]`, dependsOn: ['check'], helpValue: 'AGE'}),
     crit: Flags.string({description: `with --check: CRITICAL when the newest success is older than this [default: ${DEFAULT_CHECK_CRIT}]`, dependsOn: ['check'], helpValue: 'AGE'}),

@@ -242,6 +242,7 @@ export function planRecord(plan: RunPlan, started: Date, fields: Partial<RunReco
     command: plan.command,
     puppetArgs: plan.puppetArgs,
     replayOf: plan.replayOf ?? null,
+    ...(plan.fetch ? {fetch: plan.fetch} : {}),
     ...fields,
   })
 }

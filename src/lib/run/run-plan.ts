@@ -31,6 +31,14 @@ export interface PlanOptions {
   /** Arguments after `--`, passed to puppet as they are. */
   puppetArgs?: string[]
   env?: NodeJS.ProcessEnv
+  /** What --fetch brought from the source before resolving: recorded in the plan and the run record. */
+  fetched?: RunFetch | null
+}
+
+/** --fetch: the source and, per release, whether it was installed or already present. */
+export interface RunFetch {
+  source: string
+  releases: Array<{release: string; status: string; bytes: number}>
 }
 
 /**
@@ -74,6 +82,8 @@ export interface RunPlan {
   files: RunFiles
   /** apply --replay: the run whose release, ENC document, facts, manifest and puppet arguments this plan repeats. */
   replayOf?: string
+  /** What --fetch brought before resolving; absent without --fetch. */
+  fetch?: RunFetch
 }
 
 /** Builds the plan for one run. With no runId, paths and the ENC show `<run-id>`. */
@@ -147,6 +157,7 @@ export async function buildRunPlan(input: NodeInput, options: PlanOptions, runId
     input: {source: input.source, digest: input.digest, document: input.raw},
     stateDir,
     files,
+    ...(options.fetched ? {fetch: options.fetched} : {}),
   }
 }
 

@@ -70,6 +70,8 @@ export interface RunRecord {
   replayOf?: string | null
   /** --save: the input file whose app was rewritten to this run's release, or null. */
   saved?: string | null
+  /** With --fetch: the source and what was fetched (installed or already present). */
+  fetch?: {source: string; releases: Array<{release: string; status: string; bytes: number}>} | null
 }
 
 /** A record of an attempt just started by this process, with `fields` set and everything unknown empty. */
