@@ -12,7 +12,10 @@
  *   validate 50 / 50 x parser validate   validate of 50 inputs against one release vs
  *                    50 runs of `puppet parser validate` on one file (the one-pass design)
  *
- * BENCH=apply, delivery, triggers or validate runs one part; BENCH_FILES and
+ *   status / node    status, status --json and status --check over 100 run records
+ *                    (test/bench/status.ts) vs `node -e 0`
+ *
+ * BENCH=apply, delivery, triggers, validate or status runs one part; BENCH_FILES and
  * BENCH_FILE_KB size the synthetic release.
  */
 import {execFileSync, spawnSync} from 'node:child_process'
@@ -20,6 +23,8 @@ import {mkdirSync, mkdtempSync, rmSync, writeFileSync} from 'node:fs'
 import {tmpdir} from 'node:os'
 import {join} from 'node:path'
 import {fileURLToPath} from 'node:url'
+
+import {statusBench} from './status.js'
 
 const REPO = fileURLToPath(new URL('../..', import.meta.url))
 const BIN = join(REPO, 'bin', 'run.js')
@@ -173,6 +178,7 @@ try {
   if (!process.env.BENCH || process.env.BENCH === 'triggers') triggers(dir, isolate)
   if (!process.env.BENCH || process.env.BENCH === 'validate') validateBench(dir, isolate)
   if (!process.env.BENCH || process.env.BENCH === 'delivery') delivery(dir)
+  if (!process.env.BENCH || process.env.BENCH === 'status') statusBench(BIN, dir, ROUNDS)
 } finally {
   rmSync(dir, {recursive: true, force: true})
 }

@@ -43,6 +43,7 @@ test('refused attempts of every kind are recorded; status exits 1 and names the 
     ['invalid input', async () => cli(['apply', join(dir, 'bad.yaml'), '--module-dir', modules, '--state-dir', state, '--puppet', FAKE_PUPPET]), 65, /unknown key "clases"/],
     ['release missing', async () => apply('--app', 'foo/tags/9.9.9'), 66, /foo\/tags\/9\.9\.9/],
     ['puppet missing', async () => cli(['apply', join(dir, 'input.yaml'), '--module-dir', modules, '--state-dir', state, '--puppet', join(dir, 'nope')]), 69, /puppet not found/],
+    ['fetch failure', async () => apply('--fetch', '--source', join(dir, 'no-repository')), 69, /no release repository at .*no-repository/],
     ['puppet disabled', async () => {
       await writeFile(join(fake, 'agent_disabled.lock'), JSON.stringify({disabled_message: 'kernel upgrade (ops)'}))
       const result = await apply()
@@ -69,7 +70,7 @@ test('refused attempts of every kind are recorded; status exits 1 and names the 
   await appendFile(file, '# changed\n')
   t.is((await apply()).exitCode, 65)
   t.like((await statusJson(state)).record, {state: 'refused', exitCode: 65, error: 'foo/tags/1.4.0/foo/manifests/init.pp: modified since install'})
-  t.deepEqual((await history()).map((r) => r.state), ['refused', 'refused', 'refused', 'refused', 'refused', 'succeeded'])
+  t.deepEqual((await history()).map((r) => r.state), ['refused', 'refused', 'refused', 'refused', 'refused', 'refused', 'succeeded'])
 })
 
 test('busy is not failed: an attempt during a run, with or without --splay, leaves status on the run in progress, then on its result', async (t) => {
