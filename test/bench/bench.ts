@@ -12,10 +12,11 @@
  *   validate 50 / 50 x parser validate   validate of 50 inputs against one release vs
  *                    50 runs of `puppet parser validate` on one file (the one-pass design)
  *
+ *   fetch / curl+tar, fetch / r10k, fetch / g10k   see test/bench/fetch.ts
  *   status / node    status, status --json and status --check over 100 run records
  *                    (test/bench/status.ts) vs `node -e 0`
  *
- * BENCH=apply, delivery, triggers, validate or status runs one part; BENCH_FILES and
+ * BENCH=apply, delivery, triggers, validate, fetch or status runs one part; BENCH_FILES and
  * BENCH_FILE_KB size the synthetic release.
  */
 import {execFileSync, spawnSync} from 'node:child_process'
@@ -178,6 +179,7 @@ try {
   if (!process.env.BENCH || process.env.BENCH === 'triggers') triggers(dir, isolate)
   if (!process.env.BENCH || process.env.BENCH === 'validate') validateBench(dir, isolate)
   if (!process.env.BENCH || process.env.BENCH === 'delivery') delivery(dir)
+  if (!process.env.BENCH || process.env.BENCH === 'fetch') await (await import('./fetch.js')).fetchBench(dir, time, compare, Math.max(3, Math.floor(ROUNDS / 2)))
   if (!process.env.BENCH || process.env.BENCH === 'status') statusBench(BIN, dir, ROUNDS)
 } finally {
   rmSync(dir, {recursive: true, force: true})
