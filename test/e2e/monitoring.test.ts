@@ -131,3 +131,12 @@ test('status --check is a Nagios plugin: one line with perfdata, OK, WARNING, CR
   t.regex(disabled.stdout, /refused: web\/tags\/1\.0\.0: puppet is disabled: maintenance/)
   t.is((await cli(['status', '--state-dir', state, '--check', '--warn', 'soon'])).exitCode, 64)
 })
+
+test('the metrics file can be set in the node configuration (metrics_file)', async (t) => {
+  const {dir, common} = await setup(t)
+  const metrics = join(dir, 'from-config.prom')
+  await writeFile(join(dir, 'config.yaml'), `metrics_file: ${metrics}\n`)
+  const result = await cli(['apply', join(dir, 'input.yaml'), ...common], {env: {FAKE_PUPPET_DIR: join(dir, 'fake'), FAKE_PUPPET_SLEEP: '0', LOCALPUPPET_CONFIG: join(dir, 'config.yaml')}})
+  t.is(result.exitCode, 0, result.stderr)
+  t.regex(await readFile(metrics, 'utf8'), /^localpuppet_runs_total\{state="succeeded"\} 1$/m)
+})
