@@ -73,8 +73,8 @@ export default class Status extends BaseCommand {
     if (flags.check) return this.check(stateDir, flags.warn ?? DEFAULT_CHECK_WARN, flags.crit ?? DEFAULT_CHECK_CRIT, flags.puppet)
 
     let id: string
+    let node = await readNodeState(stateDir)
     if (args.runId === undefined) {
-      const node = await readNodeState(stateDir)
       if (!node.current) throw new NotFoundError(`no runs yet in ${stateDir}`)
       id = node.current.id
     } else {
@@ -91,7 +91,8 @@ export default class Status extends BaseCommand {
       }
     }
 
-    const node = await readNodeState(stateDir)
+    // What the node did meanwhile: the wait may have lasted.
+    if (flags.wait) node = await readNodeState(stateDir)
     const [puppetDisabled, pointer] = await Promise.all([disabledState(flags.puppet, this.passThrough, stateDir), readPointer(flags.input)])
     const lastCompleted = node.lastCompleted && node.lastCompleted.id !== record.id ? node.lastCompleted : null
     const result: StatusResult = {...record, lastCompleted, puppetDisabled, pointer}

@@ -15,7 +15,7 @@ import {RunLock, lockPath} from '../state/lock.js'
 import {pruneRuns, previousRun} from '../state/retention.js'
 import {formatAge} from '../util/duration.js'
 import {type ResourceCounts, type RunRecord, type RunState, newRunRecord, writeRunRecord} from '../state/run-record.js'
-import {runsDir} from '../state/state-dir.js'
+import {manifestCopyPath, runsDir} from '../state/state-dir.js'
 import {type ChildExit, startChild} from './child.js'
 import {runFingerprint} from './fingerprint.js'
 import {runFinishHook} from './finish-hook.js'
@@ -253,7 +253,8 @@ async function writeRunFiles(plan: RunPlan, record: RunRecord): Promise<void> {
   if (plan.manifest.source !== 'empty') {
     const bytes = await readFile(plan.manifest.path)
     record.manifestDigest = `sha256:${createHash('sha256').update(bytes).digest('hex')}`
-    if (plan.manifest.path !== files.manifestCopy) await copyFile(plan.manifest.path, files.manifestCopy)
+    const copy = manifestCopyPath(plan.stateDir, plan.runId)
+    if (plan.manifest.path !== copy) await copyFile(plan.manifest.path, copy)
   }
 
   await writeFile(files.encYaml, plan.encYaml, {mode: 0o600})

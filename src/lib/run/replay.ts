@@ -6,7 +6,7 @@ import {ImmutabilityError, NotFoundError, ReleaseError} from '../errors.js'
 import {parseNodeInput} from '../input/node-input.js'
 import {readNodeState} from '../state/node-state.js'
 import {type RunRecord, newestRecord, readRunRecord} from '../state/run-record.js'
-import {runFiles} from '../state/state-dir.js'
+import {manifestCopyPath, runFiles} from '../state/state-dir.js'
 import {type PlanOptions, type RunPlan, buildRunPlan} from './run-plan.js'
 
 /**
@@ -28,16 +28,17 @@ export async function buildReplayPlan(replayId: string, options: PlanOptions, ru
   }
 
   const old = runFiles(options.stateDir, replayId)
+  const oldManifest = manifestCopyPath(options.stateDir, replayId)
   let manifest: string | undefined
   if (record.manifestDigest) {
-    const bytes = await readFile(old.manifestCopy).catch(() => {
-      throw new NotFoundError(`run ${replayId}: its copy of the manifest ${old.manifestCopy} is gone; it cannot be replayed exactly`)
+    const bytes = await readFile(oldManifest).catch(() => {
+      throw new NotFoundError(`run ${replayId}: its copy of the manifest ${oldManifest} is gone; it cannot be replayed exactly`)
     })
     if (`sha256:${createHash('sha256').update(bytes).digest('hex')}` !== record.manifestDigest) {
-      throw new ReleaseError(`run ${replayId}: ${old.manifestCopy} no longer matches the manifest that run applied`)
+      throw new ReleaseError(`run ${replayId}: ${oldManifest} no longer matches the manifest that run applied`)
     }
 
-    manifest = old.manifestCopy
+    manifest = oldManifest
   }
 
   const input = parseNodeInput(JSON.stringify({...record.input.document, app: record.release}), `${record.input.source} (run ${replayId})`)

@@ -147,13 +147,8 @@ export async function listRunIds(stateDir: string): Promise<string[]> {
  * record is missing or damaged is passed over.
  */
 export async function readRunRecords(stateDir: string): Promise<RunRecord[]> {
-  const records: RunRecord[] = []
-  for (const id of await listRunIds(stateDir)) {
-    const record = await readRunRecord(stateDir, id).catch(() => null)
-    if (record && typeof record === 'object' && typeof record.state === 'string') records.push(effectiveRecord(record, isProcessAlive))
-  }
-
-  return records
+  const read = await Promise.all((await listRunIds(stateDir)).map((id) => readRunRecord(stateDir, id).catch(() => null)))
+  return read.filter((record): record is RunRecord => record !== null && typeof record === 'object' && typeof record.state === 'string').map((record) => effectiveRecord(record, isProcessAlive))
 }
 
 /** When a record's attempt ended (or started, while it runs): what "newest" means across runs. */

@@ -31,8 +31,6 @@ export interface RunFiles {
   report: string
   environmentPath: string
   emptyManifest: string
-  /** The manifest as applied (a copy), for --replay. */
-  manifestCopy: string
 }
 
 export function runFiles(stateDir: string, runId: string): RunFiles {
@@ -47,6 +45,10 @@ export function runFiles(stateDir: string, runId: string): RunFiles {
     report: join(dir, 'last_run_report.yaml'),
     environmentPath: join(dir, 'environments'),
     emptyManifest: join(dir, 'empty.pp'),
-    manifestCopy: join(dir, 'manifest.pp'),
   }
+}
+
+/** The copy of the manifest a run applied, kept for --replay (not part of the plan's files: puppet never reads it). */
+export function manifestCopyPath(stateDir: string, runId: string): string {
+  return join(runDir(stateDir, runId), 'manifest.pp')
 }
