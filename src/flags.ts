@@ -26,6 +26,13 @@ export const stateFlags = {
   }),
 }
 
+/** --allow-untrusted: for the commands that check what they trust (see util/trusted-path.ts). */
+export const trustFlags = {
+  'allow-untrusted': Flags.boolean({
+    description: 'use a state dir, module dir or release that is owned by another user or writable by others (recorded in the run record)',
+  }),
+}
+
 /** Where releases live: every command that reads or writes them. */
 export const moduleDirFlags = {
   'module-dir': settingFlag('module_dir', {
@@ -42,7 +49,7 @@ export const puppetFlags = {
 
 /** Where releases come from: fetch, and apply/plan with --fetch. */
 export const sourceFlags = {
-  source: Flags.string({description: 'the release repository: https://, http://, file:// or a directory (env LOCALPUPPET_SOURCE, config source)', helpValue: 'URL|DIR'}),
+  source: Flags.string({description: 'the release repository: https://, http://, file:// or a directory; or apt, for packages made by pack --format deb (env LOCALPUPPET_SOURCE, config source)', helpValue: 'URL|DIR|apt'}),
   trust: Flags.string({
     description: 'require signatures by this public key (PEM file, or a directory of them), besides /etc/localpuppet/trusted-keys; repeatable (env LOCALPUPPET_TRUST, config trust)',
     multiple: true,
@@ -59,6 +66,7 @@ export const runFlags = {
     helpValue: 'FILE',
   }),
   ...stateFlags,
+  ...trustFlags,
   ...puppetFlags,
   noop: Flags.boolean({description: 'run puppet with --noop: report what would change, change nothing'}),
   'detailed-exitcodes': Flags.boolean({description: "exit with Puppet's own codes: 0 no changes, 2 changes, 4 failures, 6 both, 1 failed run"}),

@@ -7,7 +7,7 @@ import {NotFoundError} from '../lib/errors.js'
 import {ExitCode, STATUS_EXIT_CODES} from '../lib/exit-codes.js'
 import {type CheckResult, DEFAULT_CHECK_CRIT, DEFAULT_CHECK_WARN} from '../lib/metrics/nagios-check.js'
 import {assertRunId} from '../lib/state/run-id.js'
-import {type RunRecord, effectiveRecord, readRunRecord} from '../lib/state/run-record.js'
+import {type RunRecord, readRunRecord, settledRecord} from '../lib/state/run-record.js'
 import {defaultStateDir} from '../lib/state/state-dir.js'
 import {isProcessAlive} from '../lib/util/process.js'
 import {renderRunRecord} from '../render/run-text.js'
@@ -81,7 +81,7 @@ export default class Status extends BaseCommand {
       id = assertRunId(args.runId)
     }
 
-    const read = async () => effectiveRecord(await readRunRecord(stateDir, id), isProcessAlive)
+    const read = async () => settledRecord(stateDir, await readRunRecord(stateDir, id), isProcessAlive)
     let record = await read()
     if (flags.wait) {
       const until = flags.timeout === undefined ? Number.POSITIVE_INFINITY : Date.now() + flags.timeout * 1000

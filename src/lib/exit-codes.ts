@@ -12,6 +12,7 @@ export const ExitCode = {
   internal: 70,
   locked: 73,
   ioError: 74,
+  noPerm: 77,
   tempFail: 75,
   sigterm: 143,
 } as const
@@ -33,8 +34,9 @@ export const APPLY_EXIT_CODES: ExitCodeRow[] = [
   {code: 69, meaning: 'puppet is not available; --fetch: the release repository cannot be reached'},
   {code: 70, meaning: 'internal error: a bug; please report it with the trace'},
   {code: 73, meaning: 'another run holds the lock (recorded as busy), or Puppet is disabled'},
-  {code: 74, meaning: 'I/O failure; with --save, the input cannot be rewritten'},
+  {code: 74, meaning: 'an I/O error: the state directory (or another file) could not be written, e.g. the disk is full; with --save, the input cannot be rewritten'},
   {code: 75, meaning: 'the run timed out (--timeout)'},
+  {code: 77, meaning: 'a directory it must trust (state dir, module dir, release) is owned by another user or writable by others'},
   {code: '130/143', meaning: 'interrupted by SIGINT/SIGTERM (SIGHUP 129); puppet stopped'},
 ]
 
@@ -43,9 +45,19 @@ export const STATUS_EXIT_CODES: ExitCodeRow[] = [
   {code: 1, meaning: 'the run failed, errored, was interrupted, or the attempt was refused'},
   {code: '0-3', meaning: 'with --check: OK, WARNING, CRITICAL, UNKNOWN (Nagios plugin codes)'},
   {code: 64, meaning: 'usage error (e.g. RUN_ID is not a run id)'},
+  {code: 65, meaning: 'the run record (run.json) is damaged; the message names it'},
   {code: 66, meaning: 'no such run, or no runs yet'},
   {code: 73, meaning: 'the run given found another run in progress (state busy)'},
   {code: 75, meaning: 'the run is still running (with --wait: when the wait timed out)'},
+]
+
+export const INSTALL_EXIT_CODES: ExitCodeRow[] = [
+  {code: 0, meaning: 'installed, or already installed with the same content'},
+  {code: 64, meaning: 'usage error'},
+  {code: 65, meaning: 'the archive is corrupt, unsafe, unlisted content, or badly signed; a name too long for the file system; git refuses the repository'},
+  {code: 66, meaning: 'archive, repository, tag or module dir not found'},
+  {code: 73, meaning: 'a tag is installed with other content; or another install runs'},
+  {code: 74, meaning: 'an I/O failure (disk full): nothing was installed, nothing left behind'},
 ]
 
 /** fetch (and what apply --fetch / plan --fetch meet before resolving). */

@@ -152,7 +152,7 @@ test('a tagged release that depends on trunk is refused before anything runs, un
   t.regex(refused.stderr, /foo\/tags\/2\.0\.0\/manifest\.yaml:2: modulepath\[0\]: "dist\/trunk" is mutable/)
   const {exitCode, record: refusedRecord} = await statusJson(join(dir, 'state'))
   t.is(exitCode, 1, 'the refusal is recorded: status says so')
-  t.like(refusedRecord, {state: 'refused', exitCode: 65, release: 'foo/tags/2.0.0'})
+  t.like(refusedRecord, {state: 'refused', exitCode: 65, release: null, ref: 'foo/tags/2.0.0'})
 
   const allowed = await cli([...base, '--allow-mutable', '--', ...isolatePuppet(dir)])
   t.is(allowed.exitCode, 0, allowed.stderr)

@@ -1,8 +1,11 @@
 import test from 'ava'
+
+
 import fc from 'fast-check'
 import yaml from 'js-yaml'
 
 import {InputError} from '../../src/lib/errors.js'
+import {exactIntegers} from '../helpers/exact.js'
 import {MAX_YAML_BYTES, dumpYaml, lineOfKey, parseYaml} from '../../src/lib/yaml.js'
 
 function inputError(t: import('ava').ExecutionContext, fn: () => unknown): InputError {
@@ -111,8 +114,9 @@ test('dumpYaml never folds long lines and never writes anchors', (t) => {
 
 test('dumpYaml writes numbers so they read back as the same numbers', (t) => {
   for (const n of [0, -0, 1, -1, 0.1, 1e-7, 5e-324, 1.5e300, 2 ** 53 - 1, 2 ** 53 + 2, 1e21, -1e21, Number.NaN, Infinity, -Infinity]) {
-    const back = parseYaml(dumpYaml({n}), 'x.yaml') as {n: number}
-    t.true(Object.is(back.n, n), `${n} read back as ${back.n}`)
+    const back = parseYaml(dumpYaml({n}), 'x.yaml') as {n: number | bigint}
+    // Integers beyond 2^53 come back exact, as BigInts.
+    t.true(Object.is(back.n, exactIntegers(n)), `${n} read back as ${back.n}`)
   }
 })
 
@@ -154,8 +158,15 @@ test('lineOfKey finds the child key, not a deeper key or a key of another parent
   t.is(lineOfKey(BLOCK, ['classes', 'bar']), undefined)
 })
 
-test('lineOfKey gives up on flow style', (t) => {
-  t.is(lineOfKey('{app: foo/trunk, classes: {foo: {port: 1}}}\n', ['classes', 'foo']), undefined)
+test('lineOfKey finds keys in flow style, keys containing ::, and items of a list', (t) => {
+  t.is(lineOfKey('{app: foo/trunk,\n classes: {foo: {port: 1}}}\n', ['classes', 'foo', 'port']), 2)
+  const text = 'app: nova/tags/1.0.0\nclasses:\n  nova::db::mysql:\n    password: x\n  "nova::api": {workers: 2,\n    bind: x}\n'
+  t.is(lineOfKey(text, ['classes', 'nova::db::mysql']), 3)
+  t.is(lineOfKey(text, ['classes', 'nova::db::mysql', 'password']), 4)
+  t.is(lineOfKey(text, ['classes', 'nova::api', 'bind']), 6)
+  t.is(lineOfKey('classes: [a,\n  nova::db::mysql]\n', ['classes', 'nova::db::mysql']), 2)
+  t.is(lineOfKey('classes:\n- a\n- nova::db::mysql\n', ['classes', 'nova::db::mysql']), 3)
+  t.is(lineOfKey('classes:\n  a: :\n  b: [\n', ['classes', 'a']), 2, 'a document the parser refuses is scanned line by line')
 })
 
 test('lineOfKey finds every key of any block mapping dumpYaml writes', (t) => {

@@ -1,9 +1,10 @@
-import {readFile} from 'node:fs/promises'
 import {isAbsolute} from 'node:path'
 
 import {DEFAULT_INPUT, DEFAULT_MODULE_DIR} from '../defaults.js'
-import {InputError, describeFsError} from '../errors.js'
+import {InputError, LocalpuppetError, describeFsError} from '../errors.js'
 import {defaultStateDir} from '../state/state-dir.js'
+import {decodeUtf8Strict, readBoundedFile} from '../util/bounded-read.js'
+import {assertTrustedPath} from '../util/trusted-path.js'
 
 /** The node's one configuration file, and the variable that moves it. */
 export const DEFAULT_CONFIG_FILE = '/etc/localpuppet/config.yaml'
@@ -32,7 +33,7 @@ export const SETTINGS = {
   state_dir: {env: 'LOCALPUPPET_STATE_DIR', flag: '--state-dir', type: 'path', default: (env) => defaultStateDir(env), description: 'run records and logs'},
   puppet: {env: 'LOCALPUPPET_PUPPET', flag: '--puppet', type: 'command', default: () => 'puppet', description: 'the puppet executable'},
   puppet_args: {env: 'LOCALPUPPET_PUPPET_ARGS', flag: '-- ARGS', type: 'list', default: () => [], description: 'arguments for puppet apply (env: split on whitespace)'},
-  source: {env: 'LOCALPUPPET_SOURCE', flag: '--source', type: 'url', default: () => null, description: 'the release repository fetch reads'},
+  source: {env: 'LOCALPUPPET_SOURCE', flag: '--source', type: 'url', default: () => null, description: 'the release repository fetch reads, or apt'},
   trust: {env: 'LOCALPUPPET_TRUST', flag: '--trust', type: 'paths', default: () => [], description: 'trusted public keys, files or directories (env: separated by :), besides /etc/localpuppet/trusted-keys'},
   input: {env: 'LOCALPUPPET_INPUT', flag: 'INPUT', type: 'path', default: () => DEFAULT_INPUT, description: 'the input apply and plan read'},
   metrics_file: {env: 'LOCALPUPPET_METRICS_FILE', flag: '--metrics-file', type: 'path', default: () => null, description: 'a Prometheus textfile written after each run'},
@@ -83,8 +84,12 @@ export function loadConfigFile(env: NodeJS.ProcessEnv = process.env): Promise<Co
 async function readConfigFile(path: string, explicit: boolean): Promise<ConfigFile> {
   let text: string
   try {
-    text = await readFile(path, 'utf8')
+    // It names what root runs and deletes: only a file root (or this user) alone can write counts.
+    const bytes = await readBoundedFile(path, {maxBytes: 1024 * 1024, label: `configuration ${path}`, error: (message) => new InputError(message)})
+    assertTrustedPath(path, {what: 'configuration', overridable: false})
+    text = decodeUtf8Strict(bytes, path, (message) => new InputError(message))
   } catch (error) {
+    if (error instanceof LocalpuppetError) throw error
     if (!explicit && (error as NodeJS.ErrnoException).code === 'ENOENT') return {path: null, values: {}}
     throw describeFsError(error, `configuration ${path}${explicit ? ` (${CONFIG_ENV})` : ''}`)
   }
@@ -149,7 +154,7 @@ function checkValue(key: SettingKey, raw: unknown, where: string): SettingValue 
 
     case 'url': {
       if (typeof raw !== 'string' || raw === '') return fail('a URL or an absolute directory')
-      return /^[a-z][a-z0-9+.-]*:/i.test(raw) ? raw : absolute(raw)
+      return raw === 'apt' || /^[a-z][a-z0-9+.-]*:/i.test(raw) ? raw : absolute(raw)
     }
 
     case 'list':

@@ -47,8 +47,9 @@ export class RunLock {
       token: randomBytes(8).toString('hex'),
     }
     const temp = `${path}.${process.pid}.${content.token}`
-    await writeFile(temp, JSON.stringify(content) + '\n', {mode: 0o600})
     try {
+      // Inside the try: a full disk creates the file and then fails to write it.
+      await writeFile(temp, JSON.stringify(content) + '\n', {mode: 0o600})
       // Enough rounds to wait out another process's takeover of a stale lock.
       for (let attempt = 0; attempt < 100; attempt++) {
         try {
@@ -77,7 +78,12 @@ export class RunLock {
 
   /** Who holds the state directory's run lock now, or null when nobody alive does. */
   static async holder(stateDir: string): Promise<{pid: number; runId: string | null; acquiredAt: string} | null> {
-    const holder = await readLock(lockPath(stateDir))
+    return RunLock.holderOf(lockPath(stateDir))
+  }
+
+  /** Who holds the lock file at `path` (e.g. a module directory's install lock), or null. */
+  static async holderOf(path: string): Promise<{pid: number; runId: string | null; acquiredAt: string} | null> {
+    const holder = await readLock(path)
     return holder && isHolderAlive(holder) ? {pid: holder.pid, runId: holder.runId, acquiredAt: holder.acquiredAt} : null
   }
 
