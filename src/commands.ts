@@ -11,6 +11,7 @@ import PackCommand from './commands/pack.js'
 import Plan from './commands/plan.js'
 import Publish from './commands/publish.js'
 import Releases from './commands/releases.js'
+import Rollback from './commands/rollback.js'
 import Status from './commands/status.js'
 import Validate from './commands/validate.js'
 import Verify from './commands/verify.js'
@@ -30,6 +31,7 @@ export const COMMANDS = {
   plan: Plan,
   publish: Publish,
   releases: Releases,
+  rollback: Rollback,
   status: Status,
   validate: Validate,
   verify: Verify,

@@ -88,3 +88,14 @@ export const inputArgs = {
     default: async () => (await settingString('input')) as string,
   }),
 }
+
+/** Where apply (and rollback) write Prometheus metrics after every attempt; unset: none. */
+export const metricsFlags = {
+  'metrics-file': Flags.string({
+    description:
+      "after every attempt, write the node's metrics in Prometheus' text format to FILE, atomically, e.g. /var/lib/prometheus/node-exporter/localpuppet.prom for the node exporter's textfile collector (env LOCALPUPPET_METRICS_FILE, config metrics_file)",
+    helpValue: 'FILE',
+    default: async () => (await settingString('metrics_file')) ?? undefined,
+    noCacheDefault: true,
+  }),
+}

@@ -95,6 +95,13 @@ export class LockHeldError extends LocalpuppetError {
   }
 }
 
+/** Puppet is disabled (`puppet agent --disable`, `localpuppet disable`): runs are refused (73). */
+export class PuppetDisabledError extends LocalpuppetError {
+  constructor(message: string) {
+    super('puppet-disabled', ExitCode.locked, message)
+  }
+}
+
 /** A tag is already installed with other content (73): tags are immutable. */
 export class ConflictError extends LocalpuppetError {
   constructor(message: string, suggestions: string[] = []) {

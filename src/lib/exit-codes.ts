@@ -33,8 +33,8 @@ export const APPLY_EXIT_CODES: ExitCodeRow[] = [
   {code: 66, meaning: 'input, module dir or release not found; no tag fits range'},
   {code: 69, meaning: 'puppet is not available; --fetch: the release repository cannot be reached'},
   {code: 70, meaning: 'internal error: a bug; please report it with the trace'},
-  {code: 73, meaning: 'another run holds the lock, or Puppet is disabled'},
-  {code: 74, meaning: 'an I/O error: the state directory (or another file) could not be written, e.g. the disk is full'},
+  {code: 73, meaning: 'another run holds the lock (recorded as busy), or Puppet is disabled'},
+  {code: 74, meaning: 'an I/O error: the state directory (or another file) could not be written, e.g. the disk is full; with --save, the input cannot be rewritten'},
   {code: 75, meaning: 'the run timed out (--timeout)'},
   {code: 77, meaning: 'a directory it must trust (state dir, module dir, release) is owned by another user or writable by others'},
   {code: '130/143', meaning: 'interrupted by SIGINT/SIGTERM (SIGHUP 129); puppet stopped'},
@@ -42,10 +42,12 @@ export const APPLY_EXIT_CODES: ExitCodeRow[] = [
 
 export const STATUS_EXIT_CODES: ExitCodeRow[] = [
   {code: 0, meaning: 'the run succeeded, or was skipped (--if-changed)'},
-  {code: 1, meaning: 'the run failed, errored or was interrupted'},
+  {code: 1, meaning: 'the run failed, errored, was interrupted, or the attempt was refused'},
+  {code: '0-3', meaning: 'with --check: OK, WARNING, CRITICAL, UNKNOWN (Nagios plugin codes)'},
   {code: 64, meaning: 'usage error (e.g. RUN_ID is not a run id)'},
   {code: 65, meaning: 'the run record (run.json) is damaged; the message names it'},
   {code: 66, meaning: 'no such run, or no runs yet'},
+  {code: 73, meaning: 'the run given found another run in progress (state busy)'},
   {code: 75, meaning: 'the run is still running (with --wait: when the wait timed out)'},
 ]
 

@@ -20,7 +20,11 @@ export function formatDuration(ms: number | null): string {
 
 export function formatResources(record: Pick<RunRecord, 'resources' | 'state'>): string {
   const r = record.resources
-  if (!r) return record.state === 'running' ? '- (still running)' : record.state === 'skipped' ? '- (puppet did not run)' : 'no summary (puppet wrote none)'
+  if (!r) {
+    if (record.state === 'running') return '- (still running)'
+    return ['skipped', 'refused', 'busy'].includes(record.state) ? '- (puppet did not run)' : 'no summary (puppet wrote none)'
+  }
+
   return `${r.changed} changed, ${r.failed} failed, ${r.outOfSync} out of sync, ${r.total} total`
 }
 

@@ -1,12 +1,20 @@
 import type {RunRecord} from '../lib/state/run-record.js'
 import {colorState, formatDuration, formatResources, table} from './format.js'
 
-/** `localpuppet status`: one run, in full. */
-export function renderRunRecord(record: RunRecord): string {
+/** What `status` adds about the node around the run it shows. */
+export interface NodeContext {
+  lastCompleted: RunRecord | null
+  puppetDisabled: {message: string} | null
+  pointer: string | null
+  pointerFile: string
+}
+
+/** `localpuppet status`: one run, in full (and, with no run id, what else the node's operator must know). */
+export function renderRunRecord(record: RunRecord, node?: NodeContext): string {
   const rows: Array<[string, string | string[]]> = [
     ['run', record.id],
     ['state', colorState(record.state)],
-    ['release', `${record.release}${record.ref === record.release ? '' : `  (from ${record.ref})`}`],
+    ['release', record.release === null ? `- (not resolved${record.ref ? `: ${record.ref}` : ''})` : `${record.release}${record.ref === record.release ? '' : `  (from ${record.ref})`}`],
     ['started', record.startedAt],
     ['finished', record.finishedAt ?? '-'],
     ['duration', formatDuration(record.durationMs)],
@@ -17,8 +25,22 @@ export function renderRunRecord(record: RunRecord): string {
   if (record.allowMutable) rows.push(['mutable', record.mutableEntries.length > 0 ? record.mutableEntries.join(', ') : 'allowed, none used'])
   if (record.splaySeconds !== null && record.splaySeconds !== undefined) rows.push(['splay', `${record.splaySeconds}s`])
   if (record.reason) rows.push(['reason', record.reason])
+  if (record.replayOf) rows.push(['replay of', record.replayOf])
+  if (record.saved) rows.push(['saved', `${record.saved} now names ${record.release}`])
   if (record.error) rows.push(['error', record.error])
   rows.push(['log', record.log])
+  if (node) {
+    if (node.lastCompleted) {
+      const last = node.lastCompleted
+      rows.push(['last completed', `${last.id}: ${colorState(last.state)} ${last.release}, finished ${last.finishedAt ?? '-'}`])
+    } else if (record.state === 'refused' || record.state === 'running') {
+      rows.push(['last completed', 'none'])
+    }
+
+    if (node.puppetDisabled) rows.push(['puppet', colorState('disabled') + `: ${node.puppetDisabled.message}`])
+    rows.push(['input app', node.pointer === null ? `- (${node.pointerFile} unreadable)` : `${node.pointer}  (${node.pointerFile})`])
+  }
+
   return table(rows)
 }
 

@@ -14,9 +14,11 @@
  *                    over Debian's puppet-module-* packages (test/bench/validate.ts)
  *
  *   fetch / curl+tar, fetch / r10k, fetch / g10k   see test/bench/fetch.ts
+ *   status / node    status, status --json and status --check over 100 run records
+ *                    (test/bench/status.ts) vs `node -e 0`
  *   pack deb / dpkg-deb   pack --format deb vs dpkg-deb --build of the same tree (deb.ts)
  *
- * BENCH=apply, apply-real, delivery, triggers, validate, fetch or deb runs one part; BENCH_SETS,
+ * BENCH=apply, apply-real, delivery, triggers, validate, fetch, deb or status runs one part; BENCH_SETS,
  * BENCH_FILES and BENCH_FILE_KB choose and size the delivery data sets.
  */
 import {execFileSync, spawnSync} from 'node:child_process'
@@ -25,6 +27,7 @@ import {tmpdir} from 'node:os'
 import {join} from 'node:path'
 import {fileURLToPath} from 'node:url'
 
+import {statusBench} from './status.js'
 import {validateBench} from './validate.js'
 import {applyReal, delivery} from './delivery.js'
 
@@ -107,6 +110,7 @@ try {
   if (!process.env.BENCH || process.env.BENCH === 'delivery') delivery({bin: BIN, rounds: ROUNDS, time, peakMb, compare}, dir)
   if (!process.env.BENCH || process.env.BENCH === 'apply-real') applyReal({bin: BIN, rounds: ROUNDS, time, peakMb, compare}, dir, isolate)
   if (!process.env.BENCH || process.env.BENCH === 'fetch') await (await import('./fetch.js')).fetchBench(dir, time, compare, Math.max(3, Math.floor(ROUNDS / 2)))
+  if (!process.env.BENCH || process.env.BENCH === 'status') statusBench(BIN, dir, ROUNDS)
   if (!process.env.BENCH || process.env.BENCH === 'deb') (await import('./deb.js')).debBench(dir, BIN, {time, compare, rounds: Math.max(3, Math.floor(ROUNDS / 2))})
 } finally {
   rmSync(dir, {recursive: true, force: true})

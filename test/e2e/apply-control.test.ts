@@ -62,6 +62,12 @@ test('a second apply fails at once with 73 naming the run that holds the lock', 
   const second = await cli(args, {env})
   t.is(second.exitCode, 73)
   t.regex(second.stderr, new RegExp(`run ${record.id.replaceAll('.', '\\.')} \\(pid \\d+\\) holds the lock`))
+  // Busy is not failed: status still describes the run in progress; history keeps a trace.
+  const after = await statusJson(state)
+  t.is(after.exitCode, 75)
+  t.is(after.record.id, record.id)
+  const history = JSON.parse((await cli(['history', '--state-dir', state, '--json'])).stdout)
+  t.deepEqual(history.map((r: {state: string}) => r.state), ['busy', 'running'])
 
   first.kill('SIGTERM')
   await first
@@ -111,13 +117,17 @@ test('--timeout stops puppet, says so, and exits 75', async (t) => {
   t.true(await gone(Number(await waitFor(join(fake, 'session-child.pid')))))
 })
 
-test('puppet that is not installed exits 69 and records nothing', async (t) => {
+test('puppet that is not installed exits 69 and is recorded as refused', async (t) => {
   const {dir, state} = await setup(t)
   const result = await cli(['apply', join(DEMO, 'input.yaml'), '--module-dir', join(DEMO, 'modules'), '--state-dir', state, '--puppet', join(dir, 'nope')])
   t.is(result.exitCode, 69)
   t.regex(result.stderr, /^localpuppet: puppet not found: .*nope$/m)
   t.notRegex(result.stderr, /warning/)
-  t.false(existsSync(state))
+  const {exitCode, record} = await statusJson(state)
+  t.is(exitCode, 1)
+  t.is(record.state, 'refused')
+  t.is(record.exitCode, 69)
+  t.regex(record.error, /puppet not found/)
 })
 
 test('puppet is started with the plan\'s exact command, stdin closed, and -- arguments last before the manifest', async (t) => {

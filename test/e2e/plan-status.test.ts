@@ -36,7 +36,7 @@ test('plan --json gives release, modulepath, enc and command', async (t) => {
   t.true(plan.command.includes(plan.modulepath.join(':')))
 })
 
-test('bad input is one line naming the file and key, exit 65, nothing written', async (t) => {
+test('bad input is one line naming the file and key, exit 65; plan writes nothing, apply records the refusal', async (t) => {
   const dir = await tempDir(t)
   await writeTree(dir, {'input.yaml': 'app: foo/trunk\nclases:\n  - foo\n'})
   const state = join(dir, 'state')
@@ -45,9 +45,12 @@ test('bad input is one line naming the file and key, exit 65, nothing written', 
     t.is(result.exitCode, 65)
     t.is(result.stderr, `localpuppet: ${join(dir, 'input.yaml')}:2: unknown key "clases" (did you mean classes?); allowed: app, classes, parameters, environment`)
     t.is(result.stdout, '')
+    if (command === 'plan') t.false(existsSync(state))
   }
 
-  t.false(existsSync(state))
+  const status = await cli(['status', '--state-dir', state, '--json'])
+  t.is(status.exitCode, 1)
+  t.like(JSON.parse(status.stdout), {state: 'refused', exitCode: 65, release: null})
 })
 
 test('a YAML syntax error names the line; --json gives an error object', async (t) => {

@@ -76,7 +76,8 @@ test('apply --fetch: the newest matching tag in the repository is fetched and ap
   const detached = await cli(['apply', input, '--fetch', '--detach', '--source', `http://127.0.0.1:${port}`, '--', ...isolatePuppet(dir)], {env})
   t.is(detached.exitCode, 69, detached.stderr)
   t.regex(detached.stderr, /repository http:\/\/127\.0\.0\.1:\d+\/: connection refused \(4 attempts\)/)
-  t.is((await statusJson(join(dir, 'state'))).record.id, record.id, 'no new run started')
+  // No new run started: the refused attempt is recorded as such (issue 9), the last completed run is the one before.
+  t.like((await statusJson(join(dir, 'state'))).record, {state: 'refused', exitCode: 69, lastCompleted: {id: record.id}})
 
   // With the repository on disk (file://), --detach --fetch hands the pinned release to the background run.
   const started = await cli(['apply', input, '--fetch', '--detach', '--json', '--source', `file://${repo}`, '--', ...isolatePuppet(dir)], {env})

@@ -42,7 +42,7 @@ test('apply --detach returns the run id at once; status --wait waits for real pu
   t.regex(await readFile(record.log, 'utf8'), /I notify you!/)
 })
 
-test('fast failures of apply --detach keep their exit codes and start nothing', async (t) => {
+test('fast failures of apply --detach keep their exit codes, start nothing, and are recorded as refused', async (t) => {
   const {dir, state, args, env} = await setup(t)
   await writeFile(join(dir, 'bad.yaml'), 'app: web/trunk\nclases: [web]\n')
   const bad = await cli(['apply', join(dir, 'bad.yaml'), ...args.slice(2), '--detach'], {env})
@@ -51,7 +51,9 @@ test('fast failures of apply --detach keep their exit codes and start nothing', 
   t.is(missing.exitCode, 69)
   const twice = await cli([...args, '--detach', '--puppet', join(dir, 'nope')], {env})
   t.is(twice.exitCode, 64, 'a flag given twice is a usage error')
-  t.false(existsSync(join(state, 'runs')) && (await readdir(join(state, 'runs'))).length > 0)
+  const refused = JSON.parse((await cli(['history', '--state-dir', state, '--json'])).stdout)
+  t.deepEqual(refused.map((r: {state: string; exitCode: number}) => [r.state, r.exitCode]), [['refused', 69], ['refused', 65]], 'the usage error is not an attempt')
+  t.is((await statusJson(state)).exitCode, 1)
 
   // A run in progress holds the lock: --detach says so with 73 instead of starting.
   const first = await cli([...args, '--detach'], {env: {...env, FAKE_PUPPET_SLEEP: '300'}})
@@ -59,7 +61,10 @@ test('fast failures of apply --detach keep their exit codes and start nothing', 
   const held = await cli([...args, '--detach'], {env})
   t.is(held.exitCode, 73)
   t.regex(held.stderr, new RegExp(`run ${first.stdout.trim().replaceAll('.', '\\.')} \\(pid \\d+\\) holds the lock`))
-  const {record} = await statusJson(state)
+  // Busy is not failed, with --detach too: status still shows the run in progress.
+  const {record, exitCode} = await statusJson(state)
+  t.is(record.id, first.stdout.trim())
+  t.is(exitCode, 75)
   process.kill(record.pid, 'SIGTERM')
   const stopped = await cli(['status', '--state-dir', state, '--wait', '--timeout', '30'])
   t.is(stopped.exitCode, 1)
@@ -133,7 +138,8 @@ test('--on-finish gets the final record on stdin and its failure changes nothing
   const hook = `cat > ${out}.json; echo "$LOCALPUPPET_RUN_ID $LOCALPUPPET_RUN_STATE" > ${out}.env; echo hook says hi; exit 3`
   const result = await cli([...args, '--on-finish', hook], {env})
   t.is(result.exitCode, 0, 'the hook failed, the run did not')
-  const {record} = await statusJson(state)
+  const {record: status} = await statusJson(state)
+  const {lastCompleted: _l, puppetDisabled: _p, pointer: _i, ...record} = status
   const fromHook = JSON.parse(await readFile(`${out}.json`, 'utf8'))
   t.deepEqual(fromHook, record)
   t.is(fromHook.state, 'succeeded')
@@ -182,7 +188,11 @@ test("Puppet's catalog-run lock is held during the run, and a live one held by p
   await writeFile(lock, String(process.pid))
   const refused = await cli(args, {env})
   t.is(refused.exitCode, 73)
-  t.regex((await statusJson(state)).record.error, /a Puppet catalog run is in progress \(pid \d+/)
+  // Busy, not failed: status still shows the run before; history has the trace.
+  t.is((await statusJson(state)).record.state, 'succeeded')
+  const [busy] = JSON.parse((await cli(['history', '--state-dir', state, '--json'])).stdout)
+  t.is(busy.state, 'busy')
+  t.regex(busy.error, /a Puppet catalog run is in progress \(pid \d+/)
 })
 
 test('--splay waits a random time before taking the lock, and records it', async (t) => {

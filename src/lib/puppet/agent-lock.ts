@@ -34,3 +34,19 @@ export async function enableRuns(puppet: string, puppetArgs: string[], stateDir:
   const wasDisabled = await enablePuppet(lockPaths)
   return {disabled: false, message, lockfile: lockPaths.disabled, wasDisabled}
 }
+
+/**
+ * Whether Puppet is disabled, for status and metrics: `{message}`, or null when it is not
+ * or cannot be told (puppet missing: nothing would run anyway, and apply says so).
+ */
+export async function disabledState(puppet: string, puppetArgs: string[], stateDir: string): Promise<{message: string} | null> {
+  // No state directory is made for this: status must not write.
+  const path = findExecutable(puppet)
+  if (path === null) return null
+  try {
+    const message = await disabledMessage(await puppetLockPaths(path, puppetArgs, stateDir))
+    return message === null ? null : {message}
+  } catch {
+    return null
+  }
+}

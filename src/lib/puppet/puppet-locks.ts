@@ -2,7 +2,7 @@ import {readFileSync} from 'node:fs'
 import {link, mkdir, readFile, unlink, writeFile} from 'node:fs/promises'
 import {dirname} from 'node:path'
 
-import {LockHeldError} from '../errors.js'
+import {LockHeldError, PuppetDisabledError} from '../errors.js'
 import {isProcessAlive} from '../util/process.js'
 import type {PuppetLockPaths} from './puppet-paths.js'
 
@@ -28,7 +28,7 @@ export async function disabledMessage(paths: PuppetLockPaths): Promise<string | 
 export async function assertEnabled(paths: PuppetLockPaths): Promise<void> {
   const message = await disabledMessage(paths)
   if (message !== null) {
-    throw new LockHeldError(`puppet is disabled: ${message}`, {pid: 0, runId: null})
+    throw new PuppetDisabledError(`puppet is disabled: ${message}`)
   }
 }
 

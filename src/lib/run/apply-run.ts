@@ -1,11 +1,12 @@
+import {createHash} from 'node:crypto'
 import {closeSync, openSync, writeSync} from 'node:fs'
-import {mkdir, writeFile} from 'node:fs/promises'
+import {copyFile, mkdir, readFile, writeFile} from 'node:fs/promises'
 import {join} from 'node:path'
 import {StringDecoder} from 'node:string_decoder'
 import {setTimeout as sleep} from 'node:timers/promises'
 
 import {renderEncScript} from '../enc/exec-enc.js'
-import {InterruptedError, LocalpuppetError, LockHeldError, PuppetUnavailableError, TimeoutError} from '../errors.js'
+import {InterruptedError, LocalpuppetError, LockHeldError, PuppetDisabledError, PuppetUnavailableError, TimeoutError} from '../errors.js'
 import {ExitCode} from '../exit-codes.js'
 import {assertEnabled, holdCatalogRunLock} from '../puppet/puppet-locks.js'
 import {type PuppetLockPaths, puppetLockPaths} from '../puppet/puppet-paths.js'
@@ -13,10 +14,11 @@ import {readRunSummary} from '../puppet/run-summary.js'
 import {markReleasesInUse} from '../release/in-use.js'
 import {RunLock, lockPath} from '../state/lock.js'
 import {pruneRuns, previousRun} from '../state/retention.js'
-import {type ResourceCounts, type RunRecord, type RunState, writeRunRecord} from '../state/run-record.js'
-import {runsDir} from '../state/state-dir.js'
+import {formatAge} from '../util/duration.js'
 import {asIoError} from '../util/io-error.js'
 import {processStartTime} from '../util/process.js'
+import {type ResourceCounts, type RunRecord, type RunState, newRunRecord, writeRunRecord} from '../state/run-record.js'
+import {manifestCopyPath, runsDir} from '../state/state-dir.js'
 import {type ChildExit, startChild} from './child.js'
 import {runFingerprint} from './fingerprint.js'
 import {runFinishHook} from './finish-hook.js'
@@ -27,6 +29,10 @@ const ANSI_SGR = /\u001B\[[0-9;]*m/g
 
 /** Run directories kept by default (--keep). */
 export const DEFAULT_KEEP = 100
+
+/** --max-age's default: --if-changed skips for at most this long after a full run, then enforces again. */
+export const DEFAULT_MAX_AGE = '6h'
+export const DEFAULT_MAX_AGE_MS = 6 * 3600 * 1000
 
 export interface ApplyOptions {
   /** Aborting stops puppet and its process group; the reason names the signal (SIGINT, SIGTERM, SIGHUP). */
@@ -41,6 +47,12 @@ export interface ApplyOptions {
   splaySeconds?: number
   /** --if-changed: skip when the fingerprint equals the newest succeeded run's. */
   ifChanged?: boolean
+  /** --max-age: with ifChanged, skip only while that run is younger than this (ms); DEFAULT_MAX_AGE_MS when absent. */
+  maxAgeMs?: number
+  /** --save: once the run has the lock, rewrite this input's app to the run's release (see saveInputApp). */
+  save?: (release: string) => Promise<string>
+  /** For tests and --replay: now. */
+  now?: () => Date
   /** --keep: run directories to keep. */
   keep?: number
   /** --on-finish: a shell command run once the record is final. */
@@ -82,7 +94,10 @@ export async function applyPlan(plan: RunPlan, options: ApplyOptions = {}): Prom
     await (lock as RunLock | null)?.release()
   }
 
-  if (options.onFinish) await runFinishHook(options.onFinish, outcome.record, plan.files.log, options.onFinishTimeoutMs)
+  if (options.onFinish) {
+    await runFinishHook(options.onFinish, outcome.record, {log: plan.files.log, recordFile: plan.files.record, timeoutMs: options.onFinishTimeoutMs, signal: options.signal})
+  }
+
   return outcome
 }
 
@@ -119,38 +134,7 @@ async function run(
 ): Promise<ApplyOutcome> {
   const {files} = plan
   const started = new Date()
-  const record: RunRecord = {
-    id: plan.runId,
-    state: 'running',
-    release: plan.release,
-    ref: plan.ref,
-    modulepath: plan.modulepath,
-    input: {source: plan.input.source, document: plan.input.document},
-    inputDigest: plan.input.digest,
-    noop: plan.noop,
-    allowMutable: plan.allowMutable,
-    allowUntrusted: plan.allowUntrusted,
-    untrusted: plan.untrusted,
-    mutableEntries: plan.mutableEntries,
-    facts: plan.facts,
-    environment: plan.environment,
-    manifest: plan.manifest.path,
-    command: plan.command,
-    pid: process.pid,
-    pidStart: processStartTime(process.pid),
-    startedAt: started.toISOString(),
-    finishedAt: null,
-    durationMs: null,
-    exitCode: null,
-    puppetExitCode: null,
-    resources: null,
-    error: null,
-    reason: null,
-    fingerprint: null,
-    splaySeconds: splay,
-    log: files.log,
-    ...(plan.fetch ? {fetch: plan.fetch} : {}),
-  }
+  const record = planRecord(plan, started, {splaySeconds: splay})
 
   await mkdir(files.dir, {mode: 0o700})
   const finish = async (state: RunState, exitCode: number, fields: Partial<RunRecord> = {}): Promise<ApplyOutcome> => {
@@ -187,20 +171,32 @@ async function run(
       await assertEnabled(puppetLocks)
     }
 
+    if (options.save) {
+      record.saved = await options.save(plan.release)
+      await writeRunRecord(plan.stateDir, record)
+      writeLog(`localpuppet: --save: ${record.saved} now names ${plan.release}\n`)
+    }
+
     // From here on the run reads its releases: an install must not replace one meanwhile.
     unmark = await markReleasesInUse(plan.moduleDir, plan.runId, plan.releases.map((release) => release.release))
     const fingerprint = await runFingerprint(plan)
     record.fingerprint = fingerprint
     if (options.ifChanged) {
       const previous = await previousRun(plan.stateDir, plan.runId)
-      if (previous?.state === 'succeeded' && previous.fingerprint === fingerprint) {
-        const reason = `nothing changed since run ${previous.id} (same releases, ENC document, facts, manifest and options)`
+      const maxAgeMs = options.maxAgeMs ?? DEFAULT_MAX_AGE_MS
+      const age = previous ? (options.now?.() ?? new Date()).getTime() - Date.parse(previous.finishedAt ?? previous.startedAt) : null
+      if (previous?.state === 'succeeded' && previous.fingerprint === fingerprint && age !== null && age < maxAgeMs) {
+        const reason = `nothing changed since run ${previous.id}, ${formatAge(age)} ago (same releases, ENC document, facts, manifest and options; --max-age ${formatAge(maxAgeMs)})`
         writeLog(`localpuppet: skipped: ${reason}\n`)
         return await finish('skipped', ExitCode.ok, {reason})
       }
+
+      if (previous?.state === 'succeeded' && previous.fingerprint === fingerprint) {
+        writeLog(`localpuppet: nothing changed since run ${previous.id}, but it is ${formatAge(age ?? 0)} old (--max-age ${formatAge(maxAgeMs)}): enforcing\n`)
+      }
     }
 
-    await writeRunFiles(plan)
+    await writeRunFiles(plan, record)
     writeLog(`localpuppet: ${plan.command.join(' ')}\n`)
     if (options.signal?.aborted) throw new InterruptedError(abortSignalName(options.signal))
     const releaseCatalogLock = await holdCatalogRunLock(puppetLocks)
@@ -251,7 +247,9 @@ async function run(
     const error = asIoError(caught) ?? caught
     const known = error instanceof LocalpuppetError
     writeLog(`localpuppet: ${(error as Error).message}\n`)
-    const outcome = await finish(error instanceof InterruptedError ? 'interrupted' : 'error', known ? error.exitCode : ExitCode.internal, {
+    const state: RunState =
+      error instanceof InterruptedError ? 'interrupted' : error instanceof LockHeldError ? 'busy' : error instanceof PuppetDisabledError ? 'refused' : 'error'
+    const outcome = await finish(state, known ? error.exitCode : ExitCode.internal, {
       error: (error as Error).message,
     }).catch(() => null)
     if (outcome && known) return outcome
@@ -262,8 +260,40 @@ async function run(
   }
 }
 
-async function writeRunFiles(plan: RunPlan): Promise<void> {
+/** A plan's run record as it starts: state running, nothing known of the outcome yet. */
+export function planRecord(plan: RunPlan, started: Date, fields: Partial<RunRecord> = {}): RunRecord {
+  return newRunRecord(plan.runId, plan.files.log, started, {
+    release: plan.release,
+    ref: plan.ref,
+    modulepath: plan.modulepath,
+    input: {source: plan.input.source, document: plan.input.document},
+    inputDigest: plan.input.digest,
+    noop: plan.noop,
+    allowMutable: plan.allowMutable,
+    allowUntrusted: plan.allowUntrusted,
+    untrusted: plan.untrusted,
+    mutableEntries: plan.mutableEntries,
+    facts: plan.facts,
+    environment: plan.environment,
+    manifest: plan.manifest.path,
+    command: plan.command,
+    puppetArgs: plan.puppetArgs,
+    replayOf: plan.replayOf ?? null,
+    ...(plan.fetch ? {fetch: plan.fetch} : {}),
+    ...fields,
+  })
+}
+
+async function writeRunFiles(plan: RunPlan, record: RunRecord): Promise<void> {
   const {files} = plan
+  // The manifest as applied, kept so that --replay applies the same one even after it changed.
+  if (plan.manifest.source !== 'empty') {
+    const bytes = await readFile(plan.manifest.path)
+    record.manifestDigest = `sha256:${createHash('sha256').update(bytes).digest('hex')}`
+    const copy = manifestCopyPath(plan.stateDir, plan.runId)
+    if (plan.manifest.path !== copy) await copyFile(plan.manifest.path, copy)
+  }
+
   await writeFile(files.encYaml, plan.encYaml, {mode: 0o600})
   await writeFile(files.encScript, renderEncScript(files.encYaml, plan.runId), {mode: 0o700})
   // Puppet needs a directory for the ENC's environment (and for production, its default).

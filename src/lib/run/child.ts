@@ -14,6 +14,8 @@ export interface ChildOptions {
   onStderr?: (chunk: Buffer) => void
   /** Data written to the child's stdin, then closed; otherwise stdin is /dev/null. */
   input?: string
+  /** An open file descriptor to give the child as its stdin (a real file: /dev/stdin works, unlike a socket). */
+  stdinFd?: number
 }
 
 export interface ChildExit {
@@ -27,12 +29,16 @@ export interface ChildExit {
 export interface Child {
   pid: number | undefined
   exited: Promise<ChildExit>
+  /** The child process itself ended, whether or not processes it left behind still hold its output open. */
+  processEnded: Promise<{exitCode: number | null; signal: NodeJS.Signals | null} | null>
+  /** Stops reading the child's output (after processEnded, when leftovers may keep it open). */
+  closeOutput(): void
   /**
    * Signals the child and every process it started, its process group and the children
    * that left it (setsid) alike. The first call remembers them, so that a later SIGKILL
    * still reaches children orphaned when the child itself exited.
    */
-  killTree(signal: NodeJS.Signals): void
+  killTree(signal: NodeJS.Signals, also?: ProcessId[]): void
   /** After the child exited: waits up to `graceMs` for the remembered processes to go, then SIGKILLs the rest. */
   reapTree(graceMs: number): Promise<void>
 }
@@ -51,7 +57,8 @@ export function startChild(file: string, args: string[], options: ChildOptions =
     reject: false,
     buffer: false,
     stripFinalNewline: false,
-    stdin: options.input === undefined ? 'ignore' : 'pipe',
+    // execa takes a file descriptor as it is (its types do not say so in this union).
+    stdin: (options.stdinFd ?? (options.input === undefined ? 'ignore' : 'pipe')) as 'pipe',
     ...(options.input === undefined ? {} : {input: options.input}),
     stdout: 'pipe',
     stderr: 'pipe',
@@ -68,6 +75,13 @@ export function startChild(file: string, args: string[], options: ChildOptions =
     }
   })
 
+  // null when it could not start (see exited's spawnError).
+  const processEnded = new Promise<{exitCode: number | null; signal: NodeJS.Signals | null} | null>((resolve) => {
+    if (subprocess.pid === undefined) resolve(null)
+    subprocess.once('exit', (exitCode, signal) => resolve({exitCode, signal}))
+    subprocess.once('error', () => resolve(null))
+  })
+
   const tree: ProcessId[] = []
   const remember = () => {
     if (subprocess.pid === undefined) return
@@ -77,10 +91,16 @@ export function startChild(file: string, args: string[], options: ChildOptions =
   return {
     pid: subprocess.pid,
     exited,
-    killTree(signal) {
+    processEnded,
+    closeOutput() {
+      subprocess.stdout?.destroy()
+      subprocess.stderr?.destroy()
+    },
+    killTree(signal, also = []) {
       const pid = subprocess.pid
       if (pid === undefined) return
       remember()
+      for (const found of also) if (!tree.some((p) => p.pid === found.pid)) tree.push(found)
       try {
         if (options.ownGroup) process.kill(-pid, signal)
         else subprocess.kill(signal)

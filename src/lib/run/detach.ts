@@ -14,7 +14,7 @@ export interface DetachPayload {
 /** The detached process's one reply: its run started (the record exists), or why not. */
 export type DetachReply =
   | {type: 'started'; record: RunRecord}
-  | {type: 'error'; error: {code: string; exitCode: number; message: string; suggestions?: string[]}}
+  | {type: 'error'; error: {code: string; exitCode: number; message: string; suggestions?: string[]}; recorded?: boolean}
 
 /**
  * Starts `node ENTRY apply --detached-child` in a session of its own (it survives the

@@ -1,35 +1,114 @@
+import {randomBytes} from 'node:crypto'
+import {closeSync, openSync} from 'node:fs'
 import {appendFile} from 'node:fs/promises'
+import {setTimeout as sleep} from 'node:timers/promises'
 
 import type {RunRecord} from '../state/run-record.js'
+import {processesWithEnv, survivors} from '../util/process-tree.js'
 import {startChild} from './child.js'
 
-/** How long a finish hook may take before it is stopped. */
+/** How long a finish hook, and everything it started, may take before it is stopped. */
 export const FINISH_HOOK_TIMEOUT_MS = 60_000
+/** How much of the hook's output goes to the run's log; the rest is counted and dropped. */
+export const FINISH_HOOK_OUTPUT_BYTES = 64 * 1024
+/** After the hook's shell exits (or is stopped), how long what it left behind gets to go after SIGTERM. */
+const LEFTOVER_GRACE_MS = 1000
+
+export interface FinishHookOptions {
+  /** The run's log: the hook's outcome and (capped) output are appended to it. */
+  log: string
+  /** run.json, already final: the hook's standard input is this file, so `/dev/stdin` works. */
+  recordFile: string
+  timeoutMs?: number
+  outputBytes?: number
+  /** Aborting (SIGTERM to apply) stops the hook and all it started at once. */
+  signal?: AbortSignal
+}
 
 /**
- * Runs `--on-finish CMD` with /bin/sh once the run record is final: the record as JSON
- * on stdin, LOCALPUPPET_RUN_ID and LOCALPUPPET_RUN_STATE in the environment. It is given
- * a minute; its output and failure go to the run's log and never change the run's result.
+ * Runs `--on-finish CMD` with /bin/sh once the run record is final: the record (run.json,
+ * a real file) on stdin, LOCALPUPPET_RUN_ID and LOCALPUPPET_RUN_STATE in the environment.
+ * Bounded: when the shell exits, whatever it left running (its process group, its
+ * descendants, and processes that left both with setsid: they carry a token in their
+ * environment) is stopped; the whole lot gets `timeoutMs`; only the first `outputBytes`
+ * of output are kept. Its outcome goes to the run's log and never changes the run's result.
  */
-export async function runFinishHook(command: string, record: RunRecord, logPath: string, timeoutMs = FINISH_HOOK_TIMEOUT_MS): Promise<void> {
-  const lines: string[] = []
-  const capture = (chunk: Buffer) => lines.push(chunk.toString('utf8'))
+export async function runFinishHook(command: string, record: RunRecord, options: FinishHookOptions): Promise<void> {
+  const timeoutMs = options.timeoutMs ?? FINISH_HOOK_TIMEOUT_MS
+  const limit = options.outputBytes ?? FINISH_HOOK_OUTPUT_BYTES
+  const token = `LOCALPUPPET_HOOK_TOKEN=${randomBytes(8).toString('hex')}`
+  const kept: Buffer[] = []
+  let keptBytes = 0
+  let dropped = 0
+  const capture = (chunk: Buffer) => {
+    const room = limit - keptBytes
+    if (room > 0) {
+      kept.push(chunk.subarray(0, room))
+      keptBytes += Math.min(room, chunk.length)
+    }
+
+    dropped += Math.max(0, chunk.length - Math.max(0, room))
+  }
+
+  let stdin: number | undefined
+  try {
+    stdin = openSync(options.recordFile, 'r')
+  } catch {}
+
+  const [name, value] = token.split('=')
   const child = startChild('/bin/sh', ['-c', command], {
-    env: {LOCALPUPPET_RUN_ID: record.id, LOCALPUPPET_RUN_STATE: record.state},
-    input: JSON.stringify(record) + '\n',
+    env: {LOCALPUPPET_RUN_ID: record.id, LOCALPUPPET_RUN_STATE: record.state, [name]: value},
+    ...(stdin === undefined ? {input: JSON.stringify(record) + '\n'} : {stdinFd: stdin}),
     ownGroup: true,
     onStdout: capture,
     onStderr: capture,
   })
-  let timedOut = false
+  if (stdin !== undefined) closeSync(stdin)
+
+  let stopped: string | null = null
+  const stopAll = async (signal: NodeJS.Signals) => {
+    child.killTree(signal, processesWithEnv(token))
+  }
+
   const timer = setTimeout(() => {
-    timedOut = true
-    child.killTree('SIGKILL')
+    stopped ??= `stopped after ${timeoutMs / 1000}s`
+    void stopAll('SIGKILL')
   }, timeoutMs)
-  const exit = await child.exited
-  clearTimeout(timer)
-  const output = lines.join('').trimEnd()
-  const outcome = timedOut ? `stopped after ${timeoutMs / 1000}s` : exit.spawnError ? `could not start: ${exit.spawnError.message}` : exit.exitCode === 0 ? 'ok' : `failed (exit ${exit.exitCode ?? exit.signal})`
-  const text = `localpuppet: on-finish hook ${outcome}: ${command}\n${output === '' ? '' : output.replace(/^/gm, 'on-finish: ') + '\n'}`
-  await appendFile(logPath, text, {mode: 0o600}).catch(() => {})
+  const onAbort = () => {
+    stopped ??= `stopped by ${String(options.signal?.reason ?? 'a signal')}`
+    void stopAll('SIGKILL')
+  }
+
+  options.signal?.addEventListener('abort', onAbort, {once: true})
+  if (options.signal?.aborted) onAbort()
+  try {
+    const ended = await child.processEnded
+    // The shell is gone; what it left behind goes too: first politely, then not.
+    const leftovers = processesWithEnv(token)
+    if (leftovers.length > 0 || stopped !== null) {
+      child.killTree('SIGTERM', leftovers)
+      const until = Date.now() + LEFTOVER_GRACE_MS
+      while (survivors(processesWithEnv(token)).length > 0 && Date.now() < until) await sleep(50)
+      child.killTree('SIGKILL', processesWithEnv(token))
+    }
+
+    // A process that escaped even that (it cleared its environment) may still hold the
+    // output open: stop reading rather than wait for it.
+    const exit = await Promise.race([child.exited, sleep(LEFTOVER_GRACE_MS).then(() => null)])
+    if (exit === null) child.closeOutput()
+    const outcome =
+      stopped ??
+      (ended === null
+        ? `could not start: ${exit?.spawnError?.message ?? '/bin/sh'}`
+        : ended.exitCode === 0
+          ? 'ok'
+          : `failed (exit ${ended.exitCode ?? ended.signal})`)
+    const output = Buffer.concat(kept).toString('utf8').trimEnd()
+    const more = dropped > 0 ? `on-finish: (${dropped} more bytes of output dropped)\n` : ''
+    const text = `localpuppet: on-finish hook ${outcome}: ${command}\n${output === '' ? '' : output.replace(/^/gm, 'on-finish: ') + '\n'}${more}`
+    await appendFile(options.log, text, {mode: 0o600}).catch(() => {})
+  } finally {
+    clearTimeout(timer)
+    options.signal?.removeEventListener('abort', onAbort)
+  }
 }

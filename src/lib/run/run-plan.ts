@@ -88,6 +88,8 @@ export interface RunPlan {
   input: {source: string; digest: string; document: Record<string, unknown>}
   stateDir: string
   files: RunFiles
+  /** apply --replay: the run whose release, ENC document, facts, manifest and puppet arguments this plan repeats. */
+  replayOf?: string
   /** What --fetch brought before resolving; absent without --fetch. */
   fetch?: RunFetch
 }

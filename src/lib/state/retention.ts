@@ -1,7 +1,7 @@
 import {rm} from 'node:fs/promises'
 
 import {isProcessAlive} from '../util/process.js'
-import {type RunRecord, effectiveRecord, listRunIds, readRunRecord} from './run-record.js'
+import {type RunRecord, effectiveRecord, listRunIds, newestRecord, readRunRecord, readRunRecords} from './run-record.js'
 import {runDir} from './state-dir.js'
 
 /**
@@ -23,17 +23,11 @@ export async function pruneRuns(stateDir: string, keep: number): Promise<string[
 }
 
 /**
- * The newest run before `runId` that actually ran or tried to (skipped runs are passed
- * over): what --if-changed compares with.
+ * The newest run other than `runId` that ran puppet, by when it ended: what --if-changed
+ * compares with. Skipped runs are passed over (they ran nothing), and so are attempts that
+ * were refused or found another run in progress: the node is as the run before them left it.
  */
 export async function previousRun(stateDir: string, runId: string): Promise<RunRecord | null> {
-  const ids = (await listRunIds(stateDir)).filter((id) => id < runId)
-  for (let i = ids.length - 1; i >= 0; i--) {
-    const record = await readRunRecord(stateDir, ids[i]).catch(() => null)
-    if (!record) continue
-    const effective = effectiveRecord(record, isProcessAlive)
-    if (effective.state !== 'skipped') return effective
-  }
-
-  return null
+  const records = await readRunRecords(stateDir)
+  return newestRecord(records, (record) => record.id !== runId && ['succeeded', 'failed', 'error', 'interrupted'].includes(record.state))
 }

@@ -6,11 +6,20 @@ import {readBoundedFile} from '../util/bounded-read.js'
 import {asIoError} from '../util/io-error.js'
 import {stringifyJson} from '../util/json.js'
 import {readRunSummary} from '../puppet/run-summary.js'
-import {processStartTime} from '../util/process.js'
+import {isProcessAlive, processStartTime} from '../util/process.js'
 import {isRunId} from './run-id.js'
 import {runFiles, runsDir} from './state-dir.js'
 
-export type RunState = 'running' | 'succeeded' | 'failed' | 'error' | 'interrupted' | 'skipped'
+/**
+ * `refused`: the attempt got past argument parsing and was refused before puppet ran
+ * (invalid input or release, verification, Puppet disabled, puppet missing). `busy`: it
+ * found another run in progress (73 from a lock); kept as a trace, it never stands for
+ * the node's state.
+ */
+export type RunState = 'running' | 'succeeded' | 'failed' | 'error' | 'interrupted' | 'skipped' | 'refused' | 'busy'
+
+/** States of an attempt that ran puppet, or decided it need not (skipped): what the node last did. */
+export const COMPLETED_STATES: readonly RunState[] = ['succeeded', 'failed', 'error', 'interrupted', 'skipped']
 
 export interface ResourceCounts {
   changed: number
@@ -23,10 +32,10 @@ export interface ResourceCounts {
 export interface RunRecord {
   id: string
   state: RunState
-  /** The release that ran (`foo/tags/1.4.0`). */
-  release: string
-  /** The reference as written in the input (`foo@^1.4`). */
-  ref: string
+  /** The release that ran (`foo/tags/1.4.0`); null when a refused attempt never got as far as resolving it. */
+  release: string | null
+  /** The reference as written in the input or given with --app (`foo@^1.4`), or null when unreadable. */
+  ref: string | null
   modulepath: string[]
   input: {source: string; document: Record<string, unknown>}
   inputDigest: string
@@ -63,8 +72,54 @@ export interface RunRecord {
   /** The random wait before taking the lock (--splay), in seconds, or null. */
   splaySeconds: number | null
   log: string
+  /** The arguments given after `--`, as passed to puppet (replay repeats them). */
+  puppetArgs?: string[]
+  /** sha256 of the manifest applied (a copy is kept in the run directory for replay), or null for the empty one. */
+  manifestDigest?: string | null
+  /** The run this one replays (apply --replay, rollback), or null. */
+  replayOf?: string | null
+  /** --save: the input file whose app was rewritten to this run's release, or null. */
+  saved?: string | null
   /** With --fetch: the source and what was fetched (installed or already present). */
   fetch?: {source: string; releases: Array<{release: string; status: string; bytes: number}>} | null
+}
+
+/** A record of an attempt just started by this process, with `fields` set and everything unknown empty. */
+export function newRunRecord(id: string, log: string, started: Date, fields: Partial<RunRecord>): RunRecord {
+  return {
+    id,
+    state: 'running',
+    release: null,
+    ref: null,
+    modulepath: [],
+    input: {source: '-', document: {}},
+    inputDigest: '',
+    noop: false,
+    allowMutable: false,
+    mutableEntries: [],
+    facts: {},
+    environment: 'production',
+    manifest: '',
+    command: [],
+    pid: process.pid,
+    pidStart: processStartTime(process.pid),
+    startedAt: started.toISOString(),
+    finishedAt: null,
+    durationMs: null,
+    exitCode: null,
+    puppetExitCode: null,
+    resources: null,
+    error: null,
+    reason: null,
+    fingerprint: null,
+    splaySeconds: null,
+    log,
+    puppetArgs: [],
+    manifestDigest: null,
+    replayOf: null,
+    saved: null,
+    ...fields,
+  }
 }
 
 /**
@@ -146,7 +201,9 @@ function recordProblem(record: unknown, runId: string): string | null {
   const fields = record as Partial<Record<keyof RunRecord, unknown>>
   if (fields.id !== runId) return `id ${JSON.stringify(fields.id)} is not ${runId}`
   if (typeof fields.state !== 'string' || !STATES.has(fields.state)) return `state ${JSON.stringify(fields.state)}`
-  for (const key of ['release', 'startedAt'] as const) if (typeof fields[key] !== 'string') return `${key} missing`
+  if (typeof fields.startedAt !== 'string') return 'startedAt missing'
+  // A refused attempt may never have resolved a release: null, never absent.
+  if (typeof fields.release !== 'string' && !(fields.release === null && (fields.state === 'refused' || fields.state === 'busy'))) return 'release missing'
   if (!Number.isInteger(fields.pid)) return 'pid missing'
   return null
 }
@@ -162,6 +219,28 @@ export async function listRunIds(stateDir: string): Promise<string[]> {
   }
 
   return names.filter((name) => isRunId(name)).sort()
+}
+
+/**
+ * Every readable record, oldest first, as effectiveRecord shows it. A directory whose
+ * record is missing or damaged is passed over.
+ */
+export async function readRunRecords(stateDir: string): Promise<RunRecord[]> {
+  const read = await Promise.all((await listRunIds(stateDir)).map((id) => readRunRecord(stateDir, id).catch(() => null)))
+  const records = read.filter((record): record is RunRecord => record !== null)
+  return Promise.all(records.map((record) => settledRecord(stateDir, record, isProcessAlive)))
+}
+
+/** When a record's attempt ended (or started, while it runs): what "newest" means across runs. */
+export function recordTime(record: Pick<RunRecord, 'finishedAt' | 'startedAt'>): string {
+  return record.finishedAt ?? record.startedAt ?? ''
+}
+
+/** The newest of the records that pass `filter`, by when they ended. */
+export function newestRecord(records: RunRecord[], filter: (record: RunRecord) => boolean): RunRecord | null {
+  let newest: RunRecord | null = null
+  for (const record of records) if (filter(record) && (newest === null || recordTime(record) >= recordTime(newest))) newest = record
+  return newest
 }
 
 /** The newest run's id; 66 when there are no runs yet. */

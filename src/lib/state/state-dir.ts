@@ -47,3 +47,8 @@ export function runFiles(stateDir: string, runId: string): RunFiles {
     emptyManifest: join(dir, 'empty.pp'),
   }
 }
+
+/** The copy of the manifest a run applied, kept for --replay (not part of the plan's files: puppet never reads it). */
+export function manifestCopyPath(stateDir: string, runId: string): string {
+  return join(runDir(stateDir, runId), 'manifest.pp')
+}

@@ -70,3 +70,29 @@ function isZombie(pid: number): boolean {
     return false
   }
 }
+
+/**
+ * Every process of ours whose environment holds `entry` (`NAME=VALUE`): it was started,
+ * however indirectly, by the process that was given that variable, even after `setsid`
+ * and a parent's exit reparented it away from the tree.
+ */
+export function processesWithEnv(entry: string): ProcessId[] {
+  const needle = Buffer.from(`\0${entry}\0`)
+  const found: ProcessId[] = []
+  let entries: string[]
+  try {
+    entries = readdirSync('/proc')
+  } catch {
+    return []
+  }
+
+  for (const name of entries) {
+    if (!/^\d+$/.test(name) || Number(name) === process.pid) continue
+    try {
+      const environ = Buffer.concat([Buffer.from([0]), readFileSync(`/proc/${name}/environ`)])
+      if (environ.includes(needle)) found.push({pid: Number(name), start: processStartTime(Number(name))})
+    } catch {}
+  }
+
+  return found
+}

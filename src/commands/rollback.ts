@@ -1,0 +1,38 @@
+import {Args} from '@oclif/core'
+
+import {describeWithExitCodes} from '../base-command.js'
+import {settingString} from '../lib/config/settings.js'
+import {APPLY_EXIT_CODES} from '../lib/exit-codes.js'
+import type {RunRecord} from '../lib/state/run-record.js'
+import {defaultStateDir} from '../lib/state/state-dir.js'
+import {AttemptCommand, attemptFlags} from './apply.js'
+
+export default class Rollback extends AttemptCommand {
+  static override summary = 'Replay the newest succeeded run of another release than the current one.'
+  static override description = describeWithExitCodes(
+    "The current release is the newest completed run's. Rollback picks the newest run that succeeded (not --noop) with another " +
+      'release, says which, and replays it as `apply --replay RUN_ID` does: the same release, ENC document, facts, manifest and ' +
+      "puppet arguments. It asks nothing. With --save the input's app follows, so the next timer run stays on it. " +
+      'Takes apply\'s run flags. 66 when there is no such run.',
+    APPLY_EXIT_CODES,
+  )
+
+  static override usage = '<%= command.id %> [INPUT] [FLAGS] [-- PUPPET_ARGS...]'
+  static override examples = ['<%= config.bin %> rollback', '<%= config.bin %> rollback --save', '<%= config.bin %> rollback --detach --json']
+  static override args = {
+    input: Args.string({description: 'the input whose app --save rewrites (env LOCALPUPPET_INPUT, config input)', default: async () => (await settingString('input')) as string}),
+  }
+
+  static override flags = attemptFlags
+
+  async run(): Promise<RunRecord> {
+    this.splitPassThrough()
+    const {args, flags} = await this.parse(Rollback)
+    const {findRollbackTarget} = await import('../lib/run/replay.js')
+    const {from, target} = await findRollbackTarget(flags['state-dir'] ?? defaultStateDir())
+    const say = `rolling back from ${from ?? '(no completed run)'} to ${target.release}: replaying run ${target.id}`
+    return this.attempt(args.input, {...flags, replay: target.id}, () => {
+      if (!this.jsonEnabled()) process.stderr.write(`localpuppet: ${say}\n`)
+    })
+  }
+}

@@ -1,0 +1,121 @@
+import {appendFile, mkdir, readFile} from 'node:fs/promises'
+import {dirname, join} from 'node:path'
+
+import type {NodeState} from '../state/node-state.js'
+import {COMPLETED_STATES, type RunRecord, type RunState, newestRecord} from '../state/run-record.js'
+import {writeFileAtomic} from '../util/atomic-write.js'
+import {type MetricFamily, renderPrometheus} from './prometheus.js'
+
+const STATES: RunState[] = ['succeeded', 'failed', 'error', 'interrupted', 'skipped', 'refused', 'busy']
+
+/** `<state-dir>/attempts`: one line per finished attempt (its final state), appended; what the counters count. */
+export function attemptsFile(stateDir: string): string {
+  return join(stateDir, 'attempts')
+}
+
+/** Counts a finished attempt. Appends of one short line are atomic, so concurrent attempts (busy ones) lose nothing. */
+export async function countAttempt(stateDir: string, state: RunState): Promise<void> {
+  await appendFile(attemptsFile(stateDir), `${state}\n`, {mode: 0o600})
+}
+
+export async function readAttemptCounts(stateDir: string): Promise<Record<string, number>> {
+  const counts: Record<string, number> = Object.fromEntries(STATES.map((state) => [state, 0]))
+  const text = await readFile(attemptsFile(stateDir), 'utf8').catch(() => '')
+  for (const line of text.split('\n')) if (line in counts) counts[line]++
+  return counts
+}
+
+const seconds = (iso: string | null | undefined) => (iso ? Date.parse(iso) / 1000 : Number.NaN)
+const isSuccess = (record: RunRecord) => record.state === 'succeeded' || record.state === 'skipped'
+
+/**
+ * The node's metrics, following Prometheus' naming (base units, `_seconds`,
+ * `_timestamp_seconds`, `_total` for counters, `_info` for labels): last attempt and last
+ * success, how the newest completed run went, what Puppet last reported, the release, whether
+ * Puppet is disabled and attempts by final state.
+ */
+export function nodeMetrics(state: NodeState, counts: Record<string, number>, disabled: {message: string} | null): MetricFamily[] {
+  const lastSuccess = newestRecord(state.records, isSuccess)
+  const completed = state.lastCompleted
+  const reported = newestRecord(state.records, (record) => COMPLETED_STATES.includes(record.state) && record.resources !== null)
+  const inProgress = state.current?.state === 'running'
+  const families: MetricFamily[] = [
+    {
+      name: 'localpuppet_last_attempt_timestamp_seconds',
+      help: 'When the newest attempt to run ended (or started, while it runs), of any outcome: refused and busy ones too.',
+      type: 'gauge',
+      samples: state.lastAttempt ? [{value: seconds(state.lastAttempt.finishedAt ?? state.lastAttempt.startedAt)}] : [],
+    },
+    {
+      name: 'localpuppet_last_attempt_exit_code',
+      help: 'What the newest finished attempt exited with (0 success; see localpuppet apply --help).',
+      type: 'gauge',
+      samples: (() => {
+        const last = newestRecord(state.records, (record) => record.exitCode !== null)
+        return last ? [{labels: {state: last.state}, value: last.exitCode!}] : []
+      })(),
+    },
+    {
+      name: 'localpuppet_last_success_timestamp_seconds',
+      help: 'When the newest run that succeeded, or was skipped because nothing changed since one (--if-changed), ended.',
+      type: 'gauge',
+      samples: lastSuccess ? [{value: seconds(lastSuccess.finishedAt)}] : [],
+    },
+    {
+      name: 'localpuppet_last_run_success',
+      help: 'Whether the newest completed run (puppet ran, or skipped) succeeded: 1, or 0.',
+      type: 'gauge',
+      samples: completed ? [{value: isSuccess(completed) ? 1 : 0}] : [],
+    },
+    {
+      name: 'localpuppet_last_run_duration_seconds',
+      help: 'How long the newest completed run took.',
+      type: 'gauge',
+      samples: completed?.durationMs != null ? [{value: completed.durationMs / 1000}] : [],
+    },
+    {
+      name: 'localpuppet_last_run_resources',
+      help: "Resources in Puppet's summary of the newest run it reported on, by kind: changed, failed, out_of_sync, total.",
+      type: 'gauge',
+      samples: reported?.resources
+        ? [
+            {labels: {kind: 'changed'}, value: reported.resources.changed},
+            {labels: {kind: 'failed'}, value: reported.resources.failed},
+            {labels: {kind: 'out_of_sync'}, value: reported.resources.outOfSync},
+            {labels: {kind: 'total'}, value: reported.resources.total},
+          ]
+        : [],
+    },
+    {
+      name: 'localpuppet_release_info',
+      help: 'The release the newest completed run applied (release, the reference it came from, the app); always 1.',
+      type: 'gauge',
+      samples: completed?.release ? [{labels: {release: completed.release, ref: completed.ref ?? completed.release, app: completed.release.split('/')[0]}, value: 1}] : [],
+    },
+    {
+      name: 'localpuppet_run_in_progress',
+      help: 'Whether a run holds the lock now: 1, or 0.',
+      type: 'gauge',
+      samples: [{value: inProgress ? 1 : 0}],
+    },
+    {
+      name: 'localpuppet_puppet_disabled',
+      help: 'Whether Puppet is disabled (puppet agent --disable, localpuppet disable): 1 with its message, or 0.',
+      type: 'gauge',
+      samples: [{labels: {message: disabled?.message ?? ''}, value: disabled ? 1 : 0}],
+    },
+    {
+      name: 'localpuppet_runs_total',
+      help: 'Attempts to run, by final state (busy: another run was in progress).',
+      type: 'counter',
+      samples: STATES.map((runState) => ({labels: {state: runState}, value: counts[runState] ?? 0})),
+    },
+  ]
+  return families
+}
+
+/** Writes the metrics file atomically (readable by the node exporter: 0644), creating its directory. */
+export async function writeMetricsFile(path: string, families: MetricFamily[]): Promise<void> {
+  await mkdir(dirname(path), {recursive: true})
+  await writeFileAtomic(path, renderPrometheus(families), 0o644)
+}

@@ -1,0 +1,61 @@
+import {appendFile, mkdir} from 'node:fs/promises'
+
+import {InterruptedError, type LocalpuppetError, LockHeldError} from '../errors.js'
+import type {NodeInput} from '../input/node-input.js'
+import {type RunRecord, newRunRecord, writeRunRecord} from '../state/run-record.js'
+import {runFiles} from '../state/state-dir.js'
+import {planRecord} from './apply-run.js'
+import type {RunPlan} from './run-plan.js'
+
+/** What an attempt knew when it was refused: as much as it got to. */
+export interface AttemptContext {
+  stateDir: string
+  runId: string
+  startedAt: Date
+  plan?: RunPlan
+  input?: NodeInput
+  /** --app, or the input's app once read. */
+  ref?: string | null
+  source?: string
+  noop?: boolean
+  allowMutable?: boolean
+  facts?: Record<string, string>
+  puppetArgs?: string[]
+  replayOf?: string | null
+}
+
+/**
+ * Records an attempt that ended before puppet ran: `busy` when another run was in progress
+ * (a lock, 73), else `refused`, with the error and its exit code, and a one-line log, so
+ * `status`, `history`, metrics and the finish hook all see it.
+ */
+export async function recordRefusal(error: LocalpuppetError, context: AttemptContext): Promise<RunRecord> {
+  const files = runFiles(context.stateDir, context.runId)
+  const finished = new Date()
+  const state = error instanceof LockHeldError ? 'busy' : error instanceof InterruptedError ? 'interrupted' : 'refused'
+  const base: RunRecord = context.plan
+    ? planRecord(context.plan, context.startedAt)
+    : newRunRecord(context.runId, files.log, context.startedAt, {
+        ref: context.ref ?? context.input?.app.text ?? null,
+        input: {source: context.input?.source ?? context.source ?? '-', document: context.input?.raw ?? {}},
+        inputDigest: context.input?.digest ?? '',
+        noop: Boolean(context.noop),
+        allowMutable: Boolean(context.allowMutable),
+        facts: context.facts ?? {},
+        environment: context.input?.environment ?? 'production',
+        puppetArgs: context.puppetArgs ?? [],
+        replayOf: context.replayOf ?? null,
+      })
+  const record: RunRecord = {
+    ...base,
+    state,
+    exitCode: error.exitCode,
+    error: error.message,
+    finishedAt: finished.toISOString(),
+    durationMs: finished.getTime() - context.startedAt.getTime(),
+  }
+  await mkdir(files.dir, {recursive: true, mode: 0o700})
+  await appendFile(files.log, `localpuppet: run ${record.id}: ${state}: ${error.message}\n`, {mode: 0o600})
+  await writeRunRecord(context.stateDir, record)
+  return record
+}

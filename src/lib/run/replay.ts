@@ -1,0 +1,90 @@
+import {createHash} from 'node:crypto'
+import {readFile} from 'node:fs/promises'
+import {join} from 'node:path'
+
+import {ImmutabilityError, NotFoundError, ReleaseError} from '../errors.js'
+import {parseNodeInput} from '../input/node-input.js'
+import {readNodeState} from '../state/node-state.js'
+import {type RunRecord, newestRecord, readRunRecord} from '../state/run-record.js'
+import {manifestCopyPath, runFiles} from '../state/state-dir.js'
+import {type PlanOptions, type RunPlan, buildRunPlan} from './run-plan.js'
+
+/**
+ * apply --replay RUN_ID: a plan that applies exactly what that run applied: its release
+ * (as the exact release it resolved to), its ENC document, its --facts, its manifest (the
+ * copy kept in its run directory) and its puppet arguments. Refused (65) when the release
+ * now resolves to another modulepath, when a tag on it no longer verifies (naming the
+ * file), or when anything on it is mutable (trunk, a branch, a range) unless allowMutable.
+ * The options' noop, puppet, timeout, colour and state dir are this run's own.
+ */
+export async function buildReplayPlan(replayId: string, options: PlanOptions, runId: string): Promise<RunPlan> {
+  const record = await readRunRecord(options.stateDir, replayId)
+  if (record.release === null || record.command.length === 0) {
+    throw new ReleaseError(`run ${replayId} was ${record.state} before it resolved a release: nothing to replay`)
+  }
+
+  if (record.puppetArgs === undefined) {
+    throw new ReleaseError(`run ${replayId} was recorded by an older localpuppet (no puppet arguments, no manifest copy): it cannot be replayed exactly`)
+  }
+
+  const old = runFiles(options.stateDir, replayId)
+  const oldManifest = manifestCopyPath(options.stateDir, replayId)
+  let manifest: string | undefined
+  if (record.manifestDigest) {
+    const bytes = await readFile(oldManifest).catch(() => {
+      throw new NotFoundError(`run ${replayId}: its copy of the manifest ${oldManifest} is gone; it cannot be replayed exactly`)
+    })
+    if (`sha256:${createHash('sha256').update(bytes).digest('hex')}` !== record.manifestDigest) {
+      throw new ReleaseError(`run ${replayId}: ${oldManifest} no longer matches the manifest that run applied`)
+    }
+
+    manifest = oldManifest
+  }
+
+  const input = parseNodeInput(JSON.stringify({...record.input.document, app: record.release}), `${record.input.source} (run ${replayId})`)
+  const plan = await buildRunPlan(
+    input,
+    {
+      ...options,
+      manifest,
+      // No manifest recorded: the empty one, never today's default.
+      defaultManifest: join(old.dir, 'no-manifest'),
+      facts: record.facts,
+      puppetArgs: record.puppetArgs,
+    },
+    runId,
+  )
+  if (JSON.stringify(plan.modulepath) !== JSON.stringify(record.modulepath)) {
+    throw new ReleaseError(`replay of run ${replayId}: ${record.release} now resolves to modulepath ${plan.modulepath.join(':')}, not ${record.modulepath.join(':')} as that run had`)
+  }
+
+  const mutable = plan.releases.filter((release) => release.mutable)
+  if (mutable.length > 0 && !options.allowMutable) {
+    throw new ImmutabilityError(
+      `replay of run ${replayId}: ${mutable.map((release) => release.ref).join(', ')} ${mutable.length === 1 ? 'is' : 'are'} mutable: what it holds now may not be what that run applied`,
+      ['--allow-mutable replays it anyway (recorded in the run record)'],
+    )
+  }
+
+  plan.replayOf = replayId
+  plan.mutableEntries = [...new Set([...plan.mutableEntries, ...mutable.map((release) => release.ref)])]
+  return plan
+}
+
+/**
+ * `localpuppet rollback`: the run to replay. The current release is that of the newest
+ * completed run; the target is the newest succeeded (not noop) run of any other release.
+ * 66 when there is none.
+ */
+export async function findRollbackTarget(stateDir: string): Promise<{from: string | null; target: RunRecord}> {
+  const state = await readNodeState(stateDir)
+  const from = state.lastCompleted?.release ?? null
+  const target = newestRecord(state.records, (record) => record.state === 'succeeded' && !record.noop && record.release !== null && record.release !== from)
+  if (!target) {
+    throw new NotFoundError(`no succeeded run of a release other than ${from ?? 'the current one'} in ${stateDir}: nothing to roll back to`, [
+      'localpuppet history lists the runs; apply --app REF applies a release by name',
+    ])
+  }
+
+  return {from, target}
+}

@@ -1,0 +1,27 @@
+import test from 'ava'
+
+import {setInputApp} from '../../../src/lib/input/save-app.js'
+
+const cases: Array<[string, string, string]> = [
+  ['plain', 'app: web/tags/1.0.0 # pinned\nclasses: [web]\n', 'app: web/tags/2.0.0 # pinned\nclasses: [web]\n'],
+  ['double quotes', '# top\napp: "web/tags/1.0.0"\n', '# top\napp: "web/tags/2.0.0"\n'],
+  ['single quotes', "classes: [web]\napp:   'web/tags/1.0.0'   # x\n", "classes: [web]\napp:   'web/tags/2.0.0'   # x\n"],
+  ['flow mapping', '{app: web/trunk, classes: [web]}\n', '{app: web/tags/2.0.0, classes: [web]}\n'],
+  ['anchor kept', 'app: &a web/trunk\n', 'app: &a web/tags/2.0.0\n'],
+  ['CRLF line ends', 'app: web/trunk\r\nclasses: [web]\r\n', 'app: web/tags/2.0.0\r\nclasses: [web]\r\n'],
+]
+
+for (const [what, before, after] of cases) {
+  test(`setInputApp changes only the value's bytes: ${what}`, (t) => {
+    t.is(setInputApp(before, 'web/tags/2.0.0', 'input.yaml'), after)
+  })
+}
+
+test('a value that cannot stay plain is quoted', (t) => {
+  t.is(setInputApp('app: web/trunk\n', 'web@^1.4 #x', 'input.yaml'), 'app: "web@^1.4 #x"\n')
+})
+
+test('an app it cannot edit in place is refused with one line', (t) => {
+  t.throws(() => setInputApp('base: &b web/trunk\napp: *b\n', 'web/tags/2.0.0', 'input.yaml'), {message: /input\.yaml: --save needs a top-level "app: REF"/})
+  t.throws(() => setInputApp('classes: [web]\n', 'web/tags/2.0.0', 'input.yaml'), {message: /--save needs/})
+})
