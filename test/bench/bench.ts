@@ -12,7 +12,10 @@
  *   validate 50 / 50 x parser validate   validate of 50 inputs against one release vs
  *                    50 runs of `puppet parser validate` on one file (the one-pass design)
  *
- * BENCH=apply, delivery, triggers or validate runs one part; BENCH_FILES and
+ *   fleet            mco localpuppet apply vs mco rpc + a polling loop on 5 mcollectived,
+ *                    and the status summary with --nodes (test/bench/fleet.ts)
+ *
+ * BENCH=apply, delivery, triggers, validate or fleet runs one part; BENCH_FILES and
  * BENCH_FILE_KB size the synthetic release.
  */
 import {execFileSync, spawnSync} from 'node:child_process'
@@ -173,6 +176,7 @@ try {
   if (!process.env.BENCH || process.env.BENCH === 'triggers') triggers(dir, isolate)
   if (!process.env.BENCH || process.env.BENCH === 'validate') validateBench(dir, isolate)
   if (!process.env.BENCH || process.env.BENCH === 'delivery') delivery(dir)
+  if (!process.env.BENCH || process.env.BENCH === 'fleet') await (await import('./fleet.js')).fleetBench()
 } finally {
   rmSync(dir, {recursive: true, force: true})
 }
