@@ -1,4 +1,5 @@
-import type {PlanOptions} from './lib/run/run-plan.js'
+import {settingList} from './lib/config/settings.js'
+import type {PlanOptions, RunFetch} from './lib/run/run-plan.js'
 import {defaultStateDir} from './lib/state/state-dir.js'
 
 /** The flags plan and apply share, as the library's PlanOptions. */
@@ -12,10 +13,15 @@ export interface RunFlagValues {
   fact?: string[]
   timeout?: number
   'allow-mutable': boolean
+  fetch: boolean
+  source?: string
+  trust?: string[]
+  insecure: boolean
 }
 
-export function toPlanOptions(flags: RunFlagValues, puppetArgs: string[], facts: Record<string, string>, color: boolean): PlanOptions {
+export function toPlanOptions(flags: RunFlagValues, puppetArgs: string[], facts: Record<string, string>, color: boolean, fetched: RunFetch | null = null): PlanOptions {
   return {
+    fetched,
     moduleDir: flags['module-dir'],
     stateDir: flags['state-dir'] ?? defaultStateDir(),
     manifest: flags.manifest,
@@ -28,4 +34,9 @@ export function toPlanOptions(flags: RunFlagValues, puppetArgs: string[], facts:
     timeoutSeconds: flags.timeout,
     puppetArgs,
   }
+}
+
+/** Puppet's arguments: those after `--` when given, else the puppet_args setting. */
+export async function resolvePuppetArgs(passThrough: string[]): Promise<string[]> {
+  return passThrough.length > 0 ? passThrough : settingList('puppet_args')
 }

@@ -1,13 +1,13 @@
 import {Args, Flags} from '@oclif/core'
 
 import {BaseCommand, describeWithExitCodes} from '../base-command.js'
-import {runFlags} from '../flags.js'
-import {DEFAULT_INPUT} from '../lib/defaults.js'
+import {inputArgs, runFlags} from '../flags.js'
 import {LocalpuppetError} from '../lib/errors.js'
 import {APPLY_EXIT_CODES} from '../lib/exit-codes.js'
 import type {ApplyOptions} from '../lib/run/apply-run.js'
+import type {RunFetch} from '../lib/run/run-plan.js'
 import type {RunRecord} from '../lib/state/run-record.js'
-import type {RunFlagValues} from '../run-options.js'
+import {type RunFlagValues, resolvePuppetArgs} from '../run-options.js'
 
 const applyFlags = {
   ...runFlags,
@@ -42,35 +42,44 @@ export default class Apply extends BaseCommand {
     '<%= config.bin %> apply -- --debug',
   ]
 
-  static override args = {
-    input: Args.string({description: 'the input YAML (ENC document plus app); - reads standard input', default: DEFAULT_INPUT}),
-  }
+  static override args = inputArgs
 
   static override flags = applyFlags
 
   async run(): Promise<RunRecord> {
     this.splitPassThrough()
     const {args, flags} = await this.parse(Apply)
+    this.passThrough = await resolvePuppetArgs(this.passThrough)
     if (flags['detached-child']) return this.runDetachedChild()
-    const [{readInputText}, {parseNodeInput}, {buildRunPlan, parseFacts}, {newRunId}, {toPlanOptions}] = await Promise.all([
+    const [{readInputText}, {parseNodeInput}, {buildRunPlan, parseFacts}, {newRunId}, {toPlanOptions}, {fetchForRun}] = await Promise.all([
       import('../lib/input/read-input.js'),
       import('../lib/input/node-input.js'),
       import('../lib/run/run-plan.js'),
       import('../lib/state/run-id.js'),
       import('../run-options.js'),
+      import('../fetch-options.js'),
     ])
     const json = this.jsonEnabled()
     const facts = parseFacts(flags.fact ?? [])
     const {text, source} = await readInputText(args.input)
-    const input = parseNodeInput(text, source)
+    let input = parseNodeInput(text, source)
+    // --fetch happens here, in the caller, even with --detach: a failure is reported at once.
+    let fetched: {fetched: RunFetch; release: string} | null = null
+    if (flags.fetch) {
+      const result = await fetchForRun(input, flags, json)
+      input = result.input
+      fetched = result
+    }
+
     const color = Boolean(process.stdout.isTTY) && !json && !flags.detach
-    const plan = await buildRunPlan(input, toPlanOptions(flags, this.passThrough, facts, color), newRunId())
+    const plan = await buildRunPlan(input, toPlanOptions(flags, this.passThrough, facts, color, fetched?.fetched), newRunId())
 
     if (flags.detach) {
       const [{preflight}, {startDetached}] = await Promise.all([import('../lib/run/apply-run.js'), import('../lib/run/detach.js')])
       await preflight(plan, {checkLock: true})
       const {detach: _detach, json: _json, ...rest} = flags
-      const reply = await startDetached(`${this.config.root}/bin/run.js`, {inputText: text, source, runId: plan.runId, flags: rest, puppetArgs: this.passThrough})
+      const childFlags = fetched ? {...rest, fetch: false, fetched: fetched.fetched, 'fetched-release': fetched.release} : rest
+      const reply = await startDetached(`${this.config.root}/bin/run.js`, {inputText: text, source, runId: plan.runId, flags: childFlags, puppetArgs: this.passThrough})
       if (reply.type === 'error') throw new LocalpuppetError(reply.error.code, reply.error.exitCode, reply.error.message, reply.error.suggestions)
       if (!json) {
         for (const warning of plan.warnings) process.stderr.write(`localpuppet: warning: ${warning}\n`)
@@ -103,19 +112,20 @@ export default class Apply extends BaseCommand {
 
   /** The background half of --detach: takes its orders over IPC, replies once the run has started. */
   private async runDetachedChild(): Promise<RunRecord> {
-    const [{receivePayload, replyToParent}, {parseNodeInput}, {buildRunPlan, parseFacts}, {applyPlan}, {toPlanOptions}] = await Promise.all([
+    const [{receivePayload, replyToParent}, {parseNodeInput}, {buildRunPlan, parseFacts}, {applyPlan}, {toPlanOptions}, {pinInput}] = await Promise.all([
       import('../lib/run/detach.js'),
       import('../lib/input/node-input.js'),
       import('../lib/run/run-plan.js'),
       import('../lib/run/apply-run.js'),
       import('../run-options.js'),
+      import('../fetch-options.js'),
     ])
     const payload = await receivePayload()
     let replied = false
     try {
-      const flags = payload.flags as unknown as ApplyFlagValues
-      const input = parseNodeInput(payload.inputText, payload.source)
-      const plan = await buildRunPlan(input, toPlanOptions(flags, payload.puppetArgs, parseFacts(flags.fact ?? []), false), payload.runId)
+      const flags = payload.flags as unknown as ApplyFlagValues & {fetched?: RunFetch; 'fetched-release'?: string}
+      const input = await pinInput(parseNodeInput(payload.inputText, payload.source), flags['fetched-release'])
+      const plan = await buildRunPlan(input, toPlanOptions(flags, payload.puppetArgs, parseFacts(flags.fact ?? []), false, flags.fetched), payload.runId)
       return await this.withSignals(async (signal) => {
         const outcome = await applyPlan(plan, {
           ...applyOptions(flags),

@@ -1,13 +1,13 @@
-import {Args, Flags} from '@oclif/core'
+import {Args} from '@oclif/core'
 
 import {BaseCommand, describeWithExitCodes} from '../base-command.js'
-import {stateFlags} from '../flags.js'
+import {puppetFlags, stateFlags} from '../flags.js'
 import type {AgentLockState} from '../lib/puppet/agent-lock.js'
 import {defaultStateDir} from '../lib/state/state-dir.js'
 
 export const puppetLockFlags = {
   ...stateFlags,
-  puppet: Flags.string({description: 'the puppet executable', env: 'LOCALPUPPET_PUPPET', default: 'puppet', helpValue: 'PATH'}),
+  ...puppetFlags,
 }
 
 export default class Disable extends BaseCommand {

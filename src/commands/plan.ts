@@ -1,10 +1,8 @@
-import {Args} from '@oclif/core'
-
 import {BaseCommand, describeWithExitCodes} from '../base-command.js'
-import {runFlags} from '../flags.js'
-import {DEFAULT_INPUT} from '../lib/defaults.js'
+import {inputArgs, runFlags} from '../flags.js'
 import {APPLY_EXIT_CODES} from '../lib/exit-codes.js'
 import type {RunPlan} from '../lib/run/run-plan.js'
+import {resolvePuppetArgs} from '../run-options.js'
 
 export default class Plan extends BaseCommand {
   static override summary = 'Show what apply would run: the release, modulepath, ENC document and puppet command. Runs nothing.'
@@ -19,23 +17,28 @@ export default class Plan extends BaseCommand {
 
   static override examples = ['<%= config.bin %> plan', '<%= config.bin %> plan input.yaml --module-dir ./modules --json']
 
-  static override args = {
-    input: Args.string({description: 'the input YAML (ENC document plus app); - reads standard input', default: DEFAULT_INPUT}),
-  }
+  static override args = inputArgs
 
   static override flags = runFlags
 
   async run(): Promise<RunPlan> {
     this.splitPassThrough()
     const {args, flags} = await this.parse(Plan)
+    this.passThrough = await resolvePuppetArgs(this.passThrough)
     const [{readNodeInput}, {buildRunPlan, parseFacts}, {toPlanOptions}] = await Promise.all([
       import('../lib/input/read-input.js'),
       import('../lib/run/run-plan.js'),
       import('../run-options.js'),
     ])
     const facts = parseFacts(flags.fact ?? [])
-    const input = await readNodeInput(args.input)
-    const plan = await buildRunPlan(input, toPlanOptions(flags, this.passThrough, facts, Boolean(process.stdout.isTTY) && !this.jsonEnabled()))
+    let input = await readNodeInput(args.input)
+    let fetched = null
+    if (flags.fetch) {
+      const {fetchForRun} = await import('../fetch-options.js')
+      ;({input, fetched} = await fetchForRun(input, flags, this.jsonEnabled()))
+    }
+
+    const plan = await buildRunPlan(input, toPlanOptions(flags, this.passThrough, facts, Boolean(process.stdout.isTTY) && !this.jsonEnabled(), fetched))
     if (!this.jsonEnabled()) {
       const {renderPlan} = await import('../render/plan-text.js')
       this.log(renderPlan(plan))

@@ -1,7 +1,7 @@
 import {Args, Flags} from '@oclif/core'
 
 import {BaseCommand, describeWithExitCodes} from '../base-command.js'
-import {moduleDirFlags} from '../flags.js'
+import {moduleDirFlags, settingFlag} from '../flags.js'
 import type {ValidateReport} from '../lib/validate/validate-inputs.js'
 
 export default class Validate extends BaseCommand {
@@ -31,7 +31,7 @@ export default class Validate extends BaseCommand {
   static override flags = {
     ...moduleDirFlags,
     format: Flags.string({description: 'output format', options: ['text', 'json', 'junit'], default: 'text'}),
-    puppet: Flags.string({description: 'the puppet executable for the syntax check; none skips it', env: 'LOCALPUPPET_PUPPET', default: 'puppet', helpValue: 'PATH'}),
+    puppet: settingFlag('puppet', {description: 'the puppet executable for the syntax check; none skips it', helpValue: 'PATH', defaultHelp: 'puppet'}),
   }
 
   async run(): Promise<ValidateReport> {

@@ -78,6 +78,13 @@ export class PuppetUnavailableError extends LocalpuppetError {
   }
 }
 
+/** A release repository (or another service localpuppet needs) cannot be reached (69). */
+export class RepositoryUnavailableError extends LocalpuppetError {
+  constructor(message: string, suggestions: string[] = []) {
+    super('repository-unavailable', ExitCode.unavailable, message, suggestions)
+  }
+}
+
 /** Another run holds the state directory's lock (73). */
 export class LockHeldError extends LocalpuppetError {
   readonly holder: {pid: number; runId: string | null}

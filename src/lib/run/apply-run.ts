@@ -145,6 +145,7 @@ async function run(
     fingerprint: null,
     splaySeconds: splay,
     log: files.log,
+    ...(plan.fetch ? {fetch: plan.fetch} : {}),
   }
 
   await mkdir(files.dir, {mode: 0o700})

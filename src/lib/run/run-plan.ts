@@ -31,6 +31,14 @@ export interface PlanOptions {
   /** Arguments after `--`, passed to puppet as they are. */
   puppetArgs?: string[]
   env?: NodeJS.ProcessEnv
+  /** What --fetch brought from the source before resolving: recorded in the plan and the run record. */
+  fetched?: RunFetch | null
+}
+
+/** --fetch: the source and, per release, whether it was installed or already present. */
+export interface RunFetch {
+  source: string
+  releases: Array<{release: string; status: string; bytes: number}>
 }
 
 /**
@@ -72,6 +80,8 @@ export interface RunPlan {
   input: {source: string; digest: string; document: Record<string, unknown>}
   stateDir: string
   files: RunFiles
+  /** What --fetch brought before resolving; absent without --fetch. */
+  fetch?: RunFetch
 }
 
 /** Builds the plan for one run. With no runId, paths and the ENC show `<run-id>`. */
@@ -145,6 +155,7 @@ export async function buildRunPlan(input: NodeInput, options: PlanOptions, runId
     input: {source: input.source, digest: input.digest, document: input.raw},
     stateDir,
     files,
+    ...(options.fetched ? {fetch: options.fetched} : {}),
   }
 }
 

@@ -53,6 +53,8 @@ export interface RunRecord {
   /** The random wait before taking the lock (--splay), in seconds, or null. */
   splaySeconds: number | null
   log: string
+  /** With --fetch: the source and what was fetched (installed or already present). */
+  fetch?: {source: string; releases: Array<{release: string; status: string; bytes: number}>} | null
 }
 
 export async function writeRunRecord(stateDir: string, record: RunRecord): Promise<void> {

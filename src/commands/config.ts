@@ -1,0 +1,45 @@
+import {BaseCommand, describeWithExitCodes} from '../base-command.js'
+import type {Setting, SettingKey} from '../lib/config/settings.js'
+
+interface ConfigResult {
+  /** The configuration file read, or null when there is none. */
+  file: string | null
+  settings: Record<SettingKey, Omit<Setting, 'key'>>
+}
+
+export default class Config extends BaseCommand {
+  static override summary = "Show the node's effective settings and where each comes from."
+  static override description = describeWithExitCodes(
+    'Settings come from a flag, else an environment variable, else /etc/localpuppet/config.yaml (or the file ' +
+      'LOCALPUPPET_CONFIG names), else the built-in default. Shows each setting\'s value and its origin: the variable, ' +
+      'the file and line, or built-in.',
+    [
+      {code: 0, meaning: 'shown'},
+      {code: 65, meaning: 'the configuration file is not valid: unknown key or wrong type (named with its line)'},
+      {code: 66, meaning: 'the file LOCALPUPPET_CONFIG names does not exist'},
+    ],
+  )
+
+  static override examples = ['<%= config.bin %> config', '<%= config.bin %> config --json | jq -r .settings.source.value']
+
+  async run(): Promise<ConfigResult> {
+    await this.parse(Config)
+    const {loadConfigFile, resolveSettings} = await import('../lib/config/settings.js')
+    const file = await loadConfigFile()
+    const settings = await resolveSettings()
+    if (!this.jsonEnabled()) {
+      const width = Math.max(...settings.map((s) => s.key.length))
+      const shown = settings.map((s) => [s.key.padEnd(width), showValue(s.value)] as const)
+      const valueWidth = Math.min(48, Math.max(...shown.map(([, value]) => value.length)))
+      settings.forEach((s, i) => this.log(`${shown[i][0]}  ${shown[i][1].padEnd(valueWidth)}  ${s.origin === 'default' ? 'built-in default' : s.origin === 'env' ? `env ${s.from}` : s.from}`))
+    }
+
+    return {file: file.path, settings: Object.fromEntries(settings.map(({key, ...rest}) => [key, rest])) as ConfigResult['settings']}
+  }
+}
+
+function showValue(value: Setting['value']): string {
+  if (value === null) return '(unset)'
+  if (Array.isArray(value)) return value.length === 0 ? '(none)' : value.map((v) => (/\s/.test(v) ? JSON.stringify(v) : v)).join(' ')
+  return value
+}

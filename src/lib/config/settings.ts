@@ -1,0 +1,215 @@
+import {readFile} from 'node:fs/promises'
+import {isAbsolute} from 'node:path'
+
+import {DEFAULT_INPUT, DEFAULT_MODULE_DIR} from '../defaults.js'
+import {InputError, describeFsError} from '../errors.js'
+import {defaultStateDir} from '../state/state-dir.js'
+
+/** The node's one configuration file, and the variable that moves it. */
+export const DEFAULT_CONFIG_FILE = '/etc/localpuppet/config.yaml'
+export const CONFIG_ENV = 'LOCALPUPPET_CONFIG'
+
+export type SettingValue = string | string[] | null
+
+interface SettingSpec {
+  /** The environment variable that overrides the file. */
+  env: string
+  /** The command-line flag that overrides everything (`--` arguments for puppet_args). */
+  flag: string | null
+  /** `path`: an absolute path in the file; `command`: a name on PATH or an absolute path; `url`: a URL or an absolute directory; `list`/`paths`: a list of strings/absolute paths. */
+  type: 'path' | 'command' | 'url' | 'list' | 'paths'
+  /** The built-in default (null: unset). */
+  default: (env: NodeJS.ProcessEnv) => SettingValue
+  description: string
+}
+
+/**
+ * Every node setting, in the order `localpuppet config` lists them. Adding a key is one
+ * entry here: the file, the environment and `config` pick it up from this table.
+ */
+export const SETTINGS = {
+  module_dir: {env: 'LOCALPUPPET_MODULE_DIR', flag: '--module-dir', type: 'path', default: () => DEFAULT_MODULE_DIR, description: 'where releases live'},
+  state_dir: {env: 'LOCALPUPPET_STATE_DIR', flag: '--state-dir', type: 'path', default: (env) => defaultStateDir(env), description: 'run records and logs'},
+  puppet: {env: 'LOCALPUPPET_PUPPET', flag: '--puppet', type: 'command', default: () => 'puppet', description: 'the puppet executable'},
+  puppet_args: {env: 'LOCALPUPPET_PUPPET_ARGS', flag: '-- ARGS', type: 'list', default: () => [], description: 'arguments for puppet apply (env: split on whitespace)'},
+  source: {env: 'LOCALPUPPET_SOURCE', flag: '--source', type: 'url', default: () => null, description: 'the release repository fetch reads'},
+  trust: {env: 'LOCALPUPPET_TRUST', flag: '--trust', type: 'paths', default: () => [], description: 'trusted public keys, files or directories (env: separated by :), besides /etc/localpuppet/trusted-keys'},
+  input: {env: 'LOCALPUPPET_INPUT', flag: 'INPUT', type: 'path', default: () => DEFAULT_INPUT, description: 'the input apply and plan read'},
+  metrics_file: {env: 'LOCALPUPPET_METRICS_FILE', flag: '--metrics-file', type: 'path', default: () => null, description: 'a Prometheus textfile written after each run'},
+} satisfies Record<string, SettingSpec>
+
+export type SettingKey = keyof typeof SETTINGS
+export const SETTING_KEYS = Object.keys(SETTINGS) as SettingKey[]
+
+/** One effective setting and where its value came from. */
+export interface Setting {
+  key: SettingKey
+  value: SettingValue
+  origin: 'flag' | 'env' | 'file' | 'default'
+  /** The flag, the variable, `file:line`, or `built-in`. */
+  from: string
+}
+
+export interface ConfigFile {
+  /** The file read, or null when the default file does not exist. */
+  path: string | null
+  values: Partial<Record<SettingKey, {value: SettingValue; line: number}>>
+}
+
+const cache = new Map<string, Promise<ConfigFile>>()
+
+/** Where the configuration file is: LOCALPUPPET_CONFIG, else /etc/localpuppet/config.yaml. */
+export function configPath(env: NodeJS.ProcessEnv = process.env): {path: string; explicit: boolean} {
+  const named = env[CONFIG_ENV]
+  return named ? {path: named, explicit: true} : {path: DEFAULT_CONFIG_FILE, explicit: false}
+}
+
+/**
+ * Reads and checks the configuration file once per process. The default file may be
+ * absent; a file named by LOCALPUPPET_CONFIG must exist (66). An unknown key or a value of
+ * the wrong type is a 65 naming the key and its line.
+ */
+export function loadConfigFile(env: NodeJS.ProcessEnv = process.env): Promise<ConfigFile> {
+  const {path, explicit} = configPath(env)
+  let loaded = cache.get(path)
+  if (!loaded) {
+    loaded = readConfigFile(path, explicit)
+    cache.set(path, loaded)
+  }
+
+  return loaded
+}
+
+async function readConfigFile(path: string, explicit: boolean): Promise<ConfigFile> {
+  let text: string
+  try {
+    text = await readFile(path, 'utf8')
+  } catch (error) {
+    if (!explicit && (error as NodeJS.ErrnoException).code === 'ENOENT') return {path: null, values: {}}
+    throw describeFsError(error, `configuration ${path}${explicit ? ` (${CONFIG_ENV})` : ''}`)
+  }
+
+  return {path, values: await parseConfig(text, path)}
+}
+
+/** Parses the text of a configuration file; exported for tests. */
+export async function parseConfig(text: string, path: string): Promise<ConfigFile['values']> {
+  const {LineCounter, parseDocument, isMap, isScalar} = await import('yaml')
+  const lines = new LineCounter()
+  const doc = parseDocument(text, {lineCounter: lines, uniqueKeys: true, prettyErrors: false})
+  const lineOf = (offset: number | undefined) => (offset === undefined ? 1 : lines.linePos(offset).line)
+  if (doc.errors.length > 0) {
+    const error = doc.errors[0]
+    throw new InputError(`${path}:${lineOf(error.pos[0])}: not valid YAML (${error.message.split('\n')[0]})`)
+  }
+
+  const values: ConfigFile['values'] = {}
+  if (doc.contents === null || (isScalar(doc.contents) && doc.contents.value === null)) return values
+  if (!isMap(doc.contents)) throw new InputError(`${path}:${lineOf(doc.contents.range?.[0])}: expected a mapping of settings (key: value)`)
+  for (const pair of doc.contents.items) {
+    const keyNode = pair.key as {value?: unknown; range?: [number, number, number]} | null
+    const line = lineOf(keyNode?.range?.[0])
+    const key = String(keyNode?.value)
+    if (!Object.hasOwn(SETTINGS, key)) {
+      const {closest} = await import('../util/did-you-mean.js')
+      const near = closest(key, SETTING_KEYS)
+      throw new InputError(`${path}:${line}: unknown setting ${JSON.stringify(key)}${near ? ` (did you mean ${near}?)` : ''}; known: ${SETTING_KEYS.join(', ')}`)
+    }
+
+    const raw = (pair.value as {toJSON?: () => unknown} | null)?.toJSON?.() ?? null
+    // `key:` with nothing after it leaves the setting unset, as a commented-out line would.
+    if (raw === null) continue
+    values[key as SettingKey] = {value: checkValue(key as SettingKey, raw, `${path}:${line}: ${key}`), line}
+  }
+
+  return values
+}
+
+function checkValue(key: SettingKey, raw: unknown, where: string): SettingValue {
+  const spec: SettingSpec = SETTINGS[key]
+  const fail = (expected: string): never => {
+    throw new InputError(`${where}: expected ${expected}, got ${describe(raw)}`)
+  }
+
+  const absolute = (value: string) => {
+    if (!isAbsolute(value)) fail('an absolute path')
+    return value
+  }
+
+  switch (spec.type) {
+    case 'path': {
+      if (typeof raw !== 'string' || raw === '') return fail('a path')
+      return absolute(raw)
+    }
+
+    case 'command': {
+      if (typeof raw !== 'string' || raw === '') return fail('a command name or an absolute path')
+      return raw.includes('/') ? absolute(raw) : raw
+    }
+
+    case 'url': {
+      if (typeof raw !== 'string' || raw === '') return fail('a URL or an absolute directory')
+      return /^[a-z][a-z0-9+.-]*:/i.test(raw) ? raw : absolute(raw)
+    }
+
+    case 'list':
+    case 'paths': {
+      // One path is as good as a list of one for trust; arguments must be a list (no guessing at quoting).
+      const list = spec.type === 'paths' && typeof raw === 'string' ? [raw] : raw
+      if (!Array.isArray(list) || list.some((item) => typeof item !== 'string' || item === '')) return fail(spec.type === 'paths' ? 'a path or a list of paths' : 'a list of strings')
+      return spec.type === 'paths' ? (list as string[]).map((item) => absolute(item)) : (list as string[])
+    }
+  }
+}
+
+function describe(value: unknown): string {
+  if (Array.isArray(value)) return 'a list'
+  if (value === null) return 'nothing'
+  if (typeof value === 'object') return 'a mapping'
+  return `${typeof value} ${JSON.stringify(value)}`
+}
+
+function fromEnv(key: SettingKey, text: string): SettingValue {
+  const spec: SettingSpec = SETTINGS[key]
+  if (spec.type === 'list') return text.split(/\s+/).filter((part) => part !== '')
+  if (spec.type === 'paths') return text.split(':').filter((part) => part !== '')
+  return text
+}
+
+/**
+ * A setting's effective value: the flag's (when given), else the environment's, else the
+ * file's, else the built-in default. An empty environment variable counts as unset.
+ */
+export async function resolveSetting(key: SettingKey, flag?: SettingValue, env: NodeJS.ProcessEnv = process.env): Promise<Setting> {
+  const spec: SettingSpec = SETTINGS[key]
+  // Read (and check) the file even when a flag or variable wins: a broken file is never silently ignored.
+  const file = await loadConfigFile(env)
+  if (flag !== undefined && flag !== null && !(Array.isArray(flag) && flag.length === 0)) return {key, value: flag, origin: 'flag', from: spec.flag ?? key}
+  const text = env[spec.env]
+  if (text !== undefined && text !== '') return {key, value: fromEnv(key, text), origin: 'env', from: spec.env}
+  const entry = file.values[key]
+  if (entry) return {key, value: entry.value, origin: 'file', from: `${file.path}:${entry.line}`}
+  return {key, value: spec.default(env), origin: 'default', from: 'built-in'}
+}
+
+/** Every setting, in table order. */
+export async function resolveSettings(flags: Partial<Record<SettingKey, SettingValue>> = {}, env: NodeJS.ProcessEnv = process.env): Promise<Setting[]> {
+  return Promise.all(SETTING_KEYS.map((key) => resolveSetting(key, flags[key], env)))
+}
+
+/** The value of a string setting (null when unset). */
+export async function settingString(key: SettingKey, flag?: string | null, env: NodeJS.ProcessEnv = process.env): Promise<string | null> {
+  const {value} = await resolveSetting(key, flag ?? undefined, env)
+  return Array.isArray(value) ? value.join(' ') : value
+}
+
+/** The value of a list setting. */
+export async function settingList(key: SettingKey, flag?: string[], env: NodeJS.ProcessEnv = process.env): Promise<string[]> {
+  const {value} = await resolveSetting(key, flag, env)
+  return Array.isArray(value) ? value : value === null ? [] : [value]
+}
+
+/** Forgets files read so far (tests). */
+export function clearConfigCache(): void {
+  cache.clear()
+}

@@ -1,0 +1,46 @@
+import {createReadStream} from 'node:fs'
+import {open} from 'node:fs/promises'
+import {join, resolve} from 'node:path'
+
+import {RepositoryUnavailableError, describeFsError} from '../errors.js'
+import {type Transport, readBounded, writeChecked} from './transport.js'
+
+/** A repository in a directory (a plain path or a file:// URL): a mount, a synced mirror, a USB stick. */
+export class DirTransport implements Transport {
+  readonly kind = 'dir' as const
+  readonly label: string
+
+  constructor(private readonly root: string) {
+    this.label = resolve(root)
+  }
+
+  locate(path: string): string {
+    return join(this.label, path)
+  }
+
+  async read(path: string, maxBytes: number): Promise<Buffer | null> {
+    const handle = await this.open(path, true)
+    if (handle === null) return null
+    return readBounded(handle.createReadStream(), this.locate(path), maxBytes)
+  }
+
+  async download(path: string, to: string, expected: {size: number; sha256: string}, onProgress?: (bytes: number) => void): Promise<void> {
+    const handle = await this.open(path, false)
+    await writeChecked(createReadStream('', {fd: handle!, highWaterMark: 1024 * 1024}), to, this.locate(path), expected, onProgress)
+  }
+
+  private async open(path: string, optional: boolean) {
+    const full = this.locate(path)
+    try {
+      return await open(full, 'r')
+    } catch (error) {
+      const code = (error as NodeJS.ErrnoException).code
+      if (code === 'ENOENT' || code === 'ENOTDIR') {
+        if (optional) return null
+        throw new RepositoryUnavailableError(`${full}: not found in the repository (the index names it)`)
+      }
+
+      throw describeFsError(error, full)
+    }
+  }
+}

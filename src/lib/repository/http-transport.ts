@@ -1,0 +1,190 @@
+import type {Readable} from 'node:stream'
+
+import {type Dispatcher, EnvHttpProxyAgent, request} from 'undici'
+
+import {LocalpuppetError, ReleaseError, RepositoryUnavailableError} from '../errors.js'
+import {type Transport, readBounded, writeChecked} from './transport.js'
+
+export interface HttpOptions {
+  /** Per request: connecting, waiting for headers, and any pause in the body (ms). */
+  timeoutMs?: number
+  /** Attempts for a transient fault (refused, reset, timeout, 5xx, 429), the first included. */
+  attempts?: number
+  /** The first backoff (ms); it doubles, with jitter, up to maxBackoffMs. */
+  backoffMs?: number
+  maxBackoffMs?: number
+  env?: NodeJS.ProcessEnv
+}
+
+/** Redirects followed per request; more is a loop. */
+const MAX_REDIRECTS = 5
+const REDIRECTS = new Set([301, 302, 303, 307, 308])
+/** Network errors worth another attempt. */
+const TRANSIENT_CODES = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'EPIPE',
+  'ETIMEDOUT',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'EAI_AGAIN',
+  'UND_ERR_CONNECT_TIMEOUT',
+  'UND_ERR_HEADERS_TIMEOUT',
+  'UND_ERR_BODY_TIMEOUT',
+  'UND_ERR_SOCKET',
+  'UND_ERR_CLOSED',
+  'UND_ERR_ABORTED',
+])
+
+/** A fault another attempt may cure; carries what to say if none does. */
+class TransientError extends Error {
+  constructor(
+    message: string,
+    readonly retryAfterMs: number | null = null,
+  ) {
+    super(message)
+  }
+}
+
+/**
+ * A repository served over HTTP(S) by any static web server. Proxies come from
+ * HTTPS_PROXY/HTTP_PROXY/NO_PROXY. Transient faults are retried with backoff a bounded
+ * number of times, then reported as unavailable (69); redirects are followed a few times
+ * and never from https to http (65).
+ */
+export class HttpTransport implements Transport {
+  readonly kind: 'https' | 'http'
+  readonly label: string
+  private readonly base: URL
+  private readonly dispatcher: Dispatcher
+  private readonly timeoutMs: number
+  private readonly attempts: number
+  private readonly backoffMs: number
+  private readonly maxBackoffMs: number
+
+  constructor(url: string, options: HttpOptions = {}) {
+    this.base = new URL(url.endsWith('/') ? url : `${url}/`)
+    this.kind = this.base.protocol === 'https:' ? 'https' : 'http'
+    this.label = this.base.href
+    this.timeoutMs = options.timeoutMs ?? 30_000
+    this.attempts = Math.max(1, options.attempts ?? 4)
+    this.backoffMs = options.backoffMs ?? 250
+    this.maxBackoffMs = options.maxBackoffMs ?? 5000
+    const env = options.env ?? process.env
+    this.dispatcher = new EnvHttpProxyAgent({
+      httpProxy: env.http_proxy ?? env.HTTP_PROXY,
+      httpsProxy: env.https_proxy ?? env.HTTPS_PROXY ?? env.http_proxy ?? env.HTTP_PROXY,
+      noProxy: env.no_proxy ?? env.NO_PROXY,
+      // Plain http through a proxy as curl does it (absolute-form GET): squid's default
+      // configuration refuses CONNECT to port 80. https still tunnels.
+      proxyTunnel: false,
+      connect: {timeout: this.timeoutMs},
+      headersTimeout: this.timeoutMs,
+      bodyTimeout: this.timeoutMs,
+    })
+  }
+
+  locate(path: string): string {
+    return new URL(path, this.base).href
+  }
+
+  async read(path: string, maxBytes: number): Promise<Buffer | null> {
+    return this.withRetries(path, async (url) => {
+      const body = await this.get(url, true)
+      if (body === null) return null
+      return readBounded(body, url, maxBytes).catch((error: unknown) => {
+        throw transient(error) ?? error
+      })
+    })
+  }
+
+  async download(path: string, to: string, expected: {size: number; sha256: string}, onProgress?: (bytes: number) => void): Promise<void> {
+    await this.withRetries(path, async (url) => {
+      const body = (await this.get(url, false))!
+      await writeChecked(body, to, url, expected, onProgress).catch((error: unknown) => {
+        throw transient(error) ?? error
+      })
+    })
+  }
+
+  async close(): Promise<void> {
+    await this.dispatcher.close()
+  }
+
+  private async withRetries<T>(path: string, attempt: (url: string) => Promise<T>): Promise<T> {
+    const url = this.locate(path)
+    let last: TransientError | null = null
+    for (let n = 0; n < this.attempts; n++) {
+      if (last) await sleep(last.retryAfterMs ?? Math.min(this.maxBackoffMs, this.backoffMs * 2 ** (n - 1)) * (0.5 + Math.random() / 2))
+      try {
+        return await attempt(url)
+      } catch (error) {
+        if (!(error instanceof TransientError)) throw error
+        last = error
+      }
+    }
+
+    throw new RepositoryUnavailableError(`repository ${this.label}: ${last!.message} (${this.attempts} attempt${this.attempts === 1 ? '' : 's'})`, [
+      'check the source URL, the network and the web server; the node keeps what it has',
+    ])
+  }
+
+  /** The body of a 200, following redirects; null for a 404 when the file is optional. */
+  private async get(start: string, optional: boolean): Promise<Readable | null> {
+    let url = new URL(start)
+    for (let hop = 0; ; hop++) {
+      let response: Dispatcher.ResponseData
+      try {
+        response = await request(url, {method: 'GET', dispatcher: this.dispatcher, headersTimeout: this.timeoutMs, bodyTimeout: this.timeoutMs})
+      } catch (error) {
+        throw transient(error) ?? new RepositoryUnavailableError(`${url.href}: ${(error as Error).message}`)
+      }
+
+      const status = response.statusCode
+      if (status === 200) return response.body as unknown as Readable
+      await response.body.dump().catch(() => {})
+      if (REDIRECTS.has(status)) {
+        const location = response.headers.location
+        if (typeof location !== 'string') throw new RepositoryUnavailableError(`${url.href}: redirect ${status} without a Location`)
+        if (hop >= MAX_REDIRECTS) throw new RepositoryUnavailableError(`${start}: more than ${MAX_REDIRECTS} redirects (a redirect loop?)`)
+        const next = new URL(location, url)
+        if (url.protocol === 'https:' && next.protocol !== 'https:') throw new ReleaseError(`${url.href}: redirected to ${next.href}; refused (never from https to plain http)`)
+        if (next.protocol !== 'https:' && next.protocol !== 'http:') throw new ReleaseError(`${url.href}: redirected to ${next.href}; refused`)
+        url = next
+        continue
+      }
+
+      if (status === 404 || status === 410) {
+        if (optional) return null
+        throw new RepositoryUnavailableError(`${url.href}: ${status} not found (the repository's index names it)`, ['the repository is incomplete or being synced; try again later'])
+      }
+
+      if (status === 429 || status >= 500) throw new TransientError(`${url.href}: HTTP ${status}`, retryAfter(response.headers['retry-after']))
+      throw new RepositoryUnavailableError(`${url.href}: HTTP ${status}`)
+    }
+  }
+}
+
+function transient(error: unknown): TransientError | null {
+  if (error instanceof LocalpuppetError || error instanceof TransientError) return error instanceof TransientError ? error : null
+  const code = (error as {code?: string})?.code
+  if (code && TRANSIENT_CODES.has(code)) return new TransientError(describeNetworkError(code, error as Error))
+  return null
+}
+
+function describeNetworkError(code: string, error: Error): string {
+  if (code === 'ECONNREFUSED') return 'connection refused'
+  if (code === 'ECONNRESET' || code === 'EPIPE' || code === 'UND_ERR_SOCKET' || code === 'UND_ERR_CLOSED') return `connection reset or closed early (${error.message})`
+  if (code.includes('TIMEOUT') || code === 'ETIMEDOUT') return 'timed out'
+  return `${code} (${error.message})`
+}
+
+/** Retry-After in seconds (a date is ignored), capped so a server cannot park the node. */
+function retryAfter(header: string | string[] | undefined): number | null {
+  const seconds = Number(Array.isArray(header) ? header[0] : header)
+  return Number.isFinite(seconds) && seconds >= 0 ? Math.min(seconds, 10) * 1000 : null
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((done) => setTimeout(done, ms))
+}

@@ -1,0 +1,240 @@
+import {execFile} from 'node:child_process'
+import {createHash, randomBytes} from 'node:crypto'
+import {createReadStream} from 'node:fs'
+import {copyFile, mkdir, mkdtemp, open, readFile, rename, rm, stat, unlink} from 'node:fs/promises'
+import {tmpdir} from 'node:os'
+import {basename, dirname, join, resolve} from 'node:path'
+
+import {installArchive} from '../archive/install-archive.js'
+import {keyId, loadSigningKey, signIndex} from '../archive/signature.js'
+import {ConflictError, LockHeldError, ReleaseError, UsageError, describeFsError} from '../errors.js'
+import {RunLock} from '../state/lock.js'
+import {writeFileAtomic} from '../util/atomic-write.js'
+import {readArchiveHead} from './archive-head.js'
+import {
+  type PublishedTag,
+  type RepositoryIndex,
+  REPOSITORY_INDEX,
+  REPOSITORY_SIGNATURE,
+  archivePathFor,
+  emptyRepositoryIndex,
+  parseRepositoryIndex,
+  serializeRepositoryIndex,
+} from './repository-index.js'
+
+export interface PublishOptions {
+  repo: string
+  archives: string[]
+  /** --sign: an Ed25519 private key (PEM) that signs index.json. */
+  signingKey?: string
+  /** How long to wait for another publisher's lock, in ms. */
+  lockWaitMs?: number
+}
+
+export interface PublishedEntry {
+  release: string
+  archive: string
+  size: number
+  sha256: string
+  status: 'added' | 'unchanged'
+}
+
+export interface PublishResult {
+  repo: string
+  releases: PublishedEntry[]
+  /** The key id that signed index.json, or null. */
+  signedBy: string | null
+}
+
+/** The lock publishers of one repository take; hidden, so a web server's listing does not show it. */
+const LOCK_FILE = '.localpuppet-publish.lock'
+
+/**
+ * Adds archives made by `pack` to a release repository: a directory any static web
+ * server can serve. Every archive is verified in full first. Under the repository's
+ * lock, the current index is read again, each tag is checked (the same content is a
+ * no-op; other content is a ConflictError, 73, and nothing changes), the archives are
+ * copied in (temp file, fsync, rename) and the index is replaced last, so a reader never
+ * sees an index naming an archive that is not there.
+ */
+export async function publishArchives(options: PublishOptions): Promise<PublishResult> {
+  const repo = resolve(options.repo)
+  await checkRepoDir(repo)
+  const key = options.signingKey ? await loadSigningKey(options.signingKey) : null
+  const candidates: Array<{source: string; tag: PublishedTag; release: string; app: string; tagName: string}> = []
+  for (const archive of options.archives) candidates.push(await inspectArchive(archive))
+  const seen = new Map<string, string>()
+  for (const candidate of candidates) {
+    const other = seen.get(candidate.release)
+    if (other !== undefined && other !== candidate.tag.sha256) throw new ConflictError(`${candidate.release}: two different archives given for the same tag`)
+    seen.set(candidate.release, candidate.tag.sha256)
+  }
+
+  const lock = await takeLock(join(repo, LOCK_FILE), options.lockWaitMs ?? 120_000)
+  try {
+    const {index, signed} = await readCurrentIndex(repo)
+    if (signed && !key) throw new UsageError(`${repo} is a signed repository (${REPOSITORY_SIGNATURE}); publish with --sign KEY.pem`, ['an index without a fresh signature would be refused by every node'])
+    const releases: PublishedEntry[] = []
+    const toAdd: typeof candidates = []
+    for (const candidate of candidates) {
+      const existing = index.apps[candidate.app]?.tags[candidate.tagName]
+      const entry = {release: candidate.release, archive: candidate.tag.archive, size: candidate.tag.size, sha256: candidate.tag.sha256}
+      if (existing) {
+        if (!sameContent(existing, candidate.tag)) {
+          throw new ConflictError(`${candidate.release} is already published with other content (${existing.digest}; this archive: ${candidate.tag.digest})`, [
+            'tags are immutable: publish a new tag',
+          ])
+        }
+
+        releases.push({...entry, archive: existing.archive, size: existing.size, sha256: existing.sha256, status: 'unchanged'})
+        continue
+      }
+
+      if (!toAdd.some((other) => other.release === candidate.release)) toAdd.push(candidate)
+      releases.push({...entry, status: 'added'})
+    }
+
+    if (toAdd.length === 0) return {repo, releases, signedBy: null}
+    for (const candidate of toAdd) {
+      await copyInto(candidate.source, join(repo, candidate.tag.archive))
+      ;(index.apps[candidate.app] ??= {tags: {}}).tags[candidate.tagName] = candidate.tag
+    }
+
+    const bytes = serializeRepositoryIndex(index)
+    // The signature first: a reader that gets the new signature with the old index retries
+    // once and then sees both new. Then the index, the last thing written.
+    if (key) await writeFileAtomic(join(repo, REPOSITORY_SIGNATURE), signIndex(bytes, key), 0o644)
+    await writeFileAtomic(join(repo, REPOSITORY_INDEX), bytes, 0o644)
+    await syncDir(repo)
+    return {repo, releases, signedBy: key ? keyId(key) : null}
+  } finally {
+    await lock.release()
+  }
+}
+
+async function checkRepoDir(repo: string): Promise<void> {
+  try {
+    const info = await stat(repo)
+    if (!info.isDirectory()) throw new UsageError(`repository ${repo}: not a directory`)
+  } catch (error) {
+    if (error instanceof UsageError) throw error
+    if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw describeFsError(error, `repository ${repo}`)
+    await mkdir(repo, {recursive: true, mode: 0o755})
+  }
+}
+
+/** Same content: the same releases with the same digests (a re-pack, or a signed copy, of the same tree). */
+function sameContent(a: PublishedTag, b: PublishedTag): boolean {
+  return a.modulepath.length === b.modulepath.length && a.modulepath.every((release, i) => release === b.modulepath[i] && a.digests[release] === b.digests[release])
+}
+
+/** Reads the archive's release.json and verifies every entry of it by installing into a throwaway directory. */
+async function inspectArchive(path: string): Promise<{source: string; tag: PublishedTag; release: string; app: string; tagName: string}> {
+  const source = resolve(path)
+  let size: number
+  try {
+    const info = await stat(source)
+    if (!info.isFile()) throw new UsageError(`archive ${path}: not a file`)
+    size = info.size
+  } catch (error) {
+    if (error instanceof UsageError) throw error
+    throw describeFsError(error, `archive ${path}`)
+  }
+
+  const {index, signedBy} = await readArchiveHead(source, path)
+  if (index.tag === null) throw new ReleaseError(`${path}: ${index.release} is mutable; repositories hold tags only`, ['pack a tag'])
+  const mutable = index.modulepath.find((release) => !release.includes('/tags/'))
+  if (mutable) throw new ReleaseError(`${path}: ${index.release} carries mutable ${mutable}; repositories hold tags only`)
+  const scratch = await mkdtemp(join(tmpdir(), 'localpuppet-publish-'))
+  try {
+    await installArchive(createReadStream(source, {highWaterMark: 1024 * 1024}), path, {moduleDir: scratch, trust: [], trustDir: null})
+  } finally {
+    await removeTree(scratch)
+  }
+
+  const sha256 = await hashFile(source)
+  const tag: PublishedTag = {
+    archive: archivePathFor(index.app, index.tag),
+    size,
+    sha256,
+    digest: index.releases[0].digest,
+    modulepath: index.modulepath,
+    digests: Object.fromEntries(index.releases.map((r) => [r.release, r.digest])),
+    signedBy,
+    publishedAt: new Date().toISOString(),
+  }
+  return {source, tag, release: index.release, app: index.app, tagName: index.tag}
+}
+
+async function hashFile(path: string): Promise<string> {
+  const hash = createHash('sha256')
+  for await (const chunk of createReadStream(path, {highWaterMark: 1024 * 1024})) hash.update(chunk as Buffer)
+  return hash.digest('hex')
+}
+
+async function readCurrentIndex(repo: string): Promise<{index: RepositoryIndex; signed: boolean}> {
+  let bytes: Buffer
+  try {
+    bytes = await readFile(join(repo, REPOSITORY_INDEX))
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw describeFsError(error, `${repo}/${REPOSITORY_INDEX}`)
+    return {index: emptyRepositoryIndex(), signed: false}
+  }
+
+  const signed = await stat(join(repo, REPOSITORY_SIGNATURE)).then(
+    () => true,
+    () => false,
+  )
+  return {index: parseRepositoryIndex(bytes, join(repo, REPOSITORY_INDEX)), signed}
+}
+
+/** Copies an archive into the repository: temp file, fsync, rename; 0644 so a web server can read it. */
+async function copyInto(source: string, target: string): Promise<void> {
+  await mkdir(dirname(target), {recursive: true, mode: 0o755})
+  const temp = join(dirname(target), `.${basename(target)}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`)
+  try {
+    await copyFile(source, temp)
+    const handle = await open(temp, 'r+')
+    try {
+      await handle.chmod(0o644)
+      await handle.sync()
+    } finally {
+      await handle.close()
+    }
+
+    await rename(temp, target)
+  } catch (error) {
+    await unlink(temp).catch(() => {})
+    throw error
+  }
+}
+
+async function syncDir(dir: string): Promise<void> {
+  const handle = await open(dir, 'r')
+  try {
+    await handle.sync()
+  } catch {
+    // Some filesystems refuse fsync on a directory; the renames are still atomic.
+  } finally {
+    await handle.close()
+  }
+}
+
+/** Waits for another publisher of the same repository to finish, with a bound. */
+async function takeLock(path: string, waitMs: number): Promise<RunLock> {
+  const until = Date.now() + waitMs
+  for (let delay = 20; ; delay = Math.min(delay * 2, 500)) {
+    try {
+      return await RunLock.acquireFile(path, null)
+    } catch (error) {
+      if (!(error instanceof LockHeldError) || Date.now() > until) throw error
+      await new Promise((done) => setTimeout(done, delay + Math.random() * delay))
+    }
+  }
+}
+
+/** Removes a scratch module directory; installed tags in it are read-only. */
+async function removeTree(dir: string): Promise<void> {
+  await new Promise((done) => execFile('chmod', ['-R', 'u+w', dir], () => done(null)))
+  await rm(dir, {recursive: true, force: true})
+}

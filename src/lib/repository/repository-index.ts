@@ -1,0 +1,117 @@
+import {ReleaseError} from '../errors.js'
+import {isSafeRelativePath, parseReleasePath} from '../archive/release-index.js'
+
+/** A release repository's table of contents, at its root. */
+export const REPOSITORY_INDEX = 'index.json'
+/** The Ed25519 signature over index.json's exact bytes (same format as release.json.sig). */
+export const REPOSITORY_SIGNATURE = 'index.json.sig'
+export const REPOSITORY_FORMAT = 1
+/** An index larger than this is refused before parsing: ~30,000 tags fit in 16 MiB. */
+export const MAX_REPOSITORY_INDEX_BYTES = 16 * 1024 * 1024
+/** Archives larger than this are refused, whatever the index says. */
+export const MAX_ARCHIVE_BYTES = 16 * 1024 * 1024 * 1024
+
+/** One published tag: its archive and what the archive holds. */
+export interface PublishedTag {
+  /** The archive's path relative to the repository root, `archives/foo/foo-1.5.0.tar.gz`. */
+  archive: string
+  size: number
+  /** sha256 of the archive's bytes, hex. */
+  sha256: string
+  /** The tag's release digest (`sha256:...`), as in release.json. */
+  digest: string
+  /** The release's own resolved modulepath, app first: every release the archive holds. */
+  modulepath: string[]
+  /** The release digest of each release on the modulepath. */
+  digests: Record<string, string>
+  /** The key id of the archive's release.json signature, or null when unsigned. */
+  signedBy: string | null
+  publishedAt: string
+}
+
+export interface RepositoryIndex {
+  format: typeof REPOSITORY_FORMAT
+  apps: Record<string, {tags: Record<string, PublishedTag>}>
+}
+
+export function emptyRepositoryIndex(): RepositoryIndex {
+  return {format: REPOSITORY_FORMAT, apps: {}}
+}
+
+/** Sorted keys, so the same repository always serialises to the same bytes. */
+export function serializeRepositoryIndex(index: RepositoryIndex): Buffer {
+  const apps = Object.fromEntries(
+    Object.keys(index.apps)
+      .sort()
+      .map((app) => [app, {tags: Object.fromEntries(Object.keys(index.apps[app].tags).sort().map((tag) => [tag, index.apps[app].tags[tag]]))}]),
+  )
+  return Buffer.from(JSON.stringify({format: index.format, apps}, null, 1) + '\n')
+}
+
+const SHA256 = /^[0-9a-f]{64}$/
+const DIGEST = /^sha256:[0-9a-f]{64}$/
+
+/**
+ * Parses a repository's index.json trusting nothing: every app and tag name, archive path
+ * (relative, no `..`), size, hash, digest and modulepath entry is checked, so that a
+ * hostile index can name nothing outside the repository or the module directory.
+ * Any fault is a ReleaseError (65) naming the entry.
+ */
+export function parseRepositoryIndex(bytes: Buffer, label: string): RepositoryIndex {
+  const fail = (why: string): never => {
+    throw new ReleaseError(`${label}: ${why}`)
+  }
+
+  if (bytes.length > MAX_REPOSITORY_INDEX_BYTES) fail(`larger than ${MAX_REPOSITORY_INDEX_BYTES} bytes`)
+  let doc: unknown
+  try {
+    doc = JSON.parse(bytes.toString('utf8'))
+  } catch (error) {
+    return fail(`not valid JSON (${(error as Error).message})`)
+  }
+
+  const index = doc as RepositoryIndex
+  if (!isObject(index)) fail('not a repository index (expected an object)')
+  if (index.format !== REPOSITORY_FORMAT) fail(`format ${JSON.stringify(index.format)} is not supported (this localpuppet reads format ${REPOSITORY_FORMAT})`)
+  if (!isObject(index.apps)) fail('apps is not an object')
+  for (const [app, entry] of Object.entries(index.apps)) {
+    if (!isObject(entry) || !isObject(entry.tags)) fail(`app ${JSON.stringify(app)}: tags is not an object`)
+    for (const [tag, published] of Object.entries(entry.tags)) {
+      const release = `${app}/tags/${tag}`
+      const where = `tag ${JSON.stringify(release)}`
+      const parsed = parseReleasePath(release)
+      if (!parsed || parsed.app !== app || parsed.kind !== 'tag' || parsed.name !== tag) fail(`${where}: invalid app or tag name`)
+      if (!isObject(published)) fail(`${where}: not an object`)
+      const p = published
+      if (typeof p.archive !== 'string' || !isSafeRelativePath(p.archive)) fail(`${where}: archive path ${JSON.stringify(p.archive)} is absolute, has '..' or is invalid`)
+      if (!Number.isSafeInteger(p.size) || p.size < 0 || p.size > MAX_ARCHIVE_BYTES) fail(`${where}: invalid size ${JSON.stringify(p.size)}`)
+      if (typeof p.sha256 !== 'string' || !SHA256.test(p.sha256)) fail(`${where}: invalid sha256`)
+      if (typeof p.digest !== 'string' || !DIGEST.test(p.digest)) fail(`${where}: invalid digest`)
+      if (!Array.isArray(p.modulepath) || p.modulepath[0] !== release) fail(`${where}: modulepath must start with the release itself`)
+      if (!isObject(p.digests)) fail(`${where}: digests is not an object`)
+      const seen = new Set<string>()
+      for (const entry of p.modulepath) {
+        const dependency = typeof entry === 'string' ? parseReleasePath(entry) : null
+        if (!dependency || dependency.kind !== 'tag') fail(`${where}: modulepath entry ${JSON.stringify(entry)} is not a tag (repositories hold tags only)`)
+        if (seen.has(entry)) fail(`${where}: modulepath lists ${entry} twice`)
+        seen.add(entry)
+        if (typeof p.digests[entry] !== 'string' || !DIGEST.test(p.digests[entry])) fail(`${where}: no valid digest for ${entry}`)
+      }
+
+      if (Object.keys(p.digests).length !== seen.size) fail(`${where}: digests name releases not on its modulepath`)
+      if (p.digests[release] !== p.digest) fail(`${where}: digest differs from its modulepath digest`)
+      if (p.signedBy !== null && typeof p.signedBy !== 'string') fail(`${where}: invalid signedBy`)
+    }
+  }
+
+  return index
+}
+
+function isObject(value: unknown): value is Record<string, any> {
+  return value !== null && typeof value === 'object' && !Array.isArray(value)
+}
+
+/** The repository's path for an archive: `archives/foo/foo-1.5.0.tar.gz`. */
+export function archivePathFor(app: string, tag: string): string {
+  return `archives/${app}/${app}-${tag}.tar.gz`
+}

@@ -1,0 +1,65 @@
+import {fileURLToPath} from 'node:url'
+
+import {UsageError} from '../errors.js'
+import type {FetchOptions, FetchResult} from './fetch.js'
+
+/** Where releases come from: something that can install tags into a module directory. */
+export interface ReleaseSource {
+  /** What the run record and --json name as the source. */
+  readonly label: string
+  fetch(refs: string[], options: FetchOptions): Promise<FetchResult>
+  close(): Promise<void>
+}
+
+export type SourceKind = 'https' | 'http' | 'file' | 'dir'
+
+/** The kind of a source as written (`--source`, the `source` setting). */
+export function sourceKind(spec: string): SourceKind {
+  if (/^https:\/\//i.test(spec)) return 'https'
+  if (/^http:\/\//i.test(spec)) return 'http'
+  if (/^file:\/\//i.test(spec)) return 'file'
+  if (/^[a-z][a-z0-9+.-]*:\/\//i.test(spec)) throw new UsageError(`source ${spec}: unsupported scheme; use https://, http://, file:// or a directory`)
+  return 'dir'
+}
+
+/**
+ * The one place a source is turned into something that fetches: every kind of source
+ * (a new kind, e.g. `apt`, is one more case here) goes through this function.
+ */
+export async function openSource(spec: string, options: Pick<FetchOptions, 'timeoutSeconds' | 'env'>): Promise<ReleaseSource> {
+  const {RepositorySource} = await import('./fetch.js')
+  switch (sourceKind(spec)) {
+    case 'https':
+    case 'http': {
+      const {HttpTransport} = await import('./http-transport.js')
+      return new RepositorySource(new HttpTransport(spec, {timeoutMs: options.timeoutSeconds ? options.timeoutSeconds * 1000 : undefined, env: options.env}))
+    }
+
+    case 'file': {
+      const {DirTransport} = await import('./dir-transport.js')
+      let path: string
+      try {
+        path = fileURLToPath(spec)
+      } catch (error) {
+        throw new UsageError(`source ${spec}: ${(error as Error).message}`)
+      }
+
+      return new RepositorySource(new DirTransport(path))
+    }
+
+    case 'dir': {
+      const {DirTransport} = await import('./dir-transport.js')
+      return new RepositorySource(new DirTransport(spec))
+    }
+  }
+}
+
+/** Fetches refs from a source (opened, used, closed): what `fetch` and `apply --fetch` call. */
+export async function fetchReleases(source: string, refs: string[], options: FetchOptions): Promise<FetchResult> {
+  const opened = await openSource(source, options)
+  try {
+    return await opened.fetch(refs, options)
+  } finally {
+    await opened.close()
+  }
+}

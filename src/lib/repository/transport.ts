@@ -1,0 +1,63 @@
+import {createHash} from 'node:crypto'
+import {createWriteStream} from 'node:fs'
+import {type Readable, Transform} from 'node:stream'
+import {pipeline} from 'node:stream/promises'
+
+import {ReleaseError} from '../errors.js'
+
+/** How a repository's files are read: over HTTP(S), or from a directory. */
+export interface Transport {
+  /** `https://releases.example.com/repo/` or `/srv/repo`: what messages and records name. */
+  readonly label: string
+  /** `https`, `http` or `dir`. */
+  readonly kind: 'https' | 'http' | 'dir'
+  /** The location of a repository path, for messages. */
+  locate(path: string): string
+  /** A whole (small) file in memory; null when the repository has no such file. Longer than maxBytes: 65. */
+  read(path: string, maxBytes: number): Promise<Buffer | null>
+  /** Writes a file into `to`, checking its size and sha256 on the way; retries transient faults itself. */
+  download(path: string, to: string, expected: {size: number; sha256: string}, onProgress?: (bytes: number) => void): Promise<void>
+}
+
+/**
+ * Copies a body into a file, refusing it the moment it is longer than the index says and
+ * when it ends shorter or with another sha256 (65). Nothing here is retried: a body that
+ * arrived complete and wrong is not a network fault.
+ */
+export async function writeChecked(body: Readable, to: string, where: string, expected: {size: number; sha256: string}, onProgress?: (bytes: number) => void): Promise<void> {
+  const hash = createHash('sha256')
+  let bytes = 0
+  const check = new Transform({
+    transform(chunk: Buffer, _encoding, callback) {
+      bytes += chunk.length
+      if (bytes > expected.size) return callback(new ReleaseError(`${where}: longer than the ${expected.size} bytes the index says; refused`))
+      hash.update(chunk)
+      onProgress?.(bytes)
+      callback(null, chunk)
+    },
+    flush(callback) {
+      if (bytes < expected.size) return callback(new ReleaseError(`${where}: truncated: ${bytes} of the ${expected.size} bytes the index says`))
+      const sha256 = hash.digest('hex')
+      if (sha256 !== expected.sha256) return callback(new ReleaseError(`${where}: sha256 ${sha256} differs from the index's ${expected.sha256}; refused`))
+      callback()
+    },
+  })
+  await pipeline(body, check, createWriteStream(to, {flags: 'w', mode: 0o600}))
+}
+
+/** Reads a body into memory up to maxBytes; longer is a 65 (an endless or huge body). */
+export async function readBounded(body: Readable, where: string, maxBytes: number): Promise<Buffer> {
+  const chunks: Buffer[] = []
+  let size = 0
+  for await (const chunk of body) {
+    size += (chunk as Buffer).length
+    if (size > maxBytes) {
+      body.destroy()
+      throw new ReleaseError(`${where}: larger than ${maxBytes} bytes; refused`)
+    }
+
+    chunks.push(chunk as Buffer)
+  }
+
+  return Buffer.concat(chunks)
+}

@@ -1,0 +1,294 @@
+import {execFile} from 'node:child_process'
+import {createServer as createHttpsServer} from 'node:https'
+import {mkdir, readFile, readdir, writeFile} from 'node:fs/promises'
+import {join} from 'node:path'
+import {promisify} from 'node:util'
+
+import test, {type ExecutionContext} from 'ava'
+
+import {cli} from '../helpers/cli.js'
+import {type Handler, copyRepository, demoRepository, keyPair, testServer} from '../helpers/repository.js'
+import {tempDir} from '../helpers/temp.js'
+
+// One signed repository (foo 1.3.0 and 1.4.0), built once; each test serves a copy it may break.
+let base: {dir: string; repo: string; key: string; pub: string; otherPub: string}
+test.before(async () => {
+  const {mkdtemp, rm} = await import('node:fs/promises')
+  const {tmpdir} = await import('node:os')
+  const dir = await mkdtemp(join(tmpdir(), 'localpuppet-fetch-faults-'))
+  process.on('exit', () => void rm(dir, {recursive: true, force: true}))
+  const {key, pub} = await keyPair(dir, 'release')
+  const other = await keyPair(dir, 'other')
+  const {repo} = await demoRepository(dir, key)
+  base = {dir, repo, key, pub, otherPub: other.pub}
+})
+test.after.always(async () => {
+  const {rm} = await import('node:fs/promises')
+  if (base) await rm(base.dir, {recursive: true, force: true})
+})
+
+interface Scenario {
+  repo: string
+  modules: string
+  index: any
+  saveIndex(index: any): Promise<void>
+}
+
+async function scenario(t: ExecutionContext): Promise<Scenario> {
+  const dir = await tempDir(t)
+  const repo = await copyRepository(base.repo, join(dir, 'repo'))
+  const modules = join(dir, 'modules')
+  await mkdir(modules)
+  const index = JSON.parse(await readFile(join(repo, 'index.json'), 'utf8'))
+  return {repo, modules, index, saveIndex: (next) => writeFile(join(repo, 'index.json'), JSON.stringify(next))}
+}
+
+async function serve(t: ExecutionContext, root: string, handler?: Handler) {
+  const server = await testServer(root, handler)
+  t.teardown(() => server.close())
+  return server
+}
+
+/** Nothing installed: no release directory and no install record. */
+async function assertNothingInstalled(t: ExecutionContext, modules: string): Promise<void> {
+  t.deepEqual((await readdir(modules)).filter((name) => !name.startsWith('.')), [], 'no release appeared')
+  const records = await readdir(join(modules, '.localpuppet', 'records')).catch(() => [])
+  t.deepEqual(records, [], 'no install record')
+}
+
+const fetchArgs = (s: Scenario, source: string, ...extra: string[]) => ['fetch', 'foo@^1.4', '--source', source, '--module-dir', s.modules, ...extra]
+
+async function refused(t: ExecutionContext, s: Scenario, args: string[], exitCode: number, message: RegExp, env: Record<string, string> = {}) {
+  const result = await cli(args, {env})
+  t.is(result.exitCode, exitCode, result.stderr)
+  t.regex(result.stderr, message)
+  await assertNothingInstalled(t, s.modules)
+  return result
+}
+
+test('an archive path with .. or an absolute path in the index is refused (65)', async (t) => {
+  for (const archive of ['../../etc/passwd', '/etc/passwd', 'archives/../../x.tar.gz']) {
+    const s = await scenario(t)
+    s.index.apps.foo.tags['1.4.0'].archive = archive
+    await s.saveIndex(s.index)
+    await refused(t, s, fetchArgs(s, s.repo), 65, /tag "foo\/tags\/1\.4\.0": archive path .* is absolute, has '\.\.' or is invalid/)
+  }
+})
+
+test('a modulepath entry naming a path outside the module dir is refused (65)', async (t) => {
+  const s = await scenario(t)
+  s.index.apps.foo.tags['1.4.0'].modulepath.push('../tags/1.0.0')
+  await s.saveIndex(s.index)
+  await refused(t, s, fetchArgs(s, s.repo), 65, /modulepath entry "\.\.\/tags\/1\.0\.0" is not a tag/)
+})
+
+test('an archive whose sha256 differs from the index is refused (65)', async (t) => {
+  const s = await scenario(t)
+  s.index.apps.foo.tags['1.4.0'].sha256 = '0'.repeat(64)
+  await s.saveIndex(s.index)
+  const server = await serve(t, s.repo)
+  await refused(t, s, fetchArgs(s, server.url, '--insecure'), 65, /foo-1\.4\.0\.tar\.gz: sha256 \w+ differs from the index's 0{64}; refused/)
+})
+
+test('a tampered index with a valid-looking signature file is refused (65)', async (t) => {
+  const s = await scenario(t)
+  s.index.apps.foo.tags['1.4.0'].publishedAt = '2020-01-01T00:00:00.000Z'
+  await s.saveIndex(s.index)
+  const server = await serve(t, s.repo)
+  await refused(t, s, fetchArgs(s, server.url, '--trust', base.pub), 65, /index\.json: signature by sha256:\w+ does not verify with any trusted key/)
+})
+
+test('an index signed by a key that is not trusted is refused (65); an unsigned one too', async (t) => {
+  const s = await scenario(t)
+  const server = await serve(t, s.repo)
+  await refused(t, s, fetchArgs(s, server.url, '--trust', base.otherPub), 65, /does not verify with any trusted key \(1 trusted\)/)
+  const { rm } = await import('node:fs/promises')
+  await rm(join(s.repo, 'index.json.sig'))
+  await refused(t, s, fetchArgs(s, server.url, '--trust', base.pub), 65, /index\.json: not signed, and trusted keys are configured/)
+})
+
+test('an archive larger than declared, an endless body, and a short body are refused (65)', async (t) => {
+  const s = await scenario(t)
+  const entry = s.index.apps.foo.tags['1.4.0']
+  entry.size -= 10
+  await s.saveIndex(s.index)
+  const server = await serve(t, s.repo)
+  await refused(t, s, fetchArgs(s, server.url, '--insecure'), 65, /longer than the \d+ bytes the index says; refused/)
+
+  const endless = await serve(t, s.repo, (_req, res, path) => {
+    if (!path.endsWith('.tar.gz')) return false
+    res.writeHead(200)
+    const chunk = Buffer.alloc(64 * 1024, 1)
+    const pump = () => {
+      while (res.write(chunk)) if (res.destroyed) return
+      res.once('drain', pump)
+    }
+
+    res.on('close', () => res.removeAllListeners('drain'))
+    pump()
+    return true
+  })
+  await refused(t, s, fetchArgs(s, endless.url, '--insecure'), 65, /longer than the \d+ bytes the index says; refused/)
+
+  entry.size += 10
+  await s.saveIndex(s.index)
+  const short = await serve(t, s.repo, async (_req, res, path) => {
+    if (!path.endsWith('.tar.gz')) return false
+    const body = await readFile(join(s.repo, path))
+    res.writeHead(200, {'content-length': body.length - 100})
+    res.end(body.subarray(0, body.length - 100))
+    return true
+  })
+  await refused(t, s, fetchArgs(s, short.url, '--insecure'), 65, /truncated: \d+ of the \d+ bytes the index says/)
+})
+
+test('a download cut short by the server is retried, then reported unavailable (69)', async (t) => {
+  const s = await scenario(t)
+  const server = await serve(t, s.repo, async (req, res, path) => {
+    if (!path.endsWith('.tar.gz')) return false
+    const body = await readFile(join(s.repo, path))
+    res.writeHead(200, {'content-length': body.length})
+    res.write(body.subarray(0, 200), () => req.socket.destroy())
+    return true
+  })
+  await refused(t, s, fetchArgs(s, server.url, '--insecure'), 69, /repository http:\/\/127\.0\.0\.1:\d+\/: connection reset or closed early .*\(4 attempts\)/)
+  t.is(server.requests.filter((path) => path.endsWith('.tar.gz')).length, 4)
+})
+
+test('HTTP 500, then 429, then success: retried and installed', async (t) => {
+  const s = await scenario(t)
+  let faults = 0
+  const server = await serve(t, s.repo, (_req, res, path) => {
+    if (path !== '/index.json' || faults >= 2) return false
+    res.writeHead(faults++ === 0 ? 500 : 429, {'retry-after': '0'})
+    res.end('busy')
+    return true
+  })
+  const result = await cli([...fetchArgs(s, server.url, '--trust', base.pub), '--json'])
+  t.is(result.exitCode, 0, result.stderr)
+  t.deepEqual(JSON.parse(result.stdout).releases.map((r: any) => [r.release, r.status]), [['foo/tags/1.4.0', 'installed']])
+  t.is(server.requests.filter((path) => path === '/index.json').length, 3)
+})
+
+test('a redirect loop (69), a 404 for an indexed archive (69, naming the URL), a refused connection (69)', async (t) => {
+  const s = await scenario(t)
+  const loop = await serve(t, s.repo, (_req, res, path) => {
+    if (path !== '/index.json') return false
+    res.writeHead(302, {location: '/index.json'})
+    res.end()
+    return true
+  })
+  await refused(t, s, fetchArgs(s, loop.url, '--insecure'), 69, /index\.json: more than 5 redirects \(a redirect loop\?\)/)
+
+  const { rm } = await import('node:fs/promises')
+  await rm(join(s.repo, 'archives/foo/foo-1.4.0.tar.gz'))
+  const missing = await serve(t, s.repo)
+  await refused(t, s, fetchArgs(s, missing.url, '--insecure'), 69, new RegExp(`${missing.url}/archives/foo/foo-1\\.4\\.0\\.tar\\.gz: 404 not found`))
+
+  const port = missing.port
+  await missing.close()
+  await refused(t, s, fetchArgs(s, `http://127.0.0.1:${port}/`, '--insecure'), 69, /connection refused \(4 attempts\)/)
+})
+
+test('a huge index is refused without reading it all (65)', async (t) => {
+  const s = await scenario(t)
+  const server = await serve(t, s.repo, (_req, res, path) => {
+    if (path !== '/index.json') return false
+    res.writeHead(200)
+    const chunk = Buffer.alloc(1024 * 1024, 0x20)
+    let sent = 0
+    const pump = () => {
+      while (sent < 64 && res.write(chunk)) sent++
+      if (sent >= 64) res.end()
+      else res.once('drain', pump)
+    }
+
+    res.on('close', () => res.removeAllListeners('drain'))
+    pump()
+    return true
+  })
+  await refused(t, s, fetchArgs(s, server.url, '--insecure'), 65, /index\.json: larger than 16777216 bytes; refused/)
+})
+
+test('plain http with no trusted key is refused unless --insecure (64); a tag or range not there is 66; trunk is not in repositories', async (t) => {
+  const s = await scenario(t)
+  const server = await serve(t, s.repo)
+  await refused(t, s, fetchArgs(s, server.url), 64, /plain http with no trusted key; anyone on the path could substitute releases/)
+  await refused(t, s, ['fetch', 'foo@^2', '--source', s.repo, '--module-dir', s.modules], 66, /foo@\^2: no tag of foo in the repository .* satisfies "\^2"; it has 1\.4\.0, 1\.3\.0/)
+  await refused(t, s, ['fetch', 'foo/tags/9.9.9', '--source', s.repo, '--module-dir', s.modules], 66, /foo\/tags\/9\.9\.9 is not in the repository/)
+  await refused(t, s, ['fetch', 'foo/trunk', '--source', s.repo, '--module-dir', s.modules], 64, /foo\/trunk: repositories hold tags only, not trunk/)
+})
+
+test('an archive that is not what the index says (another tag behind the right digest) is refused (65)', async (t) => {
+  const s = await scenario(t)
+  // The index entry of 1.4.0 points at 1.3.0's archive, size and sha256: the bytes match, the content does not.
+  const tags = s.index.apps.foo.tags
+  tags['1.4.0'] = {...tags['1.4.0'], archive: tags['1.3.0'].archive, size: tags['1.3.0'].size, sha256: tags['1.3.0'].sha256}
+  await s.saveIndex(s.index)
+  await refused(t, s, fetchArgs(s, s.repo), 65, /holds foo\/tags\/1\.3\.0 .*not what the index says for foo\/tags\/1\.4\.0; refused/)
+})
+
+test('HTTP_PROXY is honoured; NO_PROXY bypasses it', async (t) => {
+  const s = await scenario(t)
+  // A proxy gets the absolute URL; this one serves the repository's parent, so /repo/ is the repository.
+  const proxy = await serve(t, join(s.repo, '..'))
+  const result = await cli(fetchArgs(s, 'http://releases.invalid/repo', '--insecure'), {env: {HTTP_PROXY: proxy.url, http_proxy: proxy.url, NO_PROXY: ''}})
+  t.is(result.exitCode, 0, result.stderr)
+  t.true(proxy.requests.includes('http://releases.invalid/repo/index.json'), proxy.requests.join(' '))
+  t.true(proxy.requests.some((url) => url.startsWith('http://releases.invalid/repo/archives/')))
+  const seen = proxy.requests.length
+  const bypassed = await cli(fetchArgs(s, 'http://releases.invalid/repo', '--insecure'), {env: {HTTP_PROXY: proxy.url, http_proxy: proxy.url, NO_PROXY: 'releases.invalid', no_proxy: 'releases.invalid'}})
+  t.is(bypassed.exitCode, 69, bypassed.stderr)
+  t.is(proxy.requests.length, seen, 'NO_PROXY: the proxy saw nothing')
+})
+
+test('https without keys is allowed; a redirect from https to plain http is refused (65)', async (t) => {
+  const s = await scenario(t)
+  const dir = await tempDir(t)
+  const key = join(dir, 'key.pem')
+  const cert = join(dir, 'cert.pem')
+  await promisify(execFile)('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-keyout', key, '-out', cert, '-days', '1', '-subj', '/CN=127.0.0.1', '-addext', 'subjectAltName=IP:127.0.0.1'])
+  const plain = await serve(t, s.repo)
+  let downgrade = false
+  const server = createHttpsServer({key: await readFile(key), cert: await readFile(cert)}, async (req, res) => {
+    const path = new URL(req.url ?? '/', 'https://x').pathname
+    if (downgrade) {
+      res.writeHead(301, {location: `${plain.url}${path}`})
+      return res.end()
+    }
+
+    const body = await readFile(join(s.repo, path)).catch(() => null)
+    res.writeHead(body ? 200 : 404)
+    res.end(body ?? 'not found')
+  })
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  t.teardown(() => new Promise((resolve) => server.close(resolve)))
+  server.on('connection', (socket) => t.teardown(() => socket.destroy()))
+  const url = `https://127.0.0.1:${(server.address() as {port: number}).port}`
+  const env = {NODE_EXTRA_CA_CERTS: cert}
+
+  downgrade = true
+  await refused(t, s, fetchArgs(s, url), 65, /redirected to http:\/\/127\.0\.0\.1:\d+\/index\.json; refused \(never from https to plain http\)/, env)
+  downgrade = false
+  const ok = await cli(fetchArgs(s, url), {env})
+  t.is(ok.exitCode, 0, ok.stderr)
+  t.regex(ok.stdout, /^fetched foo\/tags\/1\.4\.0 from https:\/\/127\.0\.0\.1:\d+\/ \(.*, with dist\/tags\/2\.0\.1\)$/)
+})
+
+test('a tag installed with other content is a conflict (73) found before downloading', async (t) => {
+  const s = await scenario(t)
+  const first = await cli(['fetch', 'foo/tags/1.4.0', '--source', s.repo, '--module-dir', s.modules])
+  t.is(first.exitCode, 0, first.stderr)
+  // Another repository where dist/tags/2.0.1 has other content.
+  const dir = await tempDir(t)
+  const {writeTree} = await import('../helpers/temp.js')
+  const modules = join(dir, 'm')
+  await writeTree(modules, {'foo/tags/1.5.0/manifest.yaml': 'modulepath: [dist/tags/2.0.1]\n', 'foo/tags/1.5.0/foo/manifests/init.pp': 'class foo {}\n', 'dist/tags/2.0.1/platform/manifests/init.pp': 'class platform { }\n'})
+  t.is((await cli(['pack', 'foo/tags/1.5.0', '--module-dir', modules, '-o', join(dir, 'foo.tar.gz')])).exitCode, 0)
+  t.is((await cli(['publish', join(dir, 'foo.tar.gz'), '--repo', join(dir, 'repo')])).exitCode, 0)
+  const server = await serve(t, join(dir, 'repo'))
+  const result = await cli(['fetch', 'foo/tags/1.5.0', '--source', server.url, '--insecure', '--module-dir', s.modules])
+  t.is(result.exitCode, 73, result.stderr)
+  t.regex(result.stderr, /dist\/tags\/2\.0\.1 is installed with other content \(sha256:\w+\) than the repository's \(sha256:\w+\)/)
+  t.deepEqual(server.requests, ['/index.json'], 'nothing downloaded')
+})

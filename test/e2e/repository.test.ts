@@ -1,0 +1,155 @@
+import {existsSync} from 'node:fs'
+import {mkdir, readFile, readdir, writeFile} from 'node:fs/promises'
+import {join} from 'node:path'
+
+import test from 'ava'
+
+import {FIXTURES, cli, isolatePuppet, statusJson} from '../helpers/cli.js'
+import {startNginx} from '../helpers/nginx.js'
+import {DEMO_MODULES, demoRepository, keyPair} from '../helpers/repository.js'
+import {tempDir, writeTree} from '../helpers/temp.js'
+
+const INPUT = join(FIXTURES, 'demo', 'input.yaml')
+
+test('pack, publish (signed), fetch from nginx into an empty module dir, verify, apply with real puppet', async (t) => {
+  const dir = await tempDir(t)
+  const {key, pub} = await keyPair(dir, 'release')
+  const {repo} = await demoRepository(join(dir, 'build'), key)
+  t.deepEqual((await readdir(repo)).sort(), ['.localpuppet-publish.lock', 'archives', 'index.json', 'index.json.sig'].filter((name) => existsSync(join(repo, name))))
+  const nginx = await startNginx(repo, join(dir, 'nginx'))
+  t.teardown(() => nginx.stop())
+
+  const modules = join(dir, 'modules')
+  await mkdir(modules)
+  const fetched = await cli(['fetch', 'foo@^1.3', '--source', nginx.url, '--trust', pub, '--module-dir', modules, '--json'])
+  t.is(fetched.exitCode, 0, fetched.stderr)
+  t.deepEqual(JSON.parse(fetched.stdout), {
+    source: `${nginx.url}/`,
+    releases: [{release: 'foo/tags/1.4.0', ref: 'foo@^1.3', status: 'installed', bytes: JSON.parse(fetched.stdout).releases[0].bytes, modulepath: ['foo/tags/1.4.0', 'dist/tags/2.0.1']}],
+    signedBy: JSON.parse(fetched.stdout).signedBy,
+  })
+  t.true(JSON.parse(fetched.stdout).releases[0].bytes > 0)
+
+  const verified = await cli(['verify', '--module-dir', modules])
+  t.is(verified.exitCode, 0, verified.stdout)
+  t.is(verified.stdout, 'ok        dist/tags/2.0.1\nok        foo/tags/1.4.0')
+
+  // Again: nothing is downloaded.
+  const again = await cli(['fetch', 'foo/tags/1.4.0', '--source', nginx.url, '--trust', pub, '--module-dir', modules])
+  t.is(again.exitCode, 0, again.stderr)
+  t.is(again.stdout, 'foo/tags/1.4.0: already present')
+
+  const applied = await cli(['apply', INPUT, '--module-dir', modules, '--state-dir', join(dir, 'state'), '--', ...isolatePuppet(dir)])
+  t.is(applied.exitCode, 0, applied.stderr)
+  t.regex(applied.stdout, /Notice: I notify you!/)
+  t.regex(applied.stdout, /Notice: platform class/)
+})
+
+test('apply --fetch: the newest matching tag in the repository is fetched and applied, and recorded', async (t) => {
+  const dir = await tempDir(t)
+  const {key, pub} = await keyPair(dir, 'release')
+  const {repo} = await demoRepository(join(dir, 'build'), key)
+  const nginx = await startNginx(repo, join(dir, 'nginx'))
+  t.teardown(() => nginx.stop())
+  // The node already has 1.3.0 only; the repository's newest ^1.3 is 1.4.0.
+  const modules = join(dir, 'modules')
+  await mkdir(modules)
+  t.is((await cli(['fetch', 'foo/tags/1.3.0', '--source', nginx.url, '--trust', pub, '--module-dir', modules])).exitCode, 0)
+  const input = join(dir, 'input.yaml')
+  await writeFile(input, (await readFile(INPUT, 'utf8')).replace('foo@^1.4', 'foo@^1.3'))
+
+  const config = join(dir, 'config.yaml')
+  await writeFile(config, `source: ${nginx.url}\ntrust: ${pub}\nmodule_dir: ${modules}\nstate_dir: ${join(dir, 'state')}\n`)
+  const env = {LOCALPUPPET_CONFIG: config}
+  const plan = await cli(['plan', input, '--fetch', '--json', '--puppet', 'true'], {env})
+  t.is(plan.exitCode, 0, plan.stderr)
+  t.like(JSON.parse(plan.stdout), {release: 'foo/tags/1.4.0', ref: 'foo@^1.3', fetch: {source: `${nginx.url}/`, releases: [{release: 'foo/tags/1.4.0', status: 'installed'}]}})
+
+  const applied = await cli(['apply', input, '--fetch', '--json', '--', ...isolatePuppet(dir)], {env})
+  t.is(applied.exitCode, 0, applied.stderr)
+  const record = JSON.parse(applied.stdout)
+  t.like(record, {state: 'succeeded', release: 'foo/tags/1.4.0', ref: 'foo@^1.3', fetch: {source: `${nginx.url}/`, releases: [{release: 'foo/tags/1.4.0', status: 'already present', bytes: 0}]}})
+
+  // --detach --fetch: the fetch happens in the caller, so an unreachable repository is reported at once.
+  const port = nginx.port
+  await nginx.stop()
+  const detached = await cli(['apply', input, '--fetch', '--detach', '--source', `http://127.0.0.1:${port}`, '--', ...isolatePuppet(dir)], {env})
+  t.is(detached.exitCode, 69, detached.stderr)
+  t.regex(detached.stderr, /repository http:\/\/127\.0\.0\.1:\d+\/: connection refused \(4 attempts\)/)
+  t.is((await statusJson(join(dir, 'state'))).record.id, record.id, 'no new run started')
+
+  // With the repository on disk (file://), --detach --fetch hands the pinned release to the background run.
+  const started = await cli(['apply', input, '--fetch', '--detach', '--json', '--source', `file://${repo}`, '--', ...isolatePuppet(dir)], {env})
+  t.is(started.exitCode, 0, started.stderr)
+  const run = JSON.parse(started.stdout)
+  const waited = await cli(['status', run.id, '--wait', '--timeout', '100', '--json'], {env})
+  t.is(waited.exitCode, 0, waited.stdout)
+  t.like(JSON.parse(waited.stdout), {state: 'succeeded', release: 'foo/tags/1.4.0', fetch: {source: repo, releases: [{release: 'foo/tags/1.4.0', status: 'already present'}]}})
+})
+
+test('publish: the same content again is a no-op; other content for a published tag is refused (73) and nothing changes', async (t) => {
+  const dir = await tempDir(t)
+  const {key} = await keyPair(dir, 'release')
+  const {repo, archives} = await demoRepository(join(dir, 'build'), key)
+  const before = await readFile(join(repo, 'index.json'))
+  const again = await cli(['publish', ...archives, '--repo', repo, '--sign', key, '--json'])
+  t.is(again.exitCode, 0, again.stderr)
+  t.deepEqual(JSON.parse(again.stdout).releases.map((r: any) => [r.release, r.status]), [
+    ['foo/tags/1.3.0', 'unchanged'],
+    ['foo/tags/1.4.0', 'unchanged'],
+  ])
+  t.deepEqual(await readFile(join(repo, 'index.json')), before)
+
+  const other = join(dir, 'other')
+  await writeTree(other, {'foo/tags/1.4.0/foo/manifests/init.pp': 'class foo { notify { "other": } }\n'})
+  const archive = join(dir, 'other-foo-1.4.0.tar.gz')
+  t.is((await cli(['pack', 'foo/tags/1.4.0', '--module-dir', other, '-o', archive])).exitCode, 0)
+  const conflict = await cli(['publish', archive, '--repo', repo, '--sign', key])
+  t.is(conflict.exitCode, 73, conflict.stderr)
+  t.regex(conflict.stderr, /^localpuppet: foo\/tags\/1\.4\.0 is already published with other content \(sha256:\w+; this archive: sha256:\w+\)/)
+  t.deepEqual(await readFile(join(repo, 'index.json')), before)
+
+  // A signed repository is not re-published unsigned (its signature would go stale).
+  const unsigned = await cli(['publish', archives[0], '--repo', repo])
+  t.is(unsigned.exitCode, 64)
+  t.regex(unsigned.stderr, /is a signed repository \(index\.json\.sig\); publish with --sign KEY\.pem/)
+})
+
+test('publish refuses a corrupt or mutable archive and leaves the repository as it was', async (t) => {
+  const dir = await tempDir(t)
+  const repo = join(dir, 'repo')
+  const archive = join(dir, 'foo.tar.gz')
+  t.is((await cli(['pack', 'foo/tags/1.4.0', '--module-dir', DEMO_MODULES, '-o', archive])).exitCode, 0)
+  const bytes = await readFile(archive)
+  const corrupt = join(dir, 'corrupt.tar.gz')
+  await writeFile(corrupt, bytes.subarray(0, bytes.length - 40))
+  const refused = await cli(['publish', corrupt, '--repo', repo])
+  t.is(refused.exitCode, 65, refused.stderr)
+  t.false(existsSync(join(repo, 'index.json')))
+  const trunk = join(dir, 'trunk.tar.gz')
+  t.is((await cli(['pack', 'foo/trunk', '--allow-mutable', '--module-dir', DEMO_MODULES, '-o', trunk])).exitCode, 0)
+  const mutable = await cli(['publish', trunk, '--repo', repo])
+  t.is(mutable.exitCode, 65)
+  t.regex(mutable.stderr, /foo\/trunk is mutable; repositories hold tags only/)
+})
+
+test('publishers at the same time do not lose each other\'s tags', async (t) => {
+  const dir = await tempDir(t)
+  const modules = join(dir, 'modules')
+  const tags = ['1.0.0', '1.1.0', '1.2.0', '1.3.0', '1.4.0', '1.5.0']
+  await writeTree(modules, Object.fromEntries(tags.map((tag) => [`bar/tags/${tag}/bar/manifests/init.pp`, `class bar { notify { "${tag}": } }\n`])))
+  const archives = await Promise.all(
+    tags.map(async (tag) => {
+      const archive = join(dir, `bar-${tag}.tar.gz`)
+      const packed = await cli(['pack', `bar/tags/${tag}`, '--module-dir', modules, '-o', archive])
+      t.is(packed.exitCode, 0, packed.stderr)
+      return archive
+    }),
+  )
+  const repo = join(dir, 'repo')
+  const results = await Promise.all(archives.map((archive) => cli(['publish', archive, '--repo', repo])))
+  for (const result of results) t.is(result.exitCode, 0, result.stderr)
+  const index = JSON.parse(await readFile(join(repo, 'index.json'), 'utf8'))
+  t.deepEqual(Object.keys(index.apps.bar.tags).sort(), tags)
+  for (const tag of tags) t.true(existsSync(join(repo, index.apps.bar.tags[tag].archive)))
+})

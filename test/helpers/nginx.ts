@@ -1,0 +1,87 @@
+import {spawn} from 'node:child_process'
+import {mkdir, writeFile} from 'node:fs/promises'
+import {createConnection, createServer} from 'node:net'
+import {join} from 'node:path'
+import {setTimeout as sleep} from 'node:timers/promises'
+
+export const NGINX = '/usr/sbin/nginx'
+
+/** A free TCP port on 127.0.0.1, picked at run time. */
+export async function freePort(): Promise<number> {
+  const server = createServer()
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  const {port} = server.address() as {port: number}
+  await new Promise((resolve) => server.close(resolve))
+  return port
+}
+
+export interface Nginx {
+  url: string
+  port: number
+  pid: number
+  stop(): Promise<void>
+}
+
+/**
+ * Debian's nginx serving `root` on 127.0.0.1 with a generated configuration, all its
+ * files under `work`; stopped by its PID.
+ */
+export async function startNginx(root: string, work: string): Promise<Nginx> {
+  await mkdir(work, {recursive: true})
+  for (let attempt = 0; ; attempt++) {
+    const port = await freePort()
+    const temp = (name: string) => `${name}_temp_path ${join(work, name)};`
+    const config = join(work, 'nginx.conf')
+    await writeFile(
+      config,
+      [
+        'daemon off;',
+        'master_process off;',
+        'worker_processes 1;',
+        `pid ${join(work, 'nginx.pid')};`,
+        `error_log ${join(work, 'error.log')} warn;`,
+        'events { worker_connections 256; }',
+        'http {',
+        '  access_log off;',
+        `  ${temp('client_body')} ${temp('proxy')} ${temp('fastcgi')} ${temp('uwsgi')} ${temp('scgi')}`,
+        '  types { application/json json; application/gzip gz; }',
+        '  default_type application/octet-stream;',
+        '  sendfile on;',
+        `  server { listen 127.0.0.1:${port}; root ${root}; }`,
+        '}',
+        '',
+      ].join('\n'),
+    )
+    const child = spawn(NGINX, ['-c', config, '-p', work, '-e', join(work, 'error.log')], {stdio: 'ignore'})
+    let exited = false
+    child.on('exit', () => {
+      exited = true
+    })
+    const stop = async () => {
+      if (exited) return
+      const gone = new Promise((resolve) => child.once('exit', resolve))
+      child.kill('SIGTERM')
+      await Promise.race([gone, sleep(10_000)])
+      if (!exited) child.kill('SIGKILL')
+    }
+
+    for (let i = 0; i < 200 && !exited; i++) {
+      if (await canConnect(port)) return {url: `http://127.0.0.1:${port}`, port, pid: child.pid!, stop}
+      await sleep(50)
+    }
+
+    await stop()
+    if (attempt >= 2) throw new Error(`nginx did not start on 127.0.0.1:${port} (see ${join(work, 'error.log')})`)
+  }
+}
+
+function canConnect(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = createConnection({host: '127.0.0.1', port})
+    socket.once('connect', () => {
+      socket.destroy()
+      resolve(true)
+    })
+    socket.once('error', () => resolve(false))
+  })
+}
