@@ -1,4 +1,6 @@
-import {readFile, writeFile} from 'node:fs/promises'
+import {existsSync} from 'node:fs'
+import {appendFile, cp, mkdtemp, readFile, rm, writeFile} from 'node:fs/promises'
+import {tmpdir} from 'node:os'
 import {join} from 'node:path'
 
 import test from 'ava'
@@ -10,6 +12,7 @@ import {
   base,
   missingPackages,
   node,
+  nodes,
   nodesFile,
   row,
   rpc,
@@ -19,6 +22,8 @@ import {
   stopFleet,
   waitFor,
 } from '../helpers/fleet.js'
+import {freePort, startNginx} from '../helpers/nginx.js'
+import {DEMO_MODULES, keyPair} from '../helpers/repository.js'
 
 /*
  * A real fleet on 127.0.0.1: RabbitMQ with STOMP (its own epmd, ports, HOME and data
@@ -221,6 +226,71 @@ appTest(`apply app= maps to --app (no text edits), save= makes it the node's rel
 
   const status = await app(['status', '--json', '-W', 'role=db'])
   for (const name of ['db1', 'db2']) t.is(row(status, name).pointer, 'foo/tags/1.4.0', name)
+})
+
+fleetTest(`web nodes fetch foo 1.5.0 from a release repository served by nginx; db untouched; an unreachable repository is a failed reply (69)${unavailable ? ` (${unavailable})` : ''}`, async (t) => {
+  t.timeout(OVERALL_MS)
+  // A release the fleet has never seen, signed and published into a repository nginx serves.
+  const work = await mkdtemp(join(tmpdir(), 'localpuppet-mco-repo-'))
+  t.teardown(() => rm(work, {recursive: true, force: true}))
+  const modules = join(work, 'modules')
+  await cp(DEMO_MODULES, modules, {recursive: true})
+  await cp(join(modules, 'foo/tags/1.4.0'), join(modules, 'foo/tags/1.5.0'), {recursive: true})
+  await writeFile(join(modules, 'foo/tags/1.5.0/foo/manifests/init.pp'), "class foo (Integer $port = 80) {\n  notify { 'foo 1.5.0 from the repository': }\n}\n")
+  const {key, pub} = await keyPair(work, 'release')
+  const archive = join(work, 'foo-1.5.0.tar.gz')
+  t.is((await cli(['pack', 'foo/tags/1.5.0', '--module-dir', modules, '-o', archive, '--sign', key])).exitCode, 0)
+  const published = await cli(['publish', archive, '--repo', join(work, 'repo'), '--sign', key])
+  t.is(published.exitCode, 0, published.stderr)
+  const nginx = await startNginx(join(work, 'repo'), join(work, 'nginx'))
+  t.teardown(() => nginx.stop())
+  const closed = await freePort()
+  for (const entry of nodes) {
+    const source = entry.name === 'db2' ? `http://127.0.0.1:${closed}` : nginx.url
+    await appendFile(join(entry.dir, 'config.yaml'), `source: ${JSON.stringify(source)}\ntrust: [${JSON.stringify(pub)}]\n`)
+  }
+
+  const web = ['web1', 'web2', 'web3']
+  if (HAS_APP) {
+    // Issue 8's one step: fetch and apply the newest 1.5 in the repository, on the web nodes only.
+    const applied = await rpc('apply', ['app=foo@^1.5', 'fetch=true', '-W', 'role=web'])
+    t.is(applied.exitCode, 0, applied.stderr)
+    t.deepEqual(
+      applied.replies.map((reply) => [reply.sender, reply.statuscode, reply.data.release]),
+      web.map((name) => [name, 0, 'foo/tags/1.5.0']),
+    )
+    for (const reply of applied.replies) {
+      const done = await rpc('status', [`run_id=${reply.data.run_id}`, 'wait=50', '-I', reply.sender])
+      t.is(done.replies[0].data.state, 'succeeded', done.replies[0].statusmsg)
+      t.regex(await readFile(done.replies[0].data.log, 'utf8'), /foo 1\.5\.0 from the repository/)
+    }
+  }
+
+  const fetched = await rpc('fetch', ['ref=foo@^1.5', '-W', 'role=web'])
+  t.is(fetched.exitCode, 0, fetched.stderr)
+  t.deepEqual(
+    fetched.replies.map((reply) => reply.sender),
+    web,
+  )
+  for (const reply of fetched.replies) {
+    t.is(reply.data.source, `${nginx.url}/`)
+    const foo = reply.data.releases.find((release: {release: string}) => release.release === 'foo/tags/1.5.0')
+    t.is(foo?.status, HAS_APP ? 'already present' : 'installed', reply.sender)
+    t.true(existsSync(join(node(reply.sender).dir, 'modules/foo/tags/1.5.0/foo/manifests/init.pp')))
+  }
+
+  t.false(existsSync(join(node('db1').dir, 'modules/foo/tags/1.5.0')), 'the db nodes were not asked')
+  const unreachable = await rpc('fetch', ['ref=foo@^1.5', '-I', 'db2'])
+  t.is(unreachable.exitCode, 2)
+  t.is(unreachable.replies[0].statuscode, 1)
+  t.is(unreachable.replies[0].data.exit_code, 69, unreachable.replies[0].statusmsg)
+  t.regex(unreachable.replies[0].statusmsg, new RegExp(`127\\.0\\.0\\.1:${closed}`))
+  t.false(existsSync(join(node('db2').dir, 'modules/foo/tags/1.5.0')))
+  if (HAS_APP) {
+    const refused = await rpc('apply', ['app=foo@^1.5', 'fetch=true', '-I', 'db2'])
+    t.is(refused.replies[0].statuscode, 1)
+    t.is(refused.replies[0].data.exit_code, 69)
+  }
 })
 
 fleetTest(`a node whose daemon is stopped mid-rollout is "no answer", not success${unavailable ? ` (${unavailable})` : ''}`, async (t) => {

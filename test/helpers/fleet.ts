@@ -282,29 +282,18 @@ async function startBroker(): Promise<number> {
   return stompPort
 }
 
-/**
- * The node's own settings, as its node configuration holds them: a wrapper around the CLI
- * that the agent runs (module dir and state dir from the environment, the node's input
- * when apply names none, Puppet's own state kept in the node's directory).
- */
+/** The node's own settings: its node configuration (LOCALPUPPET_CONFIG for the agent). */
 async function nodeSettings(node: Node): Promise<string> {
-  const wrapper = join(node.dir, 'localpuppet')
-  await writeFile(
-    wrapper,
-    [
-      '#!/bin/sh',
-      `export LOCALPUPPET_MODULE_DIR='${join(node.dir, 'modules')}' LOCALPUPPET_STATE_DIR='${node.state}'`,
-      'case "$1" in',
-      `  apply) shift; case "$1" in /*) input=$1; shift ;; *) input='${join(node.dir, 'input.yaml')}' ;; esac`,
-      `    exec node '${BIN}' apply "$input" "$@" -- ${isolatePuppet(node.dir).join(' ')} ;;`,
-      `  disable | enable | rollback) exec node '${BIN}' "$@" -- ${isolatePuppet(node.dir).join(' ')} ;;`,
-      'esac',
-      `exec node '${BIN}' "$@"`,
-      '',
-    ].join('\n'),
-    {mode: 0o755},
-  )
-  return wrapper
+  const config = join(node.dir, 'config.yaml')
+  const settings = {
+    module_dir: join(node.dir, 'modules'),
+    state_dir: node.state,
+    input: join(node.dir, 'input.yaml'),
+    // Puppet's own state stays in the node's directory.
+    puppet_args: isolatePuppet(node.dir),
+  }
+  await writeFile(config, Object.entries(settings).map(([key, value]) => `${key}: ${JSON.stringify(value)}`).join('\n') + '\n')
+  return config
 }
 
 async function startNode(node: Node, stompPort: number): Promise<void> {
@@ -336,7 +325,7 @@ async function startNode(node: Node, stompPort: number): Promise<void> {
   // The shipped example, then this node's values (later lines win).
   const pluginConfig = join(node.dir, 'plugin.d', 'localpuppet.cfg')
   await copyFile(join(REPO, 'integrations/mcollective/plugin.d/localpuppet.cfg'), pluginConfig)
-  await appendFile(pluginConfig, ['', `executable = ${await nodeSettings(node)}`, ''].join('\n'))
+  await appendFile(pluginConfig, ['', `executable = ${BIN}`, `config = ${await nodeSettings(node)}`, ''].join('\n'))
   await startDaemon(node)
 }
 
