@@ -2,16 +2,8 @@ import {Args, Flags} from '@oclif/core'
 
 import {BaseCommand, describeWithExitCodes} from '../base-command.js'
 import {moduleDirFlags, sourceFlags} from '../flags.js'
+import {FETCH_EXIT_CODES} from '../lib/exit-codes.js'
 import type {FetchResult} from '../lib/repository/fetch.js'
-
-export const FETCH_EXIT_CODES = [
-  {code: 0, meaning: 'fetched, or already present'},
-  {code: 64, meaning: 'usage error; no source configured; plain http without a trusted key or --insecure'},
-  {code: 65, meaning: 'bad signature or digest, hostile index or archive, a redirect to plain http'},
-  {code: 66, meaning: 'the tag or range is not in the repository'},
-  {code: 69, meaning: 'the repository cannot be reached (after retries), or lacks a file its index names'},
-  {code: 73, meaning: 'a tag is installed with other content; or another install runs'},
-]
 
 export default class Fetch extends BaseCommand {
   static override summary = 'Install releases from a release repository, downloading only what the node lacks.'

@@ -28,9 +28,9 @@ export const APPLY_EXIT_CODES: ExitCodeRow[] = [
   {code: 1, meaning: 'Puppet reported failures, or the catalog did not compile'},
   {code: '0/2/4/6/1', meaning: "with --detailed-exitcodes: 2 changes, 4 failures, 6 both"},
   {code: 64, meaning: 'usage error (unknown command or flag, bad flag value)'},
-  {code: 65, meaning: 'invalid input or release (YAML, schema, mutable, path)'},
+  {code: 65, meaning: 'invalid input or release (YAML, schema, mutable, path); --fetch: bad signature or digest'},
   {code: 66, meaning: 'input, module dir or release not found; no tag fits range'},
-  {code: 69, meaning: 'puppet is not available'},
+  {code: 69, meaning: 'puppet is not available; --fetch: the release repository cannot be reached'},
   {code: 70, meaning: 'internal error: a bug; please report it with the trace'},
   {code: 73, meaning: 'another run holds the lock, or Puppet is disabled'},
   {code: 75, meaning: 'the run timed out (--timeout)'},
@@ -43,6 +43,16 @@ export const STATUS_EXIT_CODES: ExitCodeRow[] = [
   {code: 64, meaning: 'usage error (e.g. RUN_ID is not a run id)'},
   {code: 66, meaning: 'no such run, or no runs yet'},
   {code: 75, meaning: 'the run is still running (with --wait: when the wait timed out)'},
+]
+
+/** fetch (and what apply --fetch / plan --fetch meet before resolving). */
+export const FETCH_EXIT_CODES: ExitCodeRow[] = [
+  {code: 0, meaning: 'fetched, or already present'},
+  {code: 64, meaning: 'usage error; no source configured; plain http with no trusted key and no --insecure; trunk or a branch'},
+  {code: 65, meaning: 'bad signature or digest, hostile index or archive, a redirect from https to http'},
+  {code: 66, meaning: 'the tag or range is not in the repository'},
+  {code: 69, meaning: 'the repository cannot be reached (after retries), or lacks a file its index names'},
+  {code: 73, meaning: 'a tag is installed with other content, or another install is running'},
 ]
 
 /** Renders a table of exit codes as aligned plain text, for --help and the README. */

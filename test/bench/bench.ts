@@ -12,10 +12,11 @@
  *   validate 50 / 50 x parser validate   validate of 50 inputs against one release vs
  *                    50 runs of `puppet parser validate` on one file (the one-pass design)
  *
+ *   fetch / curl+tar, fetch / r10k, fetch / g10k   see test/bench/fetch.ts
  *   fleet            mco localpuppet apply vs mco rpc + a polling loop on 5 mcollectived,
  *                    and the status summary with --nodes (test/bench/fleet.ts)
  *
- * BENCH=apply, delivery, triggers, validate or fleet runs one part; BENCH_FILES and
+ * BENCH=apply, delivery, triggers, validate, fetch or fleet runs one part; BENCH_FILES and
  * BENCH_FILE_KB size the synthetic release.
  */
 import {execFileSync, spawnSync} from 'node:child_process'
@@ -176,6 +177,7 @@ try {
   if (!process.env.BENCH || process.env.BENCH === 'triggers') triggers(dir, isolate)
   if (!process.env.BENCH || process.env.BENCH === 'validate') validateBench(dir, isolate)
   if (!process.env.BENCH || process.env.BENCH === 'delivery') delivery(dir)
+  if (!process.env.BENCH || process.env.BENCH === 'fetch') await (await import('./fetch.js')).fetchBench(dir, time, compare, Math.max(3, Math.floor(ROUNDS / 2)))
   if (!process.env.BENCH || process.env.BENCH === 'fleet') await (await import('./fleet.js')).fleetBench()
 } finally {
   rmSync(dir, {recursive: true, force: true})

@@ -262,7 +262,7 @@ test('https without keys is allowed; a redirect from https to plain http is refu
     res.end(body ?? 'not found')
   })
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
-  t.teardown(() => new Promise((resolve) => server.close(resolve)))
+  t.teardown(() => new Promise<void>((resolve) => server.close(() => resolve())))
   server.on('connection', (socket) => t.teardown(() => socket.destroy()))
   const url = `https://127.0.0.1:${(server.address() as {port: number}).port}`
   const env = {NODE_EXTRA_CA_CERTS: cert}

@@ -10,7 +10,7 @@ export class DirTransport implements Transport {
   readonly kind = 'dir' as const
   readonly label: string
 
-  constructor(private readonly root: string) {
+  constructor(root: string) {
     this.label = resolve(root)
   }
 

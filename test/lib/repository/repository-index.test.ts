@@ -1,0 +1,92 @@
+import test from 'ava'
+import fc from 'fast-check'
+
+import {LocalpuppetError} from '../../../src/lib/errors.js'
+import {parseRepositoryIndex, serializeRepositoryIndex} from '../../../src/lib/repository/repository-index.js'
+import {sourceKind} from '../../../src/lib/repository/source.js'
+
+const digest = (c: string) => `sha256:${c.repeat(64)}`
+
+function validIndex(): any {
+  return {
+    format: 1,
+    apps: {
+      foo: {
+        tags: {
+          '1.5.0': {
+            archive: 'archives/foo/foo-1.5.0.tar.gz',
+            size: 1234,
+            sha256: 'a'.repeat(64),
+            digest: digest('b'),
+            modulepath: ['foo/tags/1.5.0', 'dist/tags/2.0.1'],
+            digests: {'foo/tags/1.5.0': digest('b'), 'dist/tags/2.0.1': digest('c')},
+            signedBy: null,
+            publishedAt: '2026-11-22T00:00:00.000Z',
+          },
+        },
+      },
+    },
+  }
+}
+
+const parse = (doc: unknown) => parseRepositoryIndex(Buffer.from(JSON.stringify(doc)), 'https://r/index.json')
+
+test('a valid index parses and serialises to the same bytes every time', (t) => {
+  const index = parse(validIndex())
+  t.deepEqual(serializeRepositoryIndex(index), serializeRepositoryIndex(parse(JSON.parse(serializeRepositoryIndex(index).toString()))))
+})
+
+const hostile: Array<[string, (doc: any) => void, RegExp]> = [
+  ['archive with ..', (d) => (d.apps.foo.tags['1.5.0'].archive = '../x.tar.gz'), /archive path .* is absolute, has '\.\.'/],
+  ['absolute archive', (d) => (d.apps.foo.tags['1.5.0'].archive = '/etc/shadow'), /archive path/],
+  ['app name with a slash', (d) => (d.apps['../foo'] = d.apps.foo), /invalid app or tag name/],
+  ['tag ..', (d) => (d.apps.foo.tags['..'] = d.apps.foo.tags['1.5.0']), /invalid app or tag name/],
+  ['negative size', (d) => (d.apps.foo.tags['1.5.0'].size = -1), /invalid size/],
+  ['sha256 not hex', (d) => (d.apps.foo.tags['1.5.0'].sha256 = 'zz'), /invalid sha256/],
+  ['modulepath not starting with the release', (d) => d.apps.foo.tags['1.5.0'].modulepath.reverse(), /modulepath must start with the release itself/],
+  ['a trunk dependency', (d) => d.apps.foo.tags['1.5.0'].modulepath.push('dist/trunk'), /"dist\/trunk" is not a tag/],
+  ['a digest missing', (d) => delete d.apps.foo.tags['1.5.0'].digests['dist/tags/2.0.1'], /no valid digest for dist\/tags\/2\.0\.1/],
+  ['another format', (d) => (d.format = 2), /format 2 is not supported/],
+  ['not an object', (d) => (d.apps = []), /apps is not an object/],
+]
+
+for (const [name, mutate, message] of hostile) {
+  test(`a hostile index is refused (65): ${name}`, (t) => {
+    const doc = validIndex()
+    mutate(doc)
+    const error = t.throws(() => parse(doc))
+    t.is((error as LocalpuppetError).exitCode, 65)
+    t.regex(error!.message, message)
+  })
+}
+
+test('any JSON at all either parses into safe paths or is a 65, never another error', (t) => {
+  fc.assert(
+    fc.property(fc.jsonValue(), fc.string(), (value, archive) => {
+      const doc = validIndex()
+      doc.apps.foo.tags['1.5.0'].archive = archive
+      for (const candidate of [value, doc]) {
+        try {
+          const index = parse(candidate)
+          for (const app of Object.values(index.apps)) {
+            for (const tag of Object.values(app.tags)) if (tag.archive.startsWith('/') || tag.archive.split('/').includes('..')) return false
+          }
+        } catch (error) {
+          if (!(error instanceof LocalpuppetError) || error.exitCode !== 65) return false
+        }
+      }
+
+      return true
+    }),
+  )
+  t.pass()
+})
+
+test('source kinds: https, http, file:// and a directory; other schemes are a usage error', (t) => {
+  t.is(sourceKind('https://r.example.com/p'), 'https')
+  t.is(sourceKind('HTTP://r.example.com/p'), 'http')
+  t.is(sourceKind('file:///srv/repo'), 'file')
+  t.is(sourceKind('/srv/repo'), 'dir')
+  t.is(sourceKind('repo'), 'dir')
+  t.is((t.throws(() => sourceKind('ftp://r/p')) as LocalpuppetError).exitCode, 64)
+})
