@@ -97,13 +97,14 @@ test('the final table has one line per node, a summary, and exits 1 naming every
 })
 
 test('usage errors exit 64 with one line', async (t) => {
-  for (const [argv, message] of [
+  const cases: Array<[string[], RegExp]> = [
     [[], /give a command/],
     [['frobnicate'], /unknown command frobnicate/],
     [['history'], /history takes 1 argument/],
     [['apply', 'a', 'b'], /apply takes 0 or 1 argument/],
     [['apply', '--save'], /--save needs a REF/],
-  ] as const) {
+  ]
+  for (const [argv, message] of cases) {
     const result = await ruby(`
       app.configuration[:command] = ${argv[0] ? JSON.stringify(argv[0]) : 'nil'}
       app.configuration[:arguments] = ${JSON.stringify(argv.slice(1).filter((arg) => !arg.startsWith('--')))}
