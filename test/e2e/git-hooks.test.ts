@@ -173,3 +173,26 @@ test('localpuppet.apply: the run id comes back to the pusher; a refused apply sa
   t.notRegex(refused.stderr, /started run/)
   t.is((await statusJson(r.state)).record.id, id, 'no new run')
 })
+
+const applyHelp = (await cli(['apply', '--help'])).stdout
+const HAS_APP = /--app\b/.test(applyHelp) && /--save\b/.test(applyHelp)
+
+;(HAS_APP ? test : test.skip)('localpuppet.apply tag: the highest pushed tag is applied and becomes the node\'s release, not the input\'s pinned one', async (t) => {
+  const r = await remote(t, 'tag')
+  await writeFile(join(r.dir, 'input.yaml'), '# the node\napp: foo/tags/1.0.0   # pinned\nclasses: [foo]\n')
+  await r.release('1.0.0', 'one')
+  await r.push('1.0.0')
+  // That push applied 1.0.0: let its run finish first (another would be refused as busy).
+  await cli(['status', '--wait', '--timeout', '120', '--state-dir', r.state])
+  await r.release('1.1.0', 'one one')
+  await r.release('1.2.0', 'one two')
+  const push = await r.push('1.1.0', '1.2.0')
+  t.is(push.exitCode, 0, push.stderr)
+  const lines = r.lines(push.stderr)
+  const started = /^localpuppet: started run (\S+) of foo\/tags\/1\.2\.0; see: localpuppet status \1$/.exec(lines[2])
+  t.truthy(started, lines.join('\n'))
+  const waited = await cli(['status', started![1], '--wait', '--timeout', '120', '--state-dir', r.state, '--json'])
+  t.is(waited.exitCode, 0, waited.stdout)
+  t.is(JSON.parse(waited.stdout).release, 'foo/tags/1.2.0')
+  t.is(await readFile(join(r.dir, 'input.yaml'), 'utf8'), '# the node\napp: foo/tags/1.2.0   # pinned\nclasses: [foo]\n')
+})
