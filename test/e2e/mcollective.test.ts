@@ -42,6 +42,8 @@ const fleetTest = unavailable ? test.serial.skip : test.serial
 const applyHelp = (await cli(['apply', '--help'])).stdout
 const HAS_APP = /--app\b/.test(applyHelp) && /--save\b/.test(applyHelp)
 const appTest = HAS_APP ? fleetTest : test.serial.skip
+/** Refused attempts recorded, status's lastCompleted/puppetDisabled/pointer, rollback: issue 9's CLI. */
+const HAS_ROLLBACK = (await cli(['rollback', '--help'])).exitCode === 0
 
 test.before(async () => {
   if (unavailable) return
@@ -106,6 +108,12 @@ fleetTest(`mco localpuppet apply --batch 2: the first batch succeeds, a disabled
   t.is(states.web3, 'no runs')
   // web1's refused attempt is a record once refused attempts are recorded; before, it has no runs.
   t.true(['refused', 'no runs'].includes(states.web1), states.web1)
+  if (HAS_ROLLBACK) {
+    t.is(states.web1, 'refused')
+    t.is(status.json.disabled, 1)
+    t.regex(row(status, 'web1').disabled, /kernel upgrade until 15:00/)
+  }
+
   const expected: Record<string, number> = {}
   for (const state of Object.values(states) as string[]) expected[state] = (expected[state] ?? 0) + 1
   t.deepEqual(status.json.by_state, expected)
@@ -226,6 +234,15 @@ appTest(`apply app= maps to --app (no text edits), save= makes it the node's rel
 
   const status = await app(['status', '--json', '-W', 'role=db'])
   for (const name of ['db1', 'db2']) t.is(row(status, name).pointer, 'foo/tags/1.4.0', name)
+  if (!HAS_ROLLBACK) return
+
+  // Back to the newest succeeded run of another release (1.3.0, the first rollout), saved.
+  const rolled = await rpc('rollback', ['save=true', '-I', 'db1'])
+  t.is(rolled.replies[0]?.statuscode, 0, rolled.stderr + JSON.stringify(rolled.replies))
+  t.is(rolled.replies[0].data.release, 'foo/tags/1.3.0')
+  const back = await rpc('status', [`run_id=${rolled.replies[0].data.run_id}`, 'wait=50', '-I', 'db1'])
+  t.is(back.replies[0].data.state, 'succeeded', back.replies[0].statusmsg)
+  t.regex(await readFile(join(node('db1').dir, 'input.yaml'), 'utf8'), /^app: foo\/tags\/1\.3\.0$/m)
 })
 
 fleetTest(`web nodes fetch foo 1.5.0 from a release repository served by nginx; db untouched; an unreachable repository is a failed reply (69)${unavailable ? ` (${unavailable})` : ''}`, async (t) => {
