@@ -15,6 +15,10 @@ import {tempDir, writeTree} from '../helpers/temp.js'
  * own state in the temp dir.
  */
 
+/** apply --app/--save (issue 9's CLI) in the build under test: the `tag` setting needs them. */
+const applyHelp = (await cli(['apply', '--help'])).stdout
+const HAS_APP = /--app\b/.test(applyHelp) && /--save\b/.test(applyHelp)
+
 const gitEnv = {GIT_AUTHOR_NAME: 't', GIT_AUTHOR_EMAIL: 't@t', GIT_COMMITTER_NAME: 't', GIT_COMMITTER_EMAIL: 't@t'}
 const git = async (args: string[], cwd: string) => execa('git', args, {cwd, env: gitEnv, reject: false})
 
@@ -174,8 +178,6 @@ test('localpuppet.apply: the run id comes back to the pusher; a refused apply sa
   t.is((await statusJson(r.state)).record.id, id, 'no new run')
 })
 
-const applyHelp = (await cli(['apply', '--help'])).stdout
-const HAS_APP = /--app\b/.test(applyHelp) && /--save\b/.test(applyHelp)
 
 ;(HAS_APP ? test : test.skip)('localpuppet.apply tag: the highest pushed tag is applied and becomes the node\'s release, not the input\'s pinned one', async (t) => {
   const r = await remote(t, 'tag')

@@ -34,7 +34,7 @@ import {DEMO_MODULES, keyPair} from '../helpers/repository.js'
  * group) in after.always, pass or fail.
  */
 
-const OVERALL_MS = 8 * 60_000
+const OVERALL_MS = 20 * 60_000
 const unavailable = await missingPackages()
 if (unavailable) console.warn(`mcollective.test.ts: skipping the MCollective fleet tests: ${unavailable}`)
 const fleetTest = unavailable ? test.serial.skip : test.serial
