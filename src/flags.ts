@@ -42,7 +42,7 @@ export const puppetFlags = {
 
 /** Where releases come from: fetch, and apply/plan with --fetch. */
 export const sourceFlags = {
-  source: Flags.string({description: 'the release repository: https://, http://, file:// or a directory (env LOCALPUPPET_SOURCE, config source)', helpValue: 'URL|DIR'}),
+  source: Flags.string({description: 'the release repository: https://, http://, file:// or a directory; or apt, for packages made by pack --format deb (env LOCALPUPPET_SOURCE, config source)', helpValue: 'URL|DIR|apt'}),
   trust: Flags.string({
     description: 'require signatures by this public key (PEM file, or a directory of them), besides /etc/localpuppet/trusted-keys; repeatable (env LOCALPUPPET_TRUST, config trust)',
     multiple: true,

@@ -2,13 +2,13 @@ import {readFile} from 'node:fs/promises'
 
 import test from 'ava'
 
-import {APPLY_EXIT_CODES, FETCH_EXIT_CODES, STATUS_EXIT_CODES} from '../src/lib/exit-codes.js'
+import {APPLY_EXIT_CODES, FETCH_EXIT_CODES, INSTALL_EXIT_CODES, STATUS_EXIT_CODES} from '../src/lib/exit-codes.js'
 import {COMMANDS} from '../src/commands.js'
 
 const readme = await readFile(new URL('../README.md', import.meta.url), 'utf8')
 
 test('the README has the exit-code tables exactly as --help shows them', (t) => {
-  for (const row of [...APPLY_EXIT_CODES, ...STATUS_EXIT_CODES, ...FETCH_EXIT_CODES]) {
+  for (const row of [...APPLY_EXIT_CODES, ...STATUS_EXIT_CODES, ...INSTALL_EXIT_CODES, ...FETCH_EXIT_CODES]) {
     t.true(readme.includes(`| ${row.code} | ${row.meaning} |`), `README row for ${row.code}: ${row.meaning}`)
   }
 })

@@ -7,8 +7,11 @@ import type {ReleaseClasses} from '../lib/catalog/release-classes.js'
 export default class Classes extends BaseCommand {
   static override summary = "List the classes and defined types a release's modulepath provides, with their parameters."
   static override description = describeWithExitCodes(
-    'What a UI or a person assigning classes to a node needs: each class and defined type, its parameters (type and ' +
-      'default where given; no default means required) and the file it comes from.',
+    'What a UI or a person assigning classes to a node needs: each class and defined type, its parameters (type, and ' +
+      "where a value comes from when the input gives none: the module's own Hiera data, the default in the code, or " +
+      'nothing: required) and the file it comes from. Definitions Puppet cannot load by name (a class in a file where ' +
+      'its autoloader does not look, a module directory whose name is not a valid module name) are listed, marked ' +
+      'not loadable, with the reason.',
     [
       {code: 0, meaning: 'listed'},
       {code: 65, meaning: 'invalid reference or release'},
@@ -25,9 +28,17 @@ export default class Classes extends BaseCommand {
     const {releaseClasses} = await import('../lib/catalog/release-classes.js')
     const result = await releaseClasses(flags['module-dir'], args.ref)
     for (const definition of result.definitions) {
-      this.log(`${definition.kind === 'define' ? 'define' : 'class '} ${definition.name}  ${definition.release}/${definition.file}:${definition.line}`)
+      const notLoadable = definition.notLoadable === null ? '' : `  (not loadable: ${definition.notLoadable})`
+      this.log(`${definition.kind === 'define' ? 'define' : 'class '} ${definition.name}  ${definition.release}/${definition.file}:${definition.line}${notLoadable}`)
       for (const param of definition.parameters) {
-        this.log(`    ${param.type ? `${param.type} ` : ''}$${param.name}${param.default === null ? '  (required)' : ` = ${param.default}`}`)
+        const maybe = param.nodeDependent.length > 0 ? `; module data may set it on some nodes: ${param.nodeDependent.join(', ')}` : ''
+        const value =
+          param.source === 'module data'
+            ? ` = ${param.data!.value === null ? 'undef' : JSON.stringify(param.data!.value)}  (module data ${param.data!.file}${param.data!.line ? `:${param.data!.line}` : ''}${maybe})`
+            : param.source === 'code'
+              ? ` = ${param.default}${maybe ? `  (code${maybe})` : ''}`
+              : `  (required${maybe})`
+        this.log(`    ${param.type ? `${param.type} ` : ''}$${param.name}${value}`)
       }
     }
 

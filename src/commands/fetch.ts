@@ -11,6 +11,7 @@ export default class Fetch extends BaseCommand {
     'Resolves each REF against the repository\'s index (a range picks the newest tag there), skips tags already installed ' +
       'with the same digests, downloads the rest (size and sha256 checked against the index, signatures against trusted ' +
       'keys), and installs each with the verified, atomic install. Sources: https://, http://, file:// or a directory; ' +
+      'or apt: packages made by pack --format deb, installed with apt-get and checked by apt\'s own signatures; ' +
       'HTTPS_PROXY, HTTP_PROXY and NO_PROXY are honoured. Network faults are retried with backoff.',
     FETCH_EXIT_CODES,
   )

@@ -3,6 +3,7 @@ import {Args, Flags} from '@oclif/core'
 import {BaseCommand, describeWithExitCodes} from '../base-command.js'
 import {moduleDirFlags} from '../flags.js'
 import {UsageError} from '../lib/errors.js'
+import {INSTALL_EXIT_CODES} from '../lib/exit-codes.js'
 import type {InstallResult} from '../lib/archive/install-archive.js'
 
 export default class Install extends BaseCommand {
@@ -13,13 +14,7 @@ export default class Install extends BaseCommand {
       'dependencies first. Installed tags are recorded and made read-only. A tag already installed with the same ' +
       'content is left as it is; with other content, nothing is touched (tags are immutable). With --git, the tag\'s ' +
       'tree becomes <app>/tags/<tag>.',
-    [
-      {code: 0, meaning: 'installed, or already installed with the same content'},
-      {code: 64, meaning: 'usage error'},
-      {code: 65, meaning: 'the archive is corrupt, unsafe, unlisted content, or badly signed'},
-      {code: 66, meaning: 'archive, repository, tag or module dir not found'},
-      {code: 73, meaning: 'a tag is installed with other content; or another install runs'},
-    ],
+    INSTALL_EXIT_CODES,
   )
 
   static override examples = [
@@ -31,7 +26,7 @@ export default class Install extends BaseCommand {
   static override args = {archive: Args.string({description: 'the .tar.gz made by pack; - reads standard input'})}
   static override flags = {
     ...moduleDirFlags,
-    trust: Flags.string({description: 'require a signature by this public key (PEM file, or a directory of them); repeatable', multiple: true, helpValue: 'PUB.pem'}),
+    trust: Flags.string({description: 'require a signature by this public key (PEM file, or a directory of them); repeatable (env LOCALPUPPET_TRUST, config trust)', multiple: true, helpValue: 'PUB.pem'}),
     git: Flags.string({description: 'install a git tag from this repository (path or URL) instead of an archive', helpValue: 'REPO'}),
     app: Flags.string({description: 'with --git: the app name', helpValue: 'NAME'}),
     tag: Flags.string({description: 'with --git: the tag', helpValue: 'TAG'}),
@@ -50,7 +45,8 @@ export default class Install extends BaseCommand {
       if (args.archive === undefined) throw new UsageError('name an ARCHIVE (or - for standard input), or use --git')
       const [{installArchive}, {openArchive}] = await Promise.all([import('../lib/archive/install-archive.js'), import('../lib/archive/open-archive.js')])
       const {stream, label} = await openArchive(args.archive)
-      result = await installArchive(stream, label, {moduleDir, trust: flags.trust})
+      const {settingList} = await import('../lib/config/settings.js')
+      result = await installArchive(stream, label, {moduleDir, trust: await settingList('trust', flags.trust)})
     }
 
     for (const release of result.installed) this.log(`installed ${release}`)

@@ -10,13 +10,19 @@ export default class Validate extends BaseCommand {
     'For every input (files, or directories of *.yaml): YAML and schema errors, a release that cannot be resolved or ' +
       'breaks immutability or verification, classes not defined on the modulepath and class parameters they do not ' +
       'declare (with did-you-mean), and Puppet syntax errors from one `puppet parser validate` over every manifest ' +
-      'involved. Each with file and line. No run record; nothing is written.',
+      'involved. Each with file and line. No run record; nothing is written.\n\n' +
+      'Classes count as defined only where Puppet\'s autoloader finds them; metaparameters (stage, require, tag...) are ' +
+      "accepted on every class; a required parameter the input does not give is reported unless the module's own Hiera " +
+      'data gives it (or might, on some node); a value that certainly does not match its parameter\'s type is reported.\n\n' +
+      '--compile also compiles each input\'s catalog with real Puppet, as apply would (same ENC document, modulepath, ' +
+      'environment and manifest), all inputs in one Puppet process, without applying anything: facts are this ' +
+      "machine's, or --facts FILE (one fact set for all) or DIR (NAME.json|yaml for input NAME.yaml).",
     [
       {code: 0, meaning: 'no problems'},
       {code: 64, meaning: 'usage error'},
       {code: 65, meaning: 'problems were found (listed)'},
-      {code: 66, meaning: 'an input path or the module dir does not exist'},
-      {code: 69, meaning: 'puppet is not available for the syntax check (--puppet none skips it)'},
+      {code: 66, meaning: 'an input path, the module dir, --manifest or --facts does not exist'},
+      {code: 69, meaning: 'puppet is not available for the syntax check (--puppet none skips it) or --compile'},
     ],
   )
 
@@ -25,31 +31,44 @@ export default class Validate extends BaseCommand {
   static override examples = [
     '<%= config.bin %> validate nodes/ --module-dir modules',
     '<%= config.bin %> validate nodes/*.yaml --format junit > validate.xml',
+    '<%= config.bin %> validate nodes/ --compile --facts facts/ --format junit > compile.xml',
   ]
 
   static override args = {inputs: Args.string({description: 'input files or directories of them [default: /etc/puppet/input.yaml]'})}
   static override flags = {
     ...moduleDirFlags,
     format: Flags.string({description: 'output format', options: ['text', 'json', 'junit'], default: 'text'}),
-    puppet: settingFlag('puppet', {description: 'the puppet executable for the syntax check; none skips it', helpValue: 'PATH', defaultHelp: 'puppet'}),
+    puppet: settingFlag('puppet', {description: 'the puppet executable for the syntax check and --compile; none skips the syntax check', helpValue: 'PATH', defaultHelp: 'puppet'}),
+    compile: Flags.boolean({description: "also compile each input's catalog with Puppet, as apply would, without applying it"}),
+    facts: Flags.string({description: "--compile: a fact set for every input, or a directory with one per input name [default: this machine's facts]", helpValue: 'FILE|DIR', dependsOn: ['compile']}),
+    manifest: Flags.string({description: 'the main manifest, as for apply [default: /etc/puppet/manifests/default.pp if it exists]', helpValue: 'FILE'}),
   }
 
   async run(): Promise<ValidateReport> {
     this.splitPassThrough()
     const {argv, flags} = await this.parse(Validate)
-    const [{validateInputs}, {findExecutable}, {PuppetUnavailableError}] = await Promise.all([
+    const [{validateInputs}, {findExecutable}, {PuppetUnavailableError, UsageError}] = await Promise.all([
       import('../lib/validate/validate-inputs.js'),
       import('../lib/puppet/find-executable.js'),
       import('../lib/errors.js'),
     ])
     let puppet: string | null = null
+    if (flags.puppet === 'none' && flags.compile) throw new UsageError('--compile needs puppet: --puppet none cannot be combined with it')
     if (flags.puppet !== 'none') {
       puppet = findExecutable(flags.puppet)
       if (puppet === null) throw new PuppetUnavailableError(`puppet not found: ${flags.puppet}`, ['install it, or pass --puppet none to skip the syntax check'])
     }
 
     const inputs = argv.length > 0 ? (argv as string[]) : ['/etc/puppet/input.yaml']
-    const report = await validateInputs(inputs, {moduleDir: flags['module-dir'], puppet, puppetArgs: this.passThrough})
+    const report = await validateInputs(inputs, {
+      moduleDir: flags['module-dir'],
+      puppet,
+      // As apply: the arguments after `--`, else the puppet_args setting.
+      puppetArgs: await (await import('../run-options.js')).resolvePuppetArgs(this.passThrough),
+      compile: flags.compile,
+      facts: flags.facts,
+      manifest: flags.manifest,
+    })
     const format = this.jsonEnabled() ? 'json' : flags.format
     if (format === 'json' && !this.jsonEnabled()) this.log(JSON.stringify(report, null, 2))
     if (format === 'junit') this.log((await import('../render/validate-report.js')).renderValidateJunit(report))

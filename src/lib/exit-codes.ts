@@ -45,6 +45,15 @@ export const STATUS_EXIT_CODES: ExitCodeRow[] = [
   {code: 75, meaning: 'the run is still running (with --wait: when the wait timed out)'},
 ]
 
+export const INSTALL_EXIT_CODES: ExitCodeRow[] = [
+  {code: 0, meaning: 'installed, or already installed with the same content'},
+  {code: 64, meaning: 'usage error'},
+  {code: 65, meaning: 'the archive is corrupt, unsafe, unlisted content, or badly signed; a name too long for the file system; git refuses the repository'},
+  {code: 66, meaning: 'archive, repository, tag or module dir not found'},
+  {code: 73, meaning: 'a tag is installed with other content; or another install runs'},
+  {code: 74, meaning: 'an I/O failure (disk full): nothing was installed, nothing left behind'},
+]
+
 /** fetch (and what apply --fetch / plan --fetch meet before resolving). */
 export const FETCH_EXIT_CODES: ExitCodeRow[] = [
   {code: 0, meaning: 'fetched, or already present'},

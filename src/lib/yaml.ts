@@ -1,4 +1,5 @@
 import yaml from 'js-yaml'
+import {LineCounter, isMap, isScalar, isSeq, parseDocument} from 'yaml'
 
 import {InputError} from './errors.js'
 
@@ -101,11 +102,36 @@ function assertBounded(root: unknown, file: string): void {
 }
 
 /**
- * Finds the 1-based line of a key in block-style YAML, following a path of keys
- * (`['classes', 'foo']`). Flow-style documents return undefined: a best effort for
- * pointing at schema errors, never a parser.
+ * Finds the 1-based line of a key, following a path of keys (`['classes', 'foo']`), in
+ * block or flow style and whatever the key holds (`nova::db::mysql:`, quoted keys). In a
+ * sequence, a path element names an item (`classes: [a, b]`). A document the parser
+ * refuses falls back to a scan of block-style lines.
  */
 export function lineOfKey(text: string, path: string[]): number | undefined {
+  const lineCounter = new LineCounter()
+  const doc = parseDocument(text, {lineCounter, uniqueKeys: false, strict: false, prettyErrors: false})
+  if (doc.errors.length > 0) return lineOfKeyByScan(text, path)
+  let node: unknown = doc.contents
+  let line: number | undefined
+  for (const key of path) {
+    let at: {range?: [number, number, number] | null} | undefined
+    if (isMap(node)) {
+      const pair = node.items.find((item) => isScalar(item.key) && String(item.key.value) === key)
+      at = pair?.key as typeof at
+      node = pair?.value
+    } else if (isSeq(node)) {
+      at = node.items.find((item) => isScalar(item) && String(item.value) === key) as typeof at
+      node = undefined
+    }
+
+    if (!at?.range) return undefined
+    line = lineCounter.linePos(at.range[0]).line
+  }
+
+  return line
+}
+
+function lineOfKeyByScan(text: string, path: string[]): number | undefined {
   const lines = text.split(/\r?\n/)
   let from = 0
   let parentIndent = -1

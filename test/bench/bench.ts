@@ -2,28 +2,33 @@
  * `npm run bench`: localpuppet's overhead as ratios against a baseline measured in the
  * same process, interleaved, so machine speed and load cancel out. Never run by `npm test`.
  *
- *   apply / puppet   localpuppet apply vs the same `puppet apply` command run directly
+ *   apply / puppet   localpuppet apply vs the same `puppet apply` command run directly, on
+ *                    the demo release and (apply-real) on Debian's modules (delivery.ts)
  *   plan / node      localpuppet plan vs `node -e 0` (start-up dominates)
- *   pack / tar -czf, install / tar -xzf, verify / sha256sum   on a synthetic release of
- *                    10,000 files (~200 MB), with the peak memory of pack and install
+ *   pack / tar -czf, install / tar -xzf, verify / sha256sum   on Debian's Puppet modules,
+ *                    a synthetic and a text-like release, with peak memory (delivery.ts)
  *
  *   detach / node    apply --detach returning (the run goes on) vs `node -e 0`
  *   skip / node      an --if-changed run that finds nothing changed vs `node -e 0`
- *   validate 50 / 50 x parser validate   validate of 50 inputs against one release vs
- *                    50 runs of `puppet parser validate` on one file (the one-pass design)
+ *   validate 50 / puppet strings, validate --compile 50 / 50 x puppet catalog compile
+ *                    over Debian's puppet-module-* packages (test/bench/validate.ts)
  *
  *   fetch / curl+tar, fetch / r10k, fetch / g10k   see test/bench/fetch.ts
+ *   pack deb / dpkg-deb   pack --format deb vs dpkg-deb --build of the same tree (deb.ts)
  *   fleet            mco localpuppet apply vs mco rpc + a polling loop on 5 mcollectived,
  *                    and the status summary with --nodes (test/bench/fleet.ts)
  *
- * BENCH=apply, delivery, triggers, validate, fetch or fleet runs one part; BENCH_FILES and
- * BENCH_FILE_KB size the synthetic release.
+ * BENCH=apply, apply-real, delivery, triggers, validate, fetch, deb or fleet runs one part;
+ * BENCH_SETS, BENCH_FILES and BENCH_FILE_KB choose and size the delivery data sets.
  */
 import {execFileSync, spawnSync} from 'node:child_process'
-import {mkdirSync, mkdtempSync, rmSync, writeFileSync} from 'node:fs'
+import {mkdtempSync, rmSync} from 'node:fs'
 import {tmpdir} from 'node:os'
 import {join} from 'node:path'
 import {fileURLToPath} from 'node:url'
+
+import {validateBench} from './validate.js'
+import {applyReal, delivery, syntheticRelease} from './delivery.js'
 
 const REPO = fileURLToPath(new URL('../..', import.meta.url))
 const BIN = join(REPO, 'bin', 'run.js')
@@ -44,26 +49,6 @@ function peakMb(file: string, args: string[]): number {
   const result = spawnSync('/usr/bin/time', ['-f', '%M', file, ...args], {encoding: 'utf8', stdio: ['ignore', 'ignore', 'pipe']})
   if (result.status !== 0) throw new Error(`${file} ${args.join(' ')} exited ${result.status}: ${result.stderr}`)
   return Number(result.stderr.trim().split('\n').pop()) / 1024
-}
-
-/** A release of `count` files of `kb` KiB each: pseudo-random hex text, compressible about 2:1 like source code. */
-function syntheticRelease(root: string, count: number, kb: number): void {
-  let x = 0x9e3779b9
-  const line = Buffer.alloc(kb * 1024)
-  for (let i = 0; i < count; i++) {
-    const dir = join(root, `mod${Math.floor(i / 100)}`, 'files')
-    if (i % 100 === 0) mkdirSync(dir, {recursive: true})
-    for (let j = 0; j < line.length; j++) {
-      x ^= x << 13
-      x ^= x >>> 17
-      x ^= x << 5
-      line[j] = j % 64 === 63 ? 10 : 48 + ((x >>> 0) % 16)
-    }
-
-    writeFileSync(join(dir, `f${i}.txt`), line)
-  }
-
-  writeFileSync(join(root, 'manifest.yaml'), 'modulepath: []\n')
 }
 
 function median(values: number[]): number {
@@ -103,61 +88,6 @@ function triggers(dir: string, isolate: string[]): void {
   compare('skip / node', null, () => time('node', [...base, '--if-changed', '--', ...isolate]), () => time('node', ['-e', '0']), Math.max(ROUNDS, 15))
 }
 
-function validateBench(dir: string, isolate: string[]): void {
-  const inputs = join(dir, 'validate-inputs')
-  mkdirSync(inputs, {recursive: true})
-  for (let i = 0; i < 50; i++) writeFileSync(join(inputs, `node${i}.yaml`), `app: foo@^1.4\nclasses:\n  foo:\n    port: ${8000 + i}\n  platform:\n`)
-  const one = join(DEMO, 'modules', 'foo', 'tags', '1.4.0', 'foo', 'manifests', 'init.pp')
-  const validate = time('node', [BIN, 'validate', inputs, '--module-dir', join(DEMO, 'modules'), '--', ...isolate])
-  let fifty = 0
-  for (let i = 0; i < 50; i++) fifty += time('puppet', ['parser', 'validate', one, ...isolate])
-  const ratio = validate / fifty
-  console.log(`${'validate 50 / 50 x parser validate'.padEnd(16)} ${validate.toFixed(0)} ms / ${fifty.toFixed(0)} ms = ${ratio.toFixed(3)}  (one pass over 50 inputs against one puppet start per file)`)
-}
-
-function delivery(dir: string): void {
-  const files = Number(process.env.BENCH_FILES ?? 10_000)
-  const kb = Number(process.env.BENCH_FILE_KB ?? 20)
-  const modules = join(dir, 'delivery', 'modules')
-  syntheticRelease(join(modules, 'bench', 'tags', '1.0.0'), files, kb)
-  const archive = join(dir, 'delivery', 'bench.tar.gz')
-  const plain = join(dir, 'delivery', 'plain.tar.gz')
-  const rounds = Math.max(3, Math.floor(ROUNDS / 2))
-  console.log(`delivery: ${files} files x ${kb} KiB (${((files * kb) / 1024).toFixed(0)} MB), median of ${rounds}`)
-  compare(
-    'pack / tar -czf',
-    1.3,
-    () => time('node', [BIN, 'pack', 'bench/tags/1.0.0', '--module-dir', modules, '-o', archive], {}, () => rmSync(archive, {force: true})),
-    () => time('tar', ['-czf', plain, '-C', modules, 'bench/tags/1.0.0']),
-    rounds,
-  )
-  const target = join(dir, 'delivery', 'installed')
-  const untarred = join(dir, 'delivery', 'untarred')
-  const fresh = (path: string) => () => {
-    rmSync(path, {recursive: true, force: true})
-    mkdirSync(path, {recursive: true})
-  }
-
-  compare(
-    'install / tar -xzf',
-    1.5,
-    () => time('node', [BIN, 'install', archive, '--module-dir', target], {}, fresh(target)),
-    () => time('tar', ['-xzf', archive, '-C', untarred], {}, fresh(untarred)),
-    rounds,
-  )
-  compare(
-    'verify / sha256sum',
-    1.2,
-    () => time('node', [BIN, 'verify', '--module-dir', target]),
-    () => time('sh', ['-c', `find '${join(target, 'bench')}' -type f -print0 | xargs -0 sha256sum > /dev/null`]),
-    rounds,
-  )
-  fresh(target)()
-  const packMb = peakMb('node', [BIN, 'pack', 'bench/tags/1.0.0', '--module-dir', modules, '-o', join(dir, 'delivery', 'mem.tar.gz')])
-  const installMb = peakMb('node', [BIN, 'install', archive, '--module-dir', target])
-  console.log(`peak memory      pack ${packMb.toFixed(0)} MB, install ${installMb.toFixed(0)} MB  (target < 200 MB each, ${packMb < 200 && installMb < 200 ? 'ok' : 'OVER TARGET'})`)
-}
-
 const dir = mkdtempSync(join(tmpdir(), 'localpuppet-bench-'))
 try {
   const isolate = ['--confdir', join(dir, 'p/etc'), '--codedir', join(dir, 'p/code'), '--vardir', join(dir, 'p/var'), '--logdir', join(dir, 'p/log'), '--rundir', join(dir, 'p/run'), '--publicdir', join(dir, 'p/public')]
@@ -169,15 +99,17 @@ try {
 
   console.log(`localpuppet bench (node ${process.version}, ${ROUNDS} rounds, interleaved)`)
   if (!process.env.BENCH || process.env.BENCH === 'apply') {
-    compare('apply / puppet', 1.1, () => time('node', [...applyArgs, '--', ...isolate]), () => time(puppet, puppetArgs))
+    compare('apply / puppet', 1.05, () => time('node', [...applyArgs, '--', ...isolate]), () => time(puppet, puppetArgs))
     const planArgs = [BIN, 'plan', join(DEMO, 'input.yaml'), '--module-dir', join(DEMO, 'modules'), '--state-dir', state, '--json']
     compare('plan / node', 2.5, () => time('node', planArgs), () => time('node', ['-e', '0']), Math.max(ROUNDS, 15))
   }
 
   if (!process.env.BENCH || process.env.BENCH === 'triggers') triggers(dir, isolate)
-  if (!process.env.BENCH || process.env.BENCH === 'validate') validateBench(dir, isolate)
-  if (!process.env.BENCH || process.env.BENCH === 'delivery') delivery(dir)
+  if (!process.env.BENCH || process.env.BENCH === 'validate') validateBench(dir, isolate, BIN, REPO)
+  if (!process.env.BENCH || process.env.BENCH === 'delivery') delivery({bin: BIN, rounds: ROUNDS, time, peakMb, compare}, dir)
+  if (!process.env.BENCH || process.env.BENCH === 'apply-real') applyReal({bin: BIN, rounds: ROUNDS, time, peakMb, compare}, dir, isolate)
   if (!process.env.BENCH || process.env.BENCH === 'fetch') await (await import('./fetch.js')).fetchBench(dir, time, compare, Math.max(3, Math.floor(ROUNDS / 2)))
+  if (!process.env.BENCH || process.env.BENCH === 'deb') (await import('./deb.js')).debBench(dir, BIN, {time, compare, syntheticRelease, rounds: Math.max(3, Math.floor(ROUNDS / 2))})
   if (!process.env.BENCH || process.env.BENCH === 'fleet') await (await import('./fleet.js')).fleetBench()
 } finally {
   rmSync(dir, {recursive: true, force: true})

@@ -4,7 +4,7 @@ import {join} from 'node:path'
 
 import test from 'ava'
 
-import {FIXTURES, cli, isolatePuppet, statusJson} from '../helpers/cli.js'
+import {BIN, FIXTURES, cli, isolatePuppet, statusJson} from '../helpers/cli.js'
 import {startNginx} from '../helpers/nginx.js'
 import {DEMO_MODULES, demoRepository, keyPair} from '../helpers/repository.js'
 import {tempDir, writeTree} from '../helpers/temp.js'
@@ -152,4 +152,21 @@ test('publishers at the same time do not lose each other\'s tags', async (t) => 
   const index = JSON.parse(await readFile(join(repo, 'index.json'), 'utf8'))
   t.deepEqual(Object.keys(index.apps.bar.tags).sort(), tags)
   for (const tag of tags) t.true(existsSync(join(repo, index.apps.bar.tags[tag].archive)))
+})
+
+test('progress (bytes, rate) is shown on a terminal only, never when piped or with --json', async (t) => {
+  const dir = await tempDir(t)
+  const {key, pub} = await keyPair(dir, 'release')
+  const {repo} = await demoRepository(join(dir, 'build'), key)
+  const modules = join(dir, 'modules')
+  await mkdir(modules)
+  const piped = await cli(['fetch', 'foo/tags/1.3.0', '--source', repo, '--trust', pub, '--module-dir', modules])
+  t.is(piped.exitCode, 0, piped.stderr)
+  t.is(piped.stderr, '')
+  const {execa} = await import('execa')
+  const command = `node ${BIN} fetch foo/tags/1.4.0 --source ${repo} --trust ${pub} --module-dir ${modules}`
+  const tty = await execa('script', ['-qec', command, '/dev/null'], {reject: false, env: {FORCE_COLOR: '0'}})
+  t.is(tty.exitCode, 0, tty.stdout)
+  t.regex(tty.stdout, /foo\/tags\/1\.4\.0 {2}[\d.]+ (?:B|KiB) \/ [\d.]+ (?:B|KiB) {2}[\d.]+ (?:B|KiB|MiB|GiB)\/s/)
+  t.regex(tty.stdout, /fetched foo\/tags\/1\.4\.0 from /)
 })

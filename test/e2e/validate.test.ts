@@ -98,9 +98,9 @@ test('classes lists classes and defined types with parameters, defaults and file
     ],
   )
   t.deepEqual(definitions[1].parameters, [
-    {name: 'port', type: 'Integer', default: '80'},
-    {name: 'docroot', type: 'String', default: "'/srv/www'"},
-    {name: 'admin', type: 'Optional[String]', default: 'undef'},
+    {name: 'port', type: 'Integer', default: '80', source: 'code', data: null, nodeDependent: []},
+    {name: 'docroot', type: 'String', default: "'/srv/www'", source: 'code', data: null, nodeDependent: []},
+    {name: 'admin', type: 'Optional[String]', default: 'undef', source: 'code', data: null, nodeDependent: []},
   ])
   const human = await cli(['classes', 'web/tags/1.0.0', '--module-dir', join(CI, 'modules')])
   t.regex(human.stdout, /define web::vhost {2}web\/tags\/1\.0\.0\/web\/manifests\/vhost\.pp:2\n {4}String \$server_name {2}\(required\)/)

@@ -154,8 +154,15 @@ test('lineOfKey finds the child key, not a deeper key or a key of another parent
   t.is(lineOfKey(BLOCK, ['classes', 'bar']), undefined)
 })
 
-test('lineOfKey gives up on flow style', (t) => {
-  t.is(lineOfKey('{app: foo/trunk, classes: {foo: {port: 1}}}\n', ['classes', 'foo']), undefined)
+test('lineOfKey finds keys in flow style, keys containing ::, and items of a list', (t) => {
+  t.is(lineOfKey('{app: foo/trunk,\n classes: {foo: {port: 1}}}\n', ['classes', 'foo', 'port']), 2)
+  const text = 'app: nova/tags/1.0.0\nclasses:\n  nova::db::mysql:\n    password: x\n  "nova::api": {workers: 2,\n    bind: x}\n'
+  t.is(lineOfKey(text, ['classes', 'nova::db::mysql']), 3)
+  t.is(lineOfKey(text, ['classes', 'nova::db::mysql', 'password']), 4)
+  t.is(lineOfKey(text, ['classes', 'nova::api', 'bind']), 6)
+  t.is(lineOfKey('classes: [a,\n  nova::db::mysql]\n', ['classes', 'nova::db::mysql']), 2)
+  t.is(lineOfKey('classes:\n- a\n- nova::db::mysql\n', ['classes', 'nova::db::mysql']), 3)
+  t.is(lineOfKey('classes:\n  a: :\n  b: [\n', ['classes', 'a']), 2, 'a document the parser refuses is scanned line by line')
 })
 
 test('lineOfKey finds every key of any block mapping dumpYaml writes', (t) => {

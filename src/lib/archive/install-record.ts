@@ -14,6 +14,8 @@ export const LOCALPUPPET_DIR = '.localpuppet'
 export type InstallSource =
   | {type: 'archive'; path: string; sha256: string}
   | {type: 'git'; repo: string; tag: string; commit: string}
+  /** Installed by dpkg from a package made by `pack --format deb`: dpkg owns the files. */
+  | {type: 'deb'; package: string; version: string}
 
 /** What an installed tag held when it was installed; `verify` compares against it. */
 export interface InstallRecord {
@@ -21,6 +23,8 @@ export interface InstallRecord {
   release: string
   digest: string
   files: TreeFile[]
+  /** Empty directories the release keeps; absent when there are none. */
+  dirs?: string[]
   installedAt: string
   source: InstallSource
   /** The trusted key that signed the archive, or null. */

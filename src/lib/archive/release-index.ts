@@ -7,6 +7,8 @@ export const RELEASE_INDEX = 'release.json'
 /** The detached signature over release.json's bytes, its second entry when signed. */
 export const SIGNATURE_FILE = 'release.json.sig'
 export const INDEX_FORMAT = 1
+/** release.json of a release that keeps empty directories (`dirs`): older readers refuse it by its format. */
+export const INDEX_FORMAT_DIRS = 2
 /** release.json larger than this is refused before parsing (10,000 files need ~2 MiB). */
 export const MAX_INDEX_BYTES = 64 * 1024 * 1024
 
@@ -15,11 +17,13 @@ export interface IndexedRelease {
   release: string
   digest: string
   files: TreeFile[]
+  /** Empty directories (format 2), sorted; absent when there are none. */
+  dirs?: string[]
 }
 
 /** release.json: what an archive holds, release by release, file by file. */
 export interface ReleaseIndex {
-  format: typeof INDEX_FORMAT
+  format: typeof INDEX_FORMAT | typeof INDEX_FORMAT_DIRS
   app: string
   /** The app's tag, or null when a mutable release was packed (--allow-mutable). */
   tag: string | null
@@ -74,7 +78,10 @@ export function parseIndex(bytes: Buffer, label: string): ReleaseIndex {
 
   const index = doc as ReleaseIndex
   if (!index || typeof index !== 'object' || Array.isArray(index)) fail('not an object')
-  if (index.format !== INDEX_FORMAT) fail(`format ${JSON.stringify(index.format)} is not supported (this localpuppet reads format ${INDEX_FORMAT})`)
+  if (index.format !== INDEX_FORMAT && index.format !== INDEX_FORMAT_DIRS) {
+    fail(`format ${JSON.stringify(index.format)} is not supported (this localpuppet reads formats ${INDEX_FORMAT} and ${INDEX_FORMAT_DIRS})`)
+  }
+
   if (!Array.isArray(index.releases) || index.releases.length === 0) fail('lists no releases')
   if (!Array.isArray(index.modulepath)) fail('modulepath is not a list')
   const app = parseReleasePath(String(index.release))
@@ -97,13 +104,32 @@ export function parseIndex(bytes: Buffer, label: string): ReleaseIndex {
     }
 
     // A file and a directory of the same name cannot both exist.
+    const parents = new Set<string>()
     for (const path of paths) {
       for (let i = path.indexOf('/'); i !== -1; i = path.indexOf('/', i + 1)) {
         if (paths.has(path.slice(0, i))) fail(`${entry.release}: ${path.slice(0, i)} is both a file and a directory`)
+        parents.add(path.slice(0, i))
       }
     }
 
-    if (treeDigest(entry.files) !== entry.digest) fail(`${entry.release}: digest does not match its file list`)
+    if (entry.dirs !== undefined) {
+      if (index.format !== INDEX_FORMAT_DIRS || !Array.isArray(entry.dirs)) fail(`${entry.release}: dirs is not a list of a format ${INDEX_FORMAT_DIRS} index`)
+      const dirs = new Set<string>()
+      for (const dir of entry.dirs!) {
+        if (typeof dir !== 'string' || !isSafeRelativePath(dir)) fail(`${entry.release}: unsafe or invalid directory ${JSON.stringify(dir)}`)
+        if (dirs.has(dir) || paths.has(dir)) fail(`${entry.release}: ${dir} is listed twice`)
+        dirs.add(dir)
+        for (let i = dir.indexOf('/'); i !== -1; i = dir.indexOf('/', i + 1)) {
+          if (paths.has(dir.slice(0, i))) fail(`${entry.release}: ${dir.slice(0, i)} is both a file and a directory`)
+          parents.add(dir.slice(0, i))
+        }
+      }
+
+      // Only empty directories are listed: the others follow from the paths below them.
+      for (const dir of dirs) if (parents.has(dir)) fail(`${entry.release}: ${dir} is listed as an empty directory but holds entries`)
+    }
+
+    if (treeDigest(entry.files, entry.dirs ?? []) !== entry.digest) fail(`${entry.release}: digest does not match its file list`)
   }
 
   if (index.modulepath.length !== index.releases.length || index.modulepath.some((path, i) => path !== index.releases[i].release)) {
@@ -112,6 +138,11 @@ export function parseIndex(bytes: Buffer, label: string): ReleaseIndex {
 
   if (index.modulepath[0] !== index.release) fail('the app is not first on the modulepath')
   return index
+}
+
+/** Empty directories by archive path (`foo/tags/1.0.0/files/empty`). */
+export function indexDirs(index: ReleaseIndex): Set<string> {
+  return new Set(index.releases.flatMap((entry) => (entry.dirs ?? []).map((dir) => `${entry.release}/${dir}`)))
 }
 
 /** Looks up files by archive path (`foo/tags/1.0.0/manifest.yaml`). */

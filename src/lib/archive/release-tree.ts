@@ -1,8 +1,9 @@
 import {createHash} from 'node:crypto'
-import {closeSync, lstatSync, openSync, readSync, readdirSync} from 'node:fs'
+import {lstatSync, readdirSync} from 'node:fs'
 import {join} from 'node:path'
 
 import {ReleaseError} from '../errors.js'
+import {hashFiles} from './hash-files.js'
 
 
 /** One file of a release, as release.json and install records list it. */
@@ -14,25 +15,49 @@ export interface TreeFile {
   sha256: string
 }
 
+/** What a release root holds: its files and its empty directories. */
+export interface ReleaseContent {
+  files: TreeFile[]
+  /**
+   * Directories with nothing in them, sorted (byte order), without a trailing slash.
+   * Other directories are implied by the paths of the files they hold.
+   */
+  dirs: string[]
+}
+
 /**
  * Every regular file under a release root, sorted by path (byte order), with size,
  * executable bit and sha256. Anything that is neither a regular file nor a directory
  * (symlink, device, socket, FIFO) is refused with a message naming it: a release must
- * mean the same bytes wherever it is unpacked. Empty directories carry nothing and are
- * left out.
+ * mean the same bytes wherever it is unpacked. Empty directories are not listed here;
+ * readReleaseContent lists them too.
  */
 export async function readReleaseTree(root: string, label: string): Promise<TreeFile[]> {
-  const paths = await listFiles(root, label)
-  return paths.map(({path, size, executable}) => ({path, size, executable, sha256: hashFileSync(join(root, path))}))
+  return (await readReleaseContent(root, label)).files
+}
+
+/** Files (hashed, two cores at once for large trees) and empty directories under a release root. */
+export async function readReleaseContent(root: string, label: string): Promise<ReleaseContent> {
+  const {files, dirs} = listContent(root, label)
+  const hashes = await hashFiles(files.map((file) => join(root, file.path)), files.reduce((sum, file) => sum + file.size, 0))
+  return {files: files.map(({path, size, executable}, i) => ({path, size, executable, sha256: hashes[i]})), dirs}
 }
 
 /** The files under a root, sorted, without hashing them: what is there and what kind. */
 export async function listFiles(root: string, label: string): Promise<Array<Omit<TreeFile, 'sha256'>>> {
+  return listContent(root, label).files
+}
+
+/** Files and empty directories under a root, sorted, not hashed. */
+export function listContent(root: string, label: string): {files: Array<Omit<TreeFile, 'sha256'>>; dirs: string[]} {
   const found: Array<Omit<TreeFile, 'sha256'>> = []
+  const dirs: string[] = []
   // Synchronous on purpose: one system call after another is several times faster than
   // a promise per file, and nothing else runs meanwhile in a CLI.
   const walk = (dir: string, prefix: string): void => {
-    for (const name of readdirSync(dir)) {
+    const names = readdirSync(dir)
+    if (names.length === 0 && prefix !== '') dirs.push(prefix)
+    for (const name of names) {
       const path = prefix === '' ? name : `${prefix}/${name}`
       const full = join(dir, name)
       const info = lstatSync(full)
@@ -43,47 +68,48 @@ export async function listFiles(root: string, label: string): Promise<Array<Omit
   }
 
   walk(root, '')
-  return found.sort((a, b) => compareBytes(a.path, b.path))
+  return {files: found.sort((a, b) => compareBytes(a.path, b.path)), dirs: dirs.sort(compareBytes)}
 }
 
-const HASH_BUFFER = Buffer.allocUnsafe(1024 * 1024)
-
-/**
- * sha256 of a file, read synchronously through one reused 1 MiB buffer: for thousands of
- * small files this is three times faster than streams (hashing runs on this thread
- * either way), and memory stays flat for large ones.
- */
-export function hashFileSync(path: string): string {
-  const hash = createHash('sha256')
-  const fd = openSync(path, 'r')
-  try {
-    let read: number
-    while ((read = readSync(fd, HASH_BUFFER, 0, HASH_BUFFER.length, null)) > 0) hash.update(HASH_BUFFER.subarray(0, read))
-  } finally {
-    closeSync(fd)
-  }
-
-  return hash.digest('hex')
-}
-
+export {hashFileSync} from './hash-files.js'
 
 /**
  * The digest of a release: sha256 over one line per file, sorted by path:
- * `<sha256> <size> <x|-> <path>\n`. Two trees have the same digest exactly when they hold
- * the same paths with the same bytes and executable bits.
+ * `<sha256> <size> <x|-> <path>\n`, then one `dir <path>/\n` per empty directory. Two
+ * trees have the same digest exactly when they hold the same paths with the same bytes
+ * and executable bits, and the same empty directories.
  */
-export function treeDigest(files: TreeFile[]): string {
+export function treeDigest(files: TreeFile[], dirs: readonly string[] = []): string {
   const hash = createHash('sha256')
   for (const file of [...files].sort((a, b) => compareBytes(a.path, b.path))) {
     hash.update(`${file.sha256} ${file.size} ${file.executable ? 'x' : '-'} ${file.path}\n`)
   }
 
+  // Empty directories after the files, one `dir <path>/` line each: a file line starts
+  // with 64 hex digits, so the two cannot be confused, and a tree without empty
+  // directories keeps the digest it always had (archives and install records made
+  // before directories were kept still verify).
+  for (const dir of [...dirs].sort(compareBytes)) hash.update(`dir ${dir}/\n`)
+
   return `sha256:${hash.digest('hex')}`
 }
 
-/** Sorts by UTF-8 bytes, the same on every machine and locale. */
+/**
+ * Sorts by UTF-8 bytes, the same on every machine and locale. UTF-16 code units order
+ * the same way as UTF-8 bytes below the surrogates (U+D800): compared unit by unit, with
+ * no allocation; only a difference at or above U+D800 goes through the bytes.
+ */
 export function compareBytes(a: string, b: string): number {
-  return Buffer.compare(Buffer.from(a), Buffer.from(b))
+  const length = Math.min(a.length, b.length)
+  for (let i = 0; i < length; i++) {
+    const x = a.charCodeAt(i)
+    const y = b.charCodeAt(i)
+    if (x === y) continue
+    if (x < 0xd800 && y < 0xd800) return x - y
+    return Buffer.compare(Buffer.from(a.slice(i)), Buffer.from(b.slice(i)))
+  }
+
+  return a.length - b.length
 }
 
 function describeKind(info: {isSymbolicLink(): boolean; isBlockDevice(): boolean; isCharacterDevice(): boolean; isFIFO(): boolean; isSocket(): boolean}): string {

@@ -3,18 +3,21 @@ import {closeSync, fchmodSync, mkdirSync, openSync, writeSync} from 'node:fs'
 import {chmod, lstat, mkdir, readdir, rename, rm, rmdir} from 'node:fs/promises'
 import {dirname, join} from 'node:path'
 
-import {ConflictError, ReleaseError, describeFsError} from '../errors.js'
+import {ConflictError, LocalpuppetError, ReleaseError, describeFsError} from '../errors.js'
 import {startChild} from '../run/child.js'
 import {RunLock} from '../state/lock.js'
 import {faultPoint} from '../util/fault.js'
-import {type InstallRecord, type InstallSource, localpuppetDir, readInstallRecord, writeInstallRecord} from './install-record.js'
-import {type TreeFile, readReleaseTree, treeDigest} from './release-tree.js'
+import {asIoError} from '../util/io-error.js'
+import {type InstallRecord, type InstallSource, localpuppetDir, readInstallRecord, recordPath, writeInstallRecord} from './install-record.js'
+import {type TreeFile, readReleaseContent, treeDigest} from './release-tree.js'
 
 /** A release fully written and checked in staging, ready to be renamed into place. */
 export interface StagedRelease {
   release: string
   digest: string
   files: TreeFile[]
+  /** Empty directories, made in staging before the release moves into place. */
+  dirs?: string[]
   /** Trunk or branch: replaced on install, never recorded or made read-only. */
   mutable: boolean
 }
@@ -46,6 +49,11 @@ export class Staging {
     private readonly createdLocalpuppetDir: boolean,
   ) {}
 
+  /** Directories already made in staging: one mkdir per directory, not one per file. */
+  private readonly made = new Set<string>()
+  /** Files being written: closed by close() when an install stops half way (a full disk frees nothing while they are open). */
+  private readonly open = new Set<number>()
+
   static async open(moduleDir: string): Promise<Staging> {
     const own = localpuppetDir(moduleDir)
     let created = false
@@ -59,32 +67,48 @@ export class Staging {
     }
 
     const lock = await RunLock.acquireFile(join(own, 'install.lock'), null)
-    await recoverReplaced(moduleDir)
-    const root = join(own, 'staging')
-    // Whatever is here was left by an install that was killed: we hold the lock now.
-    await rm(root, {recursive: true, force: true})
-    const dir = join(root, `${process.pid}-${randomBytes(4).toString('hex')}`)
-    await mkdir(dir, {recursive: true, mode: 0o700})
-    return new Staging(moduleDir, dir, lock, created)
+    try {
+      await recoverReplaced(moduleDir)
+      const root = join(own, 'staging')
+      // Whatever is here was left by an install that was killed: we hold the lock now.
+      await rm(root, {recursive: true, force: true})
+      const dir = join(root, `${process.pid}-${randomBytes(4).toString('hex')}`)
+      await mkdir(dir, {recursive: true, mode: 0o700})
+      return new Staging(moduleDir, dir, lock, created)
+    } catch (error) {
+      // A full disk here must not leave the lock or an empty staging directory behind.
+      await rm(join(own, 'staging'), {recursive: true, force: true}).catch(() => {})
+      await lock.release()
+      if (created) await rmdir(own).catch(() => {})
+      throw error
+    }
   }
 
   /** Creates a file at an archive path (already checked safe) inside staging; refuses duplicates. */
   /** `readOnly` for tags (0444/0555); a trunk or branch keeps ordinary modes (0644/0755). */
   createFile(archivePath: string, executable: boolean, readOnly = true): StagedFile {
     const path = join(this.dir, archivePath)
-    mkdirSync(dirname(path), {recursive: true, mode: 0o755})
     let fd: number
     try {
+      const parent = dirname(path)
+      if (!this.made.has(parent)) {
+        mkdirSync(parent, {recursive: true, mode: 0o755})
+        this.made.add(parent)
+      }
+
       fd = openSync(path, 'wx', 0o600)
     } catch (error) {
       const code = (error as NodeJS.ErrnoException).code
       if (code === 'EEXIST') throw new ReleaseError(`${archivePath}: appears twice in the archive`)
       if (code === 'ENOTDIR' || code === 'EISDIR') throw new ReleaseError(`${archivePath}: conflicts with another entry (a file and a directory of the same name)`)
+      if (code === 'ENAMETOOLONG') throw new ReleaseError(`${archivePath}: a name too long for the file system of ${this.moduleDir}`)
       throw error
     }
 
+    this.open.add(fd)
     const hash = createHash('sha256')
     let size = 0
+    const open = this.open
     return {
       write(chunk) {
         hash.update(chunk)
@@ -92,8 +116,13 @@ export class Staging {
         writeSync(fd, chunk)
       },
       finish() {
-        fchmodSync(fd, (executable ? 0o555 : 0o444) | (readOnly ? 0 : 0o200))
-        closeSync(fd)
+        open.delete(fd)
+        try {
+          fchmodSync(fd, (executable ? 0o555 : 0o444) | (readOnly ? 0 : 0o200))
+        } finally {
+          closeSync(fd)
+        }
+
         return {sha256: hash.digest('hex'), size}
       },
     }
@@ -141,19 +170,25 @@ export class Staging {
       }
     }
 
+    // Empty directories a release keeps (the others came with its files).
+    for (const {release} of actions) {
+      for (const dir of release.dirs ?? []) await mkdir(join(this.dir, release.release, dir), {recursive: true, mode: 0o755})
+    }
+
     // Data on disk before any rename makes it visible (one sync for the filesystem).
     await syncFilesystem(this.dir)
     faultPoint('install:before-commit')
     for (const {release, action} of actions) {
       const staged = join(this.dir, release.release)
       const target = join(this.moduleDir, release.release)
-      const record: InstallRecord = {format: 1, release: release.release, digest: release.digest, files: release.files, installedAt: new Date().toISOString(), source, signedBy}
+      const dirs = release.dirs ?? []
+      const record: InstallRecord = {format: 1, release: release.release, digest: release.digest, files: release.files, ...(dirs.length > 0 ? {dirs} : {}), installedAt: new Date().toISOString(), source, signedBy}
       if (action === 'unchanged') {
-        if (!(await readInstallRecord(this.moduleDir, release.release))) {
-          // Renamed into place by an install killed before it finished the job.
-          await makeDirsReadOnly(target)
-          await writeInstallRecord(this.moduleDir, record)
-        }
+        // Renamed into place by an install killed before it finished the job: recorded
+        // (the record comes first) but maybe not yet read-only; or, from older versions,
+        // not recorded.
+        if (!release.mutable && ((await lstat(target)).mode & 0o222) !== 0) await makeDirsReadOnly(target)
+        if (!(await readInstallRecord(this.moduleDir, release.release))) await writeInstallRecord(this.moduleDir, record)
 
         result.unchanged.push(release.release)
         continue
@@ -173,13 +208,19 @@ export class Staging {
         await rm(old, {recursive: true, force: true})
         result.replaced.push(release.release)
       } else {
-        await renameIntoPlace(staged, target, release.release)
-        faultPoint('install:after-rename')
-        if (!release.mutable) {
-          await makeDirsReadOnly(target)
-          await writeInstallRecord(this.moduleDir, record)
+        // The record first: a tag is never visible without one (a full disk stops the
+        // install here, with nothing visible). A record left without its tag by a crash is
+        // rewritten by the next install of that tag; verify reports the tag as missing.
+        if (!release.mutable) await writeInstallRecord(this.moduleDir, record)
+        try {
+          await renameIntoPlace(staged, target, release.release)
+        } catch (error) {
+          if (!release.mutable) await rm(recordPath(this.moduleDir, release.release), {force: true})
+          throw error
         }
 
+        faultPoint('install:after-rename')
+        if (!release.mutable) await makeDirsReadOnly(target)
         result.installed.push(release.release)
       }
 
@@ -190,6 +231,8 @@ export class Staging {
 
   /** Removes staging and the lock (and .localpuppet itself if this install created it and left nothing). */
   async close(): Promise<void> {
+    for (const fd of this.open) closeSync(fd)
+    this.open.clear()
     await rm(this.dir, {recursive: true, force: true})
     await rmdir(dirname(this.dir)).catch(() => {})
     await this.lock.release()
@@ -245,7 +288,8 @@ async function renameIntoPlace(staged: string, target: string, release: string):
 
 async function installedDigest(target: string, release: string): Promise<string> {
   try {
-    return treeDigest(await readReleaseTree(target, release))
+    const {files, dirs} = await readReleaseContent(target, release)
+    return treeDigest(files, dirs)
   } catch (error) {
     if (error instanceof ReleaseError) return `unreadable (${error.message})`
     throw error
@@ -267,4 +311,14 @@ async function makeDirsReadOnly(root: string): Promise<void> {
 async function syncFilesystem(path: string): Promise<void> {
   // coreutils `sync -f` is syncfs(2): one call flushes the whole filesystem's dirty data.
   await startChild('sync', ['-f', path]).exited
+}
+
+/**
+ * What an install that failed reports: a LocalpuppetError as it is, a full disk or
+ * another I/O failure as an IoError (74) naming the module directory, anything else
+ * as it is (a bug).
+ */
+export function describeInstallError(error: unknown, moduleDir: string): unknown {
+  if (error instanceof LocalpuppetError) return error
+  return asIoError(error, `installing into ${moduleDir}`) ?? error
 }

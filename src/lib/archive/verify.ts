@@ -3,7 +3,8 @@ import {join} from 'node:path'
 
 import {VerificationError} from '../errors.js'
 import {type InstallRecord, readInstallRecord} from './install-record.js'
-import {type TreeFile, compareBytes, hashFileSync} from './release-tree.js'
+import {hashFiles} from './hash-files.js'
+import {type TreeFile, compareBytes} from './release-tree.js'
 
 export interface VerifyResult {
   release: string
@@ -25,8 +26,9 @@ export async function verifyRelease(moduleDir: string, release: string, record?:
   if (!recorded) return result
   const root = join(moduleDir, release)
   const actual = new Map<string, {size: number; executable: boolean} | 'other'>()
+  const emptyDirs = new Set<string>()
   try {
-    walk(root, '', actual)
+    walk(root, '', actual, emptyDirs)
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error
   }
@@ -40,9 +42,15 @@ export async function verifyRelease(moduleDir: string, release: string, record?:
     else toHash.push(file)
   }
 
-  for (const file of toHash) if (hashFileSync(join(root, file.path)) !== file.sha256) result.modified.push(file.path)
+  const hashes = await hashFiles(toHash.map((file) => join(root, file.path)), toHash.reduce((sum, file) => sum + file.size, 0))
+  toHash.forEach((file, i) => hashes[i] !== file.sha256 && result.modified.push(file.path))
 
   for (const path of actual.keys()) if (!expected.has(path)) result.extra.push(path)
+  // Empty directories are listed with a trailing slash; records made before they were
+  // kept list none, and an installed tag is read-only, so none can appear by accident.
+  const recordedDirs = new Set(recorded.dirs ?? [])
+  for (const dir of recordedDirs) if (!emptyDirs.has(dir)) result.missing.push(`${dir}/`)
+  for (const dir of emptyDirs) if (!recordedDirs.has(dir)) result.extra.push(`${dir}/`)
   for (const list of [result.modified, result.missing, result.extra]) list.sort(compareBytes)
   result.ok = result.modified.length === 0 && result.missing.length === 0 && result.extra.length === 0
   return result
@@ -55,11 +63,13 @@ export function describeMismatch(result: VerifyResult): string {
   return `${result.release}/${path}: ${kind} since install${count > 1 ? ` (and ${count - 1} more)` : ''}`
 }
 
-function walk(dir: string, prefix: string, into: Map<string, {size: number; executable: boolean} | 'other'>): void {
-  for (const name of readdirSync(dir)) {
+function walk(dir: string, prefix: string, into: Map<string, {size: number; executable: boolean} | 'other'>, dirs: Set<string>): void {
+  const names = readdirSync(dir)
+  if (names.length === 0 && prefix !== '') dirs.add(prefix)
+  for (const name of names) {
     const path = prefix === '' ? name : `${prefix}/${name}`
     const info = lstatSync(join(dir, name))
-    if (info.isDirectory()) walk(join(dir, name), path, into)
+    if (info.isDirectory()) walk(join(dir, name), path, into, dirs)
     else into.set(path, info.isFile() ? {size: info.size, executable: (info.mode & 0o111) !== 0} : 'other')
   }
 }

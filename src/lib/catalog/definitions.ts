@@ -3,42 +3,83 @@ import {join, relative} from 'node:path'
 
 import {type PuppetDefinition, scanManifest} from './manifest-scan.js'
 
+/** A definition as Puppet's autoloader sees it. */
+export interface LoadableDefinition extends PuppetDefinition {
+  /** Null when Puppet can load it by name; otherwise why it cannot (Puppet says "Could not find class"). */
+  notLoadable: string | null
+  /** The modulepath entry it comes from (absolute), or null for the main manifest. */
+  entry: string | null
+}
+
 export interface ModuleDefinitions {
   /** Every class and defined type, each module taken from the first modulepath entry that has it (as Puppet does). */
-  definitions: PuppetDefinition[]
-  /** The manifest files those come from (absolute), for `puppet parser validate`. */
+  definitions: LoadableDefinition[]
+  /** The manifest files of the modules Puppet loads (absolute), for `puppet parser validate`. */
   manifests: string[]
+  /** Module name to its absolute directory, for the modules Puppet loads. */
+  modules: Map<string, string>
 }
+
+/** Puppet's rule for a module directory it loads (Puppet::Module.is_module_directory_name?). */
+export const MODULE_NAME = /^[a-z][a-z0-9_]*$/
 
 /**
  * Reads the classes and defined types a modulepath provides. As with Puppet's module
- * loading, a module name found in an earlier entry hides the same module in later ones.
- * Definitions' `file` is relative to `base` (default: their modulepath entry, `foo/manifests/init.pp`).
+ * loading, a module name found in an earlier entry hides the same module in later ones
+ * (even one without manifests). Definitions Puppet cannot load by name are kept, marked
+ * with the reason: a directory whose name is not a valid module name, or a file where the
+ * autoloader does not look. Definitions' `file` is relative to `base` (default: their
+ * modulepath entry, `foo/manifests/init.pp`).
  */
 export function readDefinitions(modulepath: string[], base?: string): ModuleDefinitions {
-  const seen = new Set<string>()
-  const definitions: PuppetDefinition[] = []
+  const modules = new Map<string, string>()
+  const definitions: LoadableDefinition[] = []
   const manifests: string[] = []
+  const seen = new Set<string>()
   for (const entry of modulepath) {
     for (const module of safeReaddir(entry).sort()) {
-      if (seen.has(module) || !/^[a-z][a-z0-9_]*$/.test(module)) continue
-      const dir = join(entry, module, 'manifests')
-      if (!isDir(dir)) continue
+      const root = join(entry, module)
+      if (seen.has(module) || !isDir(root)) continue
       seen.add(module)
-      for (const file of walkPp(dir)) {
-        manifests.push(file)
-        definitions.push(...scanManifest(readFileSync(file, 'utf8'), relative(base ?? entry, file)))
+      const valid = MODULE_NAME.test(module)
+      if (valid) modules.set(module, root)
+      for (const file of walkPp(join(root, 'manifests'))) {
+        if (valid) manifests.push(file)
+        const inModule = relative(entry, file)
+        for (const definition of scanManifest(readFileSync(file, 'utf8'), relative(base ?? entry, file))) {
+          definitions.push({...definition, entry, notLoadable: valid ? whyNotLoadable(definition.name, inModule) : `module directory ${module} is not a valid module name (lowercase letters, digits, underscores), so Puppet does not load it`})
+        }
       }
     }
   }
 
-  return {definitions, manifests}
+  return {definitions, manifests, modules}
 }
 
-/** Where Puppet's autoloader looks for a class: `foo` in foo/manifests/init.pp, `foo::bar::baz` in foo/manifests/bar/baz.pp. */
-export function autoloadPath(name: string): string {
+/**
+ * The files Puppet's autoloader reads, in order, when it looks for a class or defined
+ * type by name (Puppet::Parser::TypeLoader#files_to_try_for, and Module#match_manifests,
+ * which always adds init.pp): `a::b::c` in a/manifests/b/c.pp, a/manifests/b.pp, then
+ * a/manifests/init.pp.
+ */
+export function autoloadFiles(name: string): string[] {
   const [module, ...rest] = name.split('::')
-  return rest.length === 0 ? `${module}/manifests/init.pp` : `${module}/manifests/${rest.join('/')}.pp`
+  const files: string[] = []
+  for (let i = rest.length; i > 0; i--) files.push(`${module}/manifests/${rest.slice(0, i).join('/')}.pp`)
+  files.push(`${module}/manifests/init.pp`)
+  return files
+}
+
+/** Where Puppet's autoloader looks for a class first: `foo` in foo/manifests/init.pp, `foo::bar::baz` in foo/manifests/bar/baz.pp. */
+export function autoloadPath(name: string): string {
+  return autoloadFiles(name)[0]
+}
+
+/** Null when a definition named `name` in `file` (relative to its modulepath entry) is loadable. */
+export function whyNotLoadable(name: string, file: string): string | null {
+  const files = autoloadFiles(name)
+  if (files.includes(file)) return null
+  return `it is in ${file}, where Puppet's autoloader does not look for it (it reads ${files.join(', ')})`
 }
 
 function walkPp(dir: string): string[] {

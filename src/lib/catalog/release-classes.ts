@@ -1,27 +1,27 @@
 import {resolveRelease} from '../release/resolve.js'
-import {readDefinitions} from './definitions.js'
-import type {PuppetDefinition} from './manifest-scan.js'
+import {ClassCatalog, type ParameterSource} from './class-catalog.js'
+import type {PuppetDefinition, PuppetParameter} from './manifest-scan.js'
 
 export interface ReleaseClasses {
   release: string
   modulepath: string[]
-  /** Sorted by name; `file` is relative to `release`. */
-  definitions: Array<PuppetDefinition & {release: string}>
+  /**
+   * Sorted by name; `file` is relative to `release`. Definitions Puppet cannot load by
+   * name (a misplaced file, an invalid module directory name) are listed with the reason.
+   */
+  definitions: Array<PuppetDefinition & {release: string; notLoadable: string | null; parameters: Array<PuppetParameter & ParameterSource>}>
 }
 
-/** The classes and defined types a release's resolved modulepath provides. */
+/** The classes and defined types a release's resolved modulepath provides, and where each parameter's default comes from. */
 export async function releaseClasses(moduleDir: string, ref: string): Promise<ReleaseClasses> {
   const resolution = await resolveRelease(moduleDir, ref, {allowMutable: true})
-  const definitions: ReleaseClasses['definitions'] = []
-  for (const entry of resolution.modulepath) {
-    // One entry at a time so each definition says which release it comes from; a module
-    // an earlier entry already provides is hidden, as Puppet hides it.
-    const shadowed = new Set(definitions.map((d) => d.file.split('/')[0]))
-    for (const definition of readDefinitions([entry.path]).definitions) {
-      if (!shadowed.has(definition.file.split('/')[0])) definitions.push({...definition, release: entry.release})
-    }
-  }
-
+  const catalog = new ClassCatalog(resolution.modulepath.map((entry) => entry.path))
+  const releaseOf = new Map(resolution.modulepath.map((entry) => [entry.path, entry.release]))
+  const definitions: ReleaseClasses['definitions'] = catalog.definitions.definitions.map(({entry, ...definition}) => ({
+    ...definition,
+    release: releaseOf.get(entry ?? '') ?? '',
+    parameters: definition.parameters.map((parameter) => ({...parameter, ...catalog.sourceOf({...definition, entry}, parameter)})),
+  }))
   definitions.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))
   return {release: resolution.modulepath[0].release, modulepath: resolution.modulepath.map((entry) => entry.path), definitions}
 }

@@ -32,7 +32,7 @@ export const SETTINGS = {
   state_dir: {env: 'LOCALPUPPET_STATE_DIR', flag: '--state-dir', type: 'path', default: (env) => defaultStateDir(env), description: 'run records and logs'},
   puppet: {env: 'LOCALPUPPET_PUPPET', flag: '--puppet', type: 'command', default: () => 'puppet', description: 'the puppet executable'},
   puppet_args: {env: 'LOCALPUPPET_PUPPET_ARGS', flag: '-- ARGS', type: 'list', default: () => [], description: 'arguments for puppet apply (env: split on whitespace)'},
-  source: {env: 'LOCALPUPPET_SOURCE', flag: '--source', type: 'url', default: () => null, description: 'the release repository fetch reads'},
+  source: {env: 'LOCALPUPPET_SOURCE', flag: '--source', type: 'url', default: () => null, description: 'the release repository fetch reads, or apt'},
   trust: {env: 'LOCALPUPPET_TRUST', flag: '--trust', type: 'paths', default: () => [], description: 'trusted public keys, files or directories (env: separated by :), besides /etc/localpuppet/trusted-keys'},
   input: {env: 'LOCALPUPPET_INPUT', flag: 'INPUT', type: 'path', default: () => DEFAULT_INPUT, description: 'the input apply and plan read'},
   metrics_file: {env: 'LOCALPUPPET_METRICS_FILE', flag: '--metrics-file', type: 'path', default: () => null, description: 'a Prometheus textfile written after each run'},
@@ -149,7 +149,7 @@ function checkValue(key: SettingKey, raw: unknown, where: string): SettingValue 
 
     case 'url': {
       if (typeof raw !== 'string' || raw === '') return fail('a URL or an absolute directory')
-      return /^[a-z][a-z0-9+.-]*:/i.test(raw) ? raw : absolute(raw)
+      return raw === 'apt' || /^[a-z][a-z0-9+.-]*:/i.test(raw) ? raw : absolute(raw)
     }
 
     case 'list':

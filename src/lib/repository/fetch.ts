@@ -3,7 +3,7 @@ import {lstat, mkdir, rm} from 'node:fs/promises'
 import {join} from 'node:path'
 import {randomBytes} from 'node:crypto'
 
-import {installArchive} from '../archive/install-archive.js'
+import {type InstallResult, installArchive} from '../archive/install-archive.js'
 import {localpuppetDir, readInstallRecord} from '../archive/install-record.js'
 import {loadTrustedKeys, verifyIndexSignature} from '../archive/signature.js'
 import {ConflictError, NotFoundError, ReleaseError, RepositoryUnavailableError, UsageError, describeFsError} from '../errors.js'
@@ -84,8 +84,10 @@ export class RepositorySource implements ReleaseSource {
         continue
       }
 
-      await this.install(release, published, options)
-      releases.push({release, ref, status: 'installed', bytes: published.size, modulepath: published.modulepath})
+      const installed = await this.install(release, published, options)
+      // Tags put there by hand (no install record) with the same content are left as they are.
+      const status = installed.installed.length + installed.replaced.length > 0 ? 'installed' : 'already present'
+      releases.push({release, ref, status, bytes: published.size, modulepath: published.modulepath})
     }
 
     return {source: this.label, releases, signedBy}
@@ -162,7 +164,7 @@ export class RepositorySource implements ReleaseSource {
     return present
   }
 
-  private async install(release: string, published: PublishedTag, options: FetchOptions): Promise<void> {
+  private async install(release: string, published: PublishedTag, options: FetchOptions): Promise<InstallResult> {
     const downloads = join(localpuppetDir(options.moduleDir), 'downloads')
     try {
       if (!(await lstat(options.moduleDir)).isDirectory()) throw Object.assign(new Error('not a directory'), {code: 'ENOTDIR'})
@@ -181,7 +183,7 @@ export class RepositorySource implements ReleaseSource {
       const digests = Object.fromEntries(index.releases.map((r) => [r.release, r.digest]))
       const same = index.release === release && index.modulepath.length === published.modulepath.length && published.modulepath.every((r, i) => index.modulepath[i] === r && digests[r] === published.digests[r])
       if (!same) throw new ReleaseError(`${where}: holds ${index.release} (${index.modulepath.join(', ')}), not what the index says for ${release}; refused`)
-      await installArchive(createReadStream(temp, {highWaterMark: 1024 * 1024}), where, {moduleDir: options.moduleDir, trust: options.trust, trustDir: options.trustDir})
+      return await installArchive(createReadStream(temp, {highWaterMark: 1024 * 1024}), where, {moduleDir: options.moduleDir, trust: options.trust, trustDir: options.trustDir})
     } finally {
       await rm(temp, {force: true})
     }

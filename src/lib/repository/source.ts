@@ -11,14 +11,15 @@ export interface ReleaseSource {
   close(): Promise<void>
 }
 
-export type SourceKind = 'https' | 'http' | 'file' | 'dir'
+export type SourceKind = 'https' | 'http' | 'file' | 'dir' | 'apt'
 
 /** The kind of a source as written (`--source`, the `source` setting). */
 export function sourceKind(spec: string): SourceKind {
+  if (spec === 'apt') return 'apt'
   if (/^https:\/\//i.test(spec)) return 'https'
   if (/^http:\/\//i.test(spec)) return 'http'
   if (/^file:\/\//i.test(spec)) return 'file'
-  if (/^[a-z][a-z0-9+.-]*:\/\//i.test(spec)) throw new UsageError(`source ${spec}: unsupported scheme; use https://, http://, file:// or a directory`)
+  if (/^[a-z][a-z0-9+.-]*:\/\//i.test(spec)) throw new UsageError(`source ${spec}: unsupported scheme; use https://, http://, file://, a directory or apt`)
   return 'dir'
 }
 
@@ -50,6 +51,11 @@ export async function openSource(spec: string, options: Pick<FetchOptions, 'time
     case 'dir': {
       const {DirTransport} = await import('./dir-transport.js')
       return new RepositorySource(new DirTransport(spec))
+    }
+
+    case 'apt': {
+      const {AptSource} = await import('../apt/apt-source.js')
+      return new AptSource({env: options.env})
     }
   }
 }

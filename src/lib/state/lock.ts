@@ -47,8 +47,9 @@ export class RunLock {
       token: randomBytes(8).toString('hex'),
     }
     const temp = `${path}.${process.pid}.${content.token}`
-    await writeFile(temp, JSON.stringify(content) + '\n', {mode: 0o600})
     try {
+      // Inside the try: a full disk creates the file and then fails to write it.
+      await writeFile(temp, JSON.stringify(content) + '\n', {mode: 0o600})
       // Enough rounds to wait out another process's takeover of a stale lock.
       for (let attempt = 0; attempt < 100; attempt++) {
         try {

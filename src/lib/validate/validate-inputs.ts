@@ -1,17 +1,25 @@
 import {readFile, readdir, stat} from 'node:fs/promises'
-import {join, relative} from 'node:path'
+import {join, relative, resolve} from 'node:path'
 
 import {verifyModulepath} from '../archive/verify.js'
-import {type ModuleDefinitions, autoloadPath, readDefinitions} from '../catalog/definitions.js'
+import {ClassCatalog, METAPARAMETERS, classResourceName} from '../catalog/class-catalog.js'
+import {type LoadableDefinition, autoloadPath} from '../catalog/definitions.js'
+import {scanManifest} from '../catalog/manifest-scan.js'
+import {isInstance, parseType, valueLabel} from '../catalog/puppet-types.js'
 import {validateManifests} from '../catalog/parser-validate.js'
-import {LocalpuppetError, NotFoundError, describeFsError} from '../errors.js'
+import {DEFAULT_MANIFEST} from '../defaults.js'
+import {buildEncDocument, renderEncYaml} from '../enc/enc-document.js'
+import {InputError, LocalpuppetError, NotFoundError, UsageError, describeFsError} from '../errors.js'
 import {checkNodeInput} from '../input/node-input.js'
 import {type Resolution, realModuleDir, resolveRelease} from '../release/resolve.js'
+import {RUN_ID_PLACEHOLDER} from '../state/run-id.js'
 import {closest} from '../util/did-you-mean.js'
+import {type CompileJob, compileCatalogs} from './compile-catalogs.js'
+import {factSets} from './fact-sets.js'
 import {lineOfKey} from '../yaml.js'
 
-/** The checks run on every input; each is one JUnit test case. */
-export const CHECKS = ['input', 'release', 'classes', 'parameters', 'syntax'] as const
+/** The checks run on every input; each is one JUnit test case. `compile` only with --compile. */
+export const CHECKS = ['input', 'release', 'classes', 'parameters', 'syntax', 'compile'] as const
 export type CheckName = (typeof CHECKS)[number]
 
 export interface Problem {
@@ -29,35 +37,54 @@ export interface InputReport {
   /** The release the input resolved to, or null. */
   release: string | null
   problems: Problem[]
+  /** With --compile: whether Puppet compiled its catalog, or why it was not tried (skipped). */
+  compile?: {status: 'compiled' | 'failed' | 'skipped'; resources: number | null; reason: string | null}
 }
 
 export interface ValidateReport {
+  /** The checks that ran, in order: each is one JUnit test case per input. */
+  checks: CheckName[]
   inputs: InputReport[]
   problems: number
 }
 
 export interface ValidateOptions {
   moduleDir: string
-  /** The puppet executable for `puppet parser validate`; null skips the syntax check. */
+  /** The puppet executable for `puppet parser validate` and --compile; null skips the syntax check. */
   puppet: string | null
   puppetArgs?: string[]
+  /** The main manifest, as apply's --manifest; default: DEFAULT_MANIFEST when it exists, else none. */
+  manifest?: string
+  defaultManifest?: string
+  /** Compile each input's catalog with Puppet, as apply would (needs puppet). */
+  compile?: boolean
+  /** --facts FILE|DIR for --compile; default: this machine's facts. */
+  facts?: string
 }
 
 /**
  * Everything that would go wrong on a node, for every input, in one pass and without a
  * node: input YAML and schema, release resolution (ranges, immutability, path escape,
- * verification of installed tags), classes missing from the modulepath and class
- * parameters they do not declare, and Puppet syntax errors, found by one `puppet parser
- * validate` over every manifest involved. Writes nothing.
+ * verification of installed tags), classes Puppet's autoloader cannot find, class
+ * parameters they do not declare (metaparameters aside), required parameters neither the
+ * input nor the module's data gives, values certainly of the wrong type, and Puppet
+ * syntax errors from one `puppet parser validate` over every manifest involved. With
+ * `compile`, each input's catalog is also compiled by Puppet, all in one process, as
+ * apply would. Writes nothing.
  */
 export async function validateInputs(paths: string[], options: ValidateOptions): Promise<ValidateReport> {
   const files = await expandInputs(paths)
   const moduleDir = await realModuleDir(options.moduleDir)
-  const definitionsCache = new Map<string, ModuleDefinitions>()
+  const manifest = await chooseManifest(options)
+  const mainDefinitions: LoadableDefinition[] = manifest === null ? [] : scanManifest(await readFile(manifest, 'utf8'), manifest).map((d) => ({...d, notLoadable: null, entry: null}))
+  const facts = options.compile && options.facts !== undefined ? factSets(options.facts, files) : null
+  const catalogs = new Map<string, ClassCatalog>()
+  const jobs: Array<CompileJob & {report: InputReport; text: string}> = []
   const reports: Array<InputReport & {manifests: string[]}> = []
 
   for (const file of files) {
     const report: InputReport & {manifests: string[]} = {file, release: null, problems: [], manifests: []}
+    if (options.compile) report.compile = {status: 'skipped', resources: null, reason: 'the input or its release has problems'}
     reports.push(report)
     const text = await readFile(file, 'utf8').catch((error) => {
       report.problems.push(problem('input', describeFsError(error, `input file ${file}`).message))
@@ -88,83 +115,143 @@ export async function validateInputs(paths: string[], options: ValidateOptions):
     report.release = resolution.modulepath[0].release
     const modulepath = resolution.modulepath.map((entry) => entry.path)
     const key = modulepath.join(':')
-    if (!definitionsCache.has(key)) definitionsCache.set(key, readDefinitions(modulepath, moduleDir))
-    const definitions = definitionsCache.get(key)!
-    report.manifests = definitions.manifests
-    report.problems.push(...checkClasses(input.classes, definitions, text, file))
+    if (!catalogs.has(key)) catalogs.set(key, new ClassCatalog(modulepath, moduleDir, mainDefinitions))
+    const catalog = catalogs.get(key)!
+    report.manifests = [...catalog.definitions.manifests, ...(manifest === null ? [] : [manifest])]
+    report.problems.push(...checkClasses(input.classes, catalog, text, file))
+    if (!options.compile) continue
+    const factSet = facts?.get(file) ?? null
+    if (factSet instanceof InputError) {
+      report.problems.push({check: 'compile', file: null, line: null, column: null, message: `${file}: --facts: ${factSet.message}`})
+      report.compile = {status: 'skipped', resources: null, reason: factSet.message}
+      continue
+    }
+
+    const enc = renderEncYaml(buildEncDocument(input, {release: report.release, runId: RUN_ID_PLACEHOLDER}))
+    jobs.push({id: String(jobs.length), enc, modulepath, environment: input.environment ?? 'production', manifest, facts: factSet, report, text})
   }
 
-  if (options.puppet !== null) {
-    const manifests = [...new Set(reports.flatMap((report) => report.manifests))].sort()
-    const syntax = await validateManifests(options.puppet, manifests, options.puppetArgs)
-    for (const report of reports) {
-      const mine = new Set(report.manifests)
-      for (const found of syntax.filter((entry) => mine.has(entry.file))) {
-        const shown = relative(moduleDir, found.file)
-        const where = `${shown}${found.line ? `:${found.line}` : ''}${found.column ? `:${found.column}` : ''}`
-        report.problems.push({check: 'syntax', file: shown, line: found.line, column: found.column, message: `${where}: ${found.message}`})
-      }
+  if (options.compile && jobs.length > 0 && options.puppet === null) throw new UsageError('--compile needs puppet (--puppet none only skips the syntax check)')
+  // The syntax check and the compile are separate Puppet processes: run them side by side.
+  const manifests = [...new Set(reports.flatMap((report) => report.manifests))].sort()
+  const syntaxCheck = options.puppet === null ? Promise.resolve([]) : validateManifests(options.puppet, manifests, options.puppetArgs)
+  const compiling = options.compile && jobs.length > 0 ? compileCatalogs(options.puppet!, jobs.map(({report: _report, text: _text, ...job}) => job), options.puppetArgs) : Promise.resolve([])
+  const [syntax, results] = await Promise.all([syntaxCheck, compiling])
+  for (const report of reports) {
+    const mine = new Set(report.manifests)
+    for (const found of syntax.filter((entry) => mine.has(entry.file))) {
+      const shown = relative(moduleDir, found.file)
+      const where = `${shown}${found.line ? `:${found.line}` : ''}${found.column ? `:${found.column}` : ''}`
+      report.problems.push({check: 'syntax', file: shown, line: found.line, column: found.column, message: `${where}: ${found.message}`})
     }
   }
 
+  for (const [index, result] of results.entries()) {
+    const {report, text} = jobs[index]
+    report.compile = {status: result.ok ? 'compiled' : 'failed', resources: result.resources, reason: null}
+    if (result.error === null) continue
+    const {file, line, column} = result.error
+    // One line per problem: Puppet lists several mismatches of one class on lines of their own.
+    const message = result.error.message.replace(/:\n\s*/, ': ').replaceAll(/\n\s*/g, '; ')
+    if (file === null) {
+      // About a class of the input (Class[Nova::Db::Mysql], Could not find class x): point at it.
+      const named = /Class\[([A-Z][\w:]*)\]|Could not find class (?:::)?([a-z][\w:]*)/.exec(message)
+      const inputLine = named ? (lineOfKey(text, ['classes', (named[1] ?? named[2]).toLowerCase()]) ?? null) : null
+      const where = inputLine === null ? report.file : `${report.file}:${inputLine}`
+      report.problems.push({check: 'compile', file: report.file, line: inputLine, column: null, message: `${where}: ${message}`})
+      continue
+    }
+
+    const shown = file.startsWith(`${moduleDir}/`) ? relative(moduleDir, file) : file
+    const where = `${shown}${line ? `:${line}` : ''}${line && column ? `:${column}` : ''}`
+    report.problems.push({check: 'compile', file: shown, line: line ?? null, column: column ?? null, message: `${report.file}: ${where}: ${message}`})
+  }
+
   const inputs = reports.map(({manifests: _manifests, ...report}) => report)
-  return {inputs, problems: inputs.reduce((sum, report) => sum + report.problems.length, 0)}
+  const checks = CHECKS.filter((check) => check !== 'compile' || options.compile)
+  return {checks, inputs, problems: inputs.reduce((sum, report) => sum + report.problems.length, 0)}
 }
 
-function checkClasses(classes: unknown, definitions: ModuleDefinitions, text: string, file: string): Problem[] {
+function checkClasses(classes: unknown, catalog: ClassCatalog, text: string, file: string): Problem[] {
   if (classes === undefined || classes === null) return []
   const problems: Problem[] = []
-  const classDefs = new Map(definitions.definitions.filter((d) => d.kind === 'class').map((d) => [d.name, d]))
-  const defines = new Set(definitions.definitions.filter((d) => d.kind === 'define').map((d) => d.name))
   const entries: Array<[string, Record<string, unknown> | null]> = Array.isArray(classes)
     ? (classes as string[]).map((name) => [name, null])
     : Object.entries(classes as Record<string, Record<string, unknown> | null>)
   for (const [name, params] of entries) {
-    const at = (...path: string[]) => {
-      const line = lineOfKey(text, ['classes', ...path]) ?? findListItem(text, name)
-      return {where: line === undefined ? file : `${file}:${line}`, line: line ?? null}
+    const report = (check: CheckName, path: string[], message: string) => {
+      const line = lineOfKey(text, ['classes', ...path]) ?? null
+      problems.push({check, file, line, column: null, message: `${line === null ? file : `${file}:${line}`}: ${message}`})
     }
 
-    const definition = classDefs.get(name)
+    const definition = catalog.find('class', name)
     if (!definition) {
-      const {where, line} = at(name)
-      const guess = closest(name, classDefs.keys())
-      const why = defines.has(name) ? `${name} is a defined type, not a class` : `class ${name} is not defined on the modulepath (Puppet looks in ${autoloadPath(name)})`
-      problems.push({check: 'classes', file, line, column: null, message: `${where}: ${why}${guess && !defines.has(name) ? `; did you mean ${guess}?` : ''}`})
+      const misplaced = catalog.definitions.definitions.find((d) => d.kind === 'class' && d.name === name)
+      const guess = closest(name, catalog.names('class'))
+      const why = catalog.find('define', name)
+        ? `${name} is a defined type, not a class`
+        : misplaced
+          ? `class ${name} cannot be loaded (Puppet: Could not find class ${name}): ${misplaced.notLoadable}`
+          : `class ${name} is not defined on the modulepath (Puppet looks in ${autoloadPath(name)})${guess ? `; did you mean ${guess}?` : ''}`
+      report('classes', [name], why)
       continue
     }
 
-    for (const param of Object.keys(params ?? {})) {
-      if (definition.parameters.some((declared) => declared.name === param)) continue
-      const {where, line} = at(name, param)
-      const guess = closest(param, definition.parameters.map((declared) => declared.name))
-      const declared = definition.parameters.length === 0 ? 'it declares none' : `it declares ${definition.parameters.map((p) => p.name).join(', ')}`
-      problems.push({
-        check: 'parameters',
-        file,
-        line,
-        column: null,
-        message: `${where}: class ${name} has no parameter ${param}${guess ? ` (did you mean ${guess}?)` : ''}; ${declared} (${definition.file}:${definition.line})`,
-      })
+    const where = `(${definition.file}:${definition.line})`
+    const resource = classResourceName(name)
+    const given = params ?? {}
+    for (const [param, value] of Object.entries(given)) {
+      const declared = definition.parameters.find((p) => p.name === param)
+      if (!declared) {
+        // Puppet's parameter struct for a class holds every metaparameter, and `name`.
+        if ((METAPARAMETERS as readonly string[]).includes(param) || param === 'name') continue
+        const guess = closest(param, [...definition.parameters.map((p) => p.name), ...METAPARAMETERS])
+        const list = definition.parameters.length === 0 ? 'it declares none' : `it declares ${definition.parameters.map((p) => p.name).join(', ')}`
+        report('parameters', [name, param], `class ${name} has no parameter ${param}${guess ? ` (did you mean ${guess}?)` : ''}; ${list} ${where}`)
+        continue
+      }
+
+      // An undef value counts as not given: Puppet looks the parameter up, then takes the default.
+      if (value === null || declared.type === null) continue
+      const type = parseType(declared.type)
+      if (type !== null && isInstance(type, value, catalog.aliases) === false) {
+        const typeText = declared.type.replaceAll(/\s+/g, ' ')
+        const expects = /^(Enum|Pattern)\[/.test(typeText) ? `a match for ${typeText}, got ${typeof value === 'string' ? `'${value.replaceAll("'", "\\'")}'` : valueLabel(value)}` : `${/^[AEIOU]/.test(typeText) ? 'an' : 'a'} ${typeText} value, got ${valueLabel(value)}`
+        report('parameters', [name, param], `${resource}: parameter '${param}' expects ${expects} ${where}`)
+      }
+    }
+
+    for (const declared of definition.parameters) {
+      // Given, even as undef (what Puppet then does depends on the type): not reported.
+      if (declared.default !== null || Object.hasOwn(given, declared.name)) continue
+      // Never missing when the module's data gives it, or might on some node.
+      if (catalog.lookup(name, declared.name).kind !== 'none') continue
+      report('parameters', [name], `${resource}: expects a value for parameter '${declared.name}' ${where}`)
     }
   }
 
   return problems
 }
 
-/** The line naming a class in a list (`- name` or `[a, name]`), from the classes key on. */
-function findListItem(text: string, name: string): number | undefined {
-  const lines = text.split(/\r?\n/)
-  const from = Math.max(0, (lineOfKey(text, ['classes']) ?? 1) - 1)
-  const token = new RegExp(`(^|[\\s\\[,'"-])${name.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}($|[\\s\\],'"#])`)
-  for (let i = from; i < lines.length; i++) if (token.test(lines[i].replace(/^\s*classes\s*:/, ''))) return i + 1
-  return undefined
-}
-
 /** A message `file:line[:col]: text` as a Problem with its parts. */
 function problem(check: CheckName, message: string): Problem {
   const match = /^(.+?):(\d+)(?::(\d+))?: /.exec(message)
   return {check, file: match ? match[1] : (/^([^:]+): /.exec(message)?.[1] ?? null), line: match ? Number(match[2]) : null, column: match?.[3] ? Number(match[3]) : null, message}
+}
+
+/** The main manifest as apply chooses it: --manifest (which must exist), else the default one if present, else none. */
+async function chooseManifest(options: ValidateOptions): Promise<string | null> {
+  if (options.manifest !== undefined) {
+    const path = resolve(options.manifest)
+    const info = await stat(path).catch((error) => {
+      throw describeFsError(error, `manifest ${options.manifest}`)
+    })
+    if (!info.isFile()) throw new NotFoundError(`manifest ${options.manifest}: not a file`)
+    return path
+  }
+
+  const fallback = options.defaultManifest ?? DEFAULT_MANIFEST
+  return (await stat(fallback).catch(() => null))?.isFile() ? fallback : null
 }
 
 /** Files as given, and every *.yaml / *.yml in a directory given (sorted, recursively). */

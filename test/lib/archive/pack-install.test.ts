@@ -302,7 +302,9 @@ test('a release with no files (an empty dependency) packs and installs', async (
   const moduleDir = await emptyModuleDir(t)
   const result = await install(packed.output, moduleDir)
   t.deepEqual(result.installed, [DEP, APP])
-  t.deepEqual(await readdir(join(moduleDir, DEP)), [])
+  // Its one empty directory is kept, as tar keeps it.
+  t.deepEqual(await readdir(join(moduleDir, DEP)), ['empty-dir'])
+  t.deepEqual(await readdir(join(moduleDir, DEP, 'empty-dir')), [])
   t.like(await verifyRelease(moduleDir, DEP), {ok: true, recorded: true})
   t.deepEqual((await install(packed.output, moduleDir)).unchanged, [DEP, APP])
 })

@@ -1,0 +1,80 @@
+import type {TreeFile} from '../archive/release-tree.js'
+
+export interface PreinstParams {
+  package: string
+  release: string
+  digest: string
+  /** Absolute paths on the node. */
+  releaseDir: string
+  recordFile: string
+  files: TreeFile[]
+}
+
+/**
+ * The package's preinst: dpkg replaces files no package owns without a word, so a tag
+ * that `localpuppet install` or `fetch` put there first would silently get a second
+ * owner. Before unpacking, this checks the tag and its install record:
+ *
+ * - nothing there: install;
+ * - a record with another digest: refused (tags are immutable), on install and reinstall;
+ * - on a first install, a directory without a record, or whose files differ from this
+ *   package's (sha256, count, executable bits): refused, naming `localpuppet verify`;
+ * - the same content, untouched: dpkg takes the files over; the record becomes the package's.
+ *
+ * It only reads, so it is safe to run any number of times, and it never runs puppet.
+ */
+export function preinstScript(params: PreinstParams): string {
+  const executables = params.files.filter((file) => file.executable).length
+  const sums = params.files.map((file) => sumLine(file)).join('\n')
+  return `#!/bin/sh
+# ${params.package} preinst, written by localpuppet pack --format deb: one owner per tag.
+# Reads only; safe to run again; never runs puppet.
+set -e
+release=${quote(params.release)}
+dir=${quote(params.releaseDir)}
+record=${quote(params.recordFile)}
+digest=${quote(params.digest)}
+
+refuse() {
+  echo "${params.package}: $release: $*" >&2
+  exit 1
+}
+
+case "$1" in
+  install|upgrade) ;;
+  *) exit 0 ;;
+esac
+
+if [ -e "$record" ]; then
+  current=$(sed -n 's/.*"digest":"\\(sha256:[0-9a-f]*\\)".*/\\1/p' "$record" | head -n 1)
+  [ "$current" = "$digest" ] || refuse "already installed with other content ($current; this package has $digest); tags are immutable: publish the change as a new tag"
+elif [ "$1" = install ] && { [ -e "$dir" ] || [ -L "$dir" ]; }; then
+  refuse "$dir exists without a localpuppet install record; remove it, or keep it and do not install this package"
+fi
+
+# The same digest, not yet this package's: take it over only if it is still exactly that.
+if [ "$1" = install ] && [ -e "$dir" ]; then
+  hint="localpuppet verify $release lists the changes; remove $dir and its record to install this package"
+  [ -d "$dir" ] && [ ! -L "$dir" ] || refuse "$dir is not a directory"
+  cd "$dir"
+  [ "$(find . ! -type d | wc -l)" -eq ${params.files.length} ] || refuse "was modified after it was installed (files added or removed); $hint"
+  [ "$(find . -type f -perm /111 | wc -l)" -eq ${executables} ] || refuse "was modified after it was installed (executable bits); $hint"
+${params.files.length === 0 ? '' : `  sha256sum --check --quiet --strict >/dev/null 2>&1 <<'LOCALPUPPET_SHA256SUMS' || refuse "was modified after it was installed; $hint"
+${sums}
+LOCALPUPPET_SHA256SUMS
+`}fi
+
+exit 0
+`
+}
+
+/** A line of \`sha256sum\` output; a name with a backslash is escaped as sha256sum does. */
+function sumLine(file: TreeFile): string {
+  if (!file.path.includes('\\')) return `${file.sha256}  ${file.path}`
+  return `\\${file.sha256}  ${file.path.replaceAll('\\', '\\\\')}`
+}
+
+/** Single-quoted for sh. */
+export function quote(text: string): string {
+  return `'${text.replaceAll("'", `'\\''`)}'`
+}

@@ -1,0 +1,79 @@
+import {chmod, mkdir, writeFile} from 'node:fs/promises'
+import {join} from 'node:path'
+
+import test from 'ava'
+import {execa} from 'execa'
+
+import {readReleaseTree, treeDigest} from '../../../src/lib/archive/release-tree.js'
+import {preinstScript} from '../../../src/lib/deb/preinst.js'
+import {tempDir, writeTree} from '../../helpers/temp.js'
+
+/** A tag as `install` leaves it (files, record) and the preinst of a package of `content`. */
+async function setup(t: Parameters<typeof tempDir>[0], installed: Record<string, string> | null, content: Record<string, string>) {
+  const dir = await tempDir(t)
+  const modules = join(dir, "it's modules")
+  const release = 'web/tags/1.0.0'
+  const source = join(dir, 'source')
+  await writeTree(source, content)
+  const files = await readReleaseTree(source, release)
+  const recordFile = join(modules, '.localpuppet/records', `${release}.json`)
+  if (installed) {
+    await writeTree(join(modules, release), installed)
+    const tree = await readReleaseTree(join(modules, release), release)
+    await mkdir(join(recordFile, '..'), {recursive: true})
+    await writeFile(recordFile, JSON.stringify({format: 1, release, digest: treeDigest(tree), files: tree}) + '\n')
+  }
+
+  const script = join(dir, 'preinst')
+  await writeFile(script, preinstScript({package: 'localpuppet-web-1.0.0', release, digest: treeDigest(files), releaseDir: join(modules, release), recordFile, files}))
+  await chmod(script, 0o755)
+  const run = (action = 'install') => execa(script, [action], {reject: false})
+  return {modules, release, run}
+}
+
+const CONTENT = {'web/manifests/init.pp': 'class web {}\n', 'files/a b\\c.txt': 'odd name\n'}
+
+test('nothing installed, or the same content untouched: the package may install, however often the script runs', async (t) => {
+  for (const installed of [null, CONTENT]) {
+    const {run} = await setup(t, installed, CONTENT)
+    for (const action of ['install', 'install', 'upgrade', 'abort-upgrade']) {
+      const result = await run(action)
+      t.is(result.exitCode, 0, result.stderr)
+      t.is(result.stderr, '')
+    }
+  }
+})
+
+test('other content, a modified tag, an added file: refused every time, one line naming the release', async (t) => {
+  const cases: Array<[Record<string, string>, RegExp]> = [
+    [{'web/manifests/init.pp': 'class web { notify { x: } }\n'}, /already installed with other content \(sha256:\w+; this package has sha256:\w+\); tags are immutable/],
+    [{...CONTENT, 'extra.pp': 'x'}, /already installed with other content/],
+  ]
+  for (const [installed, message] of cases) {
+    const {run} = await setup(t, installed, CONTENT)
+    for (const action of ['install', 'install', 'upgrade']) {
+      const result = await run(action)
+      t.is(result.exitCode, 1)
+      t.regex(result.stderr, /^localpuppet-web-1\.0\.0: web\/tags\/1\.0\.0: /)
+      t.regex(result.stderr, message)
+    }
+  }
+
+  // The record says this content, the files say otherwise: modified after install.
+  const {modules, release, run} = await setup(t, CONTENT, CONTENT)
+  await writeFile(join(modules, release, 'web/manifests/init.pp'), 'class web { tampered }\n')
+  const modified = await run('install')
+  t.is(modified.exitCode, 1)
+  t.regex(modified.stderr, /was modified after it was installed; localpuppet verify web\/tags\/1\.0\.0 lists the changes/)
+  await writeFile(join(modules, release, 'web/manifests/init.pp'), 'class web {}\n')
+  await writeFile(join(modules, release, 'added.pp'), '')
+  t.regex((await run('install')).stderr, /files added or removed/)
+})
+
+test('a directory without a record is refused on install', async (t) => {
+  const {modules, release, run} = await setup(t, null, CONTENT)
+  await writeTree(join(modules, release), CONTENT)
+  const result = await run('install')
+  t.is(result.exitCode, 1)
+  t.regex(result.stderr, /exists without a localpuppet install record/)
+})
