@@ -1,6 +1,6 @@
 import {Command, Errors} from '@oclif/core'
 
-import {LocalpuppetError} from './lib/errors.js'
+import {LocalpuppetError, asIoError} from './lib/errors.js'
 import {ExitCode, type ExitCodeRow, renderExitCodes} from './lib/exit-codes.js'
 
 /**
@@ -46,6 +46,9 @@ export abstract class BaseCommand extends Command {
 
 function toLocalpuppetError(error: Error): LocalpuppetError | null {
   if (error instanceof LocalpuppetError) return error
+  // A full disk or an I/O error is the machine's fault, not a bug: 74.
+  const io = asIoError(error)
+  if (io) return io
   // Parser errors that escape parse() still carry oclif.exitCodes' 64 from package.json.
   if ((error as {oclif?: {exit?: number}}).oclif?.exit === ExitCode.usage || 'parse' in error) return usageError(error)
   return null

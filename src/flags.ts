@@ -26,6 +26,13 @@ export const stateFlags = {
   }),
 }
 
+/** --allow-untrusted: for the commands that check what they trust (see util/trusted-path.ts). */
+export const trustFlags = {
+  'allow-untrusted': Flags.boolean({
+    description: 'use a state dir, module dir or release that is owned by another user or writable by others (recorded in the run record)',
+  }),
+}
+
 /** Where releases live: every command that reads or writes them. */
 export const moduleDirFlags = {
   'module-dir': settingFlag('module_dir', {
@@ -59,6 +66,7 @@ export const runFlags = {
     helpValue: 'FILE',
   }),
   ...stateFlags,
+  ...trustFlags,
   ...puppetFlags,
   noop: Flags.boolean({description: 'run puppet with --noop: report what would change, change nothing'}),
   'detailed-exitcodes': Flags.boolean({description: "exit with Puppet's own codes: 0 no changes, 2 changes, 4 failures, 6 both, 1 failed run"}),

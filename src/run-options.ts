@@ -13,6 +13,7 @@ export interface RunFlagValues {
   fact?: string[]
   timeout?: number
   'allow-mutable': boolean
+  'allow-untrusted'?: boolean
   fetch: boolean
   source?: string
   trust?: string[]
@@ -33,6 +34,7 @@ export function toPlanOptions(flags: RunFlagValues, puppetArgs: string[], facts:
     allowMutable: flags['allow-mutable'],
     timeoutSeconds: flags.timeout,
     puppetArgs,
+    allowUntrusted: flags['allow-untrusted'],
   }
 }
 

@@ -19,7 +19,7 @@ export default class Enable extends BaseCommand {
     this.splitPassThrough()
     const {flags} = await this.parse(Enable)
     const {enableRuns} = await import('../lib/puppet/agent-lock.js')
-    const state = await enableRuns(flags.puppet, await resolvePuppetArgs(this.passThrough), flags['state-dir'] ?? defaultStateDir())
+    const state = await enableRuns(flags.puppet, await resolvePuppetArgs(this.passThrough), flags['state-dir'] ?? defaultStateDir(), flags['allow-untrusted'])
     this.log(state.wasDisabled ? `enabled (was disabled: ${state.message})` : 'enabled (was not disabled)')
     return state
   }

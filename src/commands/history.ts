@@ -2,7 +2,8 @@ import {Flags} from '@oclif/core'
 
 import {BaseCommand, describeWithExitCodes} from '../base-command.js'
 import {stateFlags} from '../flags.js'
-import {type RunRecord, effectiveRecord, listRunIds, readRunRecord} from '../lib/state/run-record.js'
+import {DamagedRecordError, NotFoundError} from '../lib/errors.js'
+import {type RunRecord, settledRecord, listRunIds, readRunRecord} from '../lib/state/run-record.js'
 import {defaultStateDir} from '../lib/state/state-dir.js'
 import {isProcessAlive} from '../lib/util/process.js'
 import {renderHistory} from '../render/run-text.js'
@@ -27,9 +28,14 @@ export default class History extends BaseCommand {
     const records: RunRecord[] = []
     for (const id of ids) {
       if (records.length >= flags.limit) break
-      // A directory whose record is missing or unreadable (a run killed while starting) is skipped.
-      const record = await readRunRecord(stateDir, id).catch(() => null)
-      if (record) records.push(effectiveRecord(record, isProcessAlive))
+      // A directory whose record is missing (a run killed while starting) is skipped; a
+      // damaged one too, with a warning naming it.
+      const record = await readRunRecord(stateDir, id).catch((error: unknown) => {
+        if (error instanceof DamagedRecordError) process.stderr.write(`localpuppet: warning: skipped: ${error.message}\n`)
+        else if (!(error instanceof NotFoundError)) throw error
+        return null
+      })
+      if (record) records.push(await settledRecord(stateDir, record, isProcessAlive))
     }
 
     if (!this.jsonEnabled()) this.log(records.length === 0 ? `no runs yet in ${stateDir}` : renderHistory(records))

@@ -10,7 +10,7 @@ export default class Plan extends BaseCommand {
     'Builds exactly the plan `apply` executes and prints it: the resolved release, the real modulepath, the ENC document ' +
       'Puppet will receive and the exact puppet command. Creates no run record and starts nothing; `<run-id>` stands ' +
       'where apply puts the new run\'s id. Exit codes are those of apply before it starts puppet.',
-    APPLY_EXIT_CODES.filter((row) => typeof row.code === 'number' && row.code !== 1 && row.code < 70 && row.code !== 69),
+    APPLY_EXIT_CODES.filter((row) => typeof row.code === 'number' && ((row.code !== 1 && row.code < 70 && row.code !== 69) || row.code === 77)),
   )
 
   static override usage = '<%= command.id %> [INPUT] [FLAGS] [-- PUPPET_ARGS...]'

@@ -4,7 +4,7 @@ import {BaseCommand, describeWithExitCodes} from '../base-command.js'
 import {stateFlags} from '../flags.js'
 import {ExitCode, STATUS_EXIT_CODES} from '../lib/exit-codes.js'
 import {assertRunId} from '../lib/state/run-id.js'
-import {type RunRecord, effectiveRecord, latestRunId, readRunRecord} from '../lib/state/run-record.js'
+import {type RunRecord, settledRecord, latestRunId, readRunRecord} from '../lib/state/run-record.js'
 import {defaultStateDir} from '../lib/state/state-dir.js'
 import {isProcessAlive} from '../lib/util/process.js'
 import {renderRunRecord} from '../render/run-text.js'
@@ -37,7 +37,7 @@ export default class Status extends BaseCommand {
     const {args, flags} = await this.parse(Status)
     const stateDir = flags['state-dir'] ?? defaultStateDir()
     const id = args.runId === undefined ? await latestRunId(stateDir) : assertRunId(args.runId)
-    const read = async () => effectiveRecord(await readRunRecord(stateDir, id), isProcessAlive)
+    const read = async () => settledRecord(stateDir, await readRunRecord(stateDir, id), isProcessAlive)
     let record = await read()
     if (flags.wait) {
       const until = flags.timeout === undefined ? Number.POSITIVE_INFINITY : Date.now() + flags.timeout * 1000

@@ -116,6 +116,42 @@ export class IoError extends LocalpuppetError {
   }
 }
 
+/**
+ * A directory or file localpuppet must trust is owned by another user or writable by
+ * group or others (77, sysexits' EX_NOPERM): root would run or delete what they put there.
+ */
+export class UntrustedPathError extends LocalpuppetError {
+  constructor(message: string, suggestions: string[] = []) {
+    super('untrusted-path', ExitCode.noPerm, message, suggestions)
+  }
+}
+
+/** A run record (run.json) that is not one: garbage, null, too large (65, naming the file). */
+export class DamagedRecordError extends LocalpuppetError {
+  constructor(message: string, suggestions: string[] = []) {
+    super('damaged-record', ExitCode.invalid, message, suggestions)
+  }
+}
+
+/** errno codes that mean the machine could not store or read data, not that localpuppet is wrong. */
+const IO_ERRNOS: Record<string, string> = {
+  ENOSPC: 'no space left on the device',
+  EDQUOT: 'disk quota exceeded',
+  EIO: 'input/output error',
+  EROFS: 'read-only file system',
+  EFBIG: 'file too large for the file system',
+}
+
+/** A Node system error that is an I/O failure (disk full, quota, EIO, read-only) as an IoError (74), or null. */
+export function asIoError(error: unknown, what?: string): IoError | null {
+  if (error instanceof IoError) return error
+  const errno = error as NodeJS.ErrnoException
+  const meaning = typeof errno?.code === 'string' ? IO_ERRNOS[errno.code] : undefined
+  if (meaning === undefined) return null
+  const where = what ?? errno.path
+  return new IoError(`${where ? `${where}: ` : ''}${meaning} (${errno.code})`, errno.code === 'ENOSPC' || errno.code === 'EDQUOT' ? ['free space on that file system and try again'] : [])
+}
+
 /** The run exceeded --timeout (75). */
 export class TimeoutError extends LocalpuppetError {
   constructor(message: string) {

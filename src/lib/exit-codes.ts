@@ -12,6 +12,7 @@ export const ExitCode = {
   internal: 70,
   locked: 73,
   ioError: 74,
+  noPerm: 77,
   tempFail: 75,
   sigterm: 143,
 } as const
@@ -33,7 +34,9 @@ export const APPLY_EXIT_CODES: ExitCodeRow[] = [
   {code: 69, meaning: 'puppet is not available; --fetch: the release repository cannot be reached'},
   {code: 70, meaning: 'internal error: a bug; please report it with the trace'},
   {code: 73, meaning: 'another run holds the lock, or Puppet is disabled'},
+  {code: 74, meaning: 'an I/O error: the state directory (or another file) could not be written, e.g. the disk is full'},
   {code: 75, meaning: 'the run timed out (--timeout)'},
+  {code: 77, meaning: 'a directory it must trust (state dir, module dir, release) is owned by another user or writable by others'},
   {code: '130/143', meaning: 'interrupted by SIGINT/SIGTERM (SIGHUP 129); puppet stopped'},
 ]
 
@@ -41,6 +44,7 @@ export const STATUS_EXIT_CODES: ExitCodeRow[] = [
   {code: 0, meaning: 'the run succeeded, or was skipped (--if-changed)'},
   {code: 1, meaning: 'the run failed, errored or was interrupted'},
   {code: 64, meaning: 'usage error (e.g. RUN_ID is not a run id)'},
+  {code: 65, meaning: 'the run record (run.json) is damaged; the message names it'},
   {code: 66, meaning: 'no such run, or no runs yet'},
   {code: 75, meaning: 'the run is still running (with --wait: when the wait timed out)'},
 ]

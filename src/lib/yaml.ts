@@ -2,6 +2,9 @@ import yaml from 'js-yaml'
 import {LineCounter, isMap, isScalar, isSeq, parseDocument} from 'yaml'
 
 import {InputError} from './errors.js'
+import {allowBigIntInJson} from './util/json.js'
+
+allowBigIntInJson()
 
 /**
  * YAML 1.2 core types plus merge keys (`<<: *base`). No timestamps, binary, sets or
@@ -10,7 +13,30 @@ import {InputError} from './errors.js'
  */
 // @types/js-yaml does not declare the built-in `types`; js-yaml 4 exports them.
 const TYPES = (yaml as unknown as {types: {merge: yaml.Type; int: yaml.Type}}).types
-const LOAD_SCHEMA = yaml.CORE_SCHEMA.extend({implicit: [TYPES.merge]})
+
+/** Integers of any size: the digits of a YAML integer, once the sign, base prefix and underscores are read. */
+const BIG_INT = /^[-+]?(?:0b[01_]+|0o[0-7_]+|0x[\dA-Fa-f_]+|\d[\d_]*)$/
+
+/**
+ * js-yaml's integer, except that one beyond 2^53 becomes a BigInt instead of being
+ * rounded: `9007199254740993` reaches Puppet as exactly that number.
+ */
+const EXACT_INT = new yaml.Type('tag:yaml.org,2002:int', {
+  kind: 'scalar',
+  resolve: (data: string) => TYPES.int.resolve(data) || (/^[-+]?(?:0|[1-9]\d*)$/.test(data) && data.length < 4096),
+  construct: (data: string) => {
+    const value = TYPES.int.construct(data) as number
+    if (Number.isSafeInteger(value) || !BIG_INT.test(data)) return value
+    const negative = data.startsWith('-')
+    const digits = data.replace(/^[-+]/, '').replaceAll('_', '')
+    const big = BigInt(digits)
+    return negative ? -big : big
+  },
+  predicate: (object: unknown) => typeof object === 'bigint',
+  represent: (object: object) => String(object),
+})
+
+const LOAD_SCHEMA = yaml.CORE_SCHEMA.extend({implicit: [TYPES.merge, EXACT_INT]})
 
 /**
  * Plain scalars Psych (YAML 1.1, what Puppet reads the ENC output with) takes for
@@ -41,10 +67,11 @@ const DUMP_SCHEMA = yaml.DEFAULT_SCHEMA.extend({
     // Same tag as js-yaml's int: replaces it in place.
     new yaml.Type('tag:yaml.org,2002:int', {
       kind: 'scalar',
-      resolve: TYPES.int.resolve,
-      construct: TYPES.int.construct,
-      predicate: TYPES.int.predicate ?? undefined,
-      represent: (object: object) => String(object).replace(/^(-?\d+)e/, '$1.0e'),
+      resolve: EXACT_INT.resolve,
+      construct: EXACT_INT.construct,
+      // BigInts (integers beyond 2^53) are written with all their digits.
+      predicate: (object: unknown) => typeof object === 'bigint' || (TYPES.int.predicate?.(object as object) ?? false),
+      represent: (object: object) => (typeof object === 'bigint' ? String(object) : String(object).replace(/^(-?\d+)e/, '$1.0e')),
     }),
   ],
   explicit: [new yaml.Type('tag:yaml.org,2002:str', {kind: 'scalar', construct: (data: string | null) => data ?? '', predicate: (object: unknown) => object === '<<'})],
@@ -54,6 +81,11 @@ const DUMP_SCHEMA = yaml.DEFAULT_SCHEMA.extend({
 export const MAX_YAML_BYTES = 8 * 1024 * 1024
 /** Nodes after aliases are expanded; stops "billion laughs" documents. */
 const MAX_NODES = 200_000
+/**
+ * Bytes of keys and strings after aliases are expanded (plus a few per node): what the
+ * ENC document and the run record would hold, so an alias bomb cannot write 200 MB files.
+ */
+export const MAX_EXPANDED_BYTES = 16 * 1024 * 1024
 
 /**
  * Parses one YAML document. Syntax errors become one InputError line naming the file,
@@ -90,14 +122,33 @@ export function dumpYaml(value: unknown): string {
   return yaml.dump(value, {schema: DUMP_SCHEMA, noRefs: true, lineWidth: -1, sortKeys: false, noCompatMode: false})
 }
 
+/**
+ * Walks the document as it would be written out, aliases expanded, and stops at the
+ * first bound it crosses: the number of values, and their size in bytes. Iterative, one
+ * entry at a time, so a list of any length is no stack overflow.
+ */
 function assertBounded(root: unknown, file: string): void {
   let count = 0
+  let bytes = 0
   const stack: unknown[] = [root]
   while (stack.length > 0) {
     const node = stack.pop()
     count++
     if (count > MAX_NODES) throw new InputError(`${file}: too many values once aliases are expanded (over ${MAX_NODES})`)
-    if (node !== null && typeof node === 'object') stack.push(...Object.values(node as object))
+    if (typeof node === 'string') bytes += node.length + 8
+    else bytes += 8
+    if (node !== null && typeof node === 'object') {
+      if (Array.isArray(node)) {
+        for (let i = node.length - 1; i >= 0; i--) stack.push(node[i])
+      } else {
+        for (const key in node as object) {
+          bytes += key.length
+          stack.push((node as Record<string, unknown>)[key])
+        }
+      }
+    }
+
+    if (bytes > MAX_EXPANDED_BYTES) throw new InputError(`${file}: too large once aliases are expanded (over ${MAX_EXPANDED_BYTES / 1024 / 1024} MiB)`)
   }
 }
 

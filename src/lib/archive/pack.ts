@@ -52,8 +52,9 @@ export async function packRelease(options: PackOptions): Promise<PackResult> {
   const ref = parseReleaseRef(options.ref, 'pack')
   const resolution = await resolveRelease(options.moduleDir, ref, {allowMutable: options.allowMutable})
   const app = resolution.modulepath[0]
-  if ((app.kind === 'trunk' || app.kind === 'branch') && !options.allowMutable) {
-    throw new ImmutabilityError(`pack ${options.ref}: ${app.release} is mutable; archives carry tags`, ['tag a release, or pass --allow-mutable'])
+  if ((app.kind === 'trunk' || app.kind === 'branch' || app.linkedTo) && !options.allowMutable) {
+    const why = app.linkedTo ? `resolves to ${app.linkedTo} (a link), which` : 'is mutable;'
+    throw new ImmutabilityError(`pack ${options.ref}: ${app.release} ${why}${app.linkedTo ? ' can change;' : ''} archives carry tags`, ['tag a release, or pass --allow-mutable'])
   }
 
   const key = options.signingKey ? await loadSigningKey(options.signingKey) : null

@@ -3,6 +3,7 @@ import {readFile, readdir, stat} from 'node:fs/promises'
 import {join} from 'node:path'
 
 import {ReleaseError, UsageError, describeFsError} from '../errors.js'
+import {assertTrustedPath} from '../util/trusted-path.js'
 
 /** release.json.sig: an Ed25519 signature over release.json's exact bytes. */
 export interface ReleaseSignature {
@@ -78,8 +79,13 @@ export async function loadTrustedKeys(paths: string[], defaultDir: string | null
       throw describeFsError(error, `trusted key ${path}`)
     }
 
+    // A key anyone else can replace (or drop into the directory) trusts their archives.
+    assertTrustedPath(path, {what: info.isDirectory() ? 'trusted keys directory' : 'trusted key', overridable: false})
     if (info.isDirectory()) {
-      for (const name of (await readdir(path)).filter((n) => n.endsWith('.pem')).sort()) await load(join(path, name))
+      for (const name of (await readdir(path)).filter((n) => n.endsWith('.pem')).sort()) {
+        assertTrustedPath(join(path, name), {what: 'trusted key', ancestors: false, overridable: false})
+        await load(join(path, name))
+      }
     } else {
       await load(path)
     }

@@ -5,6 +5,7 @@ import {dirname, join} from 'node:path'
 
 import {ConflictError, LocalpuppetError, ReleaseError, describeFsError} from '../errors.js'
 import {startChild} from '../run/child.js'
+import {assertReleasesNotInUse} from '../release/in-use.js'
 import {RunLock} from '../state/lock.js'
 import {faultPoint} from '../util/fault.js'
 import {asIoError} from '../util/io-error.js'
@@ -175,6 +176,8 @@ export class Staging {
       for (const dir of release.dirs ?? []) await mkdir(join(this.dir, release.release, dir), {recursive: true, mode: 0o755})
     }
 
+    // A trunk or branch a live run is using is not replaced under it (73).
+    await assertReleasesNotInUse(this.moduleDir, actions.filter((entry) => entry.action === 'replace').map((entry) => entry.release.release))
     // Data on disk before any rename makes it visible (one sync for the filesystem).
     await syncFilesystem(this.dir)
     faultPoint('install:before-commit')

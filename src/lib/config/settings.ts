@@ -1,9 +1,10 @@
-import {readFile} from 'node:fs/promises'
 import {isAbsolute} from 'node:path'
 
 import {DEFAULT_INPUT, DEFAULT_MODULE_DIR} from '../defaults.js'
-import {InputError, describeFsError} from '../errors.js'
+import {InputError, LocalpuppetError, describeFsError} from '../errors.js'
 import {defaultStateDir} from '../state/state-dir.js'
+import {decodeUtf8Strict, readBoundedFile} from '../util/bounded-read.js'
+import {assertTrustedPath} from '../util/trusted-path.js'
 
 /** The node's one configuration file, and the variable that moves it. */
 export const DEFAULT_CONFIG_FILE = '/etc/localpuppet/config.yaml'
@@ -83,8 +84,12 @@ export function loadConfigFile(env: NodeJS.ProcessEnv = process.env): Promise<Co
 async function readConfigFile(path: string, explicit: boolean): Promise<ConfigFile> {
   let text: string
   try {
-    text = await readFile(path, 'utf8')
+    // It names what root runs and deletes: only a file root (or this user) alone can write counts.
+    const bytes = await readBoundedFile(path, {maxBytes: 1024 * 1024, label: `configuration ${path}`, error: (message) => new InputError(message)})
+    assertTrustedPath(path, {what: 'configuration', overridable: false})
+    text = decodeUtf8Strict(bytes, path, (message) => new InputError(message))
   } catch (error) {
+    if (error instanceof LocalpuppetError) throw error
     if (!explicit && (error as NodeJS.ErrnoException).code === 'ENOENT') return {path: null, values: {}}
     throw describeFsError(error, `configuration ${path}${explicit ? ` (${CONFIG_ENV})` : ''}`)
   }

@@ -1,10 +1,7 @@
-import {readFile, stat} from 'node:fs/promises'
-
 import {InputError, describeFsError} from '../errors.js'
+import {decodeUtf8Strict, readBoundedFile, readBoundedStream} from '../util/bounded-read.js'
 import {MAX_YAML_BYTES} from '../yaml.js'
 import {type NodeInput, parseNodeInput} from './node-input.js'
-
-
 
 /** Reads and validates input.yaml, or standard input when `path` is `-`. */
 export async function readNodeInput(path: string, stdin: NodeJS.ReadableStream = process.stdin): Promise<NodeInput> {
@@ -12,30 +9,26 @@ export async function readNodeInput(path: string, stdin: NodeJS.ReadableStream =
   return parseNodeInput(text, source)
 }
 
-/** The input's text and how messages name it (`<stdin>` for `-`), unvalidated. */
+/**
+ * The input's text and how messages name it (`<stdin>` for `-`), unvalidated. Only a
+ * regular file (or standard input) of at most MAX_YAML_BYTES is read: a FIFO, a device
+ * or a directory is refused at once (65). Invalid UTF-8 is refused naming its line.
+ */
 export async function readInputText(path: string, stdin: NodeJS.ReadableStream = process.stdin): Promise<{text: string; source: string}> {
-  if (path === '-') return {text: await readStream(stdin), source: '<stdin>'}
+  const error = (message: string) => new InputError(message)
+  if (path === '-') {
+    const bytes = await readBoundedStream(stdin, {maxBytes: MAX_YAML_BYTES, label: '<stdin>', error})
+    return {text: decodeUtf8Strict(bytes, '<stdin>', error), source: '<stdin>'}
+  }
+
+  let bytes: Buffer
   try {
-    const info = await stat(path)
-    if (info.isDirectory()) throw new InputError(`input ${path}: is a directory, expected a YAML file`)
-    if (info.size > MAX_YAML_BYTES) throw new InputError(`input ${path}: larger than ${MAX_YAML_BYTES / 1024 / 1024} MiB`)
-    return {text: await readFile(path, 'utf8'), source: path}
-  } catch (error) {
-    if (error instanceof InputError) throw error
-    if ((error as NodeJS.ErrnoException).code) throw describeFsError(error, `input file ${path}`)
-    throw error
-  }
-}
-
-async function readStream(stream: NodeJS.ReadableStream): Promise<string> {
-  const chunks: Buffer[] = []
-  let size = 0
-  for await (const chunk of stream) {
-    const buffer = typeof chunk === 'string' ? Buffer.from(chunk) : chunk
-    size += buffer.length
-    if (size > MAX_YAML_BYTES) throw new InputError(`<stdin>: larger than ${MAX_YAML_BYTES / 1024 / 1024} MiB`)
-    chunks.push(buffer)
+    bytes = await readBoundedFile(path, {maxBytes: MAX_YAML_BYTES, label: `input ${path}`, error, expected: 'a YAML file'})
+  } catch (caught) {
+    if (caught instanceof InputError) throw caught
+    if ((caught as NodeJS.ErrnoException).code) throw describeFsError(caught, `input file ${path}`)
+    throw caught
   }
 
-  return Buffer.concat(chunks).toString('utf8')
+  return {text: decodeUtf8Strict(bytes, path, error), source: path}
 }

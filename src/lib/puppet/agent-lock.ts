@@ -1,6 +1,7 @@
 import {mkdir} from 'node:fs/promises'
 
 import {PuppetUnavailableError} from '../errors.js'
+import {assertTrustedPaths} from '../util/trusted-path.js'
 import {findExecutable} from './find-executable.js'
 import {disablePuppet, disabledMessage, enablePuppet} from './puppet-locks.js'
 import {puppetLockPaths} from './puppet-paths.js'
@@ -11,23 +12,24 @@ export interface AgentLockState {
   lockfile: string
 }
 
-async function paths(puppet: string, puppetArgs: string[], stateDir: string) {
+async function paths(puppet: string, puppetArgs: string[], stateDir: string, allowUntrusted = false) {
   const path = findExecutable(puppet)
   if (path === null) throw new PuppetUnavailableError(`puppet not found: ${puppet}`)
+  assertTrustedPaths([{path: stateDir, what: 'state directory'}], allowUntrusted)
   await mkdir(stateDir, {recursive: true, mode: 0o700})
   return puppetLockPaths(path, puppetArgs, stateDir)
 }
 
 /** `localpuppet disable MESSAGE`: what `puppet agent --disable MESSAGE` does. */
-export async function disableRuns(puppet: string, puppetArgs: string[], stateDir: string, message: string): Promise<AgentLockState> {
-  const lockPaths = await paths(puppet, puppetArgs, stateDir)
+export async function disableRuns(puppet: string, puppetArgs: string[], stateDir: string, message: string, allowUntrusted = false): Promise<AgentLockState> {
+  const lockPaths = await paths(puppet, puppetArgs, stateDir, allowUntrusted)
   await disablePuppet(lockPaths, message)
   return {disabled: true, message, lockfile: lockPaths.disabled}
 }
 
 /** `localpuppet enable`: what `puppet agent --enable` does. */
-export async function enableRuns(puppet: string, puppetArgs: string[], stateDir: string): Promise<AgentLockState & {wasDisabled: boolean}> {
-  const lockPaths = await paths(puppet, puppetArgs, stateDir)
+export async function enableRuns(puppet: string, puppetArgs: string[], stateDir: string, allowUntrusted = false): Promise<AgentLockState & {wasDisabled: boolean}> {
+  const lockPaths = await paths(puppet, puppetArgs, stateDir, allowUntrusted)
   const message = await disabledMessage(lockPaths)
   const wasDisabled = await enablePuppet(lockPaths)
   return {disabled: false, message, lockfile: lockPaths.disabled, wasDisabled}

@@ -58,8 +58,8 @@ export async function holdCatalogRunLock(paths: PuppetLockPaths): Promise<() => 
   const path = paths.catalogRun
   await mkdir(dirname(path), {recursive: true})
   const temp = `${path}.${process.pid}.tmp`
-  await writeFile(temp, String(process.pid))
   try {
+    await writeFile(temp, String(process.pid))
     for (let attempt = 0; attempt < 3; attempt++) {
       try {
         await link(temp, path)

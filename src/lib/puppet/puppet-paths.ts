@@ -1,6 +1,7 @@
 import {createHash} from 'node:crypto'
-import {readFile, stat} from 'node:fs/promises'
-import {join} from 'node:path'
+import {constants} from 'node:fs'
+import {open, stat} from 'node:fs/promises'
+import {isAbsolute, join, normalize} from 'node:path'
 
 import {PuppetUnavailableError} from '../errors.js'
 import {startChild} from '../run/child.js'
@@ -40,10 +41,8 @@ export async function puppetLockPaths(puppet: string, args: string[], stateDir: 
   const settings = pathSettingArgs(args)
   const key = await cacheKey(puppet, settings)
   const cacheFile = join(stateDir, 'puppet-paths.json')
-  try {
-    const cached = JSON.parse(await readFile(cacheFile, 'utf8')) as {key: string; paths: PuppetLockPaths}
-    if (cached.key === key) return cached.paths
-  } catch {}
+  const cached = await readTrustedCache(cacheFile)
+  if (cached?.key === key) return cached.paths
 
   let out = ''
   let err = ''
@@ -64,6 +63,37 @@ export async function puppetLockPaths(puppet: string, args: string[], stateDir: 
   const paths = {catalogRun: parsed.agent_catalog_run_lockfile, disabled: parsed.agent_disabled_lockfile}
   await writeFileAtomic(cacheFile, JSON.stringify({key, paths}) + '\n').catch(() => {})
   return paths
+}
+
+/**
+ * The cache, only if it can be trusted as a source of paths that disable overwrites and
+ * enable deletes: a regular file (not a link) that the effective user owns and nobody else
+ * can write, holding two absolute paths. Anything else is ignored and asked again.
+ */
+async function readTrustedCache(path: string): Promise<{key: string; paths: PuppetLockPaths} | null> {
+  let handle
+  try {
+    handle = await open(path, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK)
+  } catch {
+    return null
+  }
+
+  try {
+    const info = await handle.stat()
+    if (!info.isFile() || info.uid !== (process.geteuid?.() ?? 0) || (info.mode & 0o022) !== 0 || info.size > 64 * 1024) return null
+    const cached = JSON.parse(await handle.readFile('utf8')) as {key?: unknown; paths?: Partial<PuppetLockPaths>}
+    const {catalogRun, disabled} = cached?.paths ?? {}
+    if (typeof cached.key !== 'string' || !isCleanAbsolute(catalogRun) || !isCleanAbsolute(disabled)) return null
+    return {key: cached.key, paths: {catalogRun, disabled}}
+  } catch {
+    return null
+  } finally {
+    await handle.close()
+  }
+}
+
+function isCleanAbsolute(path: unknown): path is string {
+  return typeof path === 'string' && isAbsolute(path) && normalize(path) === path && !path.includes('\0')
 }
 
 async function cacheKey(puppet: string, settings: string[]): Promise<string> {

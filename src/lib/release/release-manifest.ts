@@ -1,8 +1,7 @@
-import {readFile} from 'node:fs/promises'
-
 import {ReleaseError, describeFsError} from '../errors.js'
+import {decodeUtf8Strict, readBoundedFile} from '../util/bounded-read.js'
 import {closest} from '../util/did-you-mean.js'
-import {lineOfKey, parseYaml} from '../yaml.js'
+import {MAX_YAML_BYTES, lineOfKey, parseYaml} from '../yaml.js'
 
 export const MANIFEST_FILE = 'manifest.yaml'
 
@@ -18,15 +17,18 @@ export interface ManifestEntry {
  * entries. `label` is how messages name the file (relative to the module directory).
  */
 export async function readReleaseManifest(path: string, label: string): Promise<ManifestEntry[]> {
-  let text: string
+  const refuse = (message: string) => new ReleaseError(message)
+  let bytes: Buffer
   try {
-    text = await readFile(path, 'utf8')
+    // A FIFO or device as manifest.yaml is refused at once, never waited on.
+    bytes = await readBoundedFile(path, {maxBytes: MAX_YAML_BYTES, label, error: refuse})
   } catch (error) {
+    if (error instanceof ReleaseError) throw error
     if ((error as NodeJS.ErrnoException).code === 'ENOENT') return []
     throw describeFsError(error, label)
   }
 
-  return parseReleaseManifest(text, label)
+  return parseReleaseManifest(decodeUtf8Strict(bytes, label, refuse), label)
 }
 
 /** Parses manifest.yaml text: a mapping whose only key is `modulepath`, a list of references. */

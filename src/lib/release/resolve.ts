@@ -1,7 +1,8 @@
 import {readdir, realpath, stat} from 'node:fs/promises'
-import {join, sep} from 'node:path'
+import {dirname, join, relative, sep} from 'node:path'
 
 import {ImmutabilityError, NotFoundError, PathEscapeError, ReleaseError, describeFsError} from '../errors.js'
+import {listFiles} from '../archive/release-tree.js'
 import {MANIFEST_FILE, readReleaseManifest} from './release-manifest.js'
 import {maxSatisfyingTag, parseReleaseRef, releasePath, sortTagsNewestFirst, type ReleaseRef} from './release-ref.js'
 
@@ -19,6 +20,11 @@ export interface ResolvedRelease {
   path: string
   /** The manifest entry that named it (`foo/tags/1.4.0/manifest.yaml:2: modulepath[0]`), or null for the app. */
   requiredBy: string | null
+  /**
+   * A tag whose real path is not directly under `<app>/tags/` (a link to trunk, say):
+   * where it really is, relative to the module directory. Such a tag is mutable.
+   */
+  linkedTo?: string
 }
 
 export interface Resolution {
@@ -50,7 +56,7 @@ export async function resolveRelease(moduleDir: string, ref: ReleaseRef | string
   const mutableEntries: ResolvedRelease[] = []
   const seen = new Set<string>()
   const stack: ResolvedRelease[] = []
-  const immutable = app.kind === 'tag'
+  const immutable = app.kind === 'tag' && !app.linkedTo
 
   const visit = async (release: ResolvedRelease): Promise<void> => {
     const onStack = stack.findIndex((entry) => entry.path === release.path)
@@ -65,7 +71,7 @@ export async function resolveRelease(moduleDir: string, ref: ReleaseRef | string
     if (immutable && release.mutable && release.requiredBy !== null) {
       if (!options.allowMutable) {
         throw new ImmutabilityError(
-          `${release.requiredBy}: ${JSON.stringify(release.ref)} is mutable (${release.kind === 'tag' ? 'a semver range' : release.kind}); ` +
+          `${release.requiredBy}: ${JSON.stringify(release.ref)} is mutable (${release.linkedTo ? `a link to ${release.linkedTo}` : release.kind === 'tag' ? 'a semver range' : release.kind}); ` +
             `a tagged release may depend only on exact tags such as ${release.app}/tags/${release.kind === 'tag' ? release.release.split('/').pop() : '1.0.0'}`,
           ['pin the dependency to an exact tag, or pass --allow-mutable to run it anyway (recorded in the run record)'],
         )
@@ -87,7 +93,12 @@ export async function resolveRelease(moduleDir: string, ref: ReleaseRef | string
   }
 
   await visit(app)
-  return {moduleDir: root, modulepath, mutableEntries, warnings: duplicateAppWarnings(modulepath)}
+  // One rule for plan, validate, apply and pack alike: a release holds only regular files
+  // and directories (a link, device or FIFO is refused here, naming it, before anything runs).
+  for (const release of modulepath) await listFiles(release.path, release.release)
+  const warnings = duplicateAppWarnings(modulepath)
+  if (app.linkedTo) warnings.unshift(`${app.release} is not a real tag: it resolves to ${app.linkedTo}, which can change (a tag must be a directory under ${app.app}/tags/)`)
+  return {moduleDir: root, modulepath, mutableEntries, warnings}
 }
 
 /** The real path of the module directory; 66 when it is missing or not a directory. */
@@ -163,7 +174,17 @@ class Resolver {
     }
 
     if (!(await stat(path)).isDirectory()) throw new ReleaseError(`release ${release}${by}: not a directory`)
-    return {ref: text, release, app: ref.app, kind: ref.kind, mutable, path, requiredBy}
+    const resolved: ResolvedRelease = {ref: text, release, app: ref.app, kind: ref.kind, mutable, path, requiredBy}
+    if (ref.kind === 'tag') {
+      // A tag is immutable only where tags live: a link to trunk would change under it.
+      const tagsDir = await realpath(join(this.root, ref.app, 'tags')).catch(() => null)
+      if (tagsDir === null || dirname(path) !== tagsDir) {
+        resolved.mutable = true
+        resolved.linkedTo = relative(this.root, path) || '.'
+      }
+    }
+
+    return resolved
   }
 
   private async tags(app: string, text: string, by: string): Promise<string[]> {

@@ -5,11 +5,12 @@ import {StringDecoder} from 'node:string_decoder'
 import {setTimeout as sleep} from 'node:timers/promises'
 
 import {renderEncScript} from '../enc/exec-enc.js'
-import {InterruptedError, LocalpuppetError, LockHeldError, PuppetUnavailableError, TimeoutError} from '../errors.js'
+import {InterruptedError, LocalpuppetError, asIoError, LockHeldError, PuppetUnavailableError, TimeoutError} from '../errors.js'
 import {ExitCode} from '../exit-codes.js'
 import {assertEnabled, holdCatalogRunLock} from '../puppet/puppet-locks.js'
 import {type PuppetLockPaths, puppetLockPaths} from '../puppet/puppet-paths.js'
 import {readRunSummary} from '../puppet/run-summary.js'
+import {markReleasesInUse} from '../release/in-use.js'
 import {RunLock, lockPath} from '../state/lock.js'
 import {pruneRuns, previousRun} from '../state/retention.js'
 import {type ResourceCounts, type RunRecord, type RunState, writeRunRecord} from '../state/run-record.js'
@@ -127,6 +128,8 @@ async function run(
     inputDigest: plan.input.digest,
     noop: plan.noop,
     allowMutable: plan.allowMutable,
+    allowUntrusted: plan.allowUntrusted,
+    untrusted: plan.untrusted,
     mutableEntries: plan.mutableEntries,
     facts: plan.facts,
     environment: plan.environment,
@@ -157,46 +160,69 @@ async function run(
   }
 
   let log: number | undefined
+  // A log that cannot be written (disk full) must not crash the run while Puppet applies:
+  // the first failure is kept, and reported once Puppet is done (74).
+  let logFailure: unknown = null
+  let unmark: (() => Promise<void>) | undefined
+  const writeLog = (text: string): void => {
+    if (log === undefined || logFailure !== null) return
+    try {
+      writeSync(log, text)
+    } catch (error) {
+      logFailure = error
+    }
+  }
+
   try {
     await writeRunRecord(plan.stateDir, record)
     log = openSync(files.log, 'a', 0o600)
-    writeSync(log, `localpuppet: run ${plan.runId}: ${plan.release} (${plan.ref})${plan.noop ? ', noop' : ''}\n`)
+    writeLog(`localpuppet: run ${plan.runId}: ${plan.release} (${plan.ref})${plan.noop ? ', noop' : ''}\n`)
     options.onStart?.(record)
     if (splay !== null) {
-      writeSync(log, `localpuppet: splay: waiting ${splay}s before taking the lock\n`)
+      writeLog(`localpuppet: splay: waiting ${splay}s before taking the lock\n`)
       await sleep(splay * 1000, undefined, {signal: options.signal}).catch(() => {})
       if (options.signal?.aborted) throw new InterruptedError(abortSignalName(options.signal))
       onLock((lock = await RunLock.acquire(plan.stateDir, plan.runId)))
       await assertEnabled(puppetLocks)
     }
 
+    // From here on the run reads its releases: an install must not replace one meanwhile.
+    unmark = await markReleasesInUse(plan.moduleDir, plan.runId, plan.releases.map((release) => release.release))
     const fingerprint = await runFingerprint(plan)
     record.fingerprint = fingerprint
     if (options.ifChanged) {
       const previous = await previousRun(plan.stateDir, plan.runId)
       if (previous?.state === 'succeeded' && previous.fingerprint === fingerprint) {
         const reason = `nothing changed since run ${previous.id} (same releases, ENC document, facts, manifest and options)`
-        writeSync(log, `localpuppet: skipped: ${reason}\n`)
+        writeLog(`localpuppet: skipped: ${reason}\n`)
         return await finish('skipped', ExitCode.ok, {reason})
       }
     }
 
     await writeRunFiles(plan)
-    writeSync(log, `localpuppet: ${plan.command.join(' ')}\n`)
+    writeLog(`localpuppet: ${plan.command.join(' ')}\n`)
     if (options.signal?.aborted) throw new InterruptedError(abortSignalName(options.signal))
     const releaseCatalogLock = await holdCatalogRunLock(puppetLocks)
     let outcome: PuppetOutcome
     try {
       // The lock names puppet's process group too: if localpuppet is killed -9, the lock
       // stays held while that orphaned puppet still runs.
-      outcome = await runPuppet(plan, log, {...options, onPuppetStarted: async (pid) => lock?.update({group: pid}).catch(() => {})})
+      outcome = await runPuppet(plan, writeLog, {
+        ...options,
+        onPuppetStarted: async (pid) => {
+          await lock?.update({group: pid}).catch(() => {})
+          // So that status can tell an orphaned Puppet (localpuppet killed -9) is still applying.
+          Object.assign(record, {puppetPid: pid, puppetStart: processStartTime(pid)})
+          await writeRunRecord(plan.stateDir, record).catch(() => {})
+        },
+      })
     } finally {
       await releaseCatalogLock()
     }
 
     const summary = await readRunSummary(files.summary)
     const resources = summary?.resources ?? null
-    writeSync(log, `localpuppet: ${describeExit(outcome.exit)}\n`)
+    writeLog(`localpuppet: ${describeExit(outcome.exit)}\n`)
 
     if (outcome.stoppedBy) {
       const error = outcome.stoppedBy === 'timeout' ? new TimeoutError(`timed out after ${plan.timeoutSeconds}s; puppet was stopped`) : new InterruptedError(outcome.stoppedBy)
@@ -209,13 +235,21 @@ async function run(
     }
 
     const puppetExit = outcome.exit.exitCode
+    const logIo = logFailure === null ? null : asIoError(logFailure, `log ${files.log}`)
+    if (logIo) {
+      return await finish('error', logIo.exitCode, {puppetExitCode: puppetExit, resources, error: `${logIo.message}; puppet exited ${puppetExit ?? outcome.exit.signal} and its output is incomplete in the log`})
+    }
+
+    if (logFailure !== null) throw logFailure
     const succeeded = puppetExit === 0 || puppetExit === 2
     const exitCode = plan.detailedExitcodes && puppetExit !== null ? honestDetailedExit(puppetExit, plan.noop, resources) : succeeded ? ExitCode.ok : ExitCode.failed
     const error = succeeded ? null : puppetExit === null ? `puppet was killed by ${outcome.exit.signal}` : describePuppetFailure(puppetExit, summary !== null)
     return await finish(succeeded ? 'succeeded' : 'failed', exitCode, {puppetExitCode: puppetExit, resources, error})
-  } catch (error) {
+  } catch (caught) {
+    // A full disk in the state directory is the machine's fault (74), not a bug.
+    const error = asIoError(caught) ?? caught
     const known = error instanceof LocalpuppetError
-    if (log !== undefined) writeSync(log, `localpuppet: ${(error as Error).message}\n`)
+    writeLog(`localpuppet: ${(error as Error).message}\n`)
     const outcome = await finish(error instanceof InterruptedError ? 'interrupted' : 'error', known ? error.exitCode : ExitCode.internal, {
       error: (error as Error).message,
     }).catch(() => null)
@@ -223,6 +257,7 @@ async function run(
     throw error
   } finally {
     if (log !== undefined) closeSync(log)
+    await unmark?.()
   }
 }
 
@@ -243,19 +278,20 @@ interface PuppetOutcome {
   stoppedBy: 'timeout' | NodeJS.Signals | null
 }
 
-async function runPuppet(plan: RunPlan, log: number, options: ApplyOptions): Promise<PuppetOutcome> {
+async function runPuppet(plan: RunPlan, writeLog: (text: string) => void, options: ApplyOptions): Promise<PuppetOutcome> {
   const output = (stream: 'stdout' | 'stderr') => {
     // The log is for reading later with any pager: no terminal colour codes in it. The
     // decoder keeps a character split across two chunks whole.
     const decoder = new StringDecoder('utf8')
     return (chunk: Buffer) => {
-      writeSync(log, decoder.write(chunk).replaceAll(ANSI_SGR, ''))
+      writeLog(decoder.write(chunk).replaceAll(ANSI_SGR, ''))
       options.onOutput?.(chunk, stream)
     }
   }
 
   const child = startChild(plan.command[0], plan.command.slice(1), {
     env: plan.env,
+    ...(plan.cwd ? {cwd: plan.cwd} : {}),
     ownGroup: true,
     onStdout: output('stdout'),
     onStderr: output('stderr'),

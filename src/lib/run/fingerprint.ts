@@ -3,6 +3,7 @@ import {readFile} from 'node:fs/promises'
 
 import {readInstallRecord} from '../archive/install-record.js'
 import {readReleaseTree, treeDigest} from '../archive/release-tree.js'
+import {stringifyJson} from '../util/json.js'
 import type {RunPlan} from './run-plan.js'
 
 /**
@@ -23,5 +24,5 @@ export async function runFingerprint(plan: RunPlan): Promise<string> {
   const {localpuppet_run_id: _runId, ...parameters} = plan.enc.parameters
   const manifest = plan.manifest.source === 'empty' ? 'empty' : createHash('sha256').update(await readFile(plan.manifest.path)).digest('hex')
   const data = {releases, enc: {...plan.enc, parameters}, facts: plan.facts, manifest, noop: plan.noop, puppetArgs: plan.puppetArgs}
-  return `sha256:${createHash('sha256').update(JSON.stringify(data)).digest('hex')}`
+  return `sha256:${createHash('sha256').update(stringifyJson(data)).digest('hex')}`
 }

@@ -1,14 +1,15 @@
 import {stat} from 'node:fs/promises'
-import {resolve} from 'node:path'
+import {basename, dirname, resolve} from 'node:path'
 
 import {type EncDocument, buildEncDocument, renderEncYaml} from '../enc/enc-document.js'
 import {verifyModulepath} from '../archive/verify.js'
 import {NotFoundError, UsageError, describeFsError} from '../errors.js'
 import type {NodeInput} from '../input/node-input.js'
 import {findExecutable} from '../puppet/find-executable.js'
-import {type ResolvedRelease, resolveRelease} from '../release/resolve.js'
+import {type ResolvedRelease, realModuleDir, resolveRelease} from '../release/resolve.js'
 import {RUN_ID_PLACEHOLDER} from '../state/run-id.js'
-import {type RunFiles, runFiles} from '../state/state-dir.js'
+import {type RunFiles, runFiles, runsDir} from '../state/state-dir.js'
+import {assertTrustedPaths} from '../util/trusted-path.js'
 
 import {DEFAULT_MANIFEST} from '../defaults.js'
 
@@ -31,6 +32,8 @@ export interface PlanOptions {
   /** Arguments after `--`, passed to puppet as they are. */
   puppetArgs?: string[]
   env?: NodeJS.ProcessEnv
+  /** --allow-untrusted: use a state dir, module dir or release others can write (recorded). */
+  allowUntrusted?: boolean
   /** What --fetch brought from the source before resolving: recorded in the plan and the run record. */
   fetched?: RunFetch | null
 }
@@ -61,6 +64,9 @@ export interface RunPlan {
   allowMutable: boolean
   mutableEntries: string[]
   warnings: string[]
+  /** --allow-untrusted: the trust problems it let through (see util/trusted-path.ts). */
+  allowUntrusted: boolean
+  untrusted: string[]
   enc: EncDocument
   /** The bytes the ENC script prints. */
   encYaml: string
@@ -71,6 +77,8 @@ export interface RunPlan {
   command: string[]
   /** The arguments given after `--`, as they are passed to puppet. */
   puppetArgs: string[]
+  /** The directory puppet starts in: the run directory when the state dir's path holds whitespace (see externalNodes), else null (localpuppet's own). */
+  cwd: string | null
   /** Extra environment for puppet: FACTER_<name> for each --fact. */
   env: Record<string, string>
   facts: Record<string, string>
@@ -86,10 +94,22 @@ export interface RunPlan {
 
 /** Builds the plan for one run. With no runId, paths and the ENC show `<run-id>`. */
 export async function buildRunPlan(input: NodeInput, options: PlanOptions, runId = RUN_ID_PLACEHOLDER): Promise<RunPlan> {
+  const stateDir = resolve(options.stateDir)
+  const allow = Boolean(options.allowUntrusted)
+  const untrusted = assertTrustedPaths(
+    [
+      {path: await realModuleDir(options.moduleDir), what: 'module directory'},
+      {path: stateDir, what: 'state directory'},
+      {path: runsDir(stateDir), what: 'state directory', below: stateDir},
+    ],
+    allow,
+  )
   const resolution = await resolveRelease(options.moduleDir, input.app, {allowMutable: options.allowMutable})
+  // Every directory from the module directory down to each release root: a world-writable
+  // <app>/tags lets anyone swap a tag.
+  untrusted.push(...assertTrustedPaths(resolution.modulepath.map((entry) => ({path: entry.path, what: `release ${entry.release}`, below: resolution.moduleDir})), allow))
   const verification = await verifyModulepath(resolution.moduleDir, resolution.modulepath)
   const app = resolution.modulepath[0]
-  const stateDir = resolve(options.stateDir)
   const files = runFiles(stateDir, runId)
   const enc = buildEncDocument(input, {release: app.release, runId})
   const environment = input.environment ?? 'production'
@@ -103,7 +123,9 @@ export async function buildRunPlan(input: NodeInput, options: PlanOptions, runId
   }
 
   if (puppetPath === null) warnings.push(`puppet not found: ${options.puppet}`)
+  for (const problem of untrusted) warnings.push(`--allow-untrusted: ${problem}`)
 
+  const external = externalNodes(files.encScript)
   const command = [
     puppetPath ?? options.puppet,
     'apply',
@@ -111,7 +133,7 @@ export async function buildRunPlan(input: NodeInput, options: PlanOptions, runId
     '--node_terminus',
     'exec',
     '--external_nodes',
-    files.encScript,
+    external.setting,
     '--modulepath',
     modulepath.join(':'),
     '--environmentpath',
@@ -122,6 +144,9 @@ export async function buildRunPlan(input: NodeInput, options: PlanOptions, runId
     files.summary,
     '--lastrunreport',
     files.report,
+    // Puppet's default report processor (store) keeps every run's report forever under its
+    // reportdir; the run directory already has this run's. Unless the user asks for reports.
+    ...(asksForReports(options.puppetArgs ?? []) ? [] : ['--reports', 'none']),
     ...(options.color ? [] : ['--color', 'false']),
     ...(options.noop ? ['--noop'] : []),
     ...(options.puppetArgs ?? []),
@@ -140,6 +165,8 @@ export async function buildRunPlan(input: NodeInput, options: PlanOptions, runId
     allowMutable: Boolean(options.allowMutable),
     mutableEntries: resolution.mutableEntries.map((entry) => entry.ref),
     warnings,
+    allowUntrusted: allow,
+    untrusted: [...new Set(untrusted)],
     enc,
     encYaml: renderEncYaml(enc),
     environment,
@@ -147,7 +174,8 @@ export async function buildRunPlan(input: NodeInput, options: PlanOptions, runId
     puppet: {command: options.puppet, path: puppetPath},
     command,
     puppetArgs: options.puppetArgs ?? [],
-    env: Object.fromEntries(Object.entries(facts).map(([name, value]) => [`FACTER_${name}`, value])),
+    cwd: external.cwd,
+    env: {...Object.fromEntries(Object.entries(facts).map(([name, value]) => [`FACTER_${name}`, value]))},
     facts,
     noop: Boolean(options.noop),
     detailedExitcodes: Boolean(options.detailedExitcodes),
@@ -157,6 +185,22 @@ export async function buildRunPlan(input: NodeInput, options: PlanOptions, runId
     files,
     ...(options.fetched ? {fetch: options.fetched} : {}),
   }
+}
+
+/**
+ * The `--external_nodes` setting for the ENC script. Puppet splits it on whitespace (and
+ * expands `$name` in it), so a script path with a space (a state dir such as
+ * `/srv/local puppet`) is named relative to the run directory, which puppet then starts
+ * in: `/bin/sh enc`.
+ */
+export function externalNodes(script: string): {setting: string; cwd: string | null} {
+  if (!/\s/.test(script)) return {setting: script, cwd: null}
+  return {setting: `/bin/sh ${basename(script)}`, cwd: dirname(script)}
+}
+
+/** Whether the arguments for puppet choose report processors themselves (`--reports http`, `--no-report`). */
+function asksForReports(args: string[]): boolean {
+  return args.some((arg) => /^--(?:no-)?reports?(?:=|$)/.test(arg))
 }
 
 /** Parses repeated `--fact NAME=VALUE` flags; 64 on a malformed one. */

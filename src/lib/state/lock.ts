@@ -78,7 +78,12 @@ export class RunLock {
 
   /** Who holds the state directory's run lock now, or null when nobody alive does. */
   static async holder(stateDir: string): Promise<{pid: number; runId: string | null; acquiredAt: string} | null> {
-    const holder = await readLock(lockPath(stateDir))
+    return RunLock.holderOf(lockPath(stateDir))
+  }
+
+  /** Who holds the lock file at `path` (e.g. a module directory's install lock), or null. */
+  static async holderOf(path: string): Promise<{pid: number; runId: string | null; acquiredAt: string} | null> {
+    const holder = await readLock(path)
     return holder && isHolderAlive(holder) ? {pid: holder.pid, runId: holder.runId, acquiredAt: holder.acquiredAt} : null
   }
 

@@ -1,7 +1,10 @@
-import {readFile, readdir} from 'node:fs/promises'
+import {open, readFile, readdir} from 'node:fs/promises'
 
-import {NotFoundError} from '../errors.js'
+import {DamagedRecordError, NotFoundError, asIoError} from '../errors.js'
 import {writeFileAtomic} from '../util/atomic-write.js'
+import {readBoundedFile} from '../util/bounded-read.js'
+import {stringifyJson} from '../util/json.js'
+import {readRunSummary} from '../puppet/run-summary.js'
 import {processStartTime} from '../util/process.js'
 import {isRunId} from './run-id.js'
 import {runFiles, runsDir} from './state-dir.js'
@@ -28,6 +31,9 @@ export interface RunRecord {
   inputDigest: string
   noop: boolean
   allowMutable: boolean
+  /** --allow-untrusted, and the trust problems it let through (state dir, module dir, releases). */
+  allowUntrusted?: boolean
+  untrusted?: string[]
   /** Mutable entries --allow-mutable let into a tagged release. */
   mutableEntries: string[]
   facts: Record<string, string>
@@ -37,6 +43,9 @@ export interface RunRecord {
   pid: number
   /** The start time of `pid` (/proc), so that a pid reused after a crash is not taken for the run. */
   pidStart?: string | null
+  /** Puppet's pid and its start time while it runs: an orphaned Puppet (localpuppet killed -9) keeps the run `running`. */
+  puppetPid?: number | null
+  puppetStart?: string | null
   startedAt: string
   finishedAt: string | null
   durationMs: number | null
@@ -57,21 +66,88 @@ export interface RunRecord {
   fetch?: {source: string; releases: Array<{release: string; status: string; bytes: number}>} | null
 }
 
+/**
+ * Spaces after a running record (JSON allows them): room to write the final record in
+ * place when the disk is full, so that a run is never left `running` for that.
+ */
+const RECORD_RESERVE = 16 * 1024
+
+/**
+ * Writes run.json atomically. When the disk is full, the record is rewritten in place,
+ * inside the space its running version reserved; only when that fails too is it an
+ * IoError (74).
+ */
 export async function writeRunRecord(stateDir: string, record: RunRecord): Promise<void> {
-  await writeFileAtomic(runFiles(stateDir, record.id).record, JSON.stringify(record, null, 2) + '\n')
+  const path = runFiles(stateDir, record.id).record
+  const text = stringifyJson(record, 2) + '\n'
+  try {
+    await writeFileAtomic(path, record.state === 'running' ? text + ' '.repeat(RECORD_RESERVE) : text)
+  } catch (error) {
+    const io = asIoError(error, `run record ${path}`)
+    if (!io) throw error
+    if (!(await overwriteInPlace(path, text))) throw io
+  }
 }
 
-/** Reads one run's record; 66 when there is no such run. */
-export async function readRunRecord(stateDir: string, runId: string): Promise<RunRecord> {
-  let text: string
+/** Overwrites a file's bytes without allocating: only when `text` fits in its current size (padded with spaces). */
+async function overwriteInPlace(path: string, text: string): Promise<boolean> {
+  let handle
   try {
-    text = await readFile(runFiles(stateDir, runId).record, 'utf8')
+    handle = await open(path, 'r+')
+    const {size} = await handle.stat()
+    const bytes = Buffer.from(text)
+    if (bytes.length > size) return false
+    await handle.write(Buffer.concat([bytes, Buffer.alloc(size - bytes.length, ' ')]), 0, size, 0)
+    await handle.sync()
+    return true
+  } catch {
+    return false
+  } finally {
+    await handle?.close()
+  }
+}
+
+/** A run record larger than this is damaged (a real one is a few KiB, plus its input). */
+export const MAX_RECORD_BYTES = 64 * 1024 * 1024
+
+const STATES: ReadonlySet<string> = new Set(['running', 'succeeded', 'failed', 'error', 'interrupted', 'skipped', 'refused', 'busy'])
+
+/**
+ * Reads one run's record; 66 when there is no such run, 65 naming the file when it is
+ * damaged (not JSON, not a record, a link, or larger than any record could be).
+ */
+export async function readRunRecord(stateDir: string, runId: string): Promise<RunRecord> {
+  const path = runFiles(stateDir, runId).record
+  const damaged = (message: string) => new DamagedRecordError(message, [`move ${runFiles(stateDir, runId).dir} aside; other runs are not affected`])
+  let bytes: Buffer
+  try {
+    bytes = await readBoundedFile(path, {maxBytes: MAX_RECORD_BYTES, label: `run record ${path}`, error: damaged, noFollow: true})
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code === 'ENOENT') throw new NotFoundError(`no run ${runId} in ${stateDir}`)
     throw error
   }
 
-  return JSON.parse(text) as RunRecord
+  let record: unknown
+  try {
+    record = JSON.parse(bytes.toString('utf8'))
+  } catch {
+    throw damaged(`run record ${path}: damaged (not JSON)`)
+  }
+
+  const problem = recordProblem(record, runId)
+  if (problem) throw damaged(`run record ${path}: damaged (${problem})`)
+  return record as RunRecord
+}
+
+/** What makes a parsed run.json not a record of run `runId`, or null. */
+function recordProblem(record: unknown, runId: string): string | null {
+  if (record === null || typeof record !== 'object' || Array.isArray(record)) return `expected an object, got ${record === null ? 'null' : Array.isArray(record) ? 'a list' : typeof record}`
+  const fields = record as Partial<Record<keyof RunRecord, unknown>>
+  if (fields.id !== runId) return `id ${JSON.stringify(fields.id)} is not ${runId}`
+  if (typeof fields.state !== 'string' || !STATES.has(fields.state)) return `state ${JSON.stringify(fields.state)}`
+  for (const key of ['release', 'startedAt'] as const) if (typeof fields[key] !== 'string') return `${key} missing`
+  if (!Number.isInteger(fields.pid)) return 'pid missing'
+  return null
 }
 
 /** Run ids that have a record, oldest first (ids sort by start time). */
@@ -103,9 +179,41 @@ export async function latestRunId(stateDir: string): Promise<string> {
 /**
  * A record says `running` but its process is gone (killed -9, machine crash): show it as
  * an error without rewriting it, so a reader never waits on a run that cannot finish.
+ * While the run's Puppet still lives (an orphan of a localpuppet killed -9), the run is
+ * still running.
  */
 export function effectiveRecord(record: RunRecord, isAlive: (pid: number) => boolean): RunRecord {
-  const reused = record.pidStart != null && processStartTime(record.pid) !== null && processStartTime(record.pid) !== record.pidStart
-  if (record.state !== 'running' || (isAlive(record.pid) && !reused)) return record
+  if (record.state !== 'running' || isLive(record.pid, record.pidStart, isAlive)) return record
+  if (record.puppetPid && isLive(record.puppetPid, record.puppetStart, isAlive)) return record
   return {...record, state: 'error', error: `run process ${record.pid} ended without recording a result`}
+}
+
+/**
+ * effectiveRecord, and for a run whose processes are all gone, the result Puppet wrote in
+ * the run's own summary (last_run_summary.yaml, newer than the run's start): a run whose
+ * localpuppet was killed -9 while Puppet went on applying gets Puppet's result.
+ */
+export async function settledRecord(stateDir: string, record: RunRecord, isAlive: (pid: number) => boolean): Promise<RunRecord> {
+  const effective = effectiveRecord(record, isAlive)
+  if (record.state !== 'running' || effective.state === 'running' || !record.puppetPid) return effective
+  const summary = await readRunSummary(runFiles(stateDir, record.id).summary)
+  const started = Date.parse(record.startedAt)
+  if (summary === null || summary.lastRun === null || summary.lastRun * 1000 < started - 1000) return effective
+  const failed = summary.resources.failed > 0
+  const finished = new Date(summary.lastRun * 1000)
+  return {
+    ...record,
+    state: failed ? 'failed' : 'succeeded',
+    exitCode: failed ? 1 : 0,
+    resources: summary.resources,
+    finishedAt: finished.toISOString(),
+    durationMs: Math.max(0, finished.getTime() - started),
+    error: `localpuppet (pid ${record.pid}) ended before puppet (pid ${record.puppetPid}); the result is taken from puppet's summary`,
+  }
+}
+
+function isLive(pid: number, start: string | null | undefined, isAlive: (pid: number) => boolean): boolean {
+  if (!isAlive(pid)) return false
+  const now = start == null ? null : processStartTime(pid)
+  return start == null || now === null || now === start
 }

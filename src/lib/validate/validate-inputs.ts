@@ -11,6 +11,7 @@ import {DEFAULT_MANIFEST} from '../defaults.js'
 import {buildEncDocument, renderEncYaml} from '../enc/enc-document.js'
 import {InputError, LocalpuppetError, NotFoundError, UsageError, describeFsError} from '../errors.js'
 import {checkNodeInput} from '../input/node-input.js'
+import {readInputText} from '../input/read-input.js'
 import {type Resolution, realModuleDir, resolveRelease} from '../release/resolve.js'
 import {RUN_ID_PLACEHOLDER} from '../state/run-id.js'
 import {closest} from '../util/did-you-mean.js'
@@ -86,10 +87,14 @@ export async function validateInputs(paths: string[], options: ValidateOptions):
     const report: InputReport & {manifests: string[]} = {file, release: null, problems: [], manifests: []}
     if (options.compile) report.compile = {status: 'skipped', resources: null, reason: 'the input or its release has problems'}
     reports.push(report)
-    const text = await readFile(file, 'utf8').catch((error) => {
-      report.problems.push(problem('input', describeFsError(error, `input file ${file}`).message))
-      return null
-    })
+    // The same reader as apply: FIFOs, devices, oversized files and invalid UTF-8 are refused alike.
+    const text = await readInputText(file)
+      .then((read) => read.text)
+      .catch((error) => {
+        if (!(error instanceof LocalpuppetError)) throw error
+        report.problems.push(problem('input', error.message))
+        return null
+      })
     if (text === null) continue
     const {input, problems} = checkNodeInput(text, file)
     report.problems.push(...problems.map((error) => problem('input', error.message)))

@@ -1,0 +1,137 @@
+import {lstatSync, realpathSync, type Stats} from 'node:fs'
+import {dirname, isAbsolute, relative, resolve, sep} from 'node:path'
+
+import {UntrustedPathError} from '../errors.js'
+
+/**
+ * localpuppet runs as root and executes, deletes and overwrites what the directories it
+ * uses hold. Like sshd's StrictModes, sudo and cron, it trusts a directory (or file) only
+ * when it, and every directory leading to it, is owned by root or by the effective user
+ * and is writable by nobody else. A root-owned sticky directory such as /tmp is an
+ * acceptable ancestor: others may create entries in it, but not move or replace ours.
+ */
+export interface TrustProblem {
+  /** The path at fault (the target or one of its ancestors). */
+  path: string
+  uid: number
+  mode: number
+  /** One line: the path, its owner and mode, and the fix. */
+  message: string
+}
+
+export interface TrustOptions {
+  /** What the path is, for the message: `state directory`, `module directory`. */
+  what: string
+  /** Check the directories leading to the path too (default true). */
+  ancestors?: boolean
+  /** Stop checking ancestors at this directory (already checked by the caller). */
+  below?: string
+  /** Whether --allow-untrusted can override a refusal (not for keys and configuration): suggested in the message. */
+  overridable?: boolean
+  /** The effective uid (tests). */
+  euid?: number
+}
+
+const euidNow = (): number => process.geteuid?.() ?? 0
+
+/**
+ * The first reason `path` cannot be trusted, or null. A path that does not exist yet is
+ * judged by the nearest existing directory above it (that is where it will be created).
+ * Symbolic links are followed, and both the path as written and its real path are checked.
+ */
+export function findTrustProblem(path: string, options: TrustOptions): TrustProblem | null {
+  const euid = options.euid ?? euidNow()
+  const absolute = resolve(path)
+  const existing = nearestExisting(absolute)
+  const below = options.below === undefined ? undefined : resolve(options.below)
+  const chains = new Set([existing])
+  try {
+    chains.add(realpathSync(existing))
+  } catch {}
+
+  for (const target of chains) {
+    for (const dir of options.ancestors === false ? [target] : chainOf(target, below)) {
+      let info: Stats
+      try {
+        info = lstatSync(dir)
+      } catch {
+        continue
+      }
+
+      // A link's own mode means nothing; whoever could replace it owns the directory above.
+      if (info.isSymbolicLink()) continue
+      const problem = judge(dir, info, dir === target, euid, options.what)
+      if (problem) return problem
+    }
+  }
+
+  return null
+}
+
+/**
+ * Throws UntrustedPathError (77) naming the path, owner, mode and fix, unless `allow`
+ * (--allow-untrusted), in which case the problem is returned for the run record.
+ */
+export function assertTrustedPath(path: string, options: TrustOptions & {allow?: boolean}): TrustProblem | null {
+  const problem = findTrustProblem(path, options)
+  if (problem && !options.allow) throw new UntrustedPathError(problem.message, options.overridable === false ? [] : ['or pass --allow-untrusted to use it anyway (recorded in the run record)'])
+  return problem
+}
+
+/** Checks several paths; returns the problems allowed (empty when everything is trusted). */
+export function assertTrustedPaths(paths: Array<{path: string} & TrustOptions>, allow = false): string[] {
+  const allowed: string[] = []
+  for (const entry of paths) {
+    const problem = assertTrustedPath(entry.path, {...entry, allow})
+    if (problem && !allowed.includes(problem.message)) allowed.push(problem.message)
+  }
+
+  return allowed
+}
+
+/** True when `path` is `dir` or inside it (both absolute, normalised). */
+export function isInside(path: string, dir: string): boolean {
+  const rel = relative(dir, path)
+  return rel === '' || (!rel.startsWith('..') && !isAbsolute(rel) && rel.split(sep)[0] !== '..')
+}
+
+function judge(dir: string, info: Stats, isTarget: boolean, euid: number, what: string): TrustProblem | null {
+  const ownerOk = info.uid === 0 || info.uid === euid
+  const writableByOthers = (info.mode & 0o022) !== 0
+  // A root-owned sticky directory (/tmp): others cannot move or replace what we put in it.
+  const stickyAncestor = !isTarget && info.isDirectory() && (info.mode & 0o1000) !== 0 && info.uid === 0
+  if (ownerOk && (!writableByOthers || stickyAncestor)) return null
+  const mode = (info.mode & 0o7777).toString(8).padStart(4, '0')
+  const whose = isTarget ? what : `${what}'s parent directory`
+  const reason = !ownerOk ? `owned by uid ${info.uid}, not root or uid ${euid}` : `writable by ${(info.mode & 0o020) !== 0 ? 'group' : ''}${(info.mode & 0o022) === 0o022 ? ' and ' : ''}${(info.mode & 0o002) !== 0 ? 'others' : ''}`
+  const fix = !ownerOk ? `chown ${euid === 0 ? 'root' : euid} ${dir}` : `chmod go-w ${dir}`
+  return {
+    path: dir,
+    uid: info.uid,
+    mode: info.mode & 0o7777,
+    message: `${whose} ${dir} is not trusted: ${reason} (owner uid ${info.uid}, mode ${mode}); fix: ${fix}`,
+  }
+}
+
+/** `/`, `/a`, `/a/b` for `/a/b`; from `below` down when the path is inside it. */
+function chainOf(path: string, below: string | undefined): string[] {
+  const stopAt = below !== undefined && isInside(path, below) ? below : undefined
+  const chain: string[] = []
+  for (let dir = path; ; dir = dirname(dir)) {
+    chain.unshift(dir)
+    if (dir === stopAt || dir === dirname(dir)) break
+  }
+
+  return chain
+}
+
+function nearestExisting(path: string): string {
+  for (let dir = path; ; dir = dirname(dir)) {
+    try {
+      lstatSync(dir)
+      return dir
+    } catch {}
+
+    if (dir === dirname(dir)) return dir
+  }
+}

@@ -1,0 +1,166 @@
+import {existsSync, readdirSync} from 'node:fs'
+import {chmod, chown, cp, mkdir, readFile, rename, symlink, writeFile} from 'node:fs/promises'
+import {join} from 'node:path'
+
+import test from 'ava'
+
+import {FAKE_PUPPET, FIXTURES, cli} from '../helpers/cli.js'
+import {asHostile, hostileUid} from '../helpers/hostile-user.js'
+import {tempDir, writeTree} from '../helpers/temp.js'
+
+// Every attack of issue 10's "Trust" section, carried out as an unprivileged user made
+// with useradd, against localpuppet running as root (as CI does).
+const uid = hostileUid()
+const asRoot = uid === null ? test.skip : test
+const DEMO = join(FIXTURES, 'demo')
+
+/** A demo module dir and a state dir in a temp dir the hostile user can traverse. */
+async function setup(t: import('ava').ExecutionContext) {
+  const dir = await tempDir(t)
+  await chmod(dir, 0o755)
+  const modules = join(dir, 'modules')
+  await cp(join(DEMO, 'modules'), modules, {recursive: true})
+  const fake = join(dir, 'fake')
+  await mkdir(fake)
+  const state = join(dir, 'state')
+  const input = join(DEMO, 'input.yaml')
+  const env = {FAKE_PUPPET_DIR: fake, FAKE_PUPPET_SLEEP: '0'}
+  const run = (command: string, ...extra: string[]) => cli([command, input, '--module-dir', modules, '--state-dir', state, '--puppet', FAKE_PUPPET, ...extra], {env})
+  return {dir, modules, state, fake, env, run}
+}
+
+asRoot('a state dir owned by another user: apply refuses (77) before writing or running anything; --allow-untrusted runs and records it', async (t) => {
+  const {state, fake, run} = await setup(t)
+  await mkdir(state, {mode: 0o755})
+  await chown(state, uid!, uid!)
+  // The attack: the owner plants an ENC for the next run to pick up.
+  asHostile(`mkdir -p ${state}/runs && printf '#!/bin/sh\\ntouch ${fake}/pwned\\n' > ${state}/runs/enc && chmod 755 ${state}/runs/enc`)
+  const refused = await run('apply')
+  t.is(refused.exitCode, 77, refused.stderr)
+  t.is(refused.stderr.split('\n')[0], `localpuppet: state directory ${state} is not trusted: owned by uid ${uid}, not root or uid 0 (owner uid ${uid}, mode 0755); fix: chown root ${state}`)
+  t.deepEqual(readdirSync(join(state, 'runs')), ['enc'], 'no run was started')
+  t.false(existsSync(join(fake, 'args')), 'puppet never ran')
+  const plan = await run('plan')
+  t.is(plan.exitCode, 77, 'plan refuses alike')
+
+  const allowed = await run('apply', '--allow-untrusted', '--json')
+  t.is(allowed.exitCode, 0, allowed.stderr)
+  const record = JSON.parse(allowed.stdout)
+  t.true(record.allowUntrusted)
+  t.regex(record.untrusted[0], /^state directory .* owned by uid/)
+})
+
+asRoot('a world-writable state dir owned by root is refused too (77)', async (t) => {
+  const {state, run} = await setup(t)
+  await mkdir(state)
+  await chmod(state, 0o777)
+  const result = await run('apply')
+  t.is(result.exitCode, 77)
+  t.regex(result.stderr, /writable by group and others \(owner uid 0, mode 0777\); fix: chmod go-w/)
+})
+
+asRoot('a world-writable module dir: the swapped tag is never run (77)', async (t) => {
+  const {modules, fake, run} = await setup(t)
+  await chmod(join(modules, 'foo', 'tags'), 0o777)
+  // The attack: move the installed tag aside and put one's own in its place.
+  asHostile(`mv ${modules}/foo/tags/1.4.0 ${modules}/foo/tags/.old && mkdir -p ${modules}/foo/tags/1.4.0/foo/manifests && echo 'class foo { exec { "/bin/true": } }' > ${modules}/foo/tags/1.4.0/foo/manifests/init.pp`)
+  const result = await run('apply')
+  t.is(result.exitCode, 77, result.stderr)
+  t.regex(result.stderr, new RegExp(`release foo/tags/1.4.0's parent directory ${modules}/foo/tags is not trusted: writable by group and others`))
+  t.false(existsSync(join(fake, 'args')), 'puppet never ran')
+
+  await chmod(join(modules, 'foo', 'tags'), 0o755)
+  await chmod(modules, 0o777)
+  const whole = await run('plan')
+  t.is(whole.exitCode, 77)
+  t.regex(whole.stderr, /^localpuppet: module directory .*modules is not trusted/)
+})
+
+asRoot('a forged puppet-paths.json makes neither disable overwrite nor enable delete a file of its choosing', async (t) => {
+  const {dir, state, fake, env} = await setup(t)
+  const victim = join(dir, 'victim')
+  await writeFile(victim, 'precious\n')
+  const lockArgs = ['--state-dir', state, '--puppet', FAKE_PUPPET]
+  t.is((await cli(['enable', ...lockArgs], {env})).exitCode, 0)
+  const cacheFile = join(state, 'puppet-paths.json')
+  const cache = JSON.parse(await readFile(cacheFile, 'utf8'))
+  // The forgery: the right key (anyone can compute it), paths of the attacker's choice, their file.
+  await writeFile(cacheFile, JSON.stringify({key: cache.key, paths: {catalogRun: victim, disabled: victim}}))
+  await chown(cacheFile, uid!, uid!)
+  t.is((await cli(['disable', 'maintenance', ...lockArgs], {env})).exitCode, 0)
+  t.is(await readFile(victim, 'utf8'), 'precious\n', 'disable did not overwrite the victim')
+  t.true(existsSync(join(fake, 'agent_disabled.lock')), 'disable wrote Puppet’s real lock')
+  await writeFile(cacheFile, JSON.stringify({key: cache.key, paths: {catalogRun: victim, disabled: victim}}))
+  await chown(cacheFile, uid!, uid!)
+  t.is((await cli(['enable', ...lockArgs], {env})).exitCode, 0)
+  t.true(existsSync(victim), 'enable did not delete the victim')
+})
+
+test("a forged run.json cannot make log print another file: the log's path is derived", async (t) => {
+  const {state, run} = await setup(t)
+  const result = await run('apply', '--json')
+  t.is(result.exitCode, 0, result.stderr)
+  const record = JSON.parse(result.stdout)
+  const recordFile = join(state, 'runs', record.id, 'run.json')
+  await writeFile(recordFile, JSON.stringify({...record, log: '/etc/shadow'}))
+  const log = await cli(['log', '--state-dir', state])
+  t.is(log.exitCode, 0)
+  t.regex(log.stdout, /fake puppet started/)
+  t.false(log.stdout.includes('root:'), '/etc/shadow was not printed')
+  // Nor a puppet.log replaced by a link.
+  const logFile = join(state, 'runs', record.id, 'puppet.log')
+  await rename(logFile, `${logFile}.old`)
+  await symlink('/etc/passwd', logFile)
+  const linked = await cli(['log', '--state-dir', state])
+  t.is(linked.exitCode, 66)
+  t.regex(linked.stderr, /a symbolic link, not the run's log/)
+})
+
+test('a tag that is a link to trunk is mutable: a tagged release depending on it is refused (or listed with --allow-mutable), pack refuses it', async (t) => {
+  const {dir, modules} = await setup(t)
+  await symlink(join(modules, 'dist', 'trunk'), join(modules, 'dist', 'tags', '2.0.2'))
+  await writeTree(dir, {'input.yaml': 'app: foo/tags/1.4.0\n'})
+  await writeFile(join(modules, 'foo', 'tags', '1.4.0', 'manifest.yaml'), 'modulepath:\n  - dist/tags/2.0.2\n')
+  const args = ['plan', join(dir, 'input.yaml'), '--module-dir', modules, '--state-dir', join(dir, 'state')]
+  const refused = await cli(args)
+  t.is(refused.exitCode, 65)
+  t.regex(refused.stderr, /"dist\/tags\/2\.0\.2" is mutable \(a link to dist\/trunk\)/)
+  const allowed = await cli([...args, '--allow-mutable', '--json'])
+  t.is(allowed.exitCode, 0, allowed.stderr)
+  t.deepEqual(JSON.parse(allowed.stdout).mutableEntries, ['dist/tags/2.0.2'])
+
+  const pack = await cli(['pack', 'dist/tags/2.0.2', '--module-dir', modules, '-o', join(dir, 'x.tar.gz')])
+  t.is(pack.exitCode, 65)
+  t.regex(pack.stderr, /dist\/tags\/2\.0\.2 resolves to dist\/trunk \(a link\), which can change; archives carry tags/)
+  t.false(existsSync(join(dir, 'x.tar.gz')))
+})
+
+asRoot('a trusted key another user can replace is refused (77) before any archive is trusted with it', async (t) => {
+  const dir = await tempDir(t)
+  await chmod(dir, 0o755)
+  const keys = join(dir, 'keys')
+  await mkdir(keys)
+  const {execFileSync} = await import('node:child_process')
+  execFileSync('openssl', ['genpkey', '-algorithm', 'ed25519', '-out', join(dir, 'k.pem')])
+  execFileSync('openssl', ['pkey', '-in', join(dir, 'k.pem'), '-pubout', '-out', join(keys, 'k.pub.pem')])
+  await chown(join(keys, 'k.pub.pem'), uid!, uid!)
+  const {loadTrustedKeys} = await import('../../src/lib/archive/signature.js')
+  const error = await t.throwsAsync(loadTrustedKeys([keys], null))
+  t.is((error as unknown as {exitCode: number}).exitCode, 77)
+  t.regex(error!.message, /^trusted key .*k\.pub\.pem is not trusted: owned by uid/)
+  await chown(join(keys, 'k.pub.pem'), 0, 0)
+  await chmod(keys, 0o777)
+  t.regex((await t.throwsAsync(loadTrustedKeys([keys], null)))!.message, /^trusted keys directory .*keys is not trusted: writable by group and others/)
+  await chmod(keys, 0o755)
+  t.is((await loadTrustedKeys([keys], null)).length, 1)
+})
+
+asRoot('a node configuration file another user can write is refused (77), naming it', async (t) => {
+  const dir = await tempDir(t)
+  const config = join(dir, 'config.yaml')
+  await writeFile(config, `state_dir: ${join(dir, 'state')}\n`)
+  await chown(config, uid!, uid!)
+  const result = await cli(['config'], {env: {LOCALPUPPET_CONFIG: config}})
+  t.is(result.exitCode, 77, result.stderr)
+  t.is(result.stderr.trim(), `localpuppet: configuration ${config} is not trusted: owned by uid ${uid}, not root or uid 0 (owner uid ${uid}, mode 0644); fix: chown root ${config}`)
+})

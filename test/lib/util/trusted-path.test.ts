@@ -1,0 +1,58 @@
+import {chmod, chown, mkdir, symlink} from 'node:fs/promises'
+import {join} from 'node:path'
+
+import test from 'ava'
+
+import {UntrustedPathError} from '../../../src/lib/errors.js'
+import {assertTrustedPath, findTrustProblem} from '../../../src/lib/util/trusted-path.js'
+import {hostileUid} from '../../helpers/hostile-user.js'
+import {tempDir} from '../../helpers/temp.js'
+
+test('a directory the effective user owns, under root-owned /tmp (sticky), is trusted', async (t) => {
+  const dir = await tempDir(t)
+  t.is(findTrustProblem(dir, {what: 'state directory'}), null)
+  t.is(findTrustProblem(join(dir, 'not', 'yet'), {what: 'state directory'}), null, 'judged by where it will be created')
+})
+
+test('a group- or world-writable directory is refused with path, owner, mode and fix (77)', async (t) => {
+  const dir = await tempDir(t)
+  const state = join(dir, 'state')
+  await mkdir(state)
+  await chmod(state, 0o777)
+  const error = t.throws(() => assertTrustedPath(state, {what: 'state directory'}), {instanceOf: UntrustedPathError})
+  t.is(error.exitCode, 77)
+  t.is(error.message, `state directory ${state} is not trusted: writable by group and others (owner uid ${process.geteuid!()}, mode 0777); fix: chmod go-w ${state}`)
+  await chmod(state, 0o775)
+  t.regex(t.throws(() => assertTrustedPath(state, {what: 'state directory'}))!.message, /writable by group \(/)
+  t.is(assertTrustedPath(state, {what: 'state directory', allow: true})?.path, state, '--allow-untrusted returns the problem for the record')
+})
+
+test('a world-writable parent makes everything below it untrusted, unless it is root-owned and sticky', async (t) => {
+  const dir = await tempDir(t)
+  const parent = join(dir, 'shared')
+  await mkdir(join(parent, 'state'), {recursive: true})
+  await chmod(parent, 0o777)
+  t.regex(findTrustProblem(join(parent, 'state'), {what: 'state directory'})!.message, /^state directory's parent directory .*shared is not trusted/)
+  await chmod(parent, 0o1777)
+  t.is(findTrustProblem(join(parent, 'state'), {what: 'state directory'}), null)
+  t.not(findTrustProblem(parent, {what: 'state directory'}), null, 'the sticky directory itself is not a state dir')
+})
+
+test('a link is judged by where it leads', async (t) => {
+  const dir = await tempDir(t)
+  await mkdir(join(dir, 'open'))
+  await chmod(join(dir, 'open'), 0o777)
+  await symlink(join(dir, 'open'), join(dir, 'link'))
+  t.not(findTrustProblem(join(dir, 'link'), {what: 'module directory'}), null)
+})
+
+const asRoot = hostileUid() === null ? test.skip : test
+
+asRoot('a directory owned by another user is refused, naming the chown fix', async (t) => {
+  const uid = hostileUid()!
+  const dir = await tempDir(t)
+  const state = join(dir, 'state')
+  await mkdir(state, {mode: 0o700})
+  await chown(state, uid, uid)
+  t.is(findTrustProblem(state, {what: 'state directory'})!.message, `state directory ${state} is not trusted: owned by uid ${uid}, not root or uid 0 (owner uid ${uid}, mode 0700); fix: chown root ${state}`)
+})
