@@ -1,6 +1,7 @@
 import {Command, Errors} from '@oclif/core'
 
-import {LocalpuppetError, asIoError} from './lib/errors.js'
+import {LocalpuppetError} from './lib/errors.js'
+import {asIoError} from './lib/util/io-error.js'
 import {ExitCode, type ExitCodeRow, renderExitCodes} from './lib/exit-codes.js'
 
 /**

@@ -133,25 +133,6 @@ export class DamagedRecordError extends LocalpuppetError {
   }
 }
 
-/** errno codes that mean the machine could not store or read data, not that localpuppet is wrong. */
-const IO_ERRNOS: Record<string, string> = {
-  ENOSPC: 'no space left on the device',
-  EDQUOT: 'disk quota exceeded',
-  EIO: 'input/output error',
-  EROFS: 'read-only file system',
-  EFBIG: 'file too large for the file system',
-}
-
-/** A Node system error that is an I/O failure (disk full, quota, EIO, read-only) as an IoError (74), or null. */
-export function asIoError(error: unknown, what?: string): IoError | null {
-  if (error instanceof IoError) return error
-  const errno = error as NodeJS.ErrnoException
-  const meaning = typeof errno?.code === 'string' ? IO_ERRNOS[errno.code] : undefined
-  if (meaning === undefined) return null
-  const where = what ?? errno.path
-  return new IoError(`${where ? `${where}: ` : ''}${meaning} (${errno.code})`, errno.code === 'ENOSPC' || errno.code === 'EDQUOT' ? ['free space on that file system and try again'] : [])
-}
-
 /** The run exceeded --timeout (75). */
 export class TimeoutError extends LocalpuppetError {
   constructor(message: string) {

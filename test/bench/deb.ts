@@ -1,20 +1,20 @@
 /**
  * `pack --format deb` against `dpkg-deb --build` of the same package tree laid out by hand
  * (the tree pack builds, extracted with `dpkg-deb -R`): what localpuppet adds to Debian's
- * own tool is resolving, hashing the files once while copying them, the install record
+ * own tool is resolving, hashing the files (then streaming them into gzip), the record
  * and the preinst. Target <= 1.3. BENCH_DEB_FILES and BENCH_DEB_FILE_KB size the release.
  */
 import {execFileSync} from 'node:child_process'
 import {mkdirSync, rmSync} from 'node:fs'
 import {join} from 'node:path'
 
+import {syntheticRelease} from './delivery.js'
+
 type Time = (file: string, args: string[], env?: NodeJS.ProcessEnv, before?: () => void) => number
 type Compare = (name: string, target: number | null, a: () => number, b: () => number, rounds?: number) => number
 
-type Release = (root: string, count: number, kb: number) => void
-
-/** bench.ts passes its own timing, comparison and synthetic release, so all parts measure alike. */
-export function debBench(dir: string, bin: string, {time, compare, rounds, syntheticRelease}: {time: Time; compare: Compare; rounds: number; syntheticRelease: Release}): void {
+/** bench.ts passes its own timing and comparison, and the delivery bench's data, so all parts measure alike. */
+export function debBench(dir: string, bin: string, {time, compare, rounds}: {time: Time; compare: Compare; rounds: number}): void {
   const files = Number(process.env.BENCH_DEB_FILES ?? 3000)
   const kb = Number(process.env.BENCH_DEB_FILE_KB ?? 20)
   const root = join(dir, 'deb')

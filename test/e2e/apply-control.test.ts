@@ -20,7 +20,7 @@ async function setup(t: Parameters<typeof tempDir>[0]) {
   return {dir, fake, state, args, env: {FAKE_PUPPET_DIR: fake}}
 }
 
-async function waitFor(path: string, timeoutMs = 15_000): Promise<string> {
+async function waitFor(path: string, timeoutMs = 120_000): Promise<string> {
   const until = Date.now() + timeoutMs
   while (Date.now() < until) {
     if (existsSync(path)) {

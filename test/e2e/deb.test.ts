@@ -6,7 +6,7 @@ import test, {type ExecutionContext} from 'ava'
 
 import {cli, isolatePuppet} from '../helpers/cli.js'
 import {dpkg, knownPackages, localAptRepository, purgeAfter, uniqueApps} from '../helpers/dpkg.js'
-import {tempDir, writeTree} from '../helpers/temp.js'
+import {type Tree, tempDir, writeTree} from '../helpers/temp.js'
 
 /**
  * A two-release fixture with names of its own: app `web` (tags 1.4.0, 1.5.0) on top of
@@ -17,7 +17,7 @@ async function packed(t: ExecutionContext, options: {tags?: string[]} = {}) {
   const [web, base] = uniqueApps('web', 'base')
   purgeAfter(t, [web, base])
   const source = join(dir, 'source')
-  const tree: Record<string, string> = {[`${base}/tags/2.0.1/${base}/manifests/init.pp`]: `class ${base} {\n  notify { '${base} says hello': }\n}\n`}
+  const tree: Tree = {[`${base}/tags/2.0.1/${base}/manifests/init.pp`]: `class ${base} {\n  notify { '${base} says hello': }\n}\n`, [`${base}/tags/2.0.1/${base}/files`]: null}
   for (const tag of options.tags ?? ['1.4.0']) {
     tree[`${web}/tags/${tag}/manifest.yaml`] = `modulepath:\n  - ${base}/tags/2.0.1\n`
     tree[`${web}/tags/${tag}/${web}/manifests/init.pp`] = `class ${web} {\n  notify { '${web} ${tag} runs': }\n}\n`

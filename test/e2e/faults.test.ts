@@ -78,7 +78,7 @@ asRoot('a state dir on a full disk: apply exits 74, leaves no lock or temp files
 
   const result = await cli(args, {env})
   t.is(result.exitCode, 74, result.stderr)
-  t.regex(result.stderr, /no space left on the device \(ENOSPC\)/)
+  t.regex(result.stderr, /no space left on the device/)
   t.deepEqual(filesUnder(state).filter((name) => /lock|tmp/.test(name)), [], 'no lock debris')
   const history = await cli(['history', '--state-dir', state, '--json'])
   t.false(JSON.parse(history.stdout).some((record: {state: string}) => record.state === 'running'))
@@ -96,7 +96,7 @@ asRoot('the disk fills while puppet applies: exit 74, the record is final (not r
   t.is(record.state, 'error')
   t.is(record.exitCode, 74)
   t.is(record.puppetExitCode, 0)
-  t.regex(record.error, /no space left on the device \(ENOSPC\); puppet exited 0/)
+  t.regex(record.error, /no space left on the device.*; puppet exited 0/)
   t.deepEqual(filesUnder(state).filter((name) => /lock|\.tmp$/.test(name)), [])
 })
 

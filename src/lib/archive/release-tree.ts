@@ -97,7 +97,7 @@ export function treeDigest(files: TreeFile[], dirs: readonly string[] = []): str
 /**
  * Sorts by UTF-8 bytes, the same on every machine and locale. UTF-16 code units order
  * the same way as UTF-8 bytes below the surrogates (U+D800): compared unit by unit, with
- * no allocation; only a difference at or above U+D800 goes through the bytes.
+ * no allocation; a first difference at or above U+D800 compares the UTF-8 bytes.
  */
 export function compareBytes(a: string, b: string): number {
   const length = Math.min(a.length, b.length)
@@ -106,7 +106,8 @@ export function compareBytes(a: string, b: string): number {
     const y = b.charCodeAt(i)
     if (x === y) continue
     if (x < 0xd800 && y < 0xd800) return x - y
-    return Buffer.compare(Buffer.from(a.slice(i)), Buffer.from(b.slice(i)))
+    // Surrogates (and lone ones, which UTF-8 writes as U+FFFD): the bytes decide.
+    return Buffer.compare(Buffer.from(a), Buffer.from(b))
   }
 
   return a.length - b.length

@@ -71,17 +71,21 @@ export function isInstance(type: TypeExpr, value: unknown, aliases: AliasResolve
     }
 
     case 'Integer': {
+      // Integers beyond 2^53 are BigInts: Integers for Puppet; their range is checked exactly.
+      if (typeof value === 'bigint') return bigInRange(value, args)
       if (typeof value !== 'number' || !Number.isInteger(value)) return false
       return inRange(value, 0)
     }
 
     case 'Float': {
+      if (typeof value === 'bigint') return null
       if (typeof value !== 'number') return false
       // 1.0 in YAML reads as the number 1 here: whether Puppet sees a Float is not known.
       return Number.isInteger(value) ? null : inRange(value, 0)
     }
 
     case 'Numeric': {
+      if (typeof value === 'bigint') return bigInRange(value, args)
       if (typeof value !== 'number') return false
       return inRange(value, 0)
     }
@@ -92,7 +96,7 @@ export function isInstance(type: TypeExpr, value: unknown, aliases: AliasResolve
 
     case 'Scalar':
     case 'ScalarData': {
-      return ['string', 'number', 'boolean'].includes(typeof value)
+      return ['string', 'number', 'bigint', 'boolean'].includes(typeof value)
     }
 
     case 'Collection': {
@@ -180,6 +184,7 @@ export function valueLabel(value: unknown): string {
   if (value === null || value === undefined) return 'Undef'
   if (typeof value === 'string') return 'String'
   if (typeof value === 'boolean') return 'Boolean'
+  if (typeof value === 'bigint') return 'Integer'
   if (typeof value === 'number') return Number.isInteger(value) ? 'Integer' : 'Float'
   return Array.isArray(value) ? 'Array' : 'Hash'
 }
@@ -207,6 +212,18 @@ export function aliasResolver(modules: Map<string, string>): AliasResolver {
     cache.set(name, found)
     return found
   }
+}
+
+/** A BigInt against Integer[min, max]: exact for integer bounds, unknown for others. */
+function bigInRange(value: bigint, args: TypeExpr[]): boolean | null {
+  const bound = (arg: TypeExpr | undefined): bigint | undefined | null => {
+    if (arg === undefined || 'default' in arg) return undefined
+    return 'literal' in arg && typeof arg.literal === 'number' && Number.isSafeInteger(arg.literal) ? BigInt(arg.literal) : null
+  }
+
+  const [min, max] = [bound(args[0]), bound(args[1])]
+  if (min === null || max === null) return null
+  return (min === undefined || value >= min) && (max === undefined || value <= max)
 }
 
 function all(results: Array<boolean | null>): boolean | null {

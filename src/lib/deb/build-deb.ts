@@ -4,7 +4,7 @@ import {rename, stat, unlink} from 'node:fs/promises'
 import {isAbsolute, join, normalize, resolve} from 'node:path'
 
 import {type InstallRecord, LOCALPUPPET_DIR, recordPath} from '../archive/install-record.js'
-import {type TreeFile, compareBytes, hashFileSync, readReleaseTree, treeDigest} from '../archive/release-tree.js'
+import {type ReleaseContent, type TreeFile, compareBytes, hashFileSync, readReleaseContent, treeDigest} from '../archive/release-tree.js'
 import {DEFAULT_MODULE_DIR} from '../defaults.js'
 import {ImmutabilityError, ReleaseError, UsageError, describeFsError} from '../errors.js'
 import {parseReleaseRef} from '../release/release-ref.js'
@@ -88,15 +88,16 @@ async function buildOne(entry: ResolvedRelease, depends: string[], context: {nod
   const tag = entry.release.slice(`${entry.app}/tags/`.length)
   const name = packageName(entry.app, tag)
   const version = packageVersion(tag)
-  const files = await readReleaseTree(entry.path, entry.release)
-  const bad = files.find((file) => file.path.includes('\n'))
-  if (bad) throw new ReleaseError(`${entry.release}/${JSON.stringify(bad.path)}: a file name with a newline cannot be in a Debian package`)
-  const digest = treeDigest(files)
+  const {files, dirs} = await readReleaseContent(entry.path, entry.release)
+  const bad = [...files.map((file) => file.path), ...dirs].find((path) => path.includes('\n'))
+  if (bad) throw new ReleaseError(`${entry.release}/${JSON.stringify(bad)}: a name with a newline cannot be in a Debian package`)
+  const digest = treeDigest(files, dirs)
   const record: InstallRecord = {
     format: 1,
     release: entry.release,
     digest,
     files,
+    ...(dirs.length > 0 ? {dirs} : {}),
     installedAt: new Date(context.epoch * 1000).toISOString(),
     source: {type: 'deb', package: name, version},
     signedBy: null,
@@ -117,6 +118,7 @@ async function buildOne(entry: ResolvedRelease, depends: string[], context: {nod
           releaseDir: join(context.nodeModuleDir, entry.release),
           recordFile: recordPath(context.nodeModuleDir, entry.release),
           files,
+          dirs,
         }),
       ),
     },
@@ -133,7 +135,7 @@ async function buildOne(entry: ResolvedRelease, depends: string[], context: {nod
 
   try {
     try {
-      await writeDeb(fd, control, dataEntries(entry, files, record, context.nodeModuleDir), context.epoch)
+      await writeDeb(fd, control, dataEntries(entry, {files, dirs}, record, context.nodeModuleDir), context.epoch)
     } finally {
       closeSync(fd)
     }
@@ -151,9 +153,10 @@ async function buildOne(entry: ResolvedRelease, depends: string[], context: {nod
 
 /**
  * What dpkg unpacks, sorted: the module directory's parents, the release read-only as
- * `install` leaves a tag (directories 0555, files 0444 or 0555), and its install record.
+ * `install` leaves a tag (directories 0555, empty ones included; files 0444 or 0555),
+ * and its install record.
  */
-function dataEntries(entry: ResolvedRelease, files: TreeFile[], record: InstallRecord, nodeModuleDir: string): DebEntry[] {
+function dataEntries(entry: ResolvedRelease, {files, dirs: emptyDirs}: ReleaseContent, record: InstallRecord, nodeModuleDir: string): DebEntry[] {
   const releaseRoot = `.${nodeModuleDir}/${entry.release}/`
   const entries: DebEntry[] = [{type: 'dir', path: './', mode: 0o755}]
   const dirs = new Set<string>()
@@ -173,6 +176,9 @@ function dataEntries(entry: ResolvedRelease, files: TreeFile[], record: InstallR
     parents(path)
     entries.push({type: 'file', path, mode: file.executable ? 0o555 : 0o444, source: join(entry.path, file.path), size: file.size, sha256: file.sha256})
   }
+
+  // Empty directories are part of a release (its digest names them).
+  for (const dir of emptyDirs) parents(`${releaseRoot}${dir}/`)
 
   const recordFile = `.${recordPath(nodeModuleDir, entry.release)}`
   parents(recordFile)

@@ -8,6 +8,8 @@ export interface PreinstParams {
   releaseDir: string
   recordFile: string
   files: TreeFile[]
+  /** Empty directories the release keeps. */
+  dirs: string[]
 }
 
 /**
@@ -18,7 +20,8 @@ export interface PreinstParams {
  * - nothing there: install;
  * - a record with another digest: refused (tags are immutable), on install and reinstall;
  * - on a first install, a directory without a record, or whose files differ from this
- *   package's (sha256, count, executable bits): refused, naming `localpuppet verify`;
+ *   package's (sha256, count, executable bits, empty directories): refused, naming
+ *   `localpuppet verify`;
  * - the same content, untouched: dpkg takes the files over; the record becomes the package's.
  *
  * It only reads, so it is safe to run any number of times, and it never runs puppet.
@@ -59,7 +62,11 @@ if [ "$1" = install ] && [ -e "$dir" ]; then
   cd "$dir"
   [ "$(find . ! -type d | wc -l)" -eq ${params.files.length} ] || refuse "was modified after it was installed (files added or removed); $hint"
   [ "$(find . -type f -perm /111 | wc -l)" -eq ${executables} ] || refuse "was modified after it was installed (executable bits); $hint"
-${params.files.length === 0 ? '' : `  sha256sum --check --quiet --strict >/dev/null 2>&1 <<'LOCALPUPPET_SHA256SUMS' || refuse "was modified after it was installed; $hint"
+  [ "$(find . -mindepth 1 -type d -empty | wc -l)" -eq ${params.dirs.length} ] || refuse "was modified after it was installed (empty directories); $hint"
+${params.dirs.length === 0 ? '' : `  for empty in ${params.dirs.map((dir) => quote(dir)).join(' ')}; do
+    [ -d "$empty" ] || refuse "was modified after it was installed (empty directory $empty); $hint"
+  done
+`}${params.files.length === 0 ? '' : `  sha256sum --check --quiet --strict >/dev/null 2>&1 <<'LOCALPUPPET_SHA256SUMS' || refuse "was modified after it was installed; $hint"
 ${sums}
 LOCALPUPPET_SHA256SUMS
 `}fi

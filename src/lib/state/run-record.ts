@@ -1,8 +1,9 @@
 import {open, readFile, readdir} from 'node:fs/promises'
 
-import {DamagedRecordError, NotFoundError, asIoError} from '../errors.js'
+import {DamagedRecordError, NotFoundError} from '../errors.js'
 import {writeFileAtomic} from '../util/atomic-write.js'
 import {readBoundedFile} from '../util/bounded-read.js'
+import {asIoError} from '../util/io-error.js'
 import {stringifyJson} from '../util/json.js'
 import {readRunSummary} from '../puppet/run-summary.js'
 import {processStartTime} from '../util/process.js'

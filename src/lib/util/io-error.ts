@@ -13,9 +13,10 @@ const IO_FAILURES: Record<string, string> = {
  * An IoError (74) for a system error that is an I/O failure (a full disk, a quota, a
  * read-only or failing device), naming what was being done; null for any other error.
  */
-export function asIoError(error: unknown, what: string): IoError | null {
+export function asIoError(error: unknown, what?: string): IoError | null {
+  if (error instanceof IoError) return error
   const code = (error as NodeJS.ErrnoException)?.code
   if (typeof code !== 'string' || !(code in IO_FAILURES)) return null
   const path = (error as NodeJS.ErrnoException).path
-  return new IoError(`${what}: ${IO_FAILURES[code]}${path ? ` (${path})` : ''}`, code === 'ENOSPC' || code === 'EDQUOT' ? ['free space on that file system and try again'] : [])
+  return new IoError(`${what === undefined ? '' : `${what}: `}${IO_FAILURES[code]}${path ? ` (${path})` : ''}`, code === 'ENOSPC' || code === 'EDQUOT' ? ['free space on that file system and try again'] : [])
 }

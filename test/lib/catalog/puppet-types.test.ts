@@ -41,8 +41,13 @@ test('certain mismatches are false, matches true', (t) => {
     ['NotUndef', 'x', true],
     ['Scalar', [], false],
     ['Data', {a: [1]}, true],
+    ['Integer', 9_007_199_254_740_993n, true],
+    ['Integer[0, 65535]', 9_007_199_254_740_993n, false],
+    ['Numeric', -9_007_199_254_740_993n, true],
+    ['Scalar', 9_007_199_254_740_993n, true],
+    ['String', 9_007_199_254_740_993n, false],
   ]
-  for (const [type, value, expected] of cases) t.is(check(type, value), expected, `${type} ${JSON.stringify(value)}`)
+  for (const [type, value, expected] of cases) t.is(check(type, value), expected, `${type} ${typeof value === 'bigint' ? value : JSON.stringify(value)}`)
 })
 
 test('what cannot be known statically is null, never false', (t) => {

@@ -13,7 +13,7 @@ import {tempDir, writeReleases, writeTree} from '../../helpers/temp.js'
 async function fixture(t: Parameters<typeof tempDir>[0]): Promise<string> {
   const modules = join(await tempDir(t, 'localpuppet-deb-src-'), 'modules')
   await writeReleases(modules, {'web/tags/1.4.0': ['base/tags/2.0.1'], 'base/tags/2.0.1': null, 'web/trunk': ['base/tags/2.0.1']})
-  await writeTree(modules, {'base/tags/2.0.1/bin/hook': {mode: 0o755, content: '#!/bin/sh\nexit 0\n'}, 'base/tags/2.0.1/base/files/motd': 'welcome\n'})
+  await writeTree(modules, {'base/tags/2.0.1/bin/hook': {mode: 0o755, content: '#!/bin/sh\nexit 0\n'}, 'base/tags/2.0.1/base/files/motd': 'welcome\n', 'base/tags/2.0.1/base/templates': null})
   return modules
 }
 
@@ -55,6 +55,7 @@ test('one package per release: names, Depends, files under the node module dir w
     '-r--r--r-- root/root ./srv/puppet/modules/base/tags/2.0.1/base/files/motd',
     'dr-xr-xr-x root/root ./srv/puppet/modules/base/tags/2.0.1/base/manifests/',
     '-r--r--r-- root/root ./srv/puppet/modules/base/tags/2.0.1/base/manifests/init.pp',
+    'dr-xr-xr-x root/root ./srv/puppet/modules/base/tags/2.0.1/base/templates/',
     'dr-xr-xr-x root/root ./srv/puppet/modules/base/tags/2.0.1/bin/',
     '-r-xr-xr-x root/root ./srv/puppet/modules/base/tags/2.0.1/bin/hook',
   ])
@@ -67,6 +68,8 @@ test('one package per release: names, Depends, files under the node module dir w
   t.is(record.digest, web.digest)
   t.deepEqual(record.source, {type: 'deb', package: 'localpuppet-web-1.4.0', version: '1.4.0'})
   t.deepEqual(record.files.map((f: {path: string}) => f.path), ['manifest.yaml', 'web/manifests/init.pp'])
+  const baseRecord = JSON.parse(execFileSync('sh', ['-c', `dpkg-deb --fsys-tarfile '${result.packages[1].file}' | tar -xOf - ./srv/puppet/modules/.localpuppet/records/base/tags/2.0.1.json`], {encoding: 'utf8'}))
+  t.deepEqual(baseRecord.dirs, ['base/templates'], 'empty directories are part of the release')
 })
 
 test('long and non-ASCII file names survive (GNU long names, as dpkg-deb writes them)', async (t) => {

@@ -1,37 +1,37 @@
-import {chmod, mkdir, writeFile} from 'node:fs/promises'
+import {chmod, mkdir, rm, writeFile} from 'node:fs/promises'
 import {join} from 'node:path'
 
 import test from 'ava'
 import {execa} from 'execa'
 
-import {readReleaseTree, treeDigest} from '../../../src/lib/archive/release-tree.js'
+import {readReleaseContent, treeDigest} from '../../../src/lib/archive/release-tree.js'
 import {preinstScript} from '../../../src/lib/deb/preinst.js'
-import {tempDir, writeTree} from '../../helpers/temp.js'
+import {type Tree, tempDir, writeTree} from '../../helpers/temp.js'
 
 /** A tag as `install` leaves it (files, record) and the preinst of a package of `content`. */
-async function setup(t: Parameters<typeof tempDir>[0], installed: Record<string, string> | null, content: Record<string, string>) {
+async function setup(t: Parameters<typeof tempDir>[0], installed: Tree | null, content: Tree) {
   const dir = await tempDir(t)
   const modules = join(dir, "it's modules")
   const release = 'web/tags/1.0.0'
   const source = join(dir, 'source')
   await writeTree(source, content)
-  const files = await readReleaseTree(source, release)
+  const {files, dirs} = await readReleaseContent(source, release)
   const recordFile = join(modules, '.localpuppet/records', `${release}.json`)
   if (installed) {
     await writeTree(join(modules, release), installed)
-    const tree = await readReleaseTree(join(modules, release), release)
+    const tree = await readReleaseContent(join(modules, release), release)
     await mkdir(join(recordFile, '..'), {recursive: true})
-    await writeFile(recordFile, JSON.stringify({format: 1, release, digest: treeDigest(tree), files: tree}) + '\n')
+    await writeFile(recordFile, JSON.stringify({format: 1, release, digest: treeDigest(tree.files, tree.dirs), files: tree.files, dirs: tree.dirs}) + '\n')
   }
 
   const script = join(dir, 'preinst')
-  await writeFile(script, preinstScript({package: 'localpuppet-web-1.0.0', release, digest: treeDigest(files), releaseDir: join(modules, release), recordFile, files}))
+  await writeFile(script, preinstScript({package: 'localpuppet-web-1.0.0', release, digest: treeDigest(files, dirs), releaseDir: join(modules, release), recordFile, files, dirs}))
   await chmod(script, 0o755)
   const run = (action = 'install') => execa(script, [action], {reject: false})
   return {modules, release, run}
 }
 
-const CONTENT = {'web/manifests/init.pp': 'class web {}\n', 'files/a b\\c.txt': 'odd name\n'}
+const CONTENT: Tree = {'web/manifests/init.pp': 'class web {}\n', 'files/a b\\c.txt': 'odd name\n', "web/files/empty 'dir'": null}
 
 test('nothing installed, or the same content untouched: the package may install, however often the script runs', async (t) => {
   for (const installed of [null, CONTENT]) {
@@ -68,6 +68,11 @@ test('other content, a modified tag, an added file: refused every time, one line
   await writeFile(join(modules, release, 'web/manifests/init.pp'), 'class web {}\n')
   await writeFile(join(modules, release, 'added.pp'), '')
   t.regex((await run('install')).stderr, /files added or removed/)
+
+  const emptied = await setup(t, CONTENT, CONTENT)
+  await rm(join(emptied.modules, emptied.release, "web/files/empty 'dir'"), {recursive: true})
+  await mkdir(join(emptied.modules, emptied.release, 'web/files/another'))
+  t.regex((await emptied.run('install')).stderr, /was modified after it was installed \(empty directory web\/files\/empty 'dir'\)/)
 })
 
 test('a directory without a record is refused on install', async (t) => {

@@ -62,7 +62,7 @@ const aliasBomb = fc.record({depth: fc.integer({min: 1, max: 9}), width: fc.inte
 })
 /** Long flat lists and deep nesting. */
 const bigShapes = fc.oneof(
-  fc.integer({min: 1, max: 300_000}).map((n) => Buffer.from(`app: foo/trunk\nparameters:\n  list:\n${'    - x\n'.repeat(n)}`)),
+  fc.integer({min: 1, max: 210_000}).map((n) => Buffer.from(`app: foo/trunk\nparameters:\n  list:\n${'    - x\n'.repeat(n)}`)),
   fc.integer({min: 1, max: 20_000}).map((n) => Buffer.from(`app: foo/trunk\nparameters:\n  deep: ${'['.repeat(n)}${']'.repeat(n)}\n`)),
 )
 
@@ -76,7 +76,7 @@ test('property: any bytes as input.yaml end in 0, 65 or 66, never a crash or a h
       const code = await bounded(path)
       t.true(code === 0 || DOCUMENTED.has(code), `exit ${code} for ${JSON.stringify(bytes.subarray(0, 200).toString('latin1'))}`)
     }),
-    {numRuns: 300},
+    {numRuns: 60},
   )
 })
 
@@ -92,7 +92,7 @@ test('property: any bytes as manifest.yaml are a list of entries or a 65, never 
         if (!(error instanceof LocalpuppetError) || error.exitCode !== ExitCode.invalid) throw error
       }
     }),
-    {numRuns: 200},
+    {numRuns: 40},
   )
   t.pass()
 })
