@@ -4,6 +4,7 @@ import {BaseCommand, describeWithExitCodes} from '../base-command.js'
 import {puppetFlags, stateFlags, trustFlags} from '../flags.js'
 import type {AgentLockState} from '../lib/puppet/agent-lock.js'
 import {defaultStateDir} from '../lib/state/state-dir.js'
+import {resolvePuppetArgs} from '../run-options.js'
 
 export const puppetLockFlags = {
   ...stateFlags,
@@ -31,7 +32,7 @@ export default class Disable extends BaseCommand {
     this.splitPassThrough()
     const {args, flags} = await this.parse(Disable)
     const {disableRuns} = await import('../lib/puppet/agent-lock.js')
-    const state = await disableRuns(flags.puppet, this.passThrough, flags['state-dir'] ?? defaultStateDir(), args.message, flags['allow-untrusted'])
+    const state = await disableRuns(flags.puppet, await resolvePuppetArgs(this.passThrough), flags['state-dir'] ?? defaultStateDir(), args.message, flags['allow-untrusted'])
     this.log(`disabled: ${args.message} (${state.lockfile})`)
     return state
   }

@@ -1,6 +1,7 @@
 import {BaseCommand, describeWithExitCodes} from '../base-command.js'
 import type {AgentLockState} from '../lib/puppet/agent-lock.js'
 import {defaultStateDir} from '../lib/state/state-dir.js'
+import {resolvePuppetArgs} from '../run-options.js'
 import {puppetLockFlags} from './disable.js'
 
 export default class Enable extends BaseCommand {
@@ -18,7 +19,7 @@ export default class Enable extends BaseCommand {
     this.splitPassThrough()
     const {flags} = await this.parse(Enable)
     const {enableRuns} = await import('../lib/puppet/agent-lock.js')
-    const state = await enableRuns(flags.puppet, this.passThrough, flags['state-dir'] ?? defaultStateDir(), flags['allow-untrusted'])
+    const state = await enableRuns(flags.puppet, await resolvePuppetArgs(this.passThrough), flags['state-dir'] ?? defaultStateDir(), flags['allow-untrusted'])
     this.log(state.wasDisabled ? `enabled (was disabled: ${state.message})` : 'enabled (was not disabled)')
     return state
   }

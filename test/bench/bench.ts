@@ -17,9 +17,11 @@
  *   status / node    status, status --json and status --check over 100 run records
  *                    (test/bench/status.ts) vs `node -e 0`
  *   pack deb / dpkg-deb   pack --format deb vs dpkg-deb --build of the same tree (deb.ts)
+ *   fleet            mco localpuppet apply vs mco rpc + a polling loop on 5 mcollectived,
+ *                    and the status summary with --nodes (test/bench/fleet.ts)
  *
- * BENCH=apply, apply-real, delivery, triggers, validate, fetch, deb or status runs one part; BENCH_SETS,
- * BENCH_FILES and BENCH_FILE_KB choose and size the delivery data sets.
+ * BENCH=apply, apply-real, delivery, triggers, validate, fetch, deb, status or fleet runs one
+ * part; BENCH_SETS, BENCH_FILES and BENCH_FILE_KB choose and size the delivery data sets.
  */
 import {execFileSync, spawnSync} from 'node:child_process'
 import {mkdtempSync, rmSync} from 'node:fs'
@@ -112,6 +114,7 @@ try {
   if (!process.env.BENCH || process.env.BENCH === 'fetch') await (await import('./fetch.js')).fetchBench(dir, time, compare, Math.max(3, Math.floor(ROUNDS / 2)))
   if (!process.env.BENCH || process.env.BENCH === 'status') statusBench(BIN, dir, ROUNDS)
   if (!process.env.BENCH || process.env.BENCH === 'deb') (await import('./deb.js')).debBench(dir, BIN, {time, compare, rounds: Math.max(3, Math.floor(ROUNDS / 2))})
+  if (!process.env.BENCH || process.env.BENCH === 'fleet') await (await import('./fleet.js')).fleetBench()
 } finally {
   rmSync(dir, {recursive: true, force: true})
 }

@@ -1,13 +1,12 @@
 import {existsSync} from 'node:fs'
-import {appendFile, chmod, mkdir, readFile, writeFile} from 'node:fs/promises'
+import {appendFile, chmod, mkdir} from 'node:fs/promises'
 import {join} from 'node:path'
-import {setTimeout as sleep} from 'node:timers/promises'
 
 import test from 'ava'
 import {execa} from 'execa'
 
 import {BIN, FAKE_PUPPET, FIXTURES, cli, isolatePuppet} from '../helpers/cli.js'
-import {tempDir, writeTree} from '../helpers/temp.js'
+import {tempDir} from '../helpers/temp.js'
 
 const DEMO = join(FIXTURES, 'demo')
 
@@ -74,55 +73,6 @@ test('apply refuses a tampered installed tag before puppet starts, naming the fi
   const verify = await cli(['verify', 'dist/tags/2.0.1', '--module-dir', modules])
   t.is(verify.exitCode, 65)
   t.is(verify.stdout, 'MISMATCH  dist/tags/2.0.1\n  modified  platform/manifests/init.pp')
-})
-
-test('a tag pushed to a bare repo with the post-receive hook is installed and applied', async (t) => {
-  const dir = await tempDir(t)
-  const bare = join(dir, 'foo.git')
-  const modules = join(dir, 'modules')
-  const state = join(dir, 'state')
-  await mkdir(modules)
-  const git = (args: string[], cwd = dir) => execa('git', args, {cwd, env: {GIT_AUTHOR_NAME: 't', GIT_AUTHOR_EMAIL: 't@t', GIT_COMMITTER_NAME: 't', GIT_COMMITTER_EMAIL: 't@t'}})
-  await git(['init', '--quiet', '--bare', bare])
-  // The hook calls localpuppet through this wrapper, which keeps puppet's own state in the temp dir.
-  const wrapper = join(dir, 'localpuppet')
-  await writeFile(wrapper, `#!/bin/sh\nif [ "$1" = apply ]; then exec node "${BIN}" "$@" -- ${isolatePuppet(dir).join(' ')}; fi\nexec node "${BIN}" "$@"\n`, {mode: 0o755})
-  await execa('cp', [join(FIXTURES, '..', 'integrations/git/post-receive'), join(bare, 'hooks/post-receive')])
-  for (const [key, value] of [['localpuppet.bin', wrapper], ['localpuppet.moduleDir', modules], ['localpuppet.apply', join(dir, 'input.yaml')], ['localpuppet.stateDir', state]]) {
-    await git(['--git-dir', bare, 'config', key, value])
-  }
-
-  await writeTree(dir, {
-    'input.yaml': 'app: foo/tags/2.0.0\nclasses: [foo]\n',
-    'work/foo/manifests/init.pp': "class foo { notify { 'pushed release': } }\n",
-    'work/manifest.yaml': 'modulepath: []\n',
-  })
-  const work = join(dir, 'work')
-  await git(['init', '--quiet'], work)
-  await git(['add', '-A'], work)
-  await git(['commit', '--quiet', '-m', 'release'], work)
-  await git(['tag', '2.0.0'], work)
-  const push = await git(['push', bare, 'HEAD:refs/heads/main', '2.0.0'], work)
-  t.regex(push.stderr, /remote: installed foo\/tags\/2\.0\.0/)
-  t.true(existsSync(join(modules, 'foo/tags/2.0.0/foo/manifests/init.pp')))
-
-  // The hook started the run in the background: wait for it as a trigger would.
-  const until = Date.now() + 90_000
-  let record: {state: string} | undefined
-  while (Date.now() < until) {
-    const status = await cli(['status', '--state-dir', state, '--json'])
-    if (status.exitCode !== 66) {
-      record = JSON.parse(status.stdout)
-      if (record!.state !== 'running') break
-    }
-
-    await sleep(500)
-  }
-
-  t.is(record?.state, 'succeeded')
-  t.regex(await readFile(JSON.parse((await cli(['status', '--state-dir', state, '--json'])).stdout).log, 'utf8'), /pushed release/)
-  const again = await git(['push', bare, 'HEAD:refs/heads/main'], work)
-  t.notRegex(again.stderr, /installed/, 'a branch push installs nothing')
 })
 
 test('an archive signed with an OpenSSL Ed25519 key installs only where that key is trusted', async (t) => {

@@ -6,7 +6,7 @@ import {setTimeout as sleep} from 'node:timers/promises'
 import test from 'ava'
 import {execa} from 'execa'
 
-import {BIN, FAKE_PUPPET, FIXTURES, REPO, cli, isolatePuppet, statusJson} from '../helpers/cli.js'
+import {BIN, FAKE_PUPPET, FIXTURES, cli, isolatePuppet, statusJson} from '../helpers/cli.js'
 import {tempDir, writeTree} from '../helpers/temp.js'
 
 const DEMO = join(FIXTURES, 'demo')
@@ -202,22 +202,4 @@ test('--splay waits a random time before taking the lock, and records it', async
   const record = JSON.parse(result.stdout)
   t.true(record.splaySeconds === 0 || record.splaySeconds === 1)
   t.is((await statusJson(state)).record.splaySeconds, record.splaySeconds)
-})
-
-test('the systemd service, timer and bootstrap unit pass systemd-analyze verify', async (t) => {
-  const dir = await tempDir(t)
-  const units = ['localpuppet.service', 'localpuppet.timer', 'localpuppet-bootstrap.service']
-  for (const unit of units) {
-    // The units name /usr/local/bin/localpuppet; verify checks that it is executable.
-    const text = await readFile(join(REPO, 'integrations/systemd', unit), 'utf8')
-    t.regex(text, unit.endsWith('.timer') ? /OnUnitActiveSec=/ : /ExecStart=\/usr\/local\/bin\/localpuppet apply /)
-    await writeFile(join(dir, unit), text.replaceAll('/usr/local/bin/localpuppet', BIN))
-  }
-
-  const service = await readFile(join(REPO, 'integrations/systemd/localpuppet.service'), 'utf8')
-  t.regex(service, /apply --if-changed --splay \d+/)
-  const verify = await execa('systemd-analyze', ['verify', '--man=no', ...units], {cwd: dir, reject: false})
-  t.is(verify.exitCode, 0)
-  // Other units installed on the machine may warn too; only ours must be clean.
-  t.deepEqual(verify.stderr.split('\n').filter((line) => /localpuppet/.test(line)), [], 'no warnings about our units')
 })

@@ -1,7 +1,5 @@
 require 'json'
 require 'open3'
-require 'psych'
-require 'shellwords'
 
 module MCollective
   module Agent
@@ -10,68 +8,133 @@ module MCollective
     # SimpleRPC status: 0 is OK, anything else fails the reply with localpuppet's message,
     # keeping exit_code and error_code in the data so a client can tell 73 from 65.
     #
-    # Configuration (server.cfg, or plugin.d/localpuppet.cfg without the prefix):
-    #   plugin.localpuppet.executable  = /usr/local/bin/localpuppet
-    #   plugin.localpuppet.input       = /etc/puppet/input.yaml  (apply's input when the request names none)
-    #   plugin.localpuppet.module_dir  = /etc/puppet/modules     (localpuppet's default when unset)
-    #   plugin.localpuppet.state_dir   = /var/lib/localpuppet    (localpuppet's default when unset)
-    #   plugin.localpuppet.puppet      = /usr/bin/puppet          (--puppet; PATH when unset)
-    #   plugin.localpuppet.puppet_args = --vardir /srv/puppet/var (after --, split like a shell would, never run by one)
+    # The node's own settings (input, module dir, state dir, puppet, its arguments, the
+    # release source) come from localpuppet's node configuration, /etc/localpuppet/config.yaml,
+    # exactly as for a localpuppet run by hand. The agent's own settings (server.cfg, or
+    # plugin.d/localpuppet.cfg without the prefix):
+    #   plugin.localpuppet.executable           = /usr/local/bin/localpuppet
+    #   plugin.localpuppet.config               = /etc/localpuppet/config.yaml (LOCALPUPPET_CONFIG; localpuppet's default when unset)
+    #   plugin.localpuppet.allow_request_source = false (may a fetch request name its own source?)
     class Localpuppet < RPC::Agent
       DEFAULT_EXECUTABLE = '/usr/local/bin/localpuppet'.freeze
-      DEFAULT_INPUT = '/etc/puppet/input.yaml'.freeze
+      # The largest log tail a reply carries, whatever the request asks.
+      LOG_MAX_BYTES = 1024 * 1024
+      LOG_DEFAULT_BYTES = 64 * 1024
+      # status wait=N: the agent's own timeout (the DDL's 120 s) must not cut the answer off.
+      STATUS_MAX_WAIT = 50
+      RUN_MAX_TIMEOUT = 7 * 24 * 3600
 
       action 'apply' do
-        input = request[:input] || setting('input') || DEFAULT_INPUT
-        reply[:input] = input
-        args = ['apply', input, '--detach', '--json', *module_dir_args, *state_dir_args]
-        args += ['--puppet', setting('puppet')] if setting('puppet')
-        args << '--noop' if request[:noop]
+        args = ['apply', *Array(request[:input]), '--detach', '--json']
+        args += run_flags
+        args += ['--app', request[:app]] if request[:app]
+        args << '--fetch' if request[:fetch]
         args << '--if-changed' if request[:if_changed]
-        args += ['--', *puppet_args] unless puppet_args.empty?
+        start_run(args)
+      end
 
-        stdin = nil
-        if request[:app]
-          # localpuppet has no --app: the document goes on stdin with its app replaced.
-          stdin = input_with_app(input, request[:app])
-          args[1] = '-'
-        end
+      action 'rollback' do
+        args = ['rollback', '--detach', '--json', *run_flags]
+        start_run(args)
+      end
 
-        result = localpuppet(args, stdin)
-        unless result[:error]
-          record = result[:json]
-          reply[:exit_code] = 0
-          reply[:run_id] = record['id']
-          reply[:state] = record['state']
-          reply[:release] = record['release']
-          reply[:started_at] = record['startedAt']
+      action 'fetch' do
+        args = ['fetch', request[:ref], '--json']
+        if request[:source]
+          unless setting('allow_request_source') == 'true'
+            refuse(64, 'usage', 'this node takes releases only from its configured source (plugin.localpuppet.allow_request_source is not true)')
+          end
+          args += ['--source', request[:source]]
         end
+        args += ['--timeout', request[:timeout].to_s] if request[:timeout] && check_timeout(request[:timeout])
+        result = localpuppet(args)
+        next if result[:error]
+
+        reply[:exit_code] = 0
+        reply[:source] = result[:json]['source']
+        reply[:releases] = result[:json]['releases']
+        reply[:installed] = Array(result[:json]['releases']).count { |release| release['status'] == 'installed' }
       end
 
       action 'status' do
-        args = ['status', *Array(request[:run_id]), '--json', *state_dir_args]
-        result = localpuppet(args, nil, [0, 1, 75])
+        run_id = request[:run_id]
+        if request[:runs]
+          # One request for a fleet whose nodes each started their own run: name=id pairs.
+          named = request[:runs].split(',').map { |pair| pair.split('=', 2) }.to_h
+          run_id = named[config.identity]
+          refuse(64, 'usage', "no run named for #{config.identity} in runs") unless run_id
+        end
+        args = ['status', *Array(run_id), '--json']
+        if request[:wait]
+          wait = Integer(request[:wait])
+          refuse(64, 'usage', "wait must be 1..#{STATUS_MAX_WAIT} seconds, not #{wait}") unless wait.between?(1, STATUS_MAX_WAIT)
+          args += ['--wait', '--timeout', wait.to_s]
+        end
+        result = localpuppet(args, [0, 1, 75])
         next if result[:error]
 
         record = result[:json]
         summarize_record(record).each { |key, value| reply[key] = value }
+        reply[:last_completed] = summarize_record(record['lastCompleted']).compact if record['lastCompleted'].is_a?(Hash)
+        reply[:puppet_disabled] = record['puppetDisabled']['message'].to_s if record['puppetDisabled'].is_a?(Hash)
+        reply[:pointer] = record['pointer']
         # The question was answered, but the answer is a run that went wrong: say so in the
         # status, so `mco rpc` counts the node as failed and exits non-zero.
         reply.fail("run #{record['id']} #{record['state']}: #{record['error'] || failure_summary(record)}") if result[:exit_code] == 1
       end
 
       action 'history' do
-        args = ['history', '--json', *state_dir_args]
+        args = ['history', '--json']
         args += ['--limit', request[:limit].to_s] if request[:limit]
         result = localpuppet(args)
         next if result[:error]
 
-        reply[:runs] = result[:json].map { |record| summarize_record(record) }
+        reply[:runs] = result[:json].map { |record| summarize_record(record).compact }
         reply[:count] = reply[:runs].size
       end
 
+      action 'log' do
+        bytes = Integer(request[:bytes] || LOG_DEFAULT_BYTES)
+        refuse(64, 'usage', "bytes must be 1..#{LOG_MAX_BYTES}, not #{bytes}") unless bytes.between?(1, LOG_MAX_BYTES)
+        result = localpuppet(['status', *Array(request[:run_id]), '--json'], [0, 1, 75])
+        next if result[:error]
+
+        record = result[:json]
+        reply[:run_id] = record['id']
+        reply[:state] = record['state']
+        reply[:log] = record['log']
+        begin
+          File.open(record['log'], 'rb') do |file|
+            size = file.size
+            file.seek([size - bytes, 0].max)
+            reply[:text] = file.read(bytes).to_s.force_encoding('UTF-8').scrub
+            reply[:size] = size
+            reply[:truncated] = size > bytes
+          end
+        rescue SystemCallError => e
+          refuse(66, 'not-found', "log of run #{record['id']} (#{record['log']}): #{e.message}")
+        end
+      end
+
+      action 'disable' do
+        result = localpuppet(['disable', *Array(request[:message]), '--json'])
+        next if result[:error]
+
+        reply[:disabled] = true
+        reply[:message] = result[:json]['message'] || request[:message]
+      end
+
+      action 'enable' do
+        result = localpuppet(['enable', '--json'])
+        next if result[:error]
+
+        reply[:disabled] = false
+        reply[:was_disabled] = result[:json]['wasDisabled']
+        reply[:message] = result[:json]['message']
+      end
+
       action 'releases' do
-        args = ['releases', *Array(request[:app]), '--json', *module_dir_args]
+        args = ['releases', *Array(request[:app]), '--json']
         result = localpuppet(args)
         next if result[:error]
 
@@ -92,24 +155,41 @@ module MCollective
         value.nil? || value.strip.empty? ? nil : value.strip
       end
 
-      def module_dir_args
-        setting('module_dir') ? ['--module-dir', setting('module_dir')] : []
+      # The flags apply and rollback share.
+      def run_flags
+        flags = []
+        flags << '--noop' if request[:noop]
+        flags << '--save' if request[:save]
+        flags += ['--timeout', request[:timeout].to_s] if request[:timeout] && check_timeout(request[:timeout])
+        flags
       end
 
-      def state_dir_args
-        setting('state_dir') ? ['--state-dir', setting('state_dir')] : []
+      def check_timeout(value)
+        refuse(64, 'usage', "timeout must be 1..#{RUN_MAX_TIMEOUT} seconds, not #{value}") unless Integer(value).between?(1, RUN_MAX_TIMEOUT)
+        true
       end
 
-      def puppet_args
-        Shellwords.split(setting('puppet_args') || '')
+      # apply and rollback: a detached run's id, or why it could not start.
+      def start_run(args)
+        result = localpuppet(args)
+        return if result[:error]
+
+        record = result[:json]
+        reply[:exit_code] = 0
+        reply[:run_id] = record['id']
+        reply[:state] = record['state']
+        reply[:release] = record['release']
+        reply[:started_at] = record['startedAt']
+        reply[:input] = record.dig('input', 'source')
       end
 
       # Runs localpuppet and parses its JSON. An exit code outside `ok_codes` fails the reply
       # with localpuppet's own message and code; output that is not JSON is a bug report.
-      def localpuppet(args, stdin = nil, ok_codes = [0])
+      def localpuppet(args, ok_codes = [0])
         executable = setting('executable') || DEFAULT_EXECUTABLE
+        env = setting('config') ? {'LOCALPUPPET_CONFIG' => setting('config')} : {}
         Log.debug("localpuppet: running #{[executable, *args].inspect}")
-        stdout, stderr, status = Open3.capture3(executable, *args, stdin_data: stdin || '')
+        stdout, stderr, status = Open3.capture3(env, executable, *args, stdin_data: '')
         exit_code = status.exitstatus || 128 + status.termsig.to_i
         json = begin
           JSON.parse(stdout)
@@ -140,56 +220,11 @@ module MCollective
         {error: true}
       end
 
-      # The input document with `app` replaced (or added), edited as text in place: loading
-      # it into Ruby and dumping it again would reread it as YAML 1.1 (`yes` becoming true,
-      # dates becoming Dates) where localpuppet reads YAML 1.2.
-      def input_with_app(path, app)
-        text = File.read(path)
-        document = Psych.parse(text) # false for an empty text
-        root = document ? document.root : nil
-        # Not a mapping: localpuppet refuses the document as it is, with its own message.
-        return text unless root.is_a?(Psych::Nodes::Mapping)
-
-        quoted = JSON.generate(app) # a JSON string is a YAML double-quoted scalar
-        root.children.each_slice(2) do |key, value|
-          next unless key.is_a?(Psych::Nodes::Scalar) && key.value == 'app'
-
-          empty = value.start_line == value.end_line && value.start_column == value.end_column
-          return splice(text, value, empty ? " #{quoted}" : quoted)
-        end
-
-        lines = text.lines
-        if root.style == Psych::Nodes::Mapping::FLOW
-          # Just after the opening brace.
-          line = lines[root.start_line]
-          lines[root.start_line] = line[0..root.start_column] + "app: #{quoted}#{root.children.empty? ? '' : ','} " + line[(root.start_column + 1)..]
-        else
-          lines.insert(root.start_line, "#{' ' * root.start_column}app: #{quoted}\n")
-        end
-        lines.join
-      rescue Errno::ENOENT, Errno::ENOTDIR
-        refuse(66, 'not-found', "input file #{path}: not found")
-      rescue Errno::EACCES, Errno::EPERM
-        refuse(66, 'not-found', "input file #{path}: permission denied")
-      rescue SystemCallError, Psych::SyntaxError => e
-        refuse(65, 'invalid-input', "input file #{path}: cannot set app: #{e.message}")
-      end
-
       def refuse(exit_code, error_code, message)
         reply[:exit_code] = exit_code
         reply[:error_code] = error_code
         reply[:message] = message
         reply.fail!(message)
-      end
-
-      # Replaces the text a node spans (Psych's lines and columns count from 0). A block
-      # scalar (app: >-) ends at the start of the line after it: keep that line break.
-      def splice(text, node, replacement)
-        replacement += "\n" if node.end_line > node.start_line && node.end_column.zero?
-        lines = text.lines
-        head = lines[node.start_line][0...node.start_column]
-        tail = (lines[node.end_line] || '')[node.end_column..] || ''
-        (lines[0...node.start_line] + [head + replacement + tail] + (lines[(node.end_line + 1)..] || [])).join
       end
 
       # The fields of a run record an operator reads, as flat snake_case outputs.
