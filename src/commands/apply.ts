@@ -87,6 +87,7 @@ export abstract class AttemptCommand extends BaseCommand {
       facts,
       puppetArgs: this.passThrough,
       replayOf: flags.replay ?? null,
+      allowUntrusted: flags['allow-untrusted'],
     }
     let record: RunRecord | null = null
     try {

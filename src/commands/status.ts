@@ -64,6 +64,8 @@ export default class Status extends BaseCommand {
   async run(): Promise<StatusResult | CheckResult> {
     this.splitPassThrough()
     const {args, flags} = await this.parse(Status)
+    // Where Puppet keeps its disable lock: the puppet_args setting when nothing follows `--`.
+    this.passThrough = await (await import('../run-options.js')).resolvePuppetArgs(this.passThrough)
     const stateDir = flags['state-dir'] ?? defaultStateDir()
     const [{readNodeState}, {disabledState}, {readPointer}] = await Promise.all([
       import('../lib/state/node-state.js'),

@@ -171,7 +171,7 @@ test('install refuses (73) to replace a trunk a run is using, and installs it on
   t.is(after.exitCode, 0, after.stderr)
 })
 
-test('a release holding a symlink: plan, validate and apply all refuse it alike (65), naming the link, before any record', async (t) => {
+test('a release holding a symlink: plan, validate and apply all refuse it alike (65), naming the link; apply records only its refusal', async (t) => {
   const {dir, modules, state, args, env} = await setup(t)
   await symlink('init.pp', join(modules, 'foo', 'trunk', 'foo', 'manifests', 'link.pp'))
   await writeTree(dir, {'trunk.yaml': 'app: foo/trunk\n'})
@@ -186,7 +186,10 @@ test('a release holding a symlink: plan, validate and apply all refuse it alike 
   const apply = await cli(['apply', input, ...args.slice(2)], {env})
   t.is(apply.exitCode, 65)
   t.regex(apply.stderr, expected)
-  t.false(existsSync(join(state, 'runs')) && readdirSync(join(state, 'runs')).length > 0, 'no run record')
+  // Every attempt leaves a trace (issue 9): the refusal, and nothing that ran.
+  const runs = existsSync(join(state, 'runs')) ? readdirSync(join(state, 'runs')) : []
+  t.is(runs.length, 1)
+  t.is(JSON.parse(await readFile(join(state, 'runs', runs[0], 'run.json'), 'utf8')).state, 'refused')
 })
 
 test('a state dir whose path has a space works with real puppet, and Puppet’s report store does not grow', async (t) => {

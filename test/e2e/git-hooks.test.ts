@@ -175,7 +175,11 @@ test('localpuppet.apply: the run id comes back to the pusher; a refused apply sa
   t.is(refusedLines[1], "localpuppet: apply of the node's input refused (exit 73), no run started:")
   t.regex(refusedLines.slice(2).join('\n'), /migration until 14:00/)
   t.notRegex(refused.stderr, /started run/)
-  t.is((await statusJson(r.state)).record.id, id, 'no new run')
+  // The refusal is recorded (every attempt leaves a trace), and nothing ran.
+  const newest = (await statusJson(r.state)).record
+  t.not(newest.id, id)
+  t.is(newest.state, 'refused', 'no new run: only the refusal')
+  t.is(newest.puppetExitCode, null)
 })
 
 

@@ -4,6 +4,7 @@ import {InterruptedError, type LocalpuppetError, LockHeldError} from '../errors.
 import type {NodeInput} from '../input/node-input.js'
 import {type RunRecord, newRunRecord, writeRunRecord} from '../state/run-record.js'
 import {runFiles} from '../state/state-dir.js'
+import {findTrustProblem} from '../util/trusted-path.js'
 import {planRecord} from './apply-run.js'
 import type {RunPlan} from './run-plan.js'
 
@@ -22,14 +23,19 @@ export interface AttemptContext {
   facts?: Record<string, string>
   puppetArgs?: string[]
   replayOf?: string | null
+  /** --allow-untrusted: the user accepted an untrusted state directory. */
+  allowUntrusted?: boolean
 }
 
 /**
  * Records an attempt that ended before puppet ran: `busy` when another run was in progress
  * (a lock, 73), else `refused`, with the error and its exit code, and a one-line log, so
- * `status`, `history`, metrics and the finish hook all see it.
+ * `status`, `history`, metrics and the finish hook all see it. Null when the state directory
+ * is not trusted (and --allow-untrusted was not given): the error is then all there is.
  */
-export async function recordRefusal(error: LocalpuppetError, context: AttemptContext): Promise<RunRecord> {
+export async function recordRefusal(error: LocalpuppetError, context: AttemptContext): Promise<RunRecord | null> {
+  // Nothing is written into a state directory that others could have planted things in.
+  if (!context.allowUntrusted && findTrustProblem(context.stateDir, {what: 'state directory'})) return null
   const files = runFiles(context.stateDir, context.runId)
   const finished = new Date()
   const state = error instanceof LockHeldError ? 'busy' : error instanceof InterruptedError ? 'interrupted' : 'refused'

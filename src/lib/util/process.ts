@@ -1,13 +1,28 @@
 import {readFileSync} from 'node:fs'
 
-/** True when a process with this pid exists (EPERM means it exists but is not ours). */
+/**
+ * True when a process with this pid exists and has not ended (EPERM means it exists but is
+ * not ours). A zombie has ended: only its exit status waits for a parent that may never
+ * reap it (an orphan whose new parent does not), so it counts as gone.
+ */
 export function isProcessAlive(pid: number): boolean {
   if (!Number.isInteger(pid) || pid <= 0) return false
   try {
     process.kill(pid, 0)
-    return true
   } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'EPERM'
+    if ((error as NodeJS.ErrnoException).code !== 'EPERM') return false
+  }
+
+  return !isZombie(pid)
+}
+
+function isZombie(pid: number): boolean {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8')
+    // The state follows the command name, which is in parentheses and may hold anything.
+    return stat.charAt(stat.lastIndexOf(')') + 2) === 'Z'
+  } catch {
+    return false
   }
 }
 
