@@ -1,7 +1,6 @@
 import {spawn} from 'node:child_process'
 import {closeSync, existsSync, openSync} from 'node:fs'
 import {appendFile, copyFile, cp, mkdir, mkdtemp, readFile, readdir, rm, symlink, writeFile} from 'node:fs/promises'
-import {createConnection, createServer} from 'node:net'
 import {tmpdir} from 'node:os'
 import {join} from 'node:path'
 import {setTimeout as sleep} from 'node:timers/promises'
@@ -9,6 +8,7 @@ import {setTimeout as sleep} from 'node:timers/promises'
 import {execa} from 'execa'
 
 import {BIN, FIXTURES, REPO, isolatePuppet} from './cli.js'
+import {freePort, portOpen} from './net.js'
 import {writeTree} from './temp.js'
 
 /*
@@ -85,28 +85,6 @@ export function remaining(): number {
   const left = deadline - Date.now()
   if (left <= 0) throw new Error(`the MCollective fleet test ran out of its time`)
   return left
-}
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer()
-    server.on('error', reject)
-    server.listen(0, '127.0.0.1', () => {
-      const {port} = server.address() as {port: number}
-      server.close(() => resolve(port))
-    })
-  })
-}
-
-async function portOpen(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const socket = createConnection({host: '127.0.0.1', port})
-    socket.once('connect', () => {
-      socket.destroy()
-      resolve(true)
-    })
-    socket.once('error', () => resolve(false))
-  })
 }
 
 /** Starts a long-running process as the leader of a new process group, its output in a log file. */

@@ -1,19 +1,13 @@
 import {spawn} from 'node:child_process'
 import {mkdir, writeFile} from 'node:fs/promises'
-import {createConnection, createServer} from 'node:net'
 import {join} from 'node:path'
 import {setTimeout as sleep} from 'node:timers/promises'
 
-export const NGINX = '/usr/sbin/nginx'
+import {freePort, portOpen} from './net.js'
 
-/** A free TCP port on 127.0.0.1, picked at run time. */
-export async function freePort(): Promise<number> {
-  const server = createServer()
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
-  const {port} = server.address() as {port: number}
-  await new Promise((resolve) => server.close(resolve))
-  return port
-}
+export {freePort}
+
+export const NGINX = '/usr/sbin/nginx'
 
 export interface Nginx {
   url: string
@@ -66,7 +60,7 @@ export async function startNginx(root: string, work: string): Promise<Nginx> {
     }
 
     for (let i = 0; i < 200 && !exited; i++) {
-      if (await canConnect(port)) return {url: `http://127.0.0.1:${port}`, port, pid: child.pid!, stop}
+      if (await portOpen(port)) return {url: `http://127.0.0.1:${port}`, port, pid: child.pid!, stop}
       await sleep(50)
     }
 
@@ -75,13 +69,3 @@ export async function startNginx(root: string, work: string): Promise<Nginx> {
   }
 }
 
-function canConnect(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const socket = createConnection({host: '127.0.0.1', port})
-    socket.once('connect', () => {
-      socket.destroy()
-      resolve(true)
-    })
-    socket.once('error', () => resolve(false))
-  })
-}

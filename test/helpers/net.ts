@@ -1,0 +1,25 @@
+import {createConnection, createServer} from 'node:net'
+
+/** A free TCP port on 127.0.0.1, picked at run time. */
+export async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer()
+    server.on('error', reject)
+    server.listen(0, '127.0.0.1', () => {
+      const {port} = server.address() as {port: number}
+      server.close(() => resolve(port))
+    })
+  })
+}
+
+/** True once something accepts connections on 127.0.0.1:port. */
+export async function portOpen(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = createConnection({host: '127.0.0.1', port})
+    socket.once('connect', () => {
+      socket.destroy()
+      resolve(true)
+    })
+    socket.once('error', () => resolve(false))
+  })
+}
