@@ -1,5 +1,5 @@
-import {createHash} from 'node:crypto'
-import {closeSync, openSync, readSync} from 'node:fs'
+import crypto, {createHash} from 'node:crypto'
+import {closeSync, constants, fstatSync, openSync, readSync} from 'node:fs'
 import {Worker} from 'node:worker_threads'
 
 const HASH_BUFFER = Buffer.allocUnsafe(1024 * 1024)
@@ -21,65 +21,163 @@ export function hashFileSync(path: string): string {
   return hash.digest('hex')
 }
 
-/** Below this much work a second thread costs more to start (~20 ms) than it saves. */
+/** What checking one file found: its sha256, size and mode, or why it has none. */
+export interface FileCheck {
+  /** null when not read: gone, not a regular file, or not the size expected. */
+  sha256: string | null
+  size: number
+  executable: boolean
+  /** ENOENT (gone), ELOOP (a link), ENOTFILE (a directory, FIFO, device...), or another error code. */
+  error?: string
+}
+
+/** Opening a file to check: never through a link, never waiting on a FIFO put in its place. */
+const CHECK_FLAGS = constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK
+
+interface CheckFs {
+  openSync: typeof openSync
+  fstatSync: typeof fstatSync
+  readSync: typeof readSync
+  closeSync: typeof closeSync
+}
+
+/**
+ * Checks one file (this thread and the worker both run it; the worker gets its source):
+ * opens without following links, takes size and mode from the open file, and reads only
+ * a file of the size expected (a size that differs already says it changed). It uses
+ * nothing but its arguments, so that its source runs anywhere.
+ */
+function checkFile(path: string, expectedSize: number | undefined, buffer: Buffer, fs: CheckFs, hashing: Hashing, flags: number): FileCheck {
+  let fd: number
+  try {
+    fd = fs.openSync(path, flags)
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code
+    if (code === 'ENOENT' || code === 'ENOTDIR') return {sha256: null, size: 0, executable: false, error: 'ENOENT'}
+    if (code === 'ELOOP') return {sha256: null, size: 0, executable: false, error: 'ELOOP'}
+    throw error
+  }
+
+  try {
+    const info = fs.fstatSync(fd)
+    const executable = (info.mode & 0o111) !== 0
+    const size = info.size
+    if (!info.isFile()) return {sha256: null, size, executable, error: 'ENOTFILE'}
+    if (expectedSize !== undefined && expectedSize !== size) return {sha256: null, size, executable}
+    // Read the size the open file has, no further (no extra call to find the end); a
+    // file shorter than that is being written: not what was recorded.
+    if (size <= buffer.length && hashing.hash) {
+      let got = 0
+      for (let read = -1; got < size && read !== 0; got += read) read = fs.readSync(fd, buffer, got, size - got, null)
+      if (got < size) return {sha256: null, size: got, executable}
+      return {sha256: hashing.hash('sha256', buffer.subarray(0, size)), size, executable}
+    }
+
+    const hash = hashing.createHash('sha256')
+    let read: number
+    while ((read = fs.readSync(fd, buffer, 0, buffer.length, null)) > 0) hash.update(buffer.subarray(0, read))
+    return {sha256: hash.digest('hex'), size, executable}
+  } finally {
+    fs.closeSync(fd)
+  }
+}
+
+/** crypto's createHash, and its one-shot hash() where Node has it (20.12 and later): no Hash object per small file. */
+interface Hashing {
+  createHash: typeof createHash
+  hash?: (algorithm: string, data: Buffer) => string
+}
+
+/** Below this much work a second thread costs more to start (~30 ms) than it saves. */
 const PARALLEL_MIN_FILES = 400
 const PARALLEL_MIN_BYTES = 32 * 1024 * 1024
 
 /**
- * The same loop as hashFileSync, for a worker thread. Plain CommonJS source so that it
- * runs whether localpuppet is bundled or loaded from src/.
+ * The worker: waits for a list of files and checks them, taking the next one from a
+ * counter it shares with this thread (whichever is free takes it), then posts the results. Plain CommonJS source so that it runs whether localpuppet is bundled
+ * or loaded from src/.
  */
 const WORKER_SOURCE = `
-const {parentPort, workerData} = require('node:worker_threads')
-const {closeSync, openSync, readSync} = require('node:fs')
-const {createHash} = require('node:crypto')
+const {parentPort} = require('node:worker_threads')
+const fs = require('node:fs')
+const checkFile = ${checkFile.toString()}
 const buffer = Buffer.allocUnsafe(1024 * 1024)
-const hashes = []
-try {
-  for (const path of workerData) {
-    const hash = createHash('sha256')
-    const fd = openSync(path, 'r')
-    try {
-      let read
-      while ((read = readSync(fd, buffer, 0, buffer.length, null)) > 0) hash.update(buffer.subarray(0, read))
-    } finally {
-      closeSync(fd)
-    }
-    hashes.push(hash.digest('hex'))
+const crypto = require('node:crypto')
+parentPort.once('message', ({paths, sizes, flags, next: shared}) => {
+  const next = new Int32Array(shared)
+  const results = []
+  try {
+    for (let i; (i = Atomics.add(next, 0, 1)) < paths.length; ) results.push([i, checkFile(paths[i], sizes ? sizes[i] : undefined, buffer, fs, crypto, flags)])
+    parentPort.postMessage({results})
+  } catch (error) {
+    parentPort.postMessage({error: {message: error.message, code: error.code, path: error.path, syscall: error.syscall, errno: error.errno}})
   }
-  parentPort.postMessage({hashes})
-} catch (error) {
-  parentPort.postMessage({error: {message: error.message, code: error.code, path: error.path, syscall: error.syscall, errno: error.errno}})
-}
+})
 `
 
 /**
- * sha256 of each file, in order. Large sets are split over two threads (this one and a
- * worker, every other file): opening, reading and hashing thousands of files is bound by
- * system calls, and two cores do them in about half the time. A file that cannot be read
- * throws the same system error (code, path) as hashFileSync would.
+ * Checks files on two threads: a worker started before the list is known (it boots while
+ * the caller walks the tree), then given every other file. Opening, reading and hashing
+ * thousands of files is bound by system calls, and two cores do them in about half the time.
+ */
+export class FileChecker {
+  private worker: Worker | null
+
+  /** `expectFiles`: about how many files will be checked (a second thread only pays off for many). */
+  constructor(expectFiles: number, expectBytes = 0) {
+    this.worker = expectFiles >= PARALLEL_MIN_FILES || expectBytes >= PARALLEL_MIN_BYTES ? new Worker(WORKER_SOURCE, {eval: true}) : null
+  }
+
+  /** Each file checked, in order; `sizes` (optional) are the sizes expected. A file that cannot be read throws its system error. */
+  async check(paths: string[], sizes?: number[]): Promise<FileCheck[]> {
+    const worker = this.worker
+    this.worker = null
+    if (!worker || paths.length < 2) {
+      void worker?.terminate()
+      return paths.map((path, i) => checkFile(path, sizes?.[i], HASH_BUFFER, fsModule, hashing, CHECK_FLAGS))
+    }
+
+    const done = new Promise<Array<[number, FileCheck]>>((resolve, reject) => {
+      worker.once('message', (message: {results?: Array<[number, FileCheck]>; error?: Record<string, unknown>}) => {
+        if (message.results) return resolve(message.results)
+        reject(Object.assign(new Error(String(message.error?.message)), message.error))
+      })
+      worker.once('error', reject)
+      worker.once('exit', (code) => reject(new Error(`hashing thread exited with ${code}`)))
+    })
+    // Nothing handles a rejection until ours are done: keep it from being reported as unhandled.
+    done.catch(() => {})
+    const next = new Int32Array(new SharedArrayBuffer(4))
+    worker.postMessage({paths, sizes, flags: CHECK_FLAGS, next: next.buffer})
+    const results: FileCheck[] = new Array(paths.length)
+    try {
+      for (let i; (i = Atomics.add(next, 0, 1)) < paths.length; ) results[i] = checkFile(paths[i], sizes?.[i], HASH_BUFFER, fsModule, hashing, CHECK_FLAGS)
+      for (const [i, result] of await done) results[i] = result
+      return results
+    } finally {
+      void worker.terminate()
+    }
+  }
+
+  /** Stops the worker when check() is not going to be called. */
+  close(): void {
+    void this.worker?.terminate()
+    this.worker = null
+  }
+}
+
+const fsModule: CheckFs = {openSync, fstatSync, readSync, closeSync}
+const hashing: Hashing = crypto
+
+/**
+ * sha256 of each file, in order, on two threads for large sets. A file that cannot be
+ * read (gone, a link) throws the same system error (code, path) as hashFileSync would.
  */
 export async function hashFiles(paths: string[], totalBytes = 0): Promise<string[]> {
-  if (paths.length < PARALLEL_MIN_FILES && totalBytes < PARALLEL_MIN_BYTES) return paths.map((path) => hashFileSync(path))
-  const theirs = paths.filter((_, i) => i % 2 === 1)
-  const worker = new Worker(WORKER_SOURCE, {eval: true, workerData: theirs})
-  const done = new Promise<string[]>((resolve, reject) => {
-    worker.once('message', (message: {hashes?: string[]; error?: Record<string, unknown>}) => {
-      if (message.hashes) return resolve(message.hashes)
-      reject(Object.assign(new Error(String(message.error?.message)), message.error))
-    })
-    worker.once('error', reject)
-    worker.once('exit', (code) => reject(new Error(`hashing thread exited with ${code}`)))
+  const checks = await new FileChecker(paths.length, totalBytes).check(paths)
+  return checks.map((check, i) => {
+    if (check.sha256 !== null) return check.sha256
+    // The error hashFileSync gives (ENOENT, or reading a directory...), naming the file.
+    return hashFileSync(paths[i])
   })
-  // Nothing handles a rejection until ours are done: keep it from being reported as unhandled.
-  done.catch(() => {})
-  const hashes: string[] = new Array(paths.length)
-  try {
-    for (let i = 0; i < paths.length; i += 2) hashes[i] = hashFileSync(paths[i])
-    const other = await done
-    for (let i = 1, j = 0; i < paths.length; i += 2, j++) hashes[i] = other[j]
-    return hashes
-  } finally {
-    void worker.terminate()
-  }
 }

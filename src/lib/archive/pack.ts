@@ -1,7 +1,8 @@
 import {createHash, randomBytes} from 'node:crypto'
 import {once} from 'node:events'
-import {closeSync, createWriteStream, fstatSync, openSync, readSync} from 'node:fs'
+import {closeSync, openSync, readSync, writeSync} from 'node:fs'
 import {rename, unlink} from 'node:fs/promises'
+import {tmpdir} from 'node:os'
 import {basename, dirname, join, resolve} from 'node:path'
 import type {Writable} from 'node:stream'
 
@@ -12,8 +13,9 @@ import {parseReleaseRef} from '../release/release-ref.js'
 import {resolveRelease} from '../release/resolve.js'
 import {asIoError} from '../util/io-error.js'
 import {type IndexedRelease, type ReleaseIndex, INDEX_FORMAT, INDEX_FORMAT_DIRS, RELEASE_INDEX, SIGNATURE_FILE, isSafeRelativePath, serializeIndex} from './release-index.js'
-import {type TreeFile, compareBytes, readReleaseContent, treeDigest} from './release-tree.js'
-import {SEGMENT_BYTES, SegmentedGzip} from './segmented-gzip.js'
+import {type FileReadAhead, readAhead} from './read-ahead.js'
+import {type TreeEntry, type TreeFile, listEntries, treeDigest} from './release-tree.js'
+import {SEGMENT_BYTES, SegmentedGzip, gzipMember} from './segmented-gzip.js'
 import {keyId, loadSigningKey, signIndex} from './signature.js'
 
 export interface PackOptions {
@@ -43,10 +45,15 @@ const GZIP_LEVEL = 6
  * Packs a release and every release on its modulepath into one deterministic .tar.gz:
  * release.json first (and release.json.sig when signing), then each release's files and
  * empty directories in byte order of path, with fixed metadata (no owners, no mtimes,
- * mode 0644 or 0755) and a fixed gzip header. The same tree gives the same bytes. Files
- * are read twice, synchronously: hashed for release.json (on two threads), then copied
- * into the archive while two other threads compress it (SegmentedGzip); memory does not
- * grow with the release. The archive appears only when complete.
+ * mode 0644 or 0755) and a fixed gzip header. The same tree gives the same bytes.
+ *
+ * Every file is read once: straight into the tar stream, hashed on the way, while two
+ * other threads compress it (SegmentedGzip) into a spool file. release.json, which lists
+ * those hashes, is known only at the end: it is compressed as gzip members of its own and
+ * written first, then the spool is copied after it (gzip readers read consecutive members
+ * as one stream). What is hashed is what is archived, so a file changing meanwhile can
+ * never make release.json disagree with the archive; memory does not grow with the
+ * release. The archive appears only when complete.
  */
 export async function packRelease(options: PackOptions): Promise<PackResult> {
   const ref = parseReleaseRef(options.ref, 'pack')
@@ -58,85 +65,146 @@ export async function packRelease(options: PackOptions): Promise<PackResult> {
   }
 
   const key = options.signingKey ? await loadSigningKey(options.signingKey) : null
-  const releases: Array<PackedRelease> = []
-  for (const entry of resolution.modulepath) {
-    const {files, dirs} = await readReleaseContent(entry.path, entry.release)
-    releases.push({release: entry.release, digest: treeDigest(files, dirs), files, ...(dirs.length > 0 ? {dirs} : {}), root: entry.path})
+  const sources = resolution.modulepath.map((entry) => ({release: entry.release, root: entry.path, entries: resolution.trees.get(entry.release) ?? listEntries(entry.path, entry.release)}))
+  checkPackable(sources)
+
+  const output = options.output === null ? null : resolve(options.output ?? defaultArchiveName(app.release))
+  // The spool lies beside the archive (the same file system, so a full disk shows at once);
+  // for a stream, in the temporary directory.
+  const suffix = randomBytes(4).toString('hex')
+  const spool = join(output ? dirname(output) : tmpdir(), `.${output ? basename(output) : 'localpuppet-pack'}.${suffix}.spool`)
+  const temp = output ? join(dirname(output), `.${basename(output)}.${suffix}.tmp`) : null
+  const label = output ? `output ${output}` : `spool ${spool}`
+  const fds: number[] = []
+  const openFd = (path: string, flags: string, mode: number) => {
+    const fd = openSync(path, flags, mode)
+    fds.push(fd)
+    return fd
   }
 
-  const tag = app.kind === 'tag' ? app.release.slice(`${app.app}/tags/`.length) : null
-  const index: ReleaseIndex = {
-    // Format 1 unless a release keeps empty directories: older readers read the others.
-    format: releases.some((r) => r.dirs) ? INDEX_FORMAT_DIRS : INDEX_FORMAT,
-    app: app.app,
-    tag,
-    release: app.release,
-    modulepath: releases.map((r) => r.release),
-    releases: releases.map(({root: _root, ...release}) => release),
-  }
-  checkPackable(index)
-  const indexBytes = serializeIndex(index)
-  const signature = key ? signIndex(indexBytes, key) : null
-
-  const hash = createHash('sha256')
-  let bytes = 0
-  const write = async (to: Writable) => {
-    const gzip = new SegmentedGzip(async (chunk) => {
-      hash.update(chunk)
-      bytes += chunk.length
-      if (!to.write(chunk)) await once(to, 'drain')
-    }, GZIP_LEVEL)
-    const tar = new TarWriter(gzip)
-    tar.file(RELEASE_INDEX, indexBytes)
-    if (signature) tar.file(SIGNATURE_FILE, signature)
-    await tar.write(releases)
-    await gzip.end()
-  }
-
-  const result = {release: app.release, sha256: '', bytes: 0, index, signedBy: key ? keyId(key) : null}
-  if (options.output === null) {
-    await write(options.to!)
-    return {...result, output: null, sha256: hash.digest('hex'), bytes}
-  }
-
-  const output = resolve(options.output ?? defaultArchiveName(app.release))
-  const temp = join(dirname(output), `.${basename(output)}.${randomBytes(4).toString('hex')}.tmp`)
-  const file = createWriteStream(temp, {flags: 'wx', mode: 0o644})
   try {
-    const failed = new Promise<never>((_, reject) => file.once('error', reject))
-    await Promise.race([write(file), failed])
-    file.end()
-    await Promise.race([once(file, 'close'), failed])
-    await rename(temp, output)
-  } catch (error) {
-    file.destroy()
-    await unlink(temp).catch(() => {})
-    // Writing the archive itself: a full disk (74), a missing directory, a directory in the way.
-    const io = asIoError(error, `output ${output}`)
-    if (io) throw io
-    if ((error as NodeJS.ErrnoException).path === temp) throw describeFsError(error, `output ${output}`)
-    throw error
-  }
+    const spoolFd = openFd(spool, 'wx+', 0o600)
+    // Files: the tar stream after release.json, compressed into the spool.
+    const tar = new TarWriter(new SegmentedGzip((chunk) => writeAll(spoolFd, chunk), GZIP_LEVEL))
+    const releases: IndexedRelease[] = []
+    const reader = readAhead(sources.flatMap((source) => source.entries.filter((entry) => !entry.dir).map((entry) => ({path: `${source.root}/${entry.path}`, label: `${source.release}/${entry.path}`}))))
+    try {
+      for (const source of sources) releases.push(await tar.release(source, reader))
+    } finally {
+      reader.close()
+    }
 
-  return {...result, output, sha256: hash.digest('hex'), bytes}
+    await tar.end()
+
+    const tag = app.kind === 'tag' ? app.release.slice(`${app.app}/tags/`.length) : null
+    const index: ReleaseIndex = {
+      // Format 1 unless a release keeps empty directories: older readers read the others.
+      format: releases.some((r) => r.dirs) ? INDEX_FORMAT_DIRS : INDEX_FORMAT,
+      app: app.app,
+      tag,
+      release: app.release,
+      modulepath: releases.map((r) => r.release),
+      releases,
+    }
+    const indexBytes = serializeIndex(index)
+    const signature = key ? signIndex(indexBytes, key) : null
+    // release.json (and its signature) first, as gzip members of their own, then the
+    // files' members as they were compressed.
+    const head = [...tarEntry(RELEASE_INDEX, indexBytes), ...(signature ? tarEntry(SIGNATURE_FILE, signature) : [])]
+    const result = {release: app.release, index, signedBy: key ? keyId(key) : null}
+    if (!output || !temp) {
+      const to = options.to!
+      const {sha256, bytes} = await emitArchive(head, spoolFd, async (chunk) => {
+        if (!to.write(Buffer.from(chunk))) await once(to, 'drain')
+      })
+      return {...result, output: null, sha256, bytes}
+    }
+
+    const outFd = openFd(temp, 'wx', 0o644)
+    const {sha256, bytes} = await emitArchive(head, spoolFd, (chunk) => writeAll(outFd, chunk))
+    await rename(temp, output)
+    return {...result, output, sha256, bytes}
+  } catch (error) {
+    if (temp) await unlink(temp).catch(() => {})
+    // Writing the archive or its spool: a full disk (74), a missing directory, a directory in the way.
+    const io = asIoError(error, label)
+    if (io) throw io
+    const path = (error as NodeJS.ErrnoException).path
+    if (path === temp || path === spool) throw describeFsError(error, label)
+    throw error
+  } finally {
+    for (const fd of fds) closeSync(fd)
+    await unlink(spool).catch(() => {})
+  }
 }
 
-interface PackedRelease extends IndexedRelease {
+/**
+ * The archive's bytes in order: the head's tar entries, compressed a segment at a time
+ * (the same members SegmentedGzip makes), then the spool; with their sha256 and size.
+ */
+async function emitArchive(head: Buffer[], spoolFd: number, write: (chunk: Buffer) => Promise<void> | void): Promise<{sha256: string; bytes: number}> {
+  const hash = createHash('sha256')
+  let bytes = 0
+  const emit = async (chunk: Buffer) => {
+    hash.update(chunk)
+    bytes += chunk.length
+    await write(chunk)
+  }
+
+  const tarHead = Buffer.concat(head)
+  for (let offset = 0; offset < tarHead.length; offset += SEGMENT_BYTES) {
+    await emit(gzipMember(tarHead.subarray(offset, offset + SEGMENT_BYTES), GZIP_LEVEL))
+  }
+
+  const buffer = Buffer.allocUnsafe(SEGMENT_BYTES)
+  let position = 0
+  let read: number
+  while ((read = readSync(spoolFd, buffer, 0, buffer.length, position)) > 0) {
+    position += read
+    await emit(buffer.subarray(0, read))
+  }
+
+  return {sha256: hash.digest('hex'), bytes}
+}
+
+/** Writes a whole buffer at the file's current offset. */
+function writeAll(fd: number, chunk: Buffer): void {
+  let offset = 0
+  while (offset < chunk.length) offset += writeSync(fd, chunk, offset, chunk.length - offset)
+}
+
+interface PackSource {
+  release: string
   root: string
+  entries: TreeEntry[]
 }
 
 /**
  * What install would refuse, pack refuses first: every path must be one an archive may
  * carry (no control characters, names of at most 255 bytes, as file systems allow).
  */
-function checkPackable(index: ReleaseIndex): void {
-  for (const release of index.releases) {
-    for (const path of [...release.files.map((file) => file.path), ...(release.dirs ?? [])]) {
-      if (!isSafeRelativePath(path)) {
-        throw new ReleaseError(`${release.release}/${path}: cannot be packed (a control character, or a name longer than 255 bytes)`)
+function checkPackable(sources: PackSource[]): void {
+  for (const source of sources) {
+    for (const entry of source.entries) {
+      if (!isSafeRelativePath(entry.path)) {
+        throw new ReleaseError(`${source.release}/${entry.path}: cannot be packed (a control character, or a name longer than 255 bytes)`)
       }
     }
   }
+}
+
+/** A tar entry's header blocks: ustar, with a pax header before it for what ustar cannot hold. */
+function entryHeader(path: string, size: number, mode: number, type: 'File' | 'Directory'): Buffer[] {
+  const fast = ustarHeader(path, size, mode, type)
+  if (fast) return [fast]
+  const header = new Header({path, mode, size, type})
+  return header.encode() ? [new Pax({path, size}).encode(), header.block!] : [header.block!]
+}
+
+/** A whole file entry (header, data, padding), for what pack holds in memory. */
+function tarEntry(path: string, data: Buffer, mode = 0o644): Buffer[] {
+  const rest = data.length % 512
+  return [...entryHeader(path, data.length, mode, 'File'), data, ...(rest === 0 ? [] : [ZEROS.subarray(0, 512 - rest)])]
 }
 
 /** Padding and the end-of-archive marker. */
@@ -146,8 +214,7 @@ const ZEROS = Buffer.alloc(1024)
  * Writes the tar stream pack makes straight into SegmentedGzip's segment buffers:
  * headers as node-tar's Header and Pax encode them (the tar stream node-tar's Pack wrote
  * with `portable` and `noMtime`, byte for byte), file contents read synchronously, one
- * file after another, and hashed again: one that changed since release.json was made
- * stops the pack.
+ * file after another, and hashed as they are copied.
  */
 class TarWriter {
   private buffer: Buffer
@@ -158,75 +225,49 @@ class TarWriter {
     this.buffer = gzip.take()
   }
 
-  file(path: string, data: Buffer, mode = 0o644): void {
-    this.header(path, data.length, mode, 'File')
-    this.append(data)
-    this.pad(data.length)
-  }
-
-  async write(releases: PackedRelease[]): Promise<void> {
-    for (const release of releases) {
-      const entries = [...release.files.map((file) => ({path: file.path, file})), ...(release.dirs ?? []).map((dir) => ({path: `${dir}/`, file: null}))]
-      entries.sort((a, b) => compareBytes(a.path, b.path))
-      for (const {path, file} of entries) {
-        if (file) await this.content(release, file)
-        else this.header(`${release.release}/${path}`, 0, 0o755, 'Directory')
-        await this.flush()
+  /** A release's files and empty directories, in order; returns what release.json lists for it. */
+  async release(source: PackSource, reader: FileReadAhead): Promise<IndexedRelease> {
+    const files: TreeFile[] = []
+    const dirs: string[] = []
+    for (const entry of source.entries) {
+      if (entry.dir) {
+        this.header(`${source.release}/${entry.path}/`, 0, 0o755, 'Directory')
+        dirs.push(entry.path)
+      } else {
+        files.push(await this.content(reader, source.release, entry.path))
       }
-    }
 
-    // The end of the archive: two zero blocks.
-    this.append(ZEROS)
-    await this.flush()
-    await this.gzip.write(this.buffer, this.used)
-  }
-
-  private async content(release: {release: string; root: string}, file: TreeFile): Promise<void> {
-    const absolute = join(release.root, file.path)
-    const changed = () => new ReleaseError(`${absolute}: changed while packing; pack again`)
-    let fd: number
-    try {
-      fd = openSync(absolute, 'r')
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code === 'ENOENT') throw changed()
-      throw error
-    }
-
-    try {
-      const info = fstatSync(fd)
-      if (!info.isFile() || info.size !== file.size) throw changed()
-      this.header(`${release.release}/${file.path}`, file.size, file.executable ? 0o755 : 0o644, 'File')
       await this.flush()
-      const hash = createHash('sha256')
-      let left = file.size
-      while (left > 0) {
-        if (this.used === SEGMENT_BYTES) {
-          this.seal()
-          await this.flush()
-        }
-
-        const read = readSync(fd, this.buffer, this.used, Math.min(left, SEGMENT_BYTES - this.used), null)
-        if (read === 0) throw changed()
-        hash.update(this.buffer.subarray(this.used, this.used + read))
-        this.used += read
-        left -= read
-      }
-
-      if (hash.digest('hex') !== file.sha256) throw changed()
-    } finally {
-      closeSync(fd)
     }
 
-    this.pad(file.size)
+    return {release: source.release, digest: treeDigest(files, dirs), files, ...(dirs.length > 0 ? {dirs} : {})}
+  }
+
+  /** Writes what is buffered; with `last` (the default), the end-of-archive marker first. */
+  async end(last = true): Promise<void> {
+    // The end of the archive: two zero blocks.
+    if (last) this.append(ZEROS)
+    await this.flush()
+    if (this.used > 0) await this.gzip.write(this.buffer, this.used)
+    await this.gzip.end()
+  }
+
+  private async content(reader: FileReadAhead, release: string, path: string): Promise<TreeFile> {
+    const {size, executable} = await reader.open()
+    this.header(`${release}/${path}`, size, executable ? 0o755 : 0o644, 'File')
+    await this.flush()
+    let piece: Buffer | null
+    while ((piece = await reader.piece()) !== null) {
+      this.append(piece)
+      await this.flush()
+    }
+
+    this.pad(size)
+    return {path, size, executable, sha256: reader.digest()}
   }
 
   private header(path: string, size: number, mode: number, type: 'File' | 'Directory'): void {
-    const fast = ustarHeader(path, size, mode, type)
-    if (fast) return this.append(fast)
-    const header = new Header({path, mode, size, type})
-    // Paths or sizes a ustar header cannot hold go into a pax header before it.
-    if (header.encode()) this.append(new Pax({path, size}).encode())
-    this.append(header.block!)
+    for (const block of entryHeader(path, size, mode, type)) this.append(block)
   }
 
   private pad(size: number): void {

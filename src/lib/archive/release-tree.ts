@@ -43,32 +43,59 @@ export async function readReleaseContent(root: string, label: string): Promise<R
   return {files: files.map(({path, size, executable}, i) => ({path, size, executable, sha256: hashes[i]})), dirs}
 }
 
-/** The files under a root, sorted, without hashing them: what is there and what kind. */
-export async function listFiles(root: string, label: string): Promise<Array<Omit<TreeFile, 'sha256'>>> {
-  return listContent(root, label).files
-}
-
 /** Files and empty directories under a root, sorted, not hashed. */
 export function listContent(root: string, label: string): {files: Array<Omit<TreeFile, 'sha256'>>; dirs: string[]} {
   const found: Array<Omit<TreeFile, 'sha256'>> = []
   const dirs: string[] = []
+  for (const entry of listEntries(root, label)) {
+    if (entry.dir) {
+      dirs.push(entry.path)
+      continue
+    }
+
+    // Only files need a stat (size and mode); directories are known from their entries.
+    const info = lstatSync(join(root, entry.path))
+    if (!info.isFile()) throw new ReleaseError(`${label}/${entry.path}: ${describeKind(info)}; a release may hold only regular files and directories`)
+    found.push({path: entry.path, size: info.size, executable: (info.mode & 0o111) !== 0})
+  }
+
+  return {files: found.sort((a, b) => compareBytes(a.path, b.path)), dirs: dirs.sort(compareBytes)}
+}
+
+/** One thing a release holds: a regular file, or a directory with nothing in it. */
+export interface TreeEntry {
+  /** Relative to the release root, `/`-separated, without a trailing slash. */
+  path: string
+  /** True for an empty directory. */
+  dir: boolean
+}
+
+/**
+ * The regular files and empty directories under a root, in the order an archive holds
+ * them (byte order of the path, a directory as `path/`), from directory entries alone:
+ * no stat per file. Anything else (symlink, device, socket, FIFO) is refused, naming it:
+ * a release must mean the same bytes wherever it is unpacked. This is the one rule plan,
+ * validate, apply and pack apply to a release tree.
+ */
+export function listEntries(root: string, label: string): TreeEntry[] {
+  const entries: TreeEntry[] = []
   // Synchronous on purpose: one system call after another is several times faster than
-  // a promise per file, and nothing else runs meanwhile in a CLI.
+  // a promise per directory, and nothing else runs meanwhile in a CLI. Directory entries
+  // carry the type (Node stats the rare file system that leaves it unknown).
   const walk = (dir: string, prefix: string): void => {
-    const names = readdirSync(dir)
-    if (names.length === 0 && prefix !== '') dirs.push(prefix)
-    for (const name of names) {
-      const path = prefix === '' ? name : `${prefix}/${name}`
-      const full = join(dir, name)
-      const info = lstatSync(full)
-      if (info.isDirectory()) walk(full, path)
-      else if (info.isFile()) found.push({path, size: info.size, executable: (info.mode & 0o111) !== 0})
-      else throw new ReleaseError(`${label}/${path}: ${describeKind(info)}; a release may hold only regular files and directories`)
+    const names = readdirSync(dir, {withFileTypes: true})
+    if (names.length === 0 && prefix !== '') entries.push({path: prefix, dir: true})
+    for (const entry of names) {
+      const path = prefix === '' ? entry.name : `${prefix}/${entry.name}`
+      if (entry.isDirectory()) walk(`${dir}/${entry.name}`, path)
+      else if (entry.isFile()) entries.push({path, dir: false})
+      else throw new ReleaseError(`${label}/${path}: ${describeKind(entry)}; a release may hold only regular files and directories`)
     }
   }
 
   walk(root, '')
-  return {files: found.sort((a, b) => compareBytes(a.path, b.path)), dirs: dirs.sort(compareBytes)}
+  const keyed = entries.map((entry) => ({key: entry.dir ? `${entry.path}/` : entry.path, entry}))
+  return keyed.sort((a, b) => compareBytes(a.key, b.key)).map(({entry}) => entry)
 }
 
 export {hashFileSync} from './hash-files.js'
@@ -113,7 +140,7 @@ export function compareBytes(a: string, b: string): number {
   return a.length - b.length
 }
 
-function describeKind(info: {isSymbolicLink(): boolean; isBlockDevice(): boolean; isCharacterDevice(): boolean; isFIFO(): boolean; isSocket(): boolean}): string {
+export function describeKind(info: {isSymbolicLink(): boolean; isBlockDevice(): boolean; isCharacterDevice(): boolean; isFIFO(): boolean; isSocket(): boolean}): string {
   if (info.isSymbolicLink()) return 'a symbolic link'
   if (info.isBlockDevice() || info.isCharacterDevice()) return 'a device'
   if (info.isFIFO()) return 'a FIFO'

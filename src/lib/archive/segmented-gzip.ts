@@ -1,11 +1,16 @@
-import {promisify} from 'node:util'
-import {gzip} from 'node:zlib'
+import {type Gzip, constants, createGzip, gzipSync} from 'node:zlib'
 
-
-const gzipAsync = promisify(gzip)
 
 /** Uncompressed bytes per gzip member: large enough that restarting the dictionary costs nothing measurable. */
 export const SEGMENT_BYTES = 1024 * 1024
+
+/**
+ * Compressed bytes per output chunk. Each engine reuses its output buffer until it is
+ * full, so what is allocated grows with the compressed size, not with the number of
+ * members (a fresh SEGMENT_BYTES output buffer per member was ~1 MB of garbage per MB of
+ * input, and V8 frees such memory late). A text segment fits in one chunk.
+ */
+const OUTPUT_CHUNK = 64 * 1024
 
 /**
  * gzip on several threads at once, as pigz does, with output that depends only on the
@@ -13,14 +18,20 @@ export const SEGMENT_BYTES = 1024 * 1024
  * allows any number; gzip, GNU tar and Node read them as one stream), compressed two at
  * a time on libuv's thread pool, and written in order. Each member's header has mtime 0
  * and OS 255 ("unknown"), so the same input gives the same bytes on every machine.
+ *
+ * Each of the `parallel` engines is one zlib stream kept for the whole run: a member is
+ * written, finished (Z_FINISH) and the engine reset for the next, which gives the very
+ * bytes a fresh gzip would.
  */
 export class SegmentedGzip {
-  private readonly inFlight: Array<Promise<Buffer>> = []
+  private readonly inFlight: Array<Promise<Buffer[]>> = []
   /** Segment buffers whose compression is done, for the writer to fill again: memory stays flat. */
   private readonly free: Buffer[] = []
+  private readonly idle: Gzip[] = []
+  private readonly engines: Gzip[] = []
 
   constructor(
-    private readonly sink: (chunk: Buffer) => Promise<void>,
+    private readonly sink: (chunk: Buffer) => Promise<void> | void,
     private readonly level: number,
     private readonly parallel = 2,
   ) {}
@@ -35,21 +46,63 @@ export class SegmentedGzip {
    * last must be full. Resolves when the next may be written.
    */
   async write(buffer: Buffer, used: number): Promise<void> {
-    // An output buffer larger than deflate's bound for the segment: each member is then
-    // one task on the thread pool, not one round trip through this (busy) thread per 16 KiB.
-    const member = gzipAsync(buffer.subarray(0, used), {level: this.level, chunkSize: SEGMENT_BYTES + 64 * 1024}).then((out) => {
-      this.free.push(buffer)
-      out[9] = 255
-      return out
-    })
+    const member = this.compress(buffer, used)
     // Awaited in order below; a failure meanwhile must not count as unhandled.
     member.catch(() => {})
     this.inFlight.push(member)
     // `parallel` members compressing while this thread fills the next one.
-    while (this.inFlight.length > this.parallel) await this.sink(await this.inFlight.shift()!)
+    while (this.inFlight.length > this.parallel) await this.drainOne()
   }
 
   async end(): Promise<void> {
-    while (this.inFlight.length > 0) await this.sink(await this.inFlight.shift()!)
+    try {
+      while (this.inFlight.length > 0) await this.drainOne()
+    } finally {
+      for (const engine of this.engines) engine.close()
+    }
   }
+
+  private async drainOne(): Promise<void> {
+    for (const chunk of await this.inFlight.shift()!) await this.sink(chunk)
+  }
+
+  private compress(buffer: Buffer, used: number): Promise<Buffer[]> {
+    const engine = this.idle.pop() ?? this.engine()
+    return new Promise<Buffer[]>((resolve, reject) => {
+      const chunks: Buffer[] = []
+      const onData = (chunk: Buffer) => chunks.push(chunk)
+      const onError = (error: Error) => {
+        engine.off('data', onData)
+        reject(error)
+      }
+
+      engine.on('data', onData)
+      engine.once('error', onError)
+      engine.write(buffer.subarray(0, used))
+      engine.flush(constants.Z_FINISH, () => {
+        engine.off('data', onData)
+        engine.off('error', onError)
+        // zlib's documented reset() (deflateReset), missing from @types/node's Gzip.
+        ;(engine as Gzip & {reset(): void}).reset()
+        this.idle.push(engine)
+        this.free.push(buffer)
+        // The header's OS byte: 255, "unknown", whatever zlib was built for (as gzipMember).
+        chunks[0][9] = 255
+        resolve(chunks)
+      })
+    })
+  }
+
+  private engine(): Gzip {
+    const engine = createGzip({level: this.level, chunkSize: OUTPUT_CHUNK})
+    this.engines.push(engine)
+    return engine
+  }
+}
+
+/** One member as SegmentedGzip makes it, on this thread: for the little pack holds in memory. */
+export function gzipMember(data: Buffer, level: number): Buffer {
+  const member = gzipSync(data, {level})
+  member[9] = 255
+  return member
 }

@@ -1,5 +1,5 @@
 import {createHash, randomBytes} from 'node:crypto'
-import {closeSync, fchmodSync, mkdirSync, openSync, writeSync} from 'node:fs'
+import {chmodSync, closeSync, fchmodSync, mkdirSync, openSync, writeSync} from 'node:fs'
 import {chmod, lstat, mkdir, readdir, rename, rm, rmdir} from 'node:fs/promises'
 import {dirname, join} from 'node:path'
 
@@ -87,6 +87,14 @@ export class Staging {
 
   /** Creates a file at an archive path (already checked safe) inside staging; refuses duplicates. */
   /** `readOnly` for tags (0444/0555); a trunk or branch keeps ordinary modes (0644/0755). */
+  /** The process umask, read once (creating a file with a mode loses the bits it masks). */
+  private readonly umask = readUmask()
+
+  private fileMode(executable: boolean, readOnly: boolean): number {
+    const mode = (executable ? 0o555 : 0o444) | (readOnly ? 0 : 0o200)
+    return (mode & this.umask) === 0 ? mode : 0o600
+  }
+
   createFile(archivePath: string, executable: boolean, readOnly = true): StagedFile {
     const path = join(this.dir, archivePath)
     let fd: number
@@ -97,7 +105,9 @@ export class Staging {
         this.made.add(parent)
       }
 
-      fd = openSync(path, 'wx', 0o600)
+      // Created with its final mode when the umask keeps it (the file is written through
+      // this descriptor all the same); otherwise set once it is written.
+      fd = openSync(path, 'wx', this.fileMode(executable, readOnly))
     } catch (error) {
       const code = (error as NodeJS.ErrnoException).code
       if (code === 'EEXIST') throw new ReleaseError(`${archivePath}: appears twice in the archive`)
@@ -107,6 +117,8 @@ export class Staging {
     }
 
     this.open.add(fd)
+    const mode = (executable ? 0o555 : 0o444) | (readOnly ? 0 : 0o200)
+    const createdWithMode = (mode & this.umask) === 0
     const hash = createHash('sha256')
     let size = 0
     const open = this.open
@@ -119,7 +131,7 @@ export class Staging {
       finish() {
         open.delete(fd)
         try {
-          fchmodSync(fd, (executable ? 0o555 : 0o444) | (readOnly ? 0 : 0o200))
+          if (!createdWithMode) fchmodSync(fd, mode)
         } finally {
           closeSync(fd)
         }
@@ -223,7 +235,7 @@ export class Staging {
         }
 
         faultPoint('install:after-rename')
-        if (!release.mutable) await makeDirsReadOnly(target)
+        if (!release.mutable) makeReleaseDirsReadOnly(target, release)
         result.installed.push(release.release)
       }
 
@@ -299,6 +311,26 @@ async function installedDigest(target: string, release: string): Promise<string>
   }
 }
 
+/**
+ * The directories of a release just installed, read-only, deepest first: the ones its
+ * files and empty directories imply, known without reading the tree again.
+ */
+function makeReleaseDirsReadOnly(root: string, release: StagedRelease): void {
+  const dirs = new Set<string>([''])
+  const add = (path: string) => {
+    for (let slash = path.indexOf('/'); slash !== -1; slash = path.indexOf('/', slash + 1)) dirs.add(path.slice(0, slash))
+  }
+
+  for (const file of release.files) add(file.path)
+  for (const dir of release.dirs ?? []) {
+    add(dir)
+    dirs.add(dir)
+  }
+
+  const depth = (path: string) => (path === '' ? 0 : path.split('/').length)
+  for (const dir of [...dirs].sort((a, b) => depth(b) - depth(a))) chmodSync(dir === '' ? root : `${root}/${dir}`, 0o555)
+}
+
 /** Read-only directories, deepest first, so nothing can be added to an installed tag. */
 async function makeDirsReadOnly(root: string): Promise<void> {
   const dirs: string[] = []
@@ -309,6 +341,13 @@ async function makeDirsReadOnly(root: string): Promise<void> {
 
   await walk(root)
   for (const dir of dirs.reverse()) await chmod(dir, 0o555)
+}
+
+/** The umask without changing it for more than an instant (Node offers no read-only call). */
+function readUmask(): number {
+  const mask = process.umask(0o022)
+  process.umask(mask)
+  return mask
 }
 
 async function syncFilesystem(path: string): Promise<void> {

@@ -1,10 +1,10 @@
-import {lstatSync, readdirSync} from 'node:fs'
+import {readdirSync} from 'node:fs'
 import {join} from 'node:path'
 
 import {VerificationError} from '../errors.js'
 import {type InstallRecord, readInstallRecord} from './install-record.js'
-import {hashFiles} from './hash-files.js'
-import {type TreeFile, compareBytes} from './release-tree.js'
+import {FileChecker} from './hash-files.js'
+import {compareBytes} from './release-tree.js'
 
 export interface VerifyResult {
   release: string
@@ -25,27 +25,29 @@ export async function verifyRelease(moduleDir: string, release: string, record?:
   const result: VerifyResult = {release, recorded: recorded !== null, ok: true, modified: [], missing: [], extra: []}
   if (!recorded) return result
   const root = join(moduleDir, release)
-  const actual = new Map<string, {size: number; executable: boolean} | 'other'>()
+  // The second hashing thread boots while this one walks the tree.
+  const checker = new FileChecker(recorded.files.length, recorded.files.reduce((sum, file) => sum + file.size, 0))
+  const found = new Set<string>()
   const emptyDirs = new Set<string>()
   try {
-    walk(root, '', actual, emptyDirs)
+    walk(root, '', found, emptyDirs)
   } catch (error) {
+    checker.close()
     if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error
   }
 
-  const expected = new Map<string, TreeFile>(recorded.files.map((file) => [file.path, file]))
-  const toHash: TreeFile[] = []
-  for (const [path, file] of expected) {
-    const found = actual.get(path)
-    if (found === undefined) result.missing.push(path)
-    else if (found === 'other' || found.size !== file.size || found.executable !== file.executable) result.modified.push(path)
-    else toHash.push(file)
-  }
+  // Every recorded file is opened (never through a link) and its size and mode come from
+  // the open file: what is hashed is what was checked. Only a file of the recorded size is read.
+  const checks = await checker.check(recorded.files.map((file) => `${root}/${file.path}`), recorded.files.map((file) => file.size))
+  const expected = new Set<string>()
+  recorded.files.forEach((file, i) => {
+    expected.add(file.path)
+    const check = checks[i]
+    if (check.error === 'ENOENT') result.missing.push(file.path)
+    else if (check.error || check.size !== file.size || check.executable !== file.executable || check.sha256 !== file.sha256) result.modified.push(file.path)
+  })
 
-  const hashes = await hashFiles(toHash.map((file) => join(root, file.path)), toHash.reduce((sum, file) => sum + file.size, 0))
-  toHash.forEach((file, i) => hashes[i] !== file.sha256 && result.modified.push(file.path))
-
-  for (const path of actual.keys()) if (!expected.has(path)) result.extra.push(path)
+  for (const path of found) if (!expected.has(path)) result.extra.push(path)
   // Empty directories are listed with a trailing slash; records made before they were
   // kept list none, and an installed tag is read-only, so none can appear by accident.
   const recordedDirs = new Set(recorded.dirs ?? [])
@@ -63,14 +65,14 @@ export function describeMismatch(result: VerifyResult): string {
   return `${result.release}/${path}: ${kind} since install${count > 1 ? ` (and ${count - 1} more)` : ''}`
 }
 
-function walk(dir: string, prefix: string, into: Map<string, {size: number; executable: boolean} | 'other'>, dirs: Set<string>): void {
-  const names = readdirSync(dir)
-  if (names.length === 0 && prefix !== '') dirs.add(prefix)
-  for (const name of names) {
-    const path = prefix === '' ? name : `${prefix}/${name}`
-    const info = lstatSync(join(dir, name))
-    if (info.isDirectory()) walk(join(dir, name), path, into, dirs)
-    else into.set(path, info.isFile() ? {size: info.size, executable: (info.mode & 0o111) !== 0} : 'other')
+/** Everything but directories under a root (links and other things too), and the empty directories, from directory entries alone. */
+function walk(dir: string, prefix: string, into: Set<string>, dirs: Set<string>): void {
+  const entries = readdirSync(dir, {withFileTypes: true})
+  if (entries.length === 0 && prefix !== '') dirs.add(prefix)
+  for (const entry of entries) {
+    const path = prefix === '' ? entry.name : `${prefix}/${entry.name}`
+    if (entry.isDirectory()) walk(`${dir}/${entry.name}`, path, into, dirs)
+    else into.add(path)
   }
 }
 

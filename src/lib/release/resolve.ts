@@ -2,7 +2,7 @@ import {readdir, realpath, stat} from 'node:fs/promises'
 import {dirname, join, relative, sep} from 'node:path'
 
 import {ImmutabilityError, NotFoundError, PathEscapeError, ReleaseError, describeFsError} from '../errors.js'
-import {listFiles} from '../archive/release-tree.js'
+import {type TreeEntry, listEntries} from '../archive/release-tree.js'
 import {MANIFEST_FILE, readReleaseManifest} from './release-manifest.js'
 import {maxSatisfyingTag, parseReleaseRef, releasePath, sortTagsNewestFirst, type ReleaseRef} from './release-ref.js'
 
@@ -35,6 +35,8 @@ export interface Resolution {
   /** Mutable entries that --allow-mutable let through in a tagged release. */
   mutableEntries: ResolvedRelease[]
   warnings: string[]
+  /** What each release on the modulepath holds (by release), as the check of its tree listed it. */
+  trees: Map<string, TreeEntry[]>
 }
 
 export interface ResolveOptions {
@@ -95,10 +97,10 @@ export async function resolveRelease(moduleDir: string, ref: ReleaseRef | string
   await visit(app)
   // One rule for plan, validate, apply and pack alike: a release holds only regular files
   // and directories (a link, device or FIFO is refused here, naming it, before anything runs).
-  for (const release of modulepath) await listFiles(release.path, release.release)
+  const trees = new Map(modulepath.map((release) => [release.release, listEntries(release.path, release.release)]))
   const warnings = duplicateAppWarnings(modulepath)
   if (app.linkedTo) warnings.unshift(`${app.release} is not a real tag: it resolves to ${app.linkedTo}, which can change (a tag must be a directory under ${app.app}/tags/)`)
-  return {moduleDir: root, modulepath, mutableEntries, warnings}
+  return {moduleDir: root, modulepath, mutableEntries, warnings, trees}
 }
 
 /** The real path of the module directory; 66 when it is missing or not a directory. */

@@ -27,12 +27,9 @@ import type {RunPlan} from './run-plan.js'
 // eslint-disable-next-line no-control-regex
 const ANSI_SGR = /\u001B\[[0-9;]*m/g
 
-/** Run directories kept by default (--keep). */
-export const DEFAULT_KEEP = 100
+import {DEFAULT_KEEP, DEFAULT_MAX_AGE_MS} from './defaults.js'
 
-/** --max-age's default: --if-changed skips for at most this long after a full run, then enforces again. */
-export const DEFAULT_MAX_AGE = '6h'
-export const DEFAULT_MAX_AGE_MS = 6 * 3600 * 1000
+export {DEFAULT_KEEP, DEFAULT_MAX_AGE, DEFAULT_MAX_AGE_MS} from './defaults.js'
 
 export interface ApplyOptions {
   /** Aborting stops puppet and its process group; the reason names the signal (SIGINT, SIGTERM, SIGHUP). */

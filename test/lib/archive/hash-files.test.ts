@@ -1,0 +1,55 @@
+import {execFileSync} from 'node:child_process'
+import {createHash, randomBytes} from 'node:crypto'
+import {mkdir, symlink, writeFile} from 'node:fs/promises'
+import {join} from 'node:path'
+
+import test from 'ava'
+
+import {FileChecker, hashFiles} from '../../../src/lib/archive/hash-files.js'
+import {tempDir} from '../../helpers/temp.js'
+
+const sha256 = (data: Buffer) => createHash('sha256').update(data).digest('hex')
+
+for (const [how, expect] of [['on this thread', 1], ['on two threads', 10_000]] as const) {
+  test(`${how}: each file's sha256, size and mode, links, FIFOs and directories not followed, a size that differs not read`, async (t) => {
+    const dir = await tempDir(t)
+    const paths: string[] = []
+    const sizes: number[] = []
+    const contents: Buffer[] = []
+    for (let i = 0; i < 50; i++) {
+      const content = randomBytes(i === 7 ? 3 * 1024 * 1024 : i * 101)
+      const path = join(dir, `f${i}`)
+      await writeFile(path, content, {mode: i % 2 ? 0o755 : 0o644})
+      paths.push(path)
+      sizes.push(content.length)
+      contents.push(content)
+    }
+
+    await symlink(paths[0], join(dir, 'link'))
+    execFileSync('mkfifo', [join(dir, 'fifo')])
+    await mkdir(join(dir, 'dir'))
+    paths.push(join(dir, 'link'), join(dir, 'fifo'), join(dir, 'dir'), join(dir, 'gone'), paths[3])
+    sizes.push(0, 0, 0, 0, sizes[3] + 1)
+    const checks = await new FileChecker(expect).check(paths, sizes)
+    for (let i = 0; i < 50; i++) t.deepEqual(checks[i], {sha256: sha256(contents[i]), size: sizes[i], executable: i % 2 === 1}, `f${i}`)
+    t.is(checks[50].error, 'ELOOP')
+    t.is(checks[51].error, 'ENOTFILE')
+    t.is(checks[52].error, 'ENOTFILE')
+    t.is(checks[53].error, 'ENOENT')
+    t.deepEqual(checks[54], {sha256: null, size: sizes[3], executable: true})
+  })
+}
+
+test('hashFiles: the same digests on one thread or two', async (t) => {
+  const dir = await tempDir(t)
+  const paths: string[] = []
+  for (let i = 0; i < 450; i++) {
+    paths.push(join(dir, `f${i}`))
+    await writeFile(paths[i], `file ${i}\n`.repeat(i))
+  }
+
+  const two = await hashFiles(paths)
+  const one = await Promise.all(paths.slice(0, 10).map((path) => hashFiles([path])))
+  t.deepEqual(one.flat(), two.slice(0, 10))
+  t.is(two[449], sha256(Buffer.from('file 449\n'.repeat(449))))
+})
