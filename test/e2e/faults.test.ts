@@ -212,3 +212,17 @@ test('--reports in the arguments for puppet is the user asking for reports: loca
   const quiet = JSON.parse((await cli(['plan', join(DEMO, 'input.yaml'), '--module-dir', join(DEMO, 'modules'), '--state-dir', join(dir, 's'), '--json'])).stdout).command as string[]
   t.is(quiet[quiet.indexOf('--reports') + 1], 'none')
 })
+
+asRoot('pack onto a full disk: 74 naming the output, and neither the archive nor its spool or temp file is left', async (t) => {
+  const dir = await tempDir(t)
+  const modules = join(dir, 'modules')
+  // 4 MB that does not compress: more than the 1 MB file system holds.
+  const tree: Record<string, string> = {'foo/tags/1.0.0/manifest.yaml': 'modulepath: []\n'}
+  for (let i = 0; i < 4; i++) tree[`foo/tags/1.0.0/foo/files/blob${i}`] = execFileSync('head', ['-c', String(1024 * 1024), '/dev/urandom']).toString('latin1')
+  await writeTree(modules, tree)
+  const full = await smallFilesystem(t, '1m')
+  const result = await cli(['pack', 'foo@1.0.0', '--module-dir', modules, '-o', join(full, 'foo.tar.gz')])
+  t.is(result.exitCode, 74, result.stderr)
+  t.regex(result.stderr, new RegExp(`output ${full}/foo\\.tar\\.gz`))
+  t.deepEqual(filesUnder(full), [])
+})

@@ -1,7 +1,5 @@
 import {readFile} from 'node:fs/promises'
 
-import yaml from 'js-yaml'
-
 import type {ResourceCounts} from '../state/run-record.js'
 
 export interface RunSummary {
@@ -17,6 +15,8 @@ export interface RunSummary {
 export async function readRunSummary(path: string): Promise<RunSummary | null> {
   let doc: unknown
   try {
+    // Loaded here, not at start-up: only reconciling a run reads Puppet's summary.
+    const {default: yaml} = await import('js-yaml')
     doc = yaml.load(await readFile(path, 'utf8'), {schema: yaml.CORE_SCHEMA})
   } catch {
     return null
