@@ -26,12 +26,9 @@ const lazyPackages = {
     build.onResolve({filter: new RegExp(`^(${LAZY_PACKAGES.join('|')})$`)}, (args) => (args.importer.includes('node_modules') ? undefined : {path: `./${args.path}.cjs`, external: true}))
   },
 }
-rmSync(join(root, 'dist'), {recursive: true, force: true})
-await build({
+/** What every bundle shares. */
+const COMMON = {
   absWorkingDir: root,
-  entryPoints: {cli: 'src/cli.ts'},
-  outdir: 'dist',
-  outExtension: {'.js': '.cjs'},
   bundle: true,
   format: 'cjs',
   platform: 'node',
@@ -39,6 +36,15 @@ await build({
   minify: true,
   // Class names stay readable in stack traces and error names.
   keepNames: true,
+  logLevel: 'warning',
+}
+
+rmSync(join(root, 'dist'), {recursive: true, force: true})
+await build({
+  ...COMMON,
+  entryPoints: {cli: 'src/cli.ts'},
+  outdir: 'dist',
+  outExtension: {'.js': '.cjs'},
   // Stack traces for bug reports (exit 70) map back to src/ with --enable-source-maps.
   sourcemap: 'linked',
   sourcesContent: false,
@@ -46,24 +52,12 @@ await build({
   banner: {js: "const __lpModuleUrl = require('node:url').pathToFileURL(__filename).href;"},
   // oclif loads these only to run TypeScript sources in development.
   external: ['typescript', 'ts-node', 'tsx'],
-  logLevel: 'warning',
   plugins: [lazyPackages],
 })
 
 // The packages above, each bundled into a file of its own beside cli.cjs.
 for (const name of LAZY_PACKAGES) {
-  await build({
-    absWorkingDir: root,
-    stdin: {contents: `module.exports = require(${JSON.stringify(name)})`, resolveDir: root, loader: 'js'},
-    outfile: join('dist', `${name}.cjs`),
-    bundle: true,
-    format: 'cjs',
-    platform: 'node',
-    target: 'node20',
-    minify: true,
-    keepNames: true,
-    logLevel: 'warning',
-  })
+  await build({...COMMON, stdin: {contents: `module.exports = require(${JSON.stringify(name)})`, resolveDir: root, loader: 'js'}, outfile: join('dist', `${name}.cjs`)})
 }
 
 // One representative run compiles the start-up path; bin/run.js saves the cache on exit.
