@@ -23,6 +23,11 @@ export abstract class BaseCommand extends Command {
     this.argv = this.argv.slice(0, index)
   }
 
+  /** --allow-untrusted: each trust problem it let through, as a warning on stderr. */
+  protected warnUntrusted(problems: string[]): void {
+    for (const problem of problems) process.stderr.write(`localpuppet: warning: --allow-untrusted: ${problem}\n`)
+  }
+
   protected override async catch(error: Error & {exitCode?: number}): Promise<never> {
     if (error instanceof Errors.ExitError) throw error
     // Anything thrown before parsing finished is oclif's parser refusing the command

@@ -49,6 +49,7 @@ export const STATUS_EXIT_CODES: ExitCodeRow[] = [
   {code: 66, meaning: 'no such run, or no runs yet'},
   {code: 73, meaning: 'the run given found another run in progress (state busy)'},
   {code: 75, meaning: 'the run is still running (with --wait: when the wait timed out)'},
+  {code: 77, meaning: 'the state dir is owned by another user or writable by others: its records are not believed (--allow-untrusted; with --check: UNKNOWN)'},
 ]
 
 export const INSTALL_EXIT_CODES: ExitCodeRow[] = [

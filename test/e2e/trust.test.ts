@@ -96,6 +96,45 @@ asRoot('a forged puppet-paths.json makes neither disable overwrite nor enable de
   t.true(existsSync(victim), 'enable did not delete the victim')
 })
 
+asRoot('status, history and log refuse a state dir another user owns or others can write (77); status --check says UNKNOWN; --allow-untrusted reads it with a warning', async (t) => {
+  const {dir, state, run} = await setup(t)
+  t.is((await run('apply')).exitCode, 0)
+  const read = (...args: string[]) => cli([...args, '--state-dir', state])
+  // The attack of the report: a forged run (record and log) in a state dir the attacker owns.
+  const [id] = readdirSync(join(state, 'runs'))
+  const forged = join(dir, 'forged')
+  await cp(join(state, 'runs', id), forged, {recursive: true})
+  await chmod(forged, 0o755)
+  await chmod(join(forged, 'run.json'), 0o644)
+  await chown(state, uid!, uid!)
+  asHostile(`cd ${state} && mv runs runs.old && mkdir -p runs/${id} && cp ${forged}/run.json runs/${id}/ && printf 'root:forged\\n' > runs/${id}/puppet.log`)
+  const owned = `state directory ${state} is not trusted: owned by uid ${uid}, not root or uid 0 (owner uid ${uid}, mode 0700); fix: chown root ${state}`
+  for (const command of ['status', 'history', 'log']) {
+    const refused = await read(command)
+    t.is(refused.exitCode, 77, `${command}: ${refused.stderr}`)
+    t.is(refused.stderr.split('\n')[0], `localpuppet: ${owned}`, command)
+    t.false(refused.stdout.includes('forged'), `${command} printed nothing from the state dir`)
+  }
+
+  const check = await read('status', '--check')
+  t.is(check.exitCode, 3)
+  t.is(check.stdout, `LOCALPUPPET UNKNOWN - ${owned}`)
+  const allowed = await read('log', '--allow-untrusted')
+  t.is(allowed.exitCode, 0, allowed.stderr)
+  t.is(allowed.stdout, 'root:forged')
+  t.is(allowed.stderr, `localpuppet: warning: --allow-untrusted: ${owned}`)
+  t.is((await read('history', '--allow-untrusted', '--json')).exitCode, 0)
+
+  // Root's own state dir with a runs/ others can write is refused alike.
+  await chown(state, 0, 0)
+  await chown(join(state, 'runs'), 0, 0)
+  await chmod(join(state, 'runs'), 0o777)
+  const runs = await read('status')
+  t.is(runs.exitCode, 77)
+  t.regex(runs.stderr, new RegExp(`^localpuppet: state directory ${state}/runs is not trusted: writable by group and others`))
+  t.is((await read('status', '--check')).exitCode, 3)
+})
+
 test("a forged run.json cannot make log print another file: the log's path is derived", async (t) => {
   const {state, run} = await setup(t)
   const result = await run('apply', '--json')

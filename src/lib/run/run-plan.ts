@@ -8,7 +8,7 @@ import type {NodeInput} from '../input/node-input.js'
 import {findExecutable} from '../puppet/find-executable.js'
 import {type ResolvedRelease, realModuleDir, resolveRelease} from '../release/resolve.js'
 import {RUN_ID_PLACEHOLDER} from '../state/run-id.js'
-import {type RunFiles, runFiles, runsDir} from '../state/state-dir.js'
+import {type RunFiles, runFiles, stateDirTrustPaths} from '../state/state-dir.js'
 import {assertTrustedPaths} from '../util/trusted-path.js'
 
 import {DEFAULT_MANIFEST} from '../defaults.js'
@@ -101,8 +101,7 @@ export async function buildRunPlan(input: NodeInput, options: PlanOptions, runId
   const untrusted = assertTrustedPaths(
     [
       {path: await realModuleDir(options.moduleDir), what: 'module directory'},
-      {path: stateDir, what: 'state directory'},
-      {path: runsDir(stateDir), what: 'state directory', below: stateDir},
+      ...stateDirTrustPaths(stateDir),
     ],
     allow,
   )

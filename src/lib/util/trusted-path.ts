@@ -81,9 +81,12 @@ export function assertTrustedPath(path: string, options: TrustOptions & {allow?:
 /** Checks several paths; returns the problems allowed (empty when everything is trusted). */
 export function assertTrustedPaths(paths: Array<{path: string} & TrustOptions>, allow = false): string[] {
   const allowed: string[] = []
+  const seen = new Set<string>()
   for (const entry of paths) {
     const problem = assertTrustedPath(entry.path, {...entry, allow})
-    if (problem && !allowed.includes(problem.message)) allowed.push(problem.message)
+    // One line per directory at fault, however many of the paths lie below it.
+    if (problem && !seen.has(problem.path)) allowed.push(problem.message)
+    if (problem) seen.add(problem.path)
   }
 
   return allowed
