@@ -76,6 +76,70 @@ asRoot('a world-writable module dir: the swapped tag is never run (77)', async (
   t.regex(whole.stderr, /^localpuppet: module directory .*modules is not trusted/)
 })
 
+/** The demo's foo 1.4.0 packed, and published (unsigned) into a directory repository. */
+async function demoArchive(dir: string): Promise<{archive: string; repo: string}> {
+  const archive = join(dir, 'foo-1.4.0.tar.gz')
+  const packed = await cli(['pack', 'foo/tags/1.4.0', '--module-dir', join(DEMO, 'modules'), '-o', archive])
+  if (packed.exitCode !== 0) throw new Error(packed.stderr)
+  const repo = join(dir, 'repo')
+  const published = await cli(['publish', archive, '--repo', repo])
+  if (published.exitCode !== 0) throw new Error(published.stderr)
+  return {archive, repo}
+}
+
+asRoot('install, install --git and fetch refuse a module dir (or its .localpuppet, or the <app>/tags they write into) others can write (77); --allow-untrusted installs with a warning', async (t) => {
+  const dir = await tempDir(t)
+  await chmod(dir, 0o755)
+  const {archive, repo} = await demoArchive(dir)
+  const modules = join(dir, 'modules')
+  await mkdir(modules, {mode: 0o777})
+  await chmod(modules, 0o777)
+  const installed = () => existsSync(join(modules, 'foo', 'tags', '1.4.0'))
+  const loose = `module directory ${modules} is not trusted: writable by group and others (owner uid 0, mode 0777); fix: chmod go-w ${modules}`
+  const install = await cli(['install', archive, '--module-dir', modules])
+  t.is(install.exitCode, 77, install.stderr)
+  t.is(install.stderr.split('\n')[0], `localpuppet: ${loose}`)
+  const fetch = await cli(['fetch', 'foo/tags/1.4.0', '--source', repo, '--module-dir', modules])
+  t.is(fetch.exitCode, 77, fetch.stderr)
+  t.is(fetch.stderr.split('\n')[0], `localpuppet: ${loose}`)
+  t.false(existsSync(join(modules, '.localpuppet')), 'fetch wrote nothing, not even its downloads directory')
+  // A git repository of the same tree.
+  const git = join(dir, 'git')
+  await cp(join(DEMO, 'modules', 'foo', 'tags', '1.4.0'), git, {recursive: true})
+  const {execFileSync} = await import('node:child_process')
+  for (const args of [['init', '-q'], ['add', '-A'], ['-c', 'user.name=t', '-c', 'user.email=t@t', 'commit', '-qm', 'x'], ['tag', '1.4.0']]) execFileSync('git', ['-C', git, ...args])
+  const gitInstall = await cli(['install', '--git', git, '--app', 'foo', '--tag', '1.4.0', '--module-dir', modules])
+  t.is(gitInstall.exitCode, 77, gitInstall.stderr)
+  t.is(gitInstall.stderr.split('\n')[0], `localpuppet: ${loose}`)
+  t.false(installed())
+
+  const allowed = await cli(['install', archive, '--module-dir', modules, '--allow-untrusted'])
+  t.is(allowed.exitCode, 0, allowed.stderr)
+  t.is(allowed.stderr, `localpuppet: warning: --allow-untrusted: ${loose}`)
+  t.true(installed())
+
+  // The module dir is fine now; its .localpuppet belongs to the attacker.
+  await chmod(modules, 0o755)
+  await chown(join(modules, '.localpuppet'), uid!, uid!)
+  const own = await cli(['fetch', 'foo/tags/1.4.0', '--source', repo, '--module-dir', modules])
+  t.is(own.exitCode, 77)
+  t.regex(own.stderr, new RegExp(`^localpuppet: module directory ${modules}/.localpuppet is not trusted: owned by uid ${uid}`))
+  await chown(join(modules, '.localpuppet'), 0, 0)
+
+  // The <app>/tags the tag goes into is world-writable: the attacker could swap the tag after.
+  const other = join(dir, 'other')
+  await mkdir(join(other, 'foo', 'tags'), {recursive: true})
+  await chmod(join(other, 'foo', 'tags'), 0o777)
+  const tags = await cli(['install', archive, '--module-dir', other])
+  t.is(tags.exitCode, 77, tags.stderr)
+  t.regex(tags.stderr, new RegExp(`^localpuppet: foo/tags directory ${other}/foo/tags is not trusted: writable by group and others`))
+  t.false(existsSync(join(other, 'foo', 'tags', '1.4.0')))
+  const fetched = await cli(['fetch', 'foo/tags/1.4.0', '--source', repo, '--module-dir', other, '--allow-untrusted', '--json'])
+  t.is(fetched.exitCode, 0, fetched.stderr)
+  t.regex(JSON.parse(fetched.stdout).untrusted[0], /^foo\/tags directory .* is not trusted/)
+  t.true(existsSync(join(other, 'foo', 'tags', '1.4.0')))
+})
+
 asRoot('a forged puppet-paths.json makes neither disable overwrite nor enable delete a file of its choosing', async (t) => {
   const {dir, state, fake, env} = await setup(t)
   const victim = join(dir, 'victim')

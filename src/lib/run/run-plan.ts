@@ -2,6 +2,7 @@ import {stat} from 'node:fs/promises'
 import {basename, dirname, resolve} from 'node:path'
 
 import {type EncDocument, buildEncDocument, renderEncYaml} from '../enc/enc-document.js'
+import {moduleDirTrustPaths} from '../archive/install-record.js'
 import {verifyModulepath} from '../archive/verify.js'
 import {NotFoundError, UsageError, describeFsError} from '../errors.js'
 import type {NodeInput} from '../input/node-input.js'
@@ -98,17 +99,12 @@ export interface RunPlan {
 export async function buildRunPlan(input: NodeInput, options: PlanOptions, runId = RUN_ID_PLACEHOLDER): Promise<RunPlan> {
   const stateDir = resolve(options.stateDir)
   const allow = Boolean(options.allowUntrusted)
-  const untrusted = assertTrustedPaths(
-    [
-      {path: await realModuleDir(options.moduleDir), what: 'module directory'},
-      ...stateDirTrustPaths(stateDir),
-    ],
-    allow,
-  )
+  const seen = new Set<string>()
+  const untrusted = assertTrustedPaths([...moduleDirTrustPaths(await realModuleDir(options.moduleDir)), ...stateDirTrustPaths(stateDir)], allow, seen)
   const resolution = await resolveRelease(options.moduleDir, input.app, {allowMutable: options.allowMutable})
   // Every directory from the module directory down to each release root: a world-writable
   // <app>/tags lets anyone swap a tag.
-  untrusted.push(...assertTrustedPaths(resolution.modulepath.map((entry) => ({path: entry.path, what: `release ${entry.release}`, below: resolution.moduleDir})), allow))
+  untrusted.push(...assertTrustedPaths(resolution.modulepath.map((entry) => ({path: entry.path, what: `release ${entry.release}`, below: resolution.moduleDir})), allow, seen))
   const verification = await verifyModulepath(resolution.moduleDir, resolution.modulepath)
   const app = resolution.modulepath[0]
   const files = runFiles(stateDir, runId)
