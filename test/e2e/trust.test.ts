@@ -4,7 +4,7 @@ import {join} from 'node:path'
 
 import test from 'ava'
 
-import {FAKE_PUPPET, FIXTURES, cli} from '../helpers/cli.js'
+import {FAKE_PUPPET, FIXTURES, cli, statusJson} from '../helpers/cli.js'
 import {asHostile, hostileUid} from '../helpers/hostile-user.js'
 import {tempDir, writeTree} from '../helpers/temp.js'
 
@@ -217,6 +217,37 @@ test("a forged run.json cannot make log print another file: the log's path is de
   const linked = await cli(['log', '--state-dir', state])
   t.is(linked.exitCode, 66)
   t.regex(linked.stderr, /a symbolic link, not the run's log/)
+})
+
+test('a tag without an install record runs with a warning naming it, listed as unverified in plan --json and the run record', async (t) => {
+  const dir = await tempDir(t)
+  const {archive} = await demoArchive(dir)
+  const modules = join(dir, 'modules')
+  await mkdir(modules)
+  t.is((await cli(['install', archive, '--module-dir', modules])).exitCode, 0)
+  const fake = join(dir, 'fake')
+  await mkdir(fake)
+  const args = (command: string, ...extra: string[]) => [command, join(DEMO, 'input.yaml'), '--module-dir', modules, '--state-dir', join(dir, 'state'), '--puppet', FAKE_PUPPET, ...extra]
+  const env = {FAKE_PUPPET_DIR: fake, FAKE_PUPPET_SLEEP: '0'}
+  const recorded = JSON.parse((await cli(args('plan', '--json'))).stdout)
+  t.deepEqual(recorded.unverified, [])
+  t.deepEqual(recorded.verification.map((entry: {release: string}) => entry.release), ['foo/tags/1.4.0', 'dist/tags/2.0.1'])
+  const quiet = await cli(args('apply'), {env})
+  t.is(quiet.exitCode, 0, quiet.stderr)
+  t.notRegex(quiet.stderr, /install record/)
+
+  // What the report's attacker did: the record moved aside, so the tag is no longer verified.
+  await rename(join(modules, '.localpuppet', 'records', 'foo', 'tags', '1.4.0.json'), join(dir, 'record.json'))
+  const warning = `${modules}/foo/tags/1.4.0 has no install record, so it cannot be verified; install it with localpuppet install or remove it`
+  const plan = JSON.parse((await cli(args('plan', '--json'))).stdout)
+  t.deepEqual(plan.unverified, ['foo/tags/1.4.0'])
+  t.true(plan.warnings.includes(warning))
+  t.regex((await cli(args('plan'))).stdout, new RegExp(`^warning: ${warning.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}$`, 'm'))
+  const applied = await cli(args('apply'), {env})
+  t.is(applied.exitCode, 0, applied.stderr)
+  t.true(applied.stderr.split('\n').includes(`localpuppet: warning: ${warning}`), applied.stderr)
+  const {record} = await statusJson(join(dir, 'state'))
+  t.deepEqual(record.unverified, ['foo/tags/1.4.0'])
 })
 
 test('a tag that is a link to trunk is mutable: a tagged release depending on it is refused (or listed with --allow-mutable), pack refuses it', async (t) => {

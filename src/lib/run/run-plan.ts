@@ -62,6 +62,8 @@ export interface RunPlan {
   releases: ResolvedRelease[]
   /** Each tag on the modulepath that has an install record, checked against it before anything runs. */
   verification: Array<{release: string; verified: boolean}>
+  /** Tags on the modulepath with no install record (put there by hand, or swapped): nothing to verify them against; each is a warning. */
+  unverified: string[]
   allowMutable: boolean
   mutableEntries: string[]
   warnings: string[]
@@ -119,6 +121,12 @@ export async function buildRunPlan(input: NodeInput, options: PlanOptions, runId
     warnings.push(`--allow-mutable: ${app.release} runs with mutable ${resolution.mutableEntries.map((entry) => entry.ref).join(', ')}`)
   }
 
+  // A tag without an install record may be anything: it runs (a hand-made tag is no
+  // error; with --trust, install and fetch already refuse unsigned archives), but never
+  // silently.
+  const verified = new Set(verification.map((entry) => entry.release))
+  const unverified = resolution.modulepath.filter((entry) => entry.kind === 'tag' && !verified.has(entry.release))
+  for (const entry of unverified) warnings.push(`${entry.path} has no install record, so it cannot be verified; install it with localpuppet install or remove it`)
   if (puppetPath === null) warnings.push(`puppet not found: ${options.puppet}`)
   for (const problem of untrusted) warnings.push(`--allow-untrusted: ${problem}`)
 
@@ -159,6 +167,7 @@ export async function buildRunPlan(input: NodeInput, options: PlanOptions, runId
     modulepath,
     releases: resolution.modulepath,
     verification,
+    unverified: unverified.map((entry) => entry.release),
     allowMutable: Boolean(options.allowMutable),
     mutableEntries: resolution.mutableEntries.map((entry) => entry.ref),
     warnings,
