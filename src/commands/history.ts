@@ -34,7 +34,7 @@ export default class History extends BaseCommand {
       // A directory whose record is missing (a run killed while starting) is skipped; a
       // damaged one too, with a warning naming it.
       const record = await readRunRecord(stateDir, id).catch((error: unknown) => {
-        if (error instanceof DamagedRecordError) process.stderr.write(`localpuppet: warning: skipped: ${error.message}\n`)
+        if (error instanceof DamagedRecordError) this.warnLines([`skipped: ${error.message}`])
         else if (!(error instanceof NotFoundError)) throw error
         return null
       })
