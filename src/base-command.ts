@@ -23,6 +23,16 @@ export abstract class BaseCommand extends Command {
     this.argv = this.argv.slice(0, index)
   }
 
+  /** Warnings for a person, one line each on stderr (never in the output a program reads). */
+  protected warnLines(warnings: string[]): void {
+    for (const warning of warnings) process.stderr.write(`localpuppet: warning: ${warning}\n`)
+  }
+
+  /** --allow-untrusted: each trust problem it let through, as a warning on stderr. */
+  protected warnUntrusted(problems: string[]): void {
+    this.warnLines(problems.map((problem) => `--allow-untrusted: ${problem}`))
+  }
+
   protected override async catch(error: Error & {exitCode?: number}): Promise<never> {
     if (error instanceof Errors.ExitError) throw error
     // Anything thrown before parsing finished is oclif's parser refusing the command

@@ -10,6 +10,7 @@ export interface FetchFlagValues {
   source?: string
   trust?: string[]
   insecure: boolean
+  'allow-untrusted'?: boolean
 }
 
 /**
@@ -31,6 +32,7 @@ export async function fetchFromSource(refs: string[], flags: FetchFlagValues, op
       trust,
       insecure: flags.insecure,
       timeoutSeconds: options.timeoutSeconds,
+      allowUntrusted: flags['allow-untrusted'],
       onProgress: printer ? (p) => printer.update(p) : undefined,
     })
   } finally {

@@ -163,7 +163,7 @@ export abstract class AttemptCommand extends BaseCommand {
     }
 
     if (!this.jsonEnabled()) {
-      for (const warning of plan.warnings) process.stderr.write(`localpuppet: warning: ${warning}\n`)
+      this.warnLines(plan.warnings)
       this.log(reply.record.id)
       process.stderr.write(`localpuppet: run ${reply.record.id} of ${reply.record.release} started in the background; localpuppet status ${reply.record.id} --wait\n`)
     }
@@ -183,7 +183,7 @@ export abstract class AttemptCommand extends BaseCommand {
         onStart: json
           ? undefined
           : (record) => {
-              for (const warning of plan.warnings) process.stderr.write(`localpuppet: warning: ${warning}\n`)
+              this.warnLines(plan.warnings)
               process.stderr.write(`localpuppet: run ${record.id}: ${record.release}${record.splaySeconds ? ` (splay: waiting ${record.splaySeconds}s)` : ''}\n`)
             },
       })
@@ -212,7 +212,7 @@ export abstract class AttemptCommand extends BaseCommand {
   private async afterAttempt(stateDir: string, record: RunRecord | null, flags: AttemptFlagValues): Promise<void> {
     const {afterAttempt} = await import('../lib/metrics/attempt-metrics.js')
     const warning = await afterAttempt(stateDir, record, {metricsFile: flags['metrics-file'], puppet: flags.puppet, puppetArgs: this.passThrough})
-    if (warning) process.stderr.write(`localpuppet: warning: ${warning}\n`)
+    if (warning) this.warnLines([warning])
   }
 
   /** The background half of --detach: takes its orders over IPC, replies once the run has started. */

@@ -1,7 +1,7 @@
 import {Args, Flags} from '@oclif/core'
 
 import {BaseCommand, describeWithExitCodes} from '../base-command.js'
-import {moduleDirFlags, sourceFlags} from '../flags.js'
+import {moduleDirFlags, sourceFlags, trustFlags} from '../flags.js'
 import {FETCH_EXIT_CODES} from '../lib/exit-codes.js'
 import type {FetchResult} from '../lib/repository/fetch.js'
 
@@ -27,6 +27,7 @@ export default class Fetch extends BaseCommand {
   static override flags = {
     ...moduleDirFlags,
     ...sourceFlags,
+    ...trustFlags,
     timeout: Flags.integer({description: 'give up on a request that is silent this long (connect, headers, body), in seconds; retried', min: 1, default: 30, helpValue: 'SECONDS'}),
   }
 
@@ -35,6 +36,7 @@ export default class Fetch extends BaseCommand {
     const {fetchFromSource, describeFetch} = await import('../fetch-options.js')
     const json = this.jsonEnabled()
     const result = await fetchFromSource(argv as string[], flags, {timeoutSeconds: flags.timeout, progress: !json})
+    this.warnUntrusted(result.untrusted ?? [])
     if (!json) for (const line of await describeFetch(result)) this.log(line)
     return result
   }

@@ -1,10 +1,10 @@
 import {Flags} from '@oclif/core'
 
 import {BaseCommand, describeWithExitCodes} from '../base-command.js'
-import {stateFlags} from '../flags.js'
+import {stateFlags, trustFlags} from '../flags.js'
 import {DamagedRecordError, NotFoundError} from '../lib/errors.js'
 import {type RunRecord, settledRecord, listRunIds, readRunRecord} from '../lib/state/run-record.js'
-import {defaultStateDir} from '../lib/state/state-dir.js'
+import {assertTrustedStateDir, defaultStateDir} from '../lib/state/state-dir.js'
 import {isProcessAlive} from '../lib/util/process.js'
 import {renderHistory} from '../render/run-text.js'
 
@@ -12,18 +12,21 @@ export default class History extends BaseCommand {
   static override summary = 'List runs, newest first.'
   static override description = describeWithExitCodes('One line per run: id, state, release, start, duration, changed and failed counts. `--json` gives the run records.', [
     {code: 0, meaning: 'listed (also when there are no runs)'},
+    {code: 77, meaning: 'the state dir is owned by another user or writable by others (--allow-untrusted)'},
   ])
 
   static override examples = ['<%= config.bin %> history', '<%= config.bin %> history --limit 5 --json']
 
   static override flags = {
     ...stateFlags,
+    ...trustFlags,
     limit: Flags.integer({description: 'show at most this many runs', min: 1, default: 20, helpValue: 'N'}),
   }
 
   async run(): Promise<RunRecord[]> {
     const {flags} = await this.parse(History)
     const stateDir = flags['state-dir'] ?? defaultStateDir()
+    this.warnUntrusted(assertTrustedStateDir(stateDir, flags['allow-untrusted']))
     const ids = (await listRunIds(stateDir)).reverse()
     const records: RunRecord[] = []
     for (const id of ids) {
@@ -31,7 +34,7 @@ export default class History extends BaseCommand {
       // A directory whose record is missing (a run killed while starting) is skipped; a
       // damaged one too, with a warning naming it.
       const record = await readRunRecord(stateDir, id).catch((error: unknown) => {
-        if (error instanceof DamagedRecordError) process.stderr.write(`localpuppet: warning: skipped: ${error.message}\n`)
+        if (error instanceof DamagedRecordError) this.warnLines([`skipped: ${error.message}`])
         else if (!(error instanceof NotFoundError)) throw error
         return null
       })

@@ -1,7 +1,7 @@
 import {Args, Flags} from '@oclif/core'
 
 import {BaseCommand, describeWithExitCodes} from '../base-command.js'
-import {moduleDirFlags} from '../flags.js'
+import {moduleDirFlags, trustFlags} from '../flags.js'
 import {UsageError} from '../lib/errors.js'
 import {INSTALL_EXIT_CODES} from '../lib/exit-codes.js'
 import type {InstallResult} from '../lib/archive/install-archive.js'
@@ -26,6 +26,7 @@ export default class Install extends BaseCommand {
   static override args = {archive: Args.string({description: 'the .tar.gz made by pack; - reads standard input'})}
   static override flags = {
     ...moduleDirFlags,
+    ...trustFlags,
     trust: Flags.string({description: 'require a signature by this public key (PEM file, or a directory of them); repeatable (env LOCALPUPPET_TRUST, config trust)', multiple: true, helpValue: 'PUB.pem'}),
     git: Flags.string({description: 'install a git tag from this repository (path or URL) instead of an archive', helpValue: 'REPO'}),
     app: Flags.string({description: 'with --git: the app name', helpValue: 'NAME'}),
@@ -40,15 +41,16 @@ export default class Install extends BaseCommand {
       if (args.archive !== undefined) throw new UsageError('give an ARCHIVE or --git, not both')
       if (!flags.app || !flags.tag) throw new UsageError('--git needs --app NAME and --tag TAG')
       const {installGitTag} = await import('../lib/archive/install-git.js')
-      result = await installGitTag({moduleDir, repo: flags.git, app: flags.app, tag: flags.tag})
+      result = await installGitTag({moduleDir, repo: flags.git, app: flags.app, tag: flags.tag, allowUntrusted: flags['allow-untrusted']})
     } else {
       if (args.archive === undefined) throw new UsageError('name an ARCHIVE (or - for standard input), or use --git')
       const [{installArchive}, {openArchive}] = await Promise.all([import('../lib/archive/install-archive.js'), import('../lib/archive/open-archive.js')])
       const {stream, label} = await openArchive(args.archive)
       const {settingList} = await import('../lib/config/settings.js')
-      result = await installArchive(stream, label, {moduleDir, trust: await settingList('trust', flags.trust)})
+      result = await installArchive(stream, label, {moduleDir, trust: await settingList('trust', flags.trust), allowUntrusted: flags['allow-untrusted']})
     }
 
+    this.warnUntrusted(result.untrusted)
     for (const release of result.installed) this.log(`installed ${release}`)
     for (const release of result.replaced) this.log(`replaced ${release}`)
     for (const release of result.unchanged) this.log(`unchanged ${release} (already installed with the same content)`)

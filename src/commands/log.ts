@@ -5,11 +5,11 @@ import {pipeline} from 'node:stream/promises'
 import {Args} from '@oclif/core'
 
 import {BaseCommand, describeWithExitCodes} from '../base-command.js'
-import {stateFlags} from '../flags.js'
+import {stateFlags, trustFlags} from '../flags.js'
 import {NotFoundError, describeFsError} from '../lib/errors.js'
 import {assertRunId} from '../lib/state/run-id.js'
 import {latestRunId, readRunRecord} from '../lib/state/run-record.js'
-import {defaultStateDir, runFiles} from '../lib/state/state-dir.js'
+import {assertTrustedStateDir, defaultStateDir, runFiles} from '../lib/state/state-dir.js'
 
 export default class Log extends BaseCommand {
   static override enableJsonFlag = false
@@ -18,6 +18,7 @@ export default class Log extends BaseCommand {
     {code: 0, meaning: 'printed'},
     {code: 65, meaning: 'the run record (run.json) is damaged'},
     {code: 66, meaning: 'no such run, no runs yet, or its log is gone'},
+    {code: 77, meaning: 'the state dir is owned by another user or writable by others (--allow-untrusted)'},
   ])
 
   static override examples = ['<%= config.bin %> log', '<%= config.bin %> log 20261122T091631.123Z-4f2a | less']
@@ -26,11 +27,12 @@ export default class Log extends BaseCommand {
     runId: Args.string({name: 'RUN_ID', description: 'the run whose log to print [default: the newest]'}),
   }
 
-  static override flags = stateFlags
+  static override flags = {...stateFlags, ...trustFlags}
 
   async run(): Promise<void> {
     const {args, flags} = await this.parse(Log)
     const stateDir = flags['state-dir'] ?? defaultStateDir()
+    this.warnUntrusted(assertTrustedStateDir(stateDir, flags['allow-untrusted']))
     const id = args.runId === undefined ? await latestRunId(stateDir) : assertRunId(args.runId)
     // The record must be a record; the log's path is derived, never taken from it (a
     // forged run.json must not make root print /etc/shadow).

@@ -42,6 +42,7 @@ export default class Plan extends BaseCommand {
     if (!this.jsonEnabled()) {
       const {renderPlan} = await import('../render/plan-text.js')
       this.log(renderPlan(plan))
+      this.warnLines(plan.warnings)
     }
 
     return plan

@@ -1,14 +1,14 @@
 import {Args, Flags} from '@oclif/core'
 
 import {BaseCommand, describeWithExitCodes} from '../base-command.js'
-import {puppetFlags, stateFlags} from '../flags.js'
+import {puppetFlags, stateFlags, trustFlags} from '../flags.js'
 import {settingString} from '../lib/config/settings.js'
-import {NotFoundError} from '../lib/errors.js'
+import {NotFoundError, UntrustedPathError} from '../lib/errors.js'
 import {ExitCode, STATUS_EXIT_CODES} from '../lib/exit-codes.js'
 import {type CheckResult, DEFAULT_CHECK_CRIT, DEFAULT_CHECK_WARN} from '../lib/metrics/nagios-check.js'
 import {assertRunId} from '../lib/state/run-id.js'
 import {type RunRecord, readRunRecord, settledRecord} from '../lib/state/run-record.js'
-import {defaultStateDir} from '../lib/state/state-dir.js'
+import {assertTrustedStateDir, defaultStateDir} from '../lib/state/state-dir.js'
 import {isProcessAlive} from '../lib/util/process.js'
 import {renderRunRecord} from '../render/run-text.js'
 
@@ -47,6 +47,7 @@ export default class Status extends BaseCommand {
 
   static override flags = {
     ...stateFlags,
+    ...trustFlags,
     wait: Flags.boolean({description: 'wait until the run is no longer running'}),
     timeout: Flags.integer({description: 'with --wait: give up after this many seconds (exit 75)', min: 1, dependsOn: ['wait'], helpValue: 'SECONDS'}),
     input: Flags.string({
@@ -72,7 +73,9 @@ export default class Status extends BaseCommand {
       import('../lib/puppet/agent-lock.js'),
       import('../lib/input/pointer.js'),
     ])
-    if (flags.check) return this.check(stateDir, flags.warn ?? DEFAULT_CHECK_WARN, flags.crit ?? DEFAULT_CHECK_CRIT, flags.puppet)
+    if (flags.check) return this.check(stateDir, flags.warn ?? DEFAULT_CHECK_WARN, flags.crit ?? DEFAULT_CHECK_CRIT, flags.puppet, flags['allow-untrusted'])
+    // A forged record in a state dir others can write must not be believed (77).
+    this.warnUntrusted(assertTrustedStateDir(stateDir, flags['allow-untrusted']))
 
     let id: string
     let node = await readNodeState(stateDir)
@@ -104,7 +107,7 @@ export default class Status extends BaseCommand {
   }
 
   /** --check: never throws; anything it cannot read is UNKNOWN (3), as plugins must. */
-  private async check(stateDir: string, warn: string, crit: string, puppet: string): Promise<CheckResult> {
+  private async check(stateDir: string, warn: string, crit: string, puppet: string, allowUntrusted: boolean): Promise<CheckResult> {
     const [{checkNode}, {readNodeState}, {disabledState}, {parseDuration}] = await Promise.all([
       import('../lib/metrics/nagios-check.js'),
       import('../lib/state/node-state.js'),
@@ -114,10 +117,13 @@ export default class Status extends BaseCommand {
     const [warnMs, critMs] = [parseDuration(warn, '--warn'), parseDuration(crit, '--crit')]
     let result: CheckResult
     try {
+      this.warnUntrusted(assertTrustedStateDir(stateDir, allowUntrusted))
       const [node, disabled] = await Promise.all([readNodeState(stateDir), disabledState(puppet, this.passThrough, stateDir)])
       result = checkNode(node, disabled, warnMs, critMs)
     } catch (error) {
-      result = {status: 'UNKNOWN', exitCode: 3, line: `LOCALPUPPET UNKNOWN - cannot read ${stateDir}: ${(error as Error).message}`, ageSeconds: null}
+      // An untrusted state dir names itself, its owner, mode and fix: that line as it is.
+      const what = error instanceof UntrustedPathError ? '' : `cannot read ${stateDir}: `
+      result = {status: 'UNKNOWN', exitCode: 3, line: `LOCALPUPPET UNKNOWN - ${what}${(error as Error).message}`, ageSeconds: null}
     }
 
     if (!this.jsonEnabled()) this.log(result.line)

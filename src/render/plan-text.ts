@@ -31,6 +31,5 @@ export function renderPlan(plan: RunPlan): string {
     chalk.bold('command'),
     `  ${env}${plan.command.map((word) => shellQuote(word)).join(' ')}`,
   ]
-  if (plan.warnings.length > 0) lines.push('', ...plan.warnings.map((warning) => chalk.yellow(`warning: ${warning}`)))
   return lines.join('\n')
 }

@@ -226,3 +226,16 @@ test('--on-finish reads the record from /dev/stdin, and a hook that leaves a pro
   t.is(refused.exitCode, 66)
   t.is(await readFile(out, 'utf8'), 'refused 66\n')
 })
+
+test("--on-finish: a hook that allocates past the 1 GiB bound is stopped; the run stays succeeded and the hook's failure is in the log", async (t) => {
+  const {apply, state} = await setup(t)
+  const result = await apply('--on-finish', `awk 'BEGIN { s = "x"; while (length(s) < 1536 * 1024 * 1024) s = s s; print "allocated" }'`)
+  t.is(result.exitCode, 0, result.stderr)
+  const {exitCode, record} = await statusJson(state)
+  t.is(exitCode, 0)
+  t.is(record.state, 'succeeded')
+  const log = await readFile(record.log, 'utf8')
+  t.regex(log, /on-finish hook failed \(exit \d+\)/)
+  t.regex(log, /on-finish: awk: .*out of memory/)
+  t.notRegex(log, /^on-finish: allocated/m)
+})

@@ -27,6 +27,7 @@ test('pack, publish (signed), fetch from nginx into an empty module dir, verify,
     source: `${nginx.url}/`,
     releases: [{release: 'foo/tags/1.4.0', ref: 'foo@^1.3', status: 'installed', bytes: JSON.parse(fetched.stdout).releases[0].bytes, modulepath: ['foo/tags/1.4.0', 'dist/tags/2.0.1']}],
     signedBy: JSON.parse(fetched.stdout).signedBy,
+    untrusted: [],
   })
   t.true(JSON.parse(fetched.stdout).releases[0].bytes > 0)
 

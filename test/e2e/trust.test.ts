@@ -4,7 +4,7 @@ import {join} from 'node:path'
 
 import test from 'ava'
 
-import {FAKE_PUPPET, FIXTURES, cli} from '../helpers/cli.js'
+import {FAKE_PUPPET, FIXTURES, cli, statusJson} from '../helpers/cli.js'
 import {asHostile, hostileUid} from '../helpers/hostile-user.js'
 import {tempDir, writeTree} from '../helpers/temp.js'
 
@@ -76,6 +76,70 @@ asRoot('a world-writable module dir: the swapped tag is never run (77)', async (
   t.regex(whole.stderr, /^localpuppet: module directory .*modules is not trusted/)
 })
 
+/** The demo's foo 1.4.0 packed, and published (unsigned) into a directory repository. */
+async function demoArchive(dir: string): Promise<{archive: string; repo: string}> {
+  const archive = join(dir, 'foo-1.4.0.tar.gz')
+  const packed = await cli(['pack', 'foo/tags/1.4.0', '--module-dir', join(DEMO, 'modules'), '-o', archive])
+  if (packed.exitCode !== 0) throw new Error(packed.stderr)
+  const repo = join(dir, 'repo')
+  const published = await cli(['publish', archive, '--repo', repo])
+  if (published.exitCode !== 0) throw new Error(published.stderr)
+  return {archive, repo}
+}
+
+asRoot('install, install --git and fetch refuse a module dir (or its .localpuppet, or the <app>/tags they write into) others can write (77); --allow-untrusted installs with a warning', async (t) => {
+  const dir = await tempDir(t)
+  await chmod(dir, 0o755)
+  const {archive, repo} = await demoArchive(dir)
+  const modules = join(dir, 'modules')
+  await mkdir(modules, {mode: 0o777})
+  await chmod(modules, 0o777)
+  const installed = () => existsSync(join(modules, 'foo', 'tags', '1.4.0'))
+  const loose = `module directory ${modules} is not trusted: writable by group and others (owner uid 0, mode 0777); fix: chmod go-w ${modules}`
+  const install = await cli(['install', archive, '--module-dir', modules])
+  t.is(install.exitCode, 77, install.stderr)
+  t.is(install.stderr.split('\n')[0], `localpuppet: ${loose}`)
+  const fetch = await cli(['fetch', 'foo/tags/1.4.0', '--source', repo, '--module-dir', modules])
+  t.is(fetch.exitCode, 77, fetch.stderr)
+  t.is(fetch.stderr.split('\n')[0], `localpuppet: ${loose}`)
+  t.false(existsSync(join(modules, '.localpuppet')), 'fetch wrote nothing, not even its downloads directory')
+  // A git repository of the same tree.
+  const git = join(dir, 'git')
+  await cp(join(DEMO, 'modules', 'foo', 'tags', '1.4.0'), git, {recursive: true})
+  const {execFileSync} = await import('node:child_process')
+  for (const args of [['init', '-q'], ['add', '-A'], ['-c', 'user.name=t', '-c', 'user.email=t@t', 'commit', '-qm', 'x'], ['tag', '1.4.0']]) execFileSync('git', ['-C', git, ...args])
+  const gitInstall = await cli(['install', '--git', git, '--app', 'foo', '--tag', '1.4.0', '--module-dir', modules])
+  t.is(gitInstall.exitCode, 77, gitInstall.stderr)
+  t.is(gitInstall.stderr.split('\n')[0], `localpuppet: ${loose}`)
+  t.false(installed())
+
+  const allowed = await cli(['install', archive, '--module-dir', modules, '--allow-untrusted'])
+  t.is(allowed.exitCode, 0, allowed.stderr)
+  t.is(allowed.stderr, `localpuppet: warning: --allow-untrusted: ${loose}`)
+  t.true(installed())
+
+  // The module dir is fine now; its .localpuppet belongs to the attacker.
+  await chmod(modules, 0o755)
+  await chown(join(modules, '.localpuppet'), uid!, uid!)
+  const own = await cli(['fetch', 'foo/tags/1.4.0', '--source', repo, '--module-dir', modules])
+  t.is(own.exitCode, 77)
+  t.regex(own.stderr, new RegExp(`^localpuppet: module directory ${modules}/.localpuppet is not trusted: owned by uid ${uid}`))
+  await chown(join(modules, '.localpuppet'), 0, 0)
+
+  // The <app>/tags the tag goes into is world-writable: the attacker could swap the tag after.
+  const other = join(dir, 'other')
+  await mkdir(join(other, 'foo', 'tags'), {recursive: true})
+  await chmod(join(other, 'foo', 'tags'), 0o777)
+  const tags = await cli(['install', archive, '--module-dir', other])
+  t.is(tags.exitCode, 77, tags.stderr)
+  t.regex(tags.stderr, new RegExp(`^localpuppet: foo/tags directory ${other}/foo/tags is not trusted: writable by group and others`))
+  t.false(existsSync(join(other, 'foo', 'tags', '1.4.0')))
+  const fetched = await cli(['fetch', 'foo/tags/1.4.0', '--source', repo, '--module-dir', other, '--allow-untrusted', '--json'])
+  t.is(fetched.exitCode, 0, fetched.stderr)
+  t.regex(JSON.parse(fetched.stdout).untrusted[0], /^foo\/tags directory .* is not trusted/)
+  t.true(existsSync(join(other, 'foo', 'tags', '1.4.0')))
+})
+
 asRoot('a forged puppet-paths.json makes neither disable overwrite nor enable delete a file of its choosing', async (t) => {
   const {dir, state, fake, env} = await setup(t)
   const victim = join(dir, 'victim')
@@ -96,6 +160,45 @@ asRoot('a forged puppet-paths.json makes neither disable overwrite nor enable de
   t.true(existsSync(victim), 'enable did not delete the victim')
 })
 
+asRoot('status, history and log refuse a state dir another user owns or others can write (77); status --check says UNKNOWN; --allow-untrusted reads it with a warning', async (t) => {
+  const {dir, state, run} = await setup(t)
+  t.is((await run('apply')).exitCode, 0)
+  const read = (...args: string[]) => cli([...args, '--state-dir', state])
+  // The attack of the report: a forged run (record and log) in a state dir the attacker owns.
+  const [id] = readdirSync(join(state, 'runs'))
+  const forged = join(dir, 'forged')
+  await cp(join(state, 'runs', id), forged, {recursive: true})
+  await chmod(forged, 0o755)
+  await chmod(join(forged, 'run.json'), 0o644)
+  await chown(state, uid!, uid!)
+  asHostile(`cd ${state} && mv runs runs.old && mkdir -p runs/${id} && cp ${forged}/run.json runs/${id}/ && printf 'root:forged\\n' > runs/${id}/puppet.log`)
+  const owned = `state directory ${state} is not trusted: owned by uid ${uid}, not root or uid 0 (owner uid ${uid}, mode 0700); fix: chown root ${state}`
+  for (const command of ['status', 'history', 'log']) {
+    const refused = await read(command)
+    t.is(refused.exitCode, 77, `${command}: ${refused.stderr}`)
+    t.is(refused.stderr.split('\n')[0], `localpuppet: ${owned}`, command)
+    t.false(refused.stdout.includes('forged'), `${command} printed nothing from the state dir`)
+  }
+
+  const check = await read('status', '--check')
+  t.is(check.exitCode, 3)
+  t.is(check.stdout, `LOCALPUPPET UNKNOWN - ${owned}`)
+  const allowed = await read('log', '--allow-untrusted')
+  t.is(allowed.exitCode, 0, allowed.stderr)
+  t.is(allowed.stdout, 'root:forged')
+  t.is(allowed.stderr, `localpuppet: warning: --allow-untrusted: ${owned}`)
+  t.is((await read('history', '--allow-untrusted', '--json')).exitCode, 0)
+
+  // Root's own state dir with a runs/ others can write is refused alike.
+  await chown(state, 0, 0)
+  await chown(join(state, 'runs'), 0, 0)
+  await chmod(join(state, 'runs'), 0o777)
+  const runs = await read('status')
+  t.is(runs.exitCode, 77)
+  t.regex(runs.stderr, new RegExp(`^localpuppet: state directory ${state}/runs is not trusted: writable by group and others`))
+  t.is((await read('status', '--check')).exitCode, 3)
+})
+
 test("a forged run.json cannot make log print another file: the log's path is derived", async (t) => {
   const {state, run} = await setup(t)
   const result = await run('apply', '--json')
@@ -114,6 +217,39 @@ test("a forged run.json cannot make log print another file: the log's path is de
   const linked = await cli(['log', '--state-dir', state])
   t.is(linked.exitCode, 66)
   t.regex(linked.stderr, /a symbolic link, not the run's log/)
+})
+
+test('a tag without an install record runs with a warning naming it, listed as unverified in plan --json and the run record', async (t) => {
+  const dir = await tempDir(t)
+  const {archive} = await demoArchive(dir)
+  const modules = join(dir, 'modules')
+  await mkdir(modules)
+  t.is((await cli(['install', archive, '--module-dir', modules])).exitCode, 0)
+  const fake = join(dir, 'fake')
+  await mkdir(fake)
+  const args = (command: string, ...extra: string[]) => [command, join(DEMO, 'input.yaml'), '--module-dir', modules, '--state-dir', join(dir, 'state'), '--puppet', FAKE_PUPPET, ...extra]
+  const env = {FAKE_PUPPET_DIR: fake, FAKE_PUPPET_SLEEP: '0'}
+  const recorded = JSON.parse((await cli(args('plan', '--json'))).stdout)
+  t.deepEqual(recorded.unverified, [])
+  t.deepEqual(recorded.verification.map((entry: {release: string}) => entry.release), ['foo/tags/1.4.0', 'dist/tags/2.0.1'])
+  const quiet = await cli(args('apply'), {env})
+  t.is(quiet.exitCode, 0, quiet.stderr)
+  t.notRegex(quiet.stderr, /install record/)
+
+  // What the report's attacker did: the record moved aside, so the tag is no longer verified.
+  await rename(join(modules, '.localpuppet', 'records', 'foo', 'tags', '1.4.0.json'), join(dir, 'record.json'))
+  const warning = `${modules}/foo/tags/1.4.0 has no install record, so it cannot be verified; install it with localpuppet install or remove it`
+  const plan = JSON.parse((await cli(args('plan', '--json'))).stdout)
+  t.deepEqual(plan.unverified, ['foo/tags/1.4.0'])
+  t.true(plan.warnings.includes(warning))
+  const text = await cli(args('plan'))
+  t.is(text.stderr, `localpuppet: warning: ${warning}`)
+  t.false(text.stdout.includes('install record'), 'the plan itself (stdout) stays what will run')
+  const applied = await cli(args('apply'), {env})
+  t.is(applied.exitCode, 0, applied.stderr)
+  t.true(applied.stderr.split('\n').includes(`localpuppet: warning: ${warning}`), applied.stderr)
+  const {record} = await statusJson(join(dir, 'state'))
+  t.deepEqual(record.unverified, ['foo/tags/1.4.0'])
 })
 
 test('a tag that is a link to trunk is mutable: a tagged release depending on it is refused (or listed with --allow-mutable), pack refuses it', async (t) => {

@@ -25,11 +25,15 @@ export interface InstallOptions {
   /** --trust: key files or directories; the default trust directory is added when it exists. */
   trust?: string[]
   trustDir?: string | null
+  /** --allow-untrusted: install into a module directory others can write (see Staging.open). */
+  allowUntrusted?: boolean
 }
 
 export interface InstallResult extends CommitResult {
   release: string
   signedBy: string | null
+  /** The trust problems --allow-untrusted let through (module dir, `.localpuppet`, `<app>/tags`). */
+  untrusted: string[]
 }
 
 /** Entry types that are plain data; everything else (links, devices, FIFOs) is refused. */
@@ -55,7 +59,7 @@ export async function installArchive(source: Readable, label: string, options: I
 
 async function install(source: Readable, label: string, options: InstallOptions): Promise<InstallResult> {
   const trusted = await loadTrustedKeys(options.trust ?? [], options.trustDir)
-  const staging = await Staging.open(options.moduleDir).catch((error: unknown) => {
+  const staging = await Staging.open(options.moduleDir, options).catch((error: unknown) => {
     throw describeInstallError(error, options.moduleDir)
   })
   try {
@@ -63,7 +67,7 @@ async function install(source: Readable, label: string, options: InstallOptions)
     // Dependencies first: a release never appears before what it needs.
     const releases = [...index.releases].reverse().map((entry) => ({...entry, dirs: entry.dirs ?? [], mutable: parseReleasePath(entry.release)?.kind !== 'tag'}))
     const result = await staging.commit(releases, {type: 'archive', path: label, sha256}, signedBy)
-    return {...result, release: index.release, signedBy}
+    return {...result, release: index.release, signedBy, untrusted: staging.untrusted}
   } catch (error) {
     throw describeInstallError(error, options.moduleDir)
   } finally {

@@ -18,6 +18,8 @@ export interface GitInstallOptions {
   repo: string
   app: string
   tag: string
+  /** --allow-untrusted: install into a module directory others can write (see Staging.open). */
+  allowUntrusted?: boolean
 }
 
 /**
@@ -29,7 +31,7 @@ export async function installGitTag(options: GitInstallOptions): Promise<Install
   if (!/^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$/.test(options.app)) throw new UsageError(`--app ${JSON.stringify(options.app)}: not a valid app name`)
   if (!isValidVersionName(options.tag)) throw new UsageError(`--tag ${JSON.stringify(options.tag)}: not a valid tag name`)
   const release = `${options.app}/tags/${options.tag}`
-  const staging = await Staging.open(options.moduleDir).catch((error: unknown) => {
+  const staging = await Staging.open(options.moduleDir, options).catch((error: unknown) => {
     throw describeInstallError(error, options.moduleDir)
   })
   try {
@@ -37,7 +39,7 @@ export async function installGitTag(options: GitInstallOptions): Promise<Install
     const commit = (await git(['-C', repoDir, 'rev-parse', '--verify', '--quiet', `refs/tags/${options.tag}^{commit}`], `tag ${options.tag} in ${options.repo}`)).trim()
     const files = await exportTree(repoDir, commit, release, staging)
     const result = await staging.commit([{release, digest: treeDigest(files), files, mutable: false}], {type: 'git', repo: options.repo, tag: options.tag, commit}, null)
-    return {...result, release, signedBy: null, commit}
+    return {...result, release, signedBy: null, untrusted: staging.untrusted, commit}
   } catch (error) {
     throw describeInstallError(error, options.moduleDir)
   } finally {

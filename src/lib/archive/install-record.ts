@@ -2,6 +2,7 @@ import {mkdir, readFile, readdir} from 'node:fs/promises'
 import {join} from 'node:path'
 
 import {writeFileAtomic} from '../util/atomic-write.js'
+import {type TrustOptions, assertTrustedPaths} from '../util/trusted-path.js'
 import type {TreeFile} from './release-tree.js'
 
 /**
@@ -33,6 +34,28 @@ export interface InstallRecord {
 
 export function localpuppetDir(moduleDir: string): string {
   return join(moduleDir, LOCALPUPPET_DIR)
+}
+
+/**
+ * What an install writes into and a run believes: the module directory (and the path to
+ * it) and localpuppet's own directory in it (install records, the lock, staging). Whoever
+ * can write either can swap a tag, or forge the record it is verified against.
+ */
+export function moduleDirTrustPaths(moduleDir: string): Array<{path: string} & TrustOptions> {
+  const own = localpuppetDir(moduleDir)
+  return [
+    {path: moduleDir, what: 'module directory'},
+    {path: own, what: 'module directory', below: moduleDir},
+    {path: join(own, 'records'), what: 'install records directory', below: own},
+  ]
+}
+
+/**
+ * Refuses (UntrustedPathError, 77) a module directory another user owns or others can
+ * write, unless `allow` (--allow-untrusted); returns the problems allowed.
+ */
+export function assertTrustedModuleDir(moduleDir: string, allow = false, seen?: Set<string>): string[] {
+  return assertTrustedPaths(moduleDirTrustPaths(moduleDir), allow, seen)
 }
 
 /** `<module-dir>/.localpuppet/records/foo/tags/1.0.0.json` */

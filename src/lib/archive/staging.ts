@@ -9,7 +9,8 @@ import {assertReleasesNotInUse} from '../release/in-use.js'
 import {RunLock} from '../state/lock.js'
 import {faultPoint} from '../util/fault.js'
 import {asIoError} from '../util/io-error.js'
-import {type InstallRecord, type InstallSource, localpuppetDir, readInstallRecord, recordPath, writeInstallRecord} from './install-record.js'
+import {assertTrustedPaths} from '../util/trusted-path.js'
+import {type InstallRecord, type InstallSource, assertTrustedModuleDir, localpuppetDir, readInstallRecord, recordPath, writeInstallRecord} from './install-record.js'
 import {type TreeFile, readReleaseContent, treeDigest} from './release-tree.js'
 
 /** A release fully written and checked in staging, ready to be renamed into place. */
@@ -48,6 +49,11 @@ export class Staging {
     readonly dir: string,
     private readonly lock: RunLock,
     private readonly createdLocalpuppetDir: boolean,
+    private readonly allowUntrusted: boolean,
+    /** The trust problems --allow-untrusted let through. */
+    readonly untrusted: string[],
+    /** The directories they are about, each reported once. */
+    private readonly untrustedPaths: Set<string>,
   ) {}
 
   /** Directories already made in staging: one mkdir per directory, not one per file. */
@@ -55,7 +61,11 @@ export class Staging {
   /** Files being written: closed by close() when an install stops half way (a full disk frees nothing while they are open). */
   private readonly open = new Set<number>()
 
-  static async open(moduleDir: string): Promise<Staging> {
+  /** Refuses (77) a module directory others could write, unless `allowUntrusted` (--allow-untrusted). */
+  static async open(moduleDir: string, options: {allowUntrusted?: boolean} = {}): Promise<Staging> {
+    const allow = Boolean(options.allowUntrusted)
+    const seen = new Set<string>()
+    const untrusted = assertTrustedModuleDir(moduleDir, allow, seen)
     const own = localpuppetDir(moduleDir)
     let created = false
     try {
@@ -75,7 +85,7 @@ export class Staging {
       await rm(root, {recursive: true, force: true})
       const dir = join(root, `${process.pid}-${randomBytes(4).toString('hex')}`)
       await mkdir(dir, {recursive: true, mode: 0o700})
-      return new Staging(moduleDir, dir, lock, created)
+      return new Staging(moduleDir, dir, lock, created, allow, untrusted, seen)
     } catch (error) {
       // A full disk here must not leave the lock or an empty staging directory behind.
       await rm(join(own, 'staging'), {recursive: true, force: true}).catch(() => {})
@@ -149,6 +159,11 @@ export class Staging {
    * written; its install record is written after it.
    */
   async commit(releases: StagedRelease[], source: InstallSource, signedBy: string | null): Promise<CommitResult> {
+    // Where each release appears (`<app>/tags`, `<app>`): whoever can write there can swap
+    // it, or what is already there. Checked before anything is read or moved.
+    const places = [...new Set(releases.map((release) => dirname(release.release)))].map((place) => ({path: join(this.moduleDir, place), what: `${place} directory`, below: this.moduleDir}))
+    this.untrusted.push(...assertTrustedPaths(places, this.allowUntrusted, this.untrustedPaths))
+
     const result: CommitResult = {installed: [], unchanged: [], replaced: []}
     const actions: Array<{release: StagedRelease; action: 'install' | 'replace' | 'unchanged'}> = []
     for (const release of releases) {

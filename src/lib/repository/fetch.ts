@@ -25,6 +25,8 @@ export interface FetchOptions {
   /** Progress of each download: bytes so far of total. */
   onProgress?: (progress: {release: string; bytes: number; total: number}) => void
   env?: NodeJS.ProcessEnv
+  /** --allow-untrusted: install into a module directory others can write (see Staging.open). */
+  allowUntrusted?: boolean
 }
 
 export interface FetchedRelease {
@@ -44,6 +46,8 @@ export interface FetchResult {
   releases: FetchedRelease[]
   /** The trusted key that signed the index, or null when no key is trusted. */
   signedBy: string | null
+  /** The trust problems --allow-untrusted let through (module dir, `.localpuppet`, `<app>/tags`). */
+  untrusted?: string[]
 }
 
 /** A release repository (index.json plus archives) read through a transport. */
@@ -75,6 +79,7 @@ export class RepositorySource implements ReleaseSource {
     const {index, signedBy} = await this.readIndex(keys)
     const wanted = refs.map((text) => this.resolve(index, parseReleaseRef(text, 'fetch')))
     const releases: FetchedRelease[] = []
+    const untrusted: string[] = []
     for (const {ref, app, tag} of wanted) {
       const release = `${app}/tags/${tag}`
       if (releases.some((r) => r.release === release)) continue
@@ -85,12 +90,13 @@ export class RepositorySource implements ReleaseSource {
       }
 
       const installed = await this.install(release, published, options)
+      untrusted.push(...installed.untrusted.filter((problem) => !untrusted.includes(problem)))
       // Tags put there by hand (no install record) with the same content are left as they are.
       const status = installed.installed.length + installed.replaced.length > 0 ? 'installed' : 'already present'
       releases.push({release, ref, status, bytes: published.size, modulepath: published.modulepath})
     }
 
-    return {source: this.label, releases, signedBy}
+    return {source: this.label, releases, signedBy, untrusted}
   }
 
   /** index.json (and, when keys are trusted, its signature, which must verify). */
@@ -183,7 +189,7 @@ export class RepositorySource implements ReleaseSource {
       const digests = Object.fromEntries(index.releases.map((r) => [r.release, r.digest]))
       const same = index.release === release && index.modulepath.length === published.modulepath.length && published.modulepath.every((r, i) => index.modulepath[i] === r && digests[r] === published.digests[r])
       if (!same) throw new ReleaseError(`${where}: holds ${index.release} (${index.modulepath.join(', ')}), not what the index says for ${release}; refused`)
-      return await installArchive(createReadStream(temp, {highWaterMark: 1024 * 1024}), where, {moduleDir: options.moduleDir, trust: options.trust, trustDir: options.trustDir})
+      return await installArchive(createReadStream(temp, {highWaterMark: 1024 * 1024}), where, {moduleDir: options.moduleDir, trust: options.trust, trustDir: options.trustDir, allowUntrusted: options.allowUntrusted})
     } finally {
       await rm(temp, {force: true})
     }

@@ -60,11 +60,18 @@ export async function openSource(spec: string, options: Pick<FetchOptions, 'time
   }
 }
 
-/** Fetches refs from a source (opened, used, closed): what `fetch` and `apply --fetch` call. */
+/**
+ * Fetches refs from a source (opened, used, closed): what `fetch` and `apply --fetch` call.
+ * The module directory must be trusted first (77, or --allow-untrusted): its install
+ * records decide what is already present.
+ */
 export async function fetchReleases(source: string, refs: string[], options: FetchOptions): Promise<FetchResult> {
+  const {assertTrustedModuleDir} = await import('../archive/install-record.js')
+  const untrusted = assertTrustedModuleDir(options.moduleDir, options.allowUntrusted)
   const opened = await openSource(source, options)
   try {
-    return await opened.fetch(refs, options)
+    const result = await opened.fetch(refs, options)
+    return {...result, untrusted: [...new Set([...untrusted, ...(result.untrusted ?? [])])]}
   } finally {
     await opened.close()
   }

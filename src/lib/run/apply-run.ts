@@ -270,6 +270,7 @@ export function planRecord(plan: RunPlan, started: Date, fields: Partial<RunReco
     allowUntrusted: plan.allowUntrusted,
     untrusted: plan.untrusted,
     mutableEntries: plan.mutableEntries,
+    unverified: plan.unverified,
     facts: plan.facts,
     environment: plan.environment,
     manifest: plan.manifest.path,

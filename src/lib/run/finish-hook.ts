@@ -11,6 +11,12 @@ import {startChild} from './child.js'
 export const FINISH_HOOK_TIMEOUT_MS = 60_000
 /** How much of the hook's output goes to the run's log; the rest is counted and dropped. */
 export const FINISH_HOOK_OUTPUT_BYTES = 64 * 1024
+/**
+ * How much address space (RLIMIT_AS) the hook and each process it starts may use. 1 GiB
+ * leaves room for sh, curl, jq, ruby, python and node, and stops a runaway long before
+ * it can push the node into the OOM killer (whose first choice could be Puppet's run).
+ */
+export const FINISH_HOOK_MEMORY_BYTES = 1024 * 1024 * 1024
 /** After the hook's shell exits (or is stopped), how long what it left behind gets to go after SIGTERM. */
 const LEFTOVER_GRACE_MS = 1000
 
@@ -21,6 +27,8 @@ export interface FinishHookOptions {
   recordFile: string
   timeoutMs?: number
   outputBytes?: number
+  /** The address space limit of the hook and of each process it starts (FINISH_HOOK_MEMORY_BYTES). */
+  memoryBytes?: number
   /** Aborting (SIGTERM to apply) stops the hook and all it started at once. */
   signal?: AbortSignal
 }
@@ -31,7 +39,8 @@ export interface FinishHookOptions {
  * Bounded: when the shell exits, whatever it left running (its process group, its
  * descendants, and processes that left both with setsid: they carry a token in their
  * environment) is stopped; the whole lot gets `timeoutMs`; only the first `outputBytes`
- * of output are kept. Its outcome goes to the run's log and never changes the run's result.
+ * of output are kept; each of its processes may use `memoryBytes` of address space
+ * (`ulimit -v`, soft and hard, so the hook cannot raise it). Its outcome goes to the run's log and never changes the run's result.
  */
 export async function runFinishHook(command: string, record: RunRecord, options: FinishHookOptions): Promise<void> {
   const timeoutMs = options.timeoutMs ?? FINISH_HOOK_TIMEOUT_MS
@@ -56,7 +65,10 @@ export async function runFinishHook(command: string, record: RunRecord, options:
   } catch {}
 
   const [name, value] = token.split('=')
-  const child = startChild('/bin/sh', ['-c', command], {
+  const memoryKiB = Math.floor((options.memoryBytes ?? FINISH_HOOK_MEMORY_BYTES) / 1024)
+  // The limit is set by a shell that then becomes the hook's: `ulimit` is the shell's own
+  // (no prlimit needed), and a lower limit already in force stays (raising it fails).
+  const child = startChild('/bin/sh', ['-c', 'ulimit -v "$1" 2>/dev/null; exec /bin/sh -c "$2"', '/bin/sh', String(memoryKiB), command], {
     env: {LOCALPUPPET_RUN_ID: record.id, LOCALPUPPET_RUN_STATE: record.state, [name]: value},
     ...(stdin === undefined ? {input: JSON.stringify(record) + '\n'} : {stdinFd: stdin}),
     ownGroup: true,

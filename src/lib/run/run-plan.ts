@@ -2,13 +2,14 @@ import {stat} from 'node:fs/promises'
 import {basename, dirname, resolve} from 'node:path'
 
 import {type EncDocument, buildEncDocument, renderEncYaml} from '../enc/enc-document.js'
+import {moduleDirTrustPaths} from '../archive/install-record.js'
 import {verifyModulepath} from '../archive/verify.js'
 import {NotFoundError, UsageError, describeFsError} from '../errors.js'
 import type {NodeInput} from '../input/node-input.js'
 import {findExecutable} from '../puppet/find-executable.js'
 import {type ResolvedRelease, realModuleDir, resolveRelease} from '../release/resolve.js'
 import {RUN_ID_PLACEHOLDER} from '../state/run-id.js'
-import {type RunFiles, runFiles, runsDir} from '../state/state-dir.js'
+import {type RunFiles, runFiles, stateDirTrustPaths} from '../state/state-dir.js'
 import {assertTrustedPaths} from '../util/trusted-path.js'
 
 import {DEFAULT_MANIFEST} from '../defaults.js'
@@ -61,6 +62,8 @@ export interface RunPlan {
   releases: ResolvedRelease[]
   /** Each tag on the modulepath that has an install record, checked against it before anything runs. */
   verification: Array<{release: string; verified: boolean}>
+  /** Tags on the modulepath with no install record (put there by hand, or swapped): nothing to verify them against; each is a warning. */
+  unverified: string[]
   allowMutable: boolean
   mutableEntries: string[]
   warnings: string[]
@@ -98,18 +101,12 @@ export interface RunPlan {
 export async function buildRunPlan(input: NodeInput, options: PlanOptions, runId = RUN_ID_PLACEHOLDER): Promise<RunPlan> {
   const stateDir = resolve(options.stateDir)
   const allow = Boolean(options.allowUntrusted)
-  const untrusted = assertTrustedPaths(
-    [
-      {path: await realModuleDir(options.moduleDir), what: 'module directory'},
-      {path: stateDir, what: 'state directory'},
-      {path: runsDir(stateDir), what: 'state directory', below: stateDir},
-    ],
-    allow,
-  )
+  const seen = new Set<string>()
+  const untrusted = assertTrustedPaths([...moduleDirTrustPaths(await realModuleDir(options.moduleDir)), ...stateDirTrustPaths(stateDir)], allow, seen)
   const resolution = await resolveRelease(options.moduleDir, input.app, {allowMutable: options.allowMutable})
   // Every directory from the module directory down to each release root: a world-writable
   // <app>/tags lets anyone swap a tag.
-  untrusted.push(...assertTrustedPaths(resolution.modulepath.map((entry) => ({path: entry.path, what: `release ${entry.release}`, below: resolution.moduleDir})), allow))
+  untrusted.push(...assertTrustedPaths(resolution.modulepath.map((entry) => ({path: entry.path, what: `release ${entry.release}`, below: resolution.moduleDir})), allow, seen))
   const verification = await verifyModulepath(resolution.moduleDir, resolution.modulepath)
   const app = resolution.modulepath[0]
   const files = runFiles(stateDir, runId)
@@ -124,6 +121,12 @@ export async function buildRunPlan(input: NodeInput, options: PlanOptions, runId
     warnings.push(`--allow-mutable: ${app.release} runs with mutable ${resolution.mutableEntries.map((entry) => entry.ref).join(', ')}`)
   }
 
+  // A tag without an install record may be anything: it runs (a hand-made tag is no
+  // error; with --trust, install and fetch already refuse unsigned archives), but never
+  // silently.
+  const verified = new Set(verification.map((entry) => entry.release))
+  const unverified = resolution.modulepath.filter((entry) => entry.kind === 'tag' && !verified.has(entry.release))
+  for (const entry of unverified) warnings.push(`${entry.path} has no install record, so it cannot be verified; install it with localpuppet install or remove it`)
   if (puppetPath === null) warnings.push(`puppet not found: ${options.puppet}`)
   for (const problem of untrusted) warnings.push(`--allow-untrusted: ${problem}`)
 
@@ -164,6 +167,7 @@ export async function buildRunPlan(input: NodeInput, options: PlanOptions, runId
     modulepath,
     releases: resolution.modulepath,
     verification,
+    unverified: unverified.map((entry) => entry.release),
     allowMutable: Boolean(options.allowMutable),
     mutableEntries: resolution.mutableEntries.map((entry) => entry.ref),
     warnings,

@@ -46,6 +46,8 @@ export interface RunRecord {
   untrusted?: string[]
   /** Mutable entries --allow-mutable let into a tagged release. */
   mutableEntries: string[]
+  /** Tags on the modulepath that had no install record, so ran unverified (a warning). */
+  unverified?: string[]
   facts: Record<string, string>
   environment: string
   manifest: string

@@ -1,5 +1,7 @@
 import {homedir} from 'node:os'
-import {join} from 'node:path'
+import {join, resolve} from 'node:path'
+
+import {type TrustOptions, assertTrustedPaths} from '../util/trusted-path.js'
 
 /**
  * The default state directory: /var/lib/localpuppet for root, otherwise
@@ -14,6 +16,27 @@ export function defaultStateDir(env: NodeJS.ProcessEnv = process.env, uid = proc
 
 export function runsDir(stateDir: string): string {
   return join(stateDir, 'runs')
+}
+
+/**
+ * The state dir and its runs dir, as trust checks them: whoever can write there can forge
+ * a record, an ENC or a cache that root then believes.
+ */
+export function stateDirTrustPaths(stateDir: string): Array<{path: string} & TrustOptions> {
+  const dir = resolve(stateDir)
+  return [
+    {path: dir, what: 'state directory'},
+    {path: runsDir(dir), what: 'state directory', below: dir},
+  ]
+}
+
+/**
+ * Before anything read from the state dir is believed (status, history, log): refuses
+ * (UntrustedPathError, 77) a state dir another user owns or others can write, unless
+ * `allow` (--allow-untrusted); returns the problems allowed.
+ */
+export function assertTrustedStateDir(stateDir: string, allow = false): string[] {
+  return assertTrustedPaths(stateDirTrustPaths(stateDir), allow)
 }
 
 export function runDir(stateDir: string, runId: string): string {

@@ -78,12 +78,17 @@ export function assertTrustedPath(path: string, options: TrustOptions & {allow?:
   return problem
 }
 
-/** Checks several paths; returns the problems allowed (empty when everything is trusted). */
-export function assertTrustedPaths(paths: Array<{path: string} & TrustOptions>, allow = false): string[] {
+/**
+ * Checks several paths; returns the problems allowed (empty when everything is trusted).
+ * `seen`: directories already reported by an earlier call, to report each once.
+ */
+export function assertTrustedPaths(paths: Array<{path: string} & TrustOptions>, allow = false, seen = new Set<string>()): string[] {
   const allowed: string[] = []
   for (const entry of paths) {
     const problem = assertTrustedPath(entry.path, {...entry, allow})
-    if (problem && !allowed.includes(problem.message)) allowed.push(problem.message)
+    // One line per directory at fault, however many of the paths lie below it.
+    if (problem && !seen.has(problem.path)) allowed.push(problem.message)
+    if (problem) seen.add(problem.path)
   }
 
   return allowed

@@ -170,7 +170,7 @@ test('empty directories survive pack and install, and verify notices one removed
 async function smallDisk(t: ExecutionContext, kb: number): Promise<string> {
   const dir = join(await tempDir(t, 'localpuppet-full-'), 'disk')
   await mkdir(dir)
-  execFileSync('mount', ['-t', 'tmpfs', '-o', `size=${kb}k`, 'tmpfs', dir])
+  execFileSync('mount', ['-t', 'tmpfs', '-o', `size=${kb}k,mode=0755`, 'tmpfs', dir])
   t.teardown(() => {
     spawnSync('umount', [dir])
   })

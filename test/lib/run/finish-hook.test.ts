@@ -73,3 +73,23 @@ test('aborting (SIGTERM to apply) stops the hook at once', async (t) => {
   await runFinishHook('sleep 1000', record, {log, recordFile, signal: controller.signal})
   t.regex(await readFile(log, 'utf8'), /on-finish hook stopped by SIGTERM/)
 })
+
+/** awk doubling a string until it holds `mib` MiB, then saying so: it needs about twice that at its peak. */
+const allocate = (mib: number) => `awk 'BEGIN { s = "x"; while (length(s) < ${mib} * 1024 * 1024) s = s s; print "allocated" }'`
+
+test("a hook's memory is bounded: one that allocates too much is stopped, and its failure goes to the log", async (t) => {
+  const {record, recordFile, log} = await setup(t)
+  await runFinishHook(allocate(512), record, {log, recordFile, memoryBytes: 128 * 1024 * 1024})
+  const text = await readFile(log, 'utf8')
+  t.regex(text, /on-finish hook failed \(exit \d+\)/)
+  t.regex(text, /out of memory/)
+  t.notRegex(text, /^on-finish: allocated/m)
+})
+
+test('the default memory bound lets ordinary hooks run: sh, jq, curl, ruby, and a modest allocation', async (t) => {
+  const {record, recordFile, log} = await setup(t)
+  await runFinishHook(`jq -r .state /dev/stdin && curl --version >/dev/null && ruby -e 'puts "ruby ok"' && ${allocate(64)} && ulimit -v`, record, {log, recordFile})
+  const text = await readFile(log, 'utf8')
+  t.regex(text, /on-finish hook ok/)
+  t.regex(text, /on-finish: succeeded\non-finish: ruby ok\non-finish: allocated\non-finish: 1048576\n/)
+})
