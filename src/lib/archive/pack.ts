@@ -1,6 +1,6 @@
-import {createHash, randomBytes} from 'node:crypto'
+import crypto, {createHash, randomBytes} from 'node:crypto'
 import {once} from 'node:events'
-import {closeSync, openSync, readSync, writeSync} from 'node:fs'
+import {closeSync, constants as fsConstants, fstatSync, openSync, readSync, writeSync} from 'node:fs'
 import {rename, unlink} from 'node:fs/promises'
 import {tmpdir} from 'node:os'
 import {basename, dirname, join, resolve} from 'node:path'
@@ -13,8 +13,7 @@ import {parseReleaseRef} from '../release/release-ref.js'
 import {resolveRelease} from '../release/resolve.js'
 import {asIoError} from '../util/io-error.js'
 import {type IndexedRelease, type ReleaseIndex, INDEX_FORMAT, INDEX_FORMAT_DIRS, RELEASE_INDEX, SIGNATURE_FILE, isSafeRelativePath, serializeIndex} from './release-index.js'
-import {type FileReadAhead, readAhead} from './read-ahead.js'
-import {type TreeEntry, type TreeFile, listEntries, treeDigest} from './release-tree.js'
+import {type TreeEntry, type TreeFile, describeKind, listEntries, treeDigest} from './release-tree.js'
 import {SEGMENT_BYTES, SegmentedGzip, gzipMember} from './segmented-gzip.js'
 import {keyId, loadSigningKey, signIndex} from './signature.js'
 
@@ -87,12 +86,7 @@ export async function packRelease(options: PackOptions): Promise<PackResult> {
     // Files: the tar stream after release.json, compressed into the spool.
     const tar = new TarWriter(new SegmentedGzip((chunk) => writeAll(spoolFd, chunk), GZIP_LEVEL))
     const releases: IndexedRelease[] = []
-    const reader = readAhead(sources.flatMap((source) => source.entries.filter((entry) => !entry.dir).map((entry) => ({path: `${source.root}/${entry.path}`, label: `${source.release}/${entry.path}`}))))
-    try {
-      for (const source of sources) releases.push(await tar.release(source, reader))
-    } finally {
-      reader.close()
-    }
+    for (const source of sources) releases.push(await tar.release(source))
 
     await tar.end()
 
@@ -226,7 +220,7 @@ class TarWriter {
   }
 
   /** A release's files and empty directories, in order; returns what release.json lists for it. */
-  async release(source: PackSource, reader: FileReadAhead): Promise<IndexedRelease> {
+  async release(source: PackSource): Promise<IndexedRelease> {
     const files: TreeFile[] = []
     const dirs: string[] = []
     for (const entry of source.entries) {
@@ -234,7 +228,7 @@ class TarWriter {
         this.header(`${source.release}/${entry.path}/`, 0, 0o755, 'Directory')
         dirs.push(entry.path)
       } else {
-        files.push(await this.content(reader, source.release, entry.path))
+        files.push(await this.content(source, entry.path))
       }
 
       await this.flush()
@@ -252,21 +246,66 @@ class TarWriter {
     await this.gzip.end()
   }
 
-  private async content(reader: FileReadAhead, release: string, path: string): Promise<TreeFile> {
-    const {size, executable} = await reader.open()
-    this.header(`${release}/${path}`, size, executable ? 0o755 : 0o644, 'File')
-    await this.flush()
-    let piece: Buffer | null
-    while ((piece = await reader.piece()) !== null) {
-      this.append(piece)
+  /**
+   * One file: its header, then its bytes read straight into the segment buffers and
+   * hashed there (a file that fits in the current segment in one go, by crypto.hash: no
+   * Hash object per file).
+   */
+  private async content(source: PackSource, path: string): Promise<TreeFile> {
+    const file = openReleaseFile(`${source.root}/${path}`, `${source.release}/${path}`)
+    try {
+      const {fd, size, executable} = file
+      this.header(`${source.release}/${path}`, size, executable ? 0o755 : 0o644, 'File')
       await this.flush()
+      let sha256: string
+      if (size <= SEGMENT_BYTES - this.used && oneShotHash) {
+        this.readFully(file, size)
+        sha256 = oneShotHash('sha256', this.buffer.subarray(this.used, this.used + size))
+        this.used += size
+      } else {
+        const hash = createHash('sha256')
+        let left = size
+        while (left > 0) {
+          if (this.used === SEGMENT_BYTES) {
+            this.seal()
+            await this.flush()
+          }
+
+          const read = this.readFully(file, Math.min(left, SEGMENT_BYTES - this.used))
+          hash.update(this.buffer.subarray(this.used, this.used + read))
+          this.used += read
+          left -= read
+        }
+
+        sha256 = hash.digest('hex')
+      }
+
+      this.pad(size)
+      return {path, size, executable, sha256}
+    } finally {
+      closeSync(file.fd)
+    }
+  }
+
+  /** Reads `length` bytes of the file at the end of the segment (not moving `used`); a file shorter than that is being written. */
+  private readFully(file: OpenedFile, length: number): number {
+    let got = 0
+    while (got < length) {
+      const read = readSync(file.fd, this.buffer, this.used + got, length - got, null)
+      if (read === 0) throw new ReleaseError(`${file.path}: changed while packing; pack again`)
+      got += read
     }
 
-    this.pad(size)
-    return {path, size, executable, sha256: reader.digest()}
+    return got
   }
 
   private header(path: string, size: number, mode: number, type: 'File' | 'Directory'): void {
+    // The common case, written in place: no buffer allocated per file.
+    if (this.used + 512 <= SEGMENT_BYTES && writeUstarHeader(this.buffer, this.used, path, size, mode, type)) {
+      this.used += 512
+      return
+    }
+
     for (const block of entryHeader(path, size, mode, type)) this.append(block)
   }
 
@@ -304,20 +343,26 @@ class TarWriter {
  * Fields pack leaves out (owners, mtime, link, prefix) stay zero; device numbers are 0.
  */
 export function ustarHeader(path: string, size: number, mode: number, type: 'File' | 'Directory'): Buffer | null {
-  if (path.length >= 100 || size > 0o77777777777 || !/^[\x20-\x7e]*$/.test(path)) return null
   const block = Buffer.alloc(512)
-  block.write(path, 0, 'latin1')
-  block.write(octal(mode, 8), 100, 'latin1')
-  block.write(octal(size, 12), 124, 'latin1')
-  block[156] = type === 'File' ? 0x30 : 0x35
-  block.write('ustar\u000000', 257, 'latin1')
+  return writeUstarHeader(block, 0, path, size, mode, type) ? block : null
+}
+
+/** ustarHeader written into `target` at `offset` (512 bytes); false, writing nothing, when node-tar must do it. */
+function writeUstarHeader(target: Buffer, offset: number, path: string, size: number, mode: number, type: 'File' | 'Directory'): boolean {
+  if (path.length >= 100 || size > 0o77777777777 || !/^[\x20-\x7e]*$/.test(path)) return false
+  target.fill(0, offset, offset + 512)
+  target.write(path, offset, 'latin1')
+  target.write(octal(mode, 8), offset + 100, 'latin1')
+  target.write(octal(size, 12), offset + 124, 'latin1')
+  target[offset + 156] = type === 'File' ? 0x30 : 0x35
+  target.write('ustar\u000000', offset + 257, 'latin1')
   // node-tar's device numbers default to 0 and are written.
-  block.write(octal(0, 8), 329, 'latin1')
-  block.write(octal(0, 8), 337, 'latin1')
+  target.write(octal(0, 8), offset + 329, 'latin1')
+  target.write(octal(0, 8), offset + 337, 'latin1')
   let sum = 8 * 0x20
-  for (let i = 0; i < 512; i++) if (i < 148 || i >= 156) sum += block[i]
-  block.write(octal(sum, 8), 148, 'latin1')
-  return block
+  for (let i = offset; i < offset + 512; i++) if (i < offset + 148 || i >= offset + 156) sum += target[i]
+  target.write(octal(sum, 8), offset + 148, 'latin1')
+  return true
 }
 
 /** node-tar's numeric field: zero-padded octal, a space and a NUL (or the digits and a NUL when they fill it). */
@@ -329,4 +374,42 @@ function octal(value: number, size: number): string {
 /** `foo/tags/1.4.0` packs to `foo-1.4.0.tar.gz`, `foo/trunk` to `foo-trunk.tar.gz`. */
 export function defaultArchiveName(release: string): string {
   return `${release.replace(/\/(?:tags|branches)\//, '-').replace(/\//g, '-')}.tar.gz`
+}
+
+/** crypto.hash, one call for a whole buffer, where Node has it (20.12 and later). */
+const oneShotHash = (crypto as {hash?: (algorithm: string, data: Buffer) => string}).hash
+
+interface OpenedFile {
+  fd: number
+  path: string
+  size: number
+  executable: boolean
+}
+
+/** Opening a file to pack: never through a link, and never waiting on a FIFO put in its place. */
+const OPEN_FLAGS = fsConstants.O_RDONLY | fsConstants.O_NOFOLLOW | fsConstants.O_NONBLOCK
+
+/**
+ * Opens a file of a release for packing, its size and mode from the open file. One that
+ * became a link, a FIFO or anything but a regular file since the tree was listed is
+ * refused naming it (65); one that is gone changed while packing.
+ */
+export function openReleaseFile(path: string, label: string): OpenedFile {
+  let fd: number
+  try {
+    fd = openSync(path, OPEN_FLAGS)
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code
+    if (code === 'ENOENT' || code === 'ENOTDIR') throw new ReleaseError(`${path}: changed while packing; pack again`)
+    if (code === 'ELOOP') throw new ReleaseError(`${label}: a symbolic link; a release may hold only regular files and directories`)
+    throw error
+  }
+
+  const info = fstatSync(fd)
+  if (!info.isFile()) {
+    closeSync(fd)
+    throw new ReleaseError(`${label}: ${describeKind(info)}; a release may hold only regular files and directories`)
+  }
+
+  return {fd, path, size: info.size, executable: (info.mode & 0o111) !== 0}
 }
