@@ -1,8 +1,23 @@
+import {type ChildProcess, spawn} from 'node:child_process'
 import {setTimeout as sleep} from 'node:timers/promises'
 
-import {execa} from 'execa'
 
 import {type ProcessId, descendants, signalIfSame, survivors} from '../util/process-tree.js'
+
+/** Children stopped when localpuppet exits: one listener for all of them. */
+const running = new Set<ChildProcess>()
+let listening = false
+
+function stopOnExit(child: ChildProcess): void {
+  if (!listening) {
+    listening = true
+    process.once('exit', () => {
+      for (const each of running) each.kill()
+    })
+  }
+
+  running.add(child)
+}
 
 export interface ChildOptions {
   /** Added to the inherited environment; an undefined value removes a variable. */
@@ -46,33 +61,39 @@ export interface Child {
 /**
  * The one way localpuppet starts puppet, git and hooks: stdin never inherited, output
  * streamed to callbacks as it comes, never rejected (the caller maps exits to results).
+ * Node's own spawn, not execa: every apply starts a child, and loading execa cost about
+ * 20 ms of each start-up for features this does not use.
  */
 export function startChild(file: string, args: string[], options: ChildOptions = {}): Child {
-  const subprocess = execa(file, args, {
-    env: options.env,
-    extendEnv: true,
-    cwd: options.cwd,
-    detached: Boolean(options.ownGroup),
-    cleanup: !options.ownGroup,
-    reject: false,
-    buffer: false,
-    stripFinalNewline: false,
-    // execa takes a file descriptor as it is (its types do not say so in this union).
-    stdin: (options.stdinFd ?? (options.input === undefined ? 'ignore' : 'pipe')) as 'pipe',
-    ...(options.input === undefined ? {} : {input: options.input}),
-    stdout: 'pipe',
-    stderr: 'pipe',
-  })
+  const env: NodeJS.ProcessEnv = {...process.env}
+  for (const [key, value] of Object.entries(options.env ?? {})) {
+    if (value === undefined) delete env[key]
+    else env[key] = value
+  }
+
+  const stdin = options.stdinFd ?? (options.input === undefined ? 'ignore' : 'pipe')
+  const subprocess = spawn(file, args, {env, cwd: options.cwd, detached: Boolean(options.ownGroup), stdio: [stdin, 'pipe', 'pipe']})
   subprocess.stdout?.on('data', (chunk: Buffer) => options.onStdout?.(chunk))
   subprocess.stderr?.on('data', (chunk: Buffer) => options.onStderr?.(chunk))
+  if (options.input !== undefined && subprocess.stdin) {
+    // A child that exits without reading its input is not an error here.
+    subprocess.stdin.on('error', () => {})
+    subprocess.stdin.end(options.input)
+  }
 
-  const exited = subprocess.then((result) => {
-    const spawnFailed = result.failed && result.exitCode === undefined && result.signal === undefined
-    return {
-      exitCode: result.exitCode ?? null,
-      signal: (result.signal as NodeJS.Signals | undefined) ?? null,
-      spawnError: spawnFailed ? {code: result.code, message: result.originalMessage ?? result.shortMessage ?? 'could not start'} : null,
-    }
+  // A child in our own group goes when we go (its own group is stopped by the caller).
+  if (!options.ownGroup) stopOnExit(subprocess)
+  const exited = new Promise<ChildExit>((resolve) => {
+    let spawnError: ChildExit['spawnError'] = null
+    subprocess.once('error', (error: NodeJS.ErrnoException) => {
+      // Could not start (ENOENT, EACCES): no exit comes, but close still does.
+      if (subprocess.pid === undefined) spawnError = {code: error.code, message: error.message}
+    })
+    // After the process ended and its output closed (processes it left behind may hold it).
+    subprocess.once('close', (exitCode: number | null, signal: NodeJS.Signals | null) => {
+      running.delete(subprocess)
+      resolve(spawnError ? {exitCode: null, signal: null, spawnError} : {exitCode, signal, spawnError: null})
+    })
   })
 
   // null when it could not start (see exited's spawnError).
