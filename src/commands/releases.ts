@@ -1,7 +1,7 @@
 import {Args} from '@oclif/core'
 
 import {BaseCommand, describeWithExitCodes} from '../base-command.js'
-import {moduleDirFlags} from '../flags.js'
+import {moduleDirFlags, trustFlags} from '../flags.js'
 import type {AppReleases} from '../lib/release/releases.js'
 
 export default class Releases extends BaseCommand {
@@ -9,17 +9,25 @@ export default class Releases extends BaseCommand {
   static override description = describeWithExitCodes('Tags are listed newest semver first. A tag installed by localpuppet has a record and is verified against it.', [
     {code: 0, meaning: 'listed'},
     {code: 66, meaning: 'module dir or app not found'},
+    {code: 77, meaning: 'the module dir or its .localpuppet (the records tags are verified against) is owned by another user or writable by others (--allow-untrusted)'},
   ])
 
   static override examples = ['<%= config.bin %> releases', '<%= config.bin %> releases foo --json']
   static override args = {app: Args.string({description: 'only this app'})}
   static override flags = {
     ...moduleDirFlags,
+    ...trustFlags,
   }
 
   async run(): Promise<AppReleases[]> {
     const {args, flags} = await this.parse(Releases)
-    const {listReleases} = await import('../lib/release/releases.js')
+    const [{listReleases}, {assertTrustedModuleDir}, {realModuleDir}] = await Promise.all([
+      import('../lib/release/releases.js'),
+      import('../lib/archive/install-record.js'),
+      import('../lib/release/resolve.js'),
+    ])
+    // Whether a tag verifies is only as good as its record: records others can forge are not believed.
+    this.warnUntrusted(assertTrustedModuleDir(await realModuleDir(flags['module-dir']), flags['allow-untrusted']))
     const apps = await listReleases(flags['module-dir'], args.app)
     for (const app of apps) {
       const heads = [app.trunk ? 'trunk' : null, ...app.branches.map((b) => `branches/${b}`)].filter(Boolean)

@@ -1,7 +1,7 @@
 import {Args} from '@oclif/core'
 
 import {BaseCommand, describeWithExitCodes} from '../base-command.js'
-import {moduleDirFlags} from '../flags.js'
+import {moduleDirFlags, trustFlags} from '../flags.js'
 import type {VerifyResult} from '../lib/archive/verify.js'
 
 export default class Verify extends BaseCommand {
@@ -10,6 +10,7 @@ export default class Verify extends BaseCommand {
     {code: 0, meaning: 'every tag checked matches its record'},
     {code: 65, meaning: 'a mismatch (listed), or a named tag has no record'},
     {code: 66, meaning: 'module dir not found'},
+    {code: 77, meaning: 'the module dir or its .localpuppet (the records tags are verified against) is owned by another user or writable by others (--allow-untrusted)'},
   ])
 
   static override strict = false
@@ -17,12 +18,14 @@ export default class Verify extends BaseCommand {
   static override args = {refs: Args.string({description: 'tags to verify (foo/tags/1.4.0 or foo@1.4.0) [default: all with a record]'})}
   static override flags = {
     ...moduleDirFlags,
+    ...trustFlags,
   }
 
   async run(): Promise<VerifyResult[]> {
     const {argv, flags} = await this.parse(Verify)
     const {verifyInstalled} = await import('../lib/archive/verify-installed.js')
-    const results = await verifyInstalled(flags['module-dir'], argv as string[])
+    const {results, untrusted} = await verifyInstalled(flags['module-dir'], argv as string[], {allowUntrusted: flags['allow-untrusted']})
+    this.warnUntrusted(untrusted)
     for (const result of results) {
       if (!result.recorded) this.log(`${result.release}: no install record (not installed by localpuppet)`)
       else if (result.ok) this.log(`ok        ${result.release}`)

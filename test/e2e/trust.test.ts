@@ -300,3 +300,24 @@ asRoot('a node configuration file another user can write is refused (77), naming
   t.is(result.exitCode, 77, result.stderr)
   t.is(result.stderr.trim(), `localpuppet: configuration ${config} is not trusted: owned by uid ${uid}, not root or uid 0 (owner uid ${uid}, mode 0644); fix: chown root ${config}`)
 })
+
+asRoot('verify and releases refuse a module dir whose install records others could forge (77); --allow-untrusted reports with a warning', async (t) => {
+  const dir = await tempDir(t)
+  await chmod(dir, 0o755)
+  const {archive} = await demoArchive(dir)
+  const modules = join(dir, 'modules')
+  await mkdir(modules, {mode: 0o755})
+  t.is((await cli(['install', archive, '--module-dir', modules])).exitCode, 0)
+  await chmod(modules, 0o777)
+  const loose = `module directory ${modules} is not trusted: writable by group and others (owner uid 0, mode 0777); fix: chmod go-w ${modules}`
+  for (const command of ['verify', 'releases']) {
+    const refused = await cli([command, '--module-dir', modules])
+    t.is(refused.exitCode, 77, `${command}: ${refused.stderr}`)
+    t.is(refused.stderr.split('\n')[0], `localpuppet: ${loose}`)
+    t.is(refused.stdout, '')
+    const allowed = await cli([command, '--module-dir', modules, '--allow-untrusted'])
+    t.is(allowed.exitCode, 0, allowed.stderr)
+    t.is(allowed.stderr, `localpuppet: warning: --allow-untrusted: ${loose}`)
+    t.regex(allowed.stdout, /verified|ok {8}foo\/tags\/1\.4\.0/)
+  }
+})

@@ -254,7 +254,7 @@ class TarWriter {
   private async content(source: PackSource, path: string): Promise<TreeFile> {
     const file = openReleaseFile(`${source.root}/${path}`, `${source.release}/${path}`)
     try {
-      const {fd, size, executable} = file
+      const {size, executable} = file
       this.header(`${source.release}/${path}`, size, executable ? 0o755 : 0o644, 'File')
       await this.flush()
       let sha256: string

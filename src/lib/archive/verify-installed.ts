@@ -1,11 +1,16 @@
 import {parseReleaseRef} from '../release/release-ref.js'
 import {realModuleDir, resolveRelease} from '../release/resolve.js'
-import {listRecordedReleases} from './install-record.js'
+import {assertTrustedModuleDir, listRecordedReleases} from './install-record.js'
 import {type VerifyResult, verifyRelease} from './verify.js'
 
-/** Verifies the named tags (any reference form that resolves to a tag), or every recorded one. */
-export async function verifyInstalled(moduleDir: string, refs: string[]): Promise<VerifyResult[]> {
+/**
+ * Verifies the named tags (any reference form that resolves to a tag), or every recorded
+ * one. A module dir whose records others could forge is refused (77) unless allowed;
+ * `untrusted` lists what was allowed.
+ */
+export async function verifyInstalled(moduleDir: string, refs: string[], options: {allowUntrusted?: boolean} = {}): Promise<{results: VerifyResult[]; untrusted: string[]}> {
   const root = await realModuleDir(moduleDir)
+  const untrusted = assertTrustedModuleDir(root, options.allowUntrusted)
   const releases: string[] = []
   if (refs.length === 0) releases.push(...(await listRecordedReleases(root)))
   for (const ref of refs) {
@@ -16,5 +21,5 @@ export async function verifyInstalled(moduleDir: string, refs: string[]): Promis
 
   const results: VerifyResult[] = []
   for (const release of releases) results.push(await verifyRelease(root, release))
-  return results
+  return {results, untrusted}
 }

@@ -37,7 +37,7 @@ test.serial('a local apt repository as a source: a range picks the newest tag, a
     [`${web}/tags/1.5.0`, `${web}@^1.4`, `localpuppet-${web}-1.5.0`, 'installed', [`${web}/tags/1.5.0`, `${base}/tags/2.0.1`]],
   ])
   t.true(fetched.releases[0].bytes > 1000, 'the sizes of both packages apt installed')
-  t.deepEqual((await verifyInstalled(modules, [])).map((r) => [r.release, r.ok]), [
+  t.deepEqual(((await verifyInstalled(modules, [])).results).map((r) => [r.release, r.ok]), [
     [`${base}/tags/2.0.1`, true],
     [`${web}/tags/1.5.0`, true],
   ])

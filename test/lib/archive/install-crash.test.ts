@@ -130,7 +130,7 @@ for (const {point, visible} of FAULTS) {
       for (const [dir, mode] of await dirModes(join(s.moduleDir, entry.release))) t.is(mode, 0o555, dir)
     }
 
-    const results = await verifyInstalled(s.moduleDir, [])
+    const results = (await verifyInstalled(s.moduleDir, [])).results
     t.deepEqual(results.map((r) => [r.release, r.ok]), [[DEP, true], [APP, true], [DEEP, true], [UNRELATED, true]])
     const verify = await cli(['verify', '--module-dir', s.moduleDir])
     t.is(verify.exitCode, 0, verify.stdout + verify.stderr)

@@ -270,7 +270,7 @@ test('pack, install into an empty dir: identical files, read-only, recorded, and
   // Only the releases and localpuppet's own records: no staging, no lock.
   t.deepEqual((await readdir(moduleDir)).sort(), ['.localpuppet', 'dist', 'foo'])
   t.deepEqual(await readdir(join(moduleDir, '.localpuppet')), ['records'])
-  t.true((await verifyInstalled(moduleDir, [])).every((r) => r.ok))
+  t.true(((await verifyInstalled(moduleDir, [])).results).every((r) => r.ok))
 })
 
 test('installing the same archive twice: the second is unchanged and touches nothing', async (t) => {
@@ -292,7 +292,7 @@ test('a release that shares a dependency already installed: the dependency is un
   const result = await install((await pack(t, src, {ref: 'bar/tags/3.0.0'})).output, moduleDir)
   t.deepEqual(result.installed, ['bar/tags/3.0.0'])
   t.deepEqual(result.unchanged, [DEP])
-  t.true((await verifyInstalled(moduleDir, [])).every((r) => r.ok))
+  t.true(((await verifyInstalled(moduleDir, [])).results).every((r) => r.ok))
 })
 
 test('a release with no files (an empty dependency) packs and installs', async (t) => {
@@ -497,7 +497,7 @@ test('verify lists exactly the modified, missing and extra files', async (t) => 
     extra: ['foo/manifests/backdoor.pp', 'foo/templates/a/b/new.epp'],
   })
   t.like(await verifyRelease(moduleDir, DEP), {ok: true})
-  const all = await verifyInstalled(moduleDir, [])
+  const all = (await verifyInstalled(moduleDir, [])).results
   t.deepEqual(all.map((r) => [r.release, r.ok]), [[DEP, true], [APP, false]])
 })
 
