@@ -311,7 +311,12 @@ class TarWriter {
 
   private pad(size: number): void {
     const rest = size % 512
-    if (rest !== 0) this.append(ZEROS.subarray(0, 512 - rest))
+    if (rest === 0) return
+    const length = 512 - rest
+    if (this.used + length <= SEGMENT_BYTES) {
+      this.buffer.fill(0, this.used, this.used + length)
+      this.used += length
+    } else this.append(ZEROS.subarray(0, length))
   }
 
   private append(data: Buffer): void {
@@ -331,8 +336,13 @@ class TarWriter {
     this.used = 0
   }
 
-  private async flush(): Promise<void> {
+  /** Hands full segments to gzip: awaited only when there is one (most calls have none, and an await per file adds up). */
+  private flush(): Promise<void> | void {
     if (this.used === SEGMENT_BYTES) this.seal()
+    if (this.full.length > 0) return this.flushFull()
+  }
+
+  private async flushFull(): Promise<void> {
     while (this.full.length > 0) await this.gzip.write(this.full.shift()!, SEGMENT_BYTES)
   }
 }
@@ -347,21 +357,50 @@ export function ustarHeader(path: string, size: number, mode: number, type: 'Fil
   return writeUstarHeader(block, 0, path, size, mode, type) ? block : null
 }
 
+/**
+ * The constant part of a header for each mode and type pack writes (mode, type flag,
+ * magic, version, device numbers; size and checksum fields left zero) and the sum of its
+ * bytes for the checksum (the checksum field counted as spaces).
+ */
+const TEMPLATES = new Map<string, {block: Buffer; sum: number}>()
+
+function template(mode: number, type: 'File' | 'Directory'): {block: Buffer; sum: number} {
+  const key = `${mode}${type}`
+  let found = TEMPLATES.get(key)
+  if (!found) {
+    const block = Buffer.alloc(512)
+    block.write(octal(mode, 8), 100, 'latin1')
+    block[156] = type === 'File' ? 0x30 : 0x35
+    block.write('ustar\u000000', 257, 'latin1')
+    // node-tar's device numbers default to 0 and are written.
+    block.write(octal(0, 8), 329, 'latin1')
+    block.write(octal(0, 8), 337, 'latin1')
+    let sum = 8 * 0x20
+    for (let i = 0; i < 512; i++) if (i < 148 || i >= 156) sum += block[i]
+    found = {block, sum}
+    TEMPLATES.set(key, found)
+  }
+
+  return found
+}
+
 /** ustarHeader written into `target` at `offset` (512 bytes); false, writing nothing, when node-tar must do it. */
 function writeUstarHeader(target: Buffer, offset: number, path: string, size: number, mode: number, type: 'File' | 'Directory'): boolean {
-  if (path.length >= 100 || size > 0o77777777777 || !/^[\x20-\x7e]*$/.test(path)) return false
-  target.fill(0, offset, offset + 512)
+  if (path.length >= 100 || size > 0o77777777777) return false
+  let sum = 0
+  for (let i = 0; i < path.length; i++) {
+    const code = path.charCodeAt(i)
+    if (code < 0x20 || code > 0x7e) return false
+    sum += code
+  }
+
+  const {block, sum: base} = template(mode, type)
+  block.copy(target, offset)
   target.write(path, offset, 'latin1')
-  target.write(octal(mode, 8), offset + 100, 'latin1')
-  target.write(octal(size, 12), offset + 124, 'latin1')
-  target[offset + 156] = type === 'File' ? 0x30 : 0x35
-  target.write('ustar\u000000', offset + 257, 'latin1')
-  // node-tar's device numbers default to 0 and are written.
-  target.write(octal(0, 8), offset + 329, 'latin1')
-  target.write(octal(0, 8), offset + 337, 'latin1')
-  let sum = 8 * 0x20
-  for (let i = offset; i < offset + 512; i++) if (i < offset + 148 || i >= offset + 156) sum += target[i]
-  target.write(octal(sum, 8), offset + 148, 'latin1')
+  const sizeField = octal(size, 12)
+  for (let i = 0; i < sizeField.length; i++) sum += sizeField.charCodeAt(i)
+  target.write(sizeField, offset + 124, 'latin1')
+  target.write(octal(base + sum, 8), offset + 148, 'latin1')
   return true
 }
 
