@@ -21,6 +21,12 @@ try {
   cachedData = readFileSync(`${file}.cache`)
 } catch {}
 
+// oclif checks the Node version against package.json's engines with semver on every
+// start (~5 ms); the bundle is built for the Node it requires, so that check is skipped.
+// Not passed on to the children localpuppet starts.
+const engineWarning = process.env.OCLIF_DISABLE_ENGINE_WARNING
+process.env.OCLIF_DISABLE_ENGINE_WARNING = '1'
+
 const script = new vm.Script(`(function (exports, require, module, __filename, __dirname) {${readFileSync(file, 'utf8')}\n})`, {
   filename: file,
   cachedData,
@@ -34,6 +40,8 @@ cli.paths = Module._nodeModulePaths(dirname(file))
 createRequire(file).cache[file] = cli
 script.runInThisContext()(cli.exports, createRequire(file), cli, file, dirname(file))
 cli.loaded = true
+if (engineWarning === undefined) delete process.env.OCLIF_DISABLE_ENGINE_WARNING
+else process.env.OCLIF_DISABLE_ENGINE_WARNING = engineWarning
 
 if (process.env.LOCALPUPPET_CODE_CACHE_OUT) {
   const out = process.env.LOCALPUPPET_CODE_CACHE_OUT
