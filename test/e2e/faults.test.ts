@@ -213,16 +213,44 @@ test('--reports in the arguments for puppet is the user asking for reports: loca
   t.is(quiet[quiet.indexOf('--reports') + 1], 'none')
 })
 
-asRoot('pack onto a full disk: 74 naming the output, and neither the archive nor its spool or temp file is left', async (t) => {
+/** foo/tags/1.0.0 holding `megabytes` MiB of random bytes, in a module dir of a fresh temp dir. */
+async function incompressibleRelease(t: ExecutionContext, megabytes: number): Promise<{dir: string; modules: string}> {
   const dir = await tempDir(t)
   const modules = join(dir, 'modules')
-  // 4 MB that does not compress: more than the 1 MB file system holds.
   const tree: Record<string, string> = {'foo/tags/1.0.0/manifest.yaml': 'modulepath: []\n'}
-  for (let i = 0; i < 4; i++) tree[`foo/tags/1.0.0/foo/files/blob${i}`] = execFileSync('head', ['-c', String(1024 * 1024), '/dev/urandom']).toString('latin1')
+  for (let i = 0; i < megabytes; i++) tree[`foo/tags/1.0.0/foo/files/blob${i}`] = execFileSync('head', ['-c', String(1024 * 1024), '/dev/urandom']).toString('latin1')
   await writeTree(modules, tree)
+  return {dir, modules}
+}
+
+asRoot('pack onto a full disk: 74 naming the output, and neither the archive nor its spool or temp file is left', async (t) => {
+  // 4 MB that does not compress: more than the 1 MB file system holds.
+  const {modules} = await incompressibleRelease(t, 4)
   const full = await smallFilesystem(t, '1m')
   const result = await cli(['pack', 'foo@1.0.0', '--module-dir', modules, '-o', join(full, 'foo.tar.gz')])
   t.is(result.exitCode, 74, result.stderr)
   t.regex(result.stderr, new RegExp(`output ${full}/foo\\.tar\\.gz`))
   t.deepEqual(filesUnder(full), [])
+})
+
+test('pack -o - to a reader that goes away: 74, not a bug; stopped while blocked on its reader: no spool left', async (t) => {
+  // 2 MB that does not compress: more than a pipe holds.
+  const {dir, modules} = await incompressibleRelease(t, 2)
+  const tmp = join(dir, 'tmp')
+  await mkdir(tmp)
+  const bin = join(FIXTURES, '..', 'bin', 'run.js')
+  const env = {...process.env, TMPDIR: tmp}
+  const status = execFileSync('bash', ['-c', 'node "$1" pack foo@1.0.0 --module-dir "$2" -o - 2>"$3" | head -c 10 >/dev/null; echo "${PIPESTATUS[0]}"', '--', bin, modules, join(dir, 'err')], {encoding: 'utf8', env})
+  const err = await readFile(join(dir, 'err'), 'utf8')
+  t.is(status.trim(), '74', err)
+  t.is(err.trim(), 'localpuppet: standard output: closed by the reader')
+
+  // Nobody reads: pack blocks with its spool open, and is stopped there.
+  const {spawn} = await import('node:child_process')
+  const blocked = spawn('node', [bin, 'pack', 'foo@1.0.0', '--module-dir', modules, '-o', '-'], {env, stdio: ['ignore', 'pipe', 'ignore']})
+  await sleep(1500)
+  blocked.kill('SIGINT')
+  const [, signal] = (await new Promise((resolve) => blocked.once('exit', (...args) => resolve(args)))) as [number | null, string | null]
+  t.is(signal, 'SIGINT')
+  t.deepEqual(readdirSync(tmp), [])
 })

@@ -1,6 +1,6 @@
 import crypto, {createHash, randomBytes} from 'node:crypto'
 import {once} from 'node:events'
-import {closeSync, constants as fsConstants, fstatSync, openSync, readSync, writeSync} from 'node:fs'
+import {closeSync, constants as fsConstants, fstatSync, openSync, readSync, rmSync, statSync, unlinkSync, writeSync} from 'node:fs'
 import {rename, unlink} from 'node:fs/promises'
 import {tmpdir} from 'node:os'
 import {basename, dirname, join, resolve} from 'node:path'
@@ -8,10 +8,11 @@ import type {Writable} from 'node:stream'
 
 import {Header, Pax} from 'tar'
 
-import {ImmutabilityError, ReleaseError, describeFsError} from '../errors.js'
+import {ImmutabilityError, ReleaseError, UsageError, describeFsError} from '../errors.js'
 import {parseReleaseRef} from '../release/release-ref.js'
 import {resolveRelease} from '../release/resolve.js'
 import {asIoError} from '../util/io-error.js'
+import {onStop} from '../util/on-stop.js'
 import {type IndexedRelease, type ReleaseIndex, INDEX_FORMAT, INDEX_FORMAT_DIRS, RELEASE_INDEX, SIGNATURE_FILE, isSafeRelativePath, serializeIndex} from './release-index.js'
 import {type TreeEntry, type TreeFile, describeKind, listEntries, treeDigest} from './release-tree.js'
 import {SEGMENT_BYTES, SegmentedGzip, gzipMember} from './segmented-gzip.js'
@@ -68,12 +69,13 @@ export async function packRelease(options: PackOptions): Promise<PackResult> {
   checkPackable(sources)
 
   const output = options.output === null ? null : resolve(options.output ?? defaultArchiveName(app.release))
+  // Refused before any work, not after packing it all.
+  if (output && isDirectory(output)) throw new UsageError(`output ${output} is a directory: name the archive file (-o ${join(output, defaultArchiveName(app.release))})`)
   // The spool lies beside the archive (the same file system, so a full disk shows at once);
   // for a stream, in the temporary directory.
   const suffix = randomBytes(4).toString('hex')
   const spool = join(output ? dirname(output) : tmpdir(), `.${output ? basename(output) : 'localpuppet-pack'}.${suffix}.spool`)
   const temp = output ? join(dirname(output), `.${basename(output)}.${suffix}.tmp`) : null
-  const label = output ? `output ${output}` : `spool ${spool}`
   const fds: number[] = []
   const openFd = (path: string, flags: string, mode: number) => {
     const fd = openSync(path, flags, mode)
@@ -81,8 +83,12 @@ export async function packRelease(options: PackOptions): Promise<PackResult> {
     return fd
   }
 
+  // The temporary archive goes if localpuppet is stopped (^C, SIGTERM) before it is renamed into place.
+  const forget = temp ? onStop(() => rmSync(temp, {force: true})) : () => {}
   try {
     const spoolFd = openFd(spool, 'wx+', 0o600)
+    // Removed at once and used through its descriptor: nothing is left behind, whatever stops pack.
+    unlinkSync(spool)
     // Files: the tar stream after release.json, compressed into the spool.
     const tar = new TarWriter(new SegmentedGzip((chunk) => writeAll(spoolFd, chunk), GZIP_LEVEL))
     const releases: IndexedRelease[] = []
@@ -108,8 +114,11 @@ export async function packRelease(options: PackOptions): Promise<PackResult> {
     const result = {release: app.release, index, signedBy: key ? keyId(key) : null}
     if (!output || !temp) {
       const to = options.to!
+      // A reader that goes away (`| head`) is an error event, not an exception.
+      const closed = new Promise<never>((_, reject) => to.on('error', reject))
+      closed.catch(() => {})
       const {sha256, bytes} = await emitArchive(head, spoolFd, async (chunk) => {
-        if (!to.write(Buffer.from(chunk))) await once(to, 'drain')
+        if (!to.write(Buffer.from(chunk))) await Promise.race([once(to, 'drain'), closed])
       })
       return {...result, output: null, sha256, bytes}
     }
@@ -120,15 +129,17 @@ export async function packRelease(options: PackOptions): Promise<PackResult> {
     return {...result, output, sha256, bytes}
   } catch (error) {
     if (temp) await unlink(temp).catch(() => {})
-    // Writing the archive or its spool: a full disk (74), a missing directory, a directory in the way.
+    // Writing the archive or its spool: a full disk (74), a reader gone (74), a missing
+    // directory, a directory in the way.
+    const path = (error as NodeJS.ErrnoException).path
+    const label = path === spool ? `spool ${spool}` : output ? `output ${output}` : 'standard output'
     const io = asIoError(error, label)
     if (io) throw io
-    const path = (error as NodeJS.ErrnoException).path
     if (path === temp || path === spool) throw describeFsError(error, label)
     throw error
   } finally {
+    forget()
     for (const fd of fds) closeSync(fd)
-    await unlink(spool).catch(() => {})
   }
 }
 
@@ -451,4 +462,12 @@ export function openReleaseFile(path: string, label: string): OpenedFile {
   }
 
   return {fd, path, size: info.size, executable: (info.mode & 0o111) !== 0}
+}
+
+function isDirectory(path: string): boolean {
+  try {
+    return statSync(path).isDirectory()
+  } catch {
+    return false
+  }
 }

@@ -1,23 +1,9 @@
-import {type ChildProcess, spawn} from 'node:child_process'
+import {spawn} from 'node:child_process'
 import {setTimeout as sleep} from 'node:timers/promises'
 
 
+import {onStop} from '../util/on-stop.js'
 import {type ProcessId, descendants, signalIfSame, survivors} from '../util/process-tree.js'
-
-/** Children stopped when localpuppet exits: one listener for all of them. */
-const running = new Set<ChildProcess>()
-let listening = false
-
-function stopOnExit(child: ChildProcess): void {
-  if (!listening) {
-    listening = true
-    process.once('exit', () => {
-      for (const each of running) each.kill()
-    })
-  }
-
-  running.add(child)
-}
 
 export interface ChildOptions {
   /** Added to the inherited environment; an undefined value removes a variable. */
@@ -81,8 +67,8 @@ export function startChild(file: string, args: string[], options: ChildOptions =
     subprocess.stdin.end(options.input)
   }
 
-  // A child in our own group goes when we go (its own group is stopped by the caller).
-  if (!options.ownGroup) stopOnExit(subprocess)
+  // A child in our own group goes when we go, exit or signal (its own group is stopped by the caller).
+  const forget = options.ownGroup ? () => {} : onStop((signal) => subprocess.kill(signal ?? 'SIGTERM'))
   const exited = new Promise<ChildExit>((resolve) => {
     let spawnError: ChildExit['spawnError'] = null
     subprocess.once('error', (error: NodeJS.ErrnoException) => {
@@ -91,7 +77,7 @@ export function startChild(file: string, args: string[], options: ChildOptions =
     })
     // After the process ended and its output closed (processes it left behind may hold it).
     subprocess.once('close', (exitCode: number | null, signal: NodeJS.Signals | null) => {
-      running.delete(subprocess)
+      forget()
       resolve(spawnError ? {exitCode: null, signal: null, spawnError} : {exitCode, signal, spawnError: null})
     })
   })

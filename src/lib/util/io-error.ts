@@ -7,6 +7,7 @@ const IO_FAILURES: Record<string, string> = {
   EIO: 'input/output error',
   EROFS: 'read-only file system',
   EFBIG: 'file too large for the file system',
+  EPIPE: 'closed by the reader',
 }
 
 /**

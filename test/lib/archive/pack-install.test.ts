@@ -223,12 +223,12 @@ test('pack to a directory that does not exist: 66, not an internal error', async
   t.is(error.exitCode, 66)
 })
 
-test('pack onto an existing directory: 65 naming it, not an internal error', async (t) => {
+test('pack onto an existing directory: a usage error (64) naming it, before anything is read', async (t) => {
   const dir = await source(t)
   const outDir = await tempDir(t)
   await mkdir(join(outDir, 'taken'))
   const error = await refusal(t, packRelease({moduleDir: dir, ref: APP, output: join(outDir, 'taken')}))
-  t.is(error.exitCode, 65)
+  t.is(error.exitCode, 64)
   t.true(error.message.includes(join(outDir, 'taken')), error.message)
   t.deepEqual(await readdir(outDir), ['taken'])
 })
