@@ -41,6 +41,12 @@ export interface Resolution {
 
 export interface ResolveOptions {
   allowMutable?: boolean
+  /**
+   * false: only name the releases, without checking their trees (for verify, which must
+   * list a link put in a tag as a modification rather than refuse to look). `trees` is
+   * then empty.
+   */
+  checkTrees?: boolean
 }
 
 /**
@@ -97,7 +103,7 @@ export async function resolveRelease(moduleDir: string, ref: ReleaseRef | string
   await visit(app)
   // One rule for plan, validate, apply and pack alike: a release holds only regular files
   // and directories (a link, device or FIFO is refused here, naming it, before anything runs).
-  const trees = new Map(modulepath.map((release) => [release.release, listEntries(release.path, release.release)]))
+  const trees = new Map(options.checkTrees === false ? [] : modulepath.map((release) => [release.release, listEntries(release.path, release.release)]))
   const warnings = duplicateAppWarnings(modulepath)
   if (app.linkedTo) warnings.unshift(`${app.release} is not a real tag: it resolves to ${app.linkedTo}, which can change (a tag must be a directory under ${app.app}/tags/)`)
   return {moduleDir: root, modulepath, mutableEntries, warnings, trees}

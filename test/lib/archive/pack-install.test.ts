@@ -509,6 +509,9 @@ test('verify counts a symlink put in place of a file as modified, and one added 
   await unlink(join(dir, 'blob.bin'))
   await writeTree(dir, {'blob.bin': {symlink: '/etc/passwd'}, 'extra-link': {symlink: '/etc/hostname'}})
   t.like(await verifyRelease(moduleDir, DEP), {ok: false, modified: ['dist/files/blob.bin'], missing: [], extra: ['dist/files/extra-link']})
+  // Named, too: the tag is looked at, not refused for holding a link.
+  const [named] = (await verifyInstalled(moduleDir, [DEP])).results
+  t.like(named, {ok: false, modified: ['dist/files/blob.bin'], extra: ['dist/files/extra-link']})
 })
 
 test('verify of a release without a record: not recorded, nothing to compare', async (t) => {
