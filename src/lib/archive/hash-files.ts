@@ -31,8 +31,11 @@ export interface FileCheck {
   error?: string
 }
 
-/** Opening a file to check: never through a link, never waiting on a FIFO put in its place. */
-const CHECK_FLAGS = constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK
+/** Opening a release's file to read it: never through a link, never waiting on a FIFO put in its place. */
+export const NO_FOLLOW_READ = constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK
+
+/** crypto.hash, one call for a whole buffer (no Hash object), where Node has it (20.12 and later). */
+export const oneShotHash = (crypto as {hash?: (algorithm: string, data: Buffer) => string}).hash
 
 interface CheckFs {
   openSync: typeof openSync
@@ -134,7 +137,7 @@ export class FileChecker {
     this.worker = null
     if (!worker || paths.length < 2) {
       void worker?.terminate()
-      return paths.map((path, i) => checkFile(path, sizes?.[i], HASH_BUFFER, fsModule, hashing, CHECK_FLAGS))
+      return paths.map((path, i) => checkFile(path, sizes?.[i], HASH_BUFFER, fsModule, hashing, NO_FOLLOW_READ))
     }
 
     const done = new Promise<Array<[number, FileCheck]>>((resolve, reject) => {
@@ -148,10 +151,10 @@ export class FileChecker {
     // Nothing handles a rejection until ours are done: keep it from being reported as unhandled.
     done.catch(() => {})
     const next = new Int32Array(new SharedArrayBuffer(4))
-    worker.postMessage({paths, sizes, flags: CHECK_FLAGS, next: next.buffer})
+    worker.postMessage({paths, sizes, flags: NO_FOLLOW_READ, next: next.buffer})
     const results: FileCheck[] = new Array(paths.length)
     try {
-      for (let i; (i = Atomics.add(next, 0, 1)) < paths.length; ) results[i] = checkFile(paths[i], sizes?.[i], HASH_BUFFER, fsModule, hashing, CHECK_FLAGS)
+      for (let i; (i = Atomics.add(next, 0, 1)) < paths.length; ) results[i] = checkFile(paths[i], sizes?.[i], HASH_BUFFER, fsModule, hashing, NO_FOLLOW_READ)
       for (const [i, result] of await done) results[i] = result
       return results
     } finally {
@@ -167,7 +170,7 @@ export class FileChecker {
 }
 
 const fsModule: CheckFs = {openSync, fstatSync, readSync, closeSync}
-const hashing: Hashing = crypto
+const hashing: Hashing = {createHash, hash: oneShotHash}
 
 /**
  * sha256 of each file, in order, on two threads for large sets. A file that cannot be

@@ -44,7 +44,7 @@ export async function readReleaseContent(root: string, label: string): Promise<R
 }
 
 /** Files and empty directories under a root, sorted, not hashed. */
-export function listContent(root: string, label: string): {files: Array<Omit<TreeFile, 'sha256'>>; dirs: string[]} {
+function listContent(root: string, label: string): {files: Array<Omit<TreeFile, 'sha256'>>; dirs: string[]} {
   const found: Array<Omit<TreeFile, 'sha256'>> = []
   const dirs: string[] = []
   for (const entry of listEntries(root, label)) {

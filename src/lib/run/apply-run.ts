@@ -19,6 +19,7 @@ import {asIoError} from '../util/io-error.js'
 import {processStartTime} from '../util/process.js'
 import {type ResourceCounts, type RunRecord, type RunState, newRunRecord, writeRunRecord} from '../state/run-record.js'
 import {manifestCopyPath, runsDir} from '../state/state-dir.js'
+import {DEFAULT_KEEP, DEFAULT_MAX_AGE_MS} from './defaults.js'
 import {type ChildExit, startChild} from './child.js'
 import {runFingerprint} from './fingerprint.js'
 import {runFinishHook} from './finish-hook.js'
@@ -26,10 +27,6 @@ import type {RunPlan} from './run-plan.js'
 
 // eslint-disable-next-line no-control-regex
 const ANSI_SGR = /\u001B\[[0-9;]*m/g
-
-import {DEFAULT_KEEP, DEFAULT_MAX_AGE_MS} from './defaults.js'
-
-export {DEFAULT_KEEP, DEFAULT_MAX_AGE, DEFAULT_MAX_AGE_MS} from './defaults.js'
 
 export interface ApplyOptions {
   /** Aborting stops puppet and its process group; the reason names the signal (SIGINT, SIGTERM, SIGHUP). */

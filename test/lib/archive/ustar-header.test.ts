@@ -2,7 +2,7 @@ import test from 'ava'
 import fc from 'fast-check'
 import {Header} from 'tar'
 
-import {ustarHeader} from '../../../src/lib/archive/pack.js'
+import {ustarHeader} from '../../../src/lib/archive/tar-writer.js'
 
 /** node-tar's header for what pack writes, or null when it needs a pax header. */
 function nodeTar(path: string, size: number, mode: number, type: 'File' | 'Directory'): Buffer | null {

@@ -5,7 +5,7 @@ import {join} from 'node:path'
 
 import test from 'ava'
 
-import {openReleaseFile} from '../../../src/lib/archive/pack.js'
+import {openReleaseFile} from '../../../src/lib/archive/tar-writer.js'
 import {ReleaseError} from '../../../src/lib/errors.js'
 import {tempDir} from '../../helpers/temp.js'
 
