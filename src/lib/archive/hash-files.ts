@@ -96,9 +96,10 @@ const PARALLEL_MIN_FILES = 400
 const PARALLEL_MIN_BYTES = 32 * 1024 * 1024
 
 /**
- * The worker: waits for a list of files and checks them, taking the next one from a
- * counter it shares with this thread (whichever is free takes it), then posts the results. Plain CommonJS source so that it runs whether localpuppet is bundled
- * or loaded from src/.
+ * The worker: for each list of files it is sent, checks them, taking the next one from a
+ * counter it shares with this thread (whichever is free takes it), then posts the
+ * results under the list's number. Plain CommonJS source so that it runs whether
+ * localpuppet is bundled or loaded from src/.
  */
 const WORKER_SOURCE = `
 const {parentPort} = require('node:worker_threads')
@@ -106,67 +107,143 @@ const fs = require('node:fs')
 const checkFile = ${checkFile.toString()}
 const buffer = Buffer.allocUnsafe(1024 * 1024)
 const crypto = require('node:crypto')
-parentPort.once('message', ({paths, sizes, flags, next: shared}) => {
+parentPort.on('message', ({job, paths, sizes, flags, next: shared}) => {
   const next = new Int32Array(shared)
   const results = []
   try {
     for (let i; (i = Atomics.add(next, 0, 1)) < paths.length; ) results.push([i, checkFile(paths[i], sizes ? sizes[i] : undefined, buffer, fs, crypto, flags)])
-    parentPort.postMessage({results})
+    parentPort.postMessage({job, results})
   } catch (error) {
-    parentPort.postMessage({error: {message: error.message, code: error.code, path: error.path, syscall: error.syscall, errno: error.errno}})
+    parentPort.postMessage({job, error: {message: error.message, code: error.code, path: error.path, syscall: error.syscall, errno: error.errno}})
   }
 })
 `
 
+interface WorkerReply {
+  job: number
+  results?: Array<[number, FileCheck]>
+  error?: Record<string, unknown>
+}
+
 /**
- * Checks files on two threads: a worker started before the list is known (it boots while
- * the caller walks the tree), then given every other file. Opening, reading and hashing
- * thousands of files is bound by system calls, and two cores do them in about half the time.
+ * The second hashing thread, one per process, shared by every check (verify checks one
+ * release after another). It does not keep the process alive: it is referenced only
+ * while a check waits on it.
+ */
+let thread: {worker: Worker; jobs: number; waiting: number; failed: Error | null} | null = null
+
+/**
+ * Starts the hashing thread now, so that it has booted (~30 ms, on the other core) by the
+ * time files are checked: for a command that will check many files, before it has even
+ * parsed its arguments.
+ */
+export function startCheckThread(): void {
+  if (thread) return
+  const worker = new Worker(WORKER_SOURCE, {eval: true})
+  worker.unref()
+  const started = {worker, jobs: 0, waiting: 0, failed: null as Error | null}
+  const fail = (error: Error) => {
+    started.failed ??= error
+    if (thread === started) thread = null
+  }
+
+  worker.on('error', fail)
+  worker.on('exit', (code) => fail(new Error(`hashing thread exited with ${code}`)))
+  thread = started
+}
+
+/** Stops the hashing thread (its memory is freed; a later check starts another). */
+export function stopCheckThread(): void {
+  void thread?.worker.terminate()
+  thread = null
+}
+
+/**
+ * Checks files on two threads for a large set: the worker (started early by
+ * startCheckThread, or now) takes files from the list as soon as it is given, this thread
+ * joins when it calls finish(). Opening, reading and hashing thousands of files is bound
+ * by system calls, and two cores do them in about half the time.
  */
 export class FileChecker {
-  private worker: Worker | null
+  private readonly parallel: boolean
 
   /** `expectFiles`: about how many files will be checked (a second thread only pays off for many). */
   constructor(expectFiles: number, expectBytes = 0) {
-    this.worker = expectFiles >= PARALLEL_MIN_FILES || expectBytes >= PARALLEL_MIN_BYTES ? new Worker(WORKER_SOURCE, {eval: true}) : null
+    this.parallel = expectFiles >= PARALLEL_MIN_FILES || expectBytes >= PARALLEL_MIN_BYTES
+    if (this.parallel) startCheckThread()
   }
 
-  /** Each file checked, in order; `sizes` (optional) are the sizes expected. A file that cannot be read throws its system error. */
-  async check(paths: string[], sizes?: number[]): Promise<FileCheck[]> {
-    const worker = this.worker
-    this.worker = null
-    if (!worker || paths.length < 2) {
-      void worker?.terminate()
-      return paths.map((path, i) => checkFile(path, sizes?.[i], HASH_BUFFER, fsModule, hashing, NO_FOLLOW_READ))
-    }
+  /**
+   * Hands the files to the worker, which starts on them at once; finish() checks the rest
+   * on this thread and returns each file's check, in order. `sizes` (optional) are the
+   * sizes expected. A file that cannot be read throws its system error (from finish()).
+   */
+  begin(paths: string[], sizes?: number[]): PendingCheck {
+    const check = (i: number) => checkFile(paths[i], sizes?.[i], HASH_BUFFER, fsModule, hashing, NO_FOLLOW_READ)
+    const current = this.parallel && paths.length >= 2 ? thread : null
+    if (!current) return {finish: async () => paths.map((_, i) => check(i)), cancel() {}}
 
+    const job = ++current.jobs
+    const {worker} = current
+    if (current.waiting++ === 0) worker.ref()
     const done = new Promise<Array<[number, FileCheck]>>((resolve, reject) => {
-      worker.once('message', (message: {results?: Array<[number, FileCheck]>; error?: Record<string, unknown>}) => {
+      const onMessage = (message: WorkerReply) => {
+        if (message.job !== job) return
+        settle()
         if (message.results) return resolve(message.results)
         reject(Object.assign(new Error(String(message.error?.message)), message.error))
-      })
-      worker.once('error', reject)
-      worker.once('exit', (code) => reject(new Error(`hashing thread exited with ${code}`)))
+      }
+
+      const onEnd = () => {
+        settle()
+        reject(current.failed ?? new Error('hashing thread stopped'))
+      }
+
+      const settle = () => {
+        worker.off('message', onMessage)
+        worker.off('error', onEnd)
+        worker.off('exit', onEnd)
+        if (--current.waiting === 0) worker.unref()
+      }
+
+      worker.on('message', onMessage)
+      worker.on('error', onEnd)
+      worker.on('exit', onEnd)
     })
-    // Nothing handles a rejection until ours are done: keep it from being reported as unhandled.
+    // Nothing handles a rejection until this thread's share is done: keep it from being reported as unhandled.
     done.catch(() => {})
     const next = new Int32Array(new SharedArrayBuffer(4))
-    worker.postMessage({paths, sizes, flags: NO_FOLLOW_READ, next: next.buffer})
-    const results: FileCheck[] = new Array(paths.length)
-    try {
-      for (let i; (i = Atomics.add(next, 0, 1)) < paths.length; ) results[i] = checkFile(paths[i], sizes?.[i], HASH_BUFFER, fsModule, hashing, NO_FOLLOW_READ)
-      for (const [i, result] of await done) results[i] = result
-      return results
-    } finally {
-      void worker.terminate()
+    worker.postMessage({job, paths, sizes, flags: NO_FOLLOW_READ, next: next.buffer})
+    // The worker takes no more files; its reply (for the files it had) is dropped.
+    const cancel = () => void Atomics.store(next, 0, paths.length)
+    return {
+      async finish() {
+        const results: FileCheck[] = new Array(paths.length)
+        try {
+          for (let i; (i = Atomics.add(next, 0, 1)) < paths.length; ) results[i] = check(i)
+        } catch (error) {
+          cancel()
+          throw error
+        }
+
+        for (const [i, result] of await done) results[i] = result
+        return results
+      },
+      cancel,
     }
   }
 
-  /** Stops the worker when check() is not going to be called. */
-  close(): void {
-    void this.worker?.terminate()
-    this.worker = null
+  /** Each file checked, in order (begin() then finish()). */
+  async check(paths: string[], sizes?: number[]): Promise<FileCheck[]> {
+    return this.begin(paths, sizes).finish()
   }
+
+}
+
+/** Files being checked: finish() checks the rest on this thread and returns every check; cancel() when they are not wanted after all. */
+export interface PendingCheck {
+  finish(): Promise<FileCheck[]>
+  cancel(): void
 }
 
 const fsModule: CheckFs = {openSync, fstatSync, readSync, closeSync}

@@ -13,7 +13,7 @@ import {asIoError} from '../util/io-error.js'
 import {onStop} from '../util/on-stop.js'
 import {type IndexedRelease, type ReleaseIndex, INDEX_FORMAT, INDEX_FORMAT_DIRS, RELEASE_INDEX, SIGNATURE_FILE, isSafeRelativePath, serializeIndex} from './release-index.js'
 import {listEntries} from './release-tree.js'
-import {SEGMENT_BYTES, SegmentedGzip, gzipMember} from './segmented-gzip.js'
+import {SEGMENT_BYTES, SegmentedGzip, gzipMembers} from './segmented-gzip.js'
 import {keyId, loadSigningKey, signIndex} from './signature.js'
 import {type PackSource, TarWriter, tarEntry} from './tar-writer.js'
 
@@ -93,8 +93,6 @@ export async function packRelease(options: PackOptions): Promise<PackResult> {
     const releases: IndexedRelease[] = []
     for (const source of sources) releases.push(await tar.release(source))
 
-    await tar.end()
-
     const tag = app.kind === 'tag' ? app.release.slice(`${app.app}/tags/`.length) : null
     const index: ReleaseIndex = {
       // Format 1 unless a release keeps empty directories: older readers read the others.
@@ -107,23 +105,26 @@ export async function packRelease(options: PackOptions): Promise<PackResult> {
     }
     const indexBytes = serializeIndex(index)
     const signature = key ? signIndex(indexBytes, key) : null
-    // release.json (and its signature) first, as gzip members of their own, then the
-    // files' members as they were compressed.
-    const head = [...tarEntry(RELEASE_INDEX, indexBytes), ...(signature ? tarEntry(SIGNATURE_FILE, signature) : [])]
+    // release.json (and its signature) go first, as gzip members of their own, compressed
+    // on the thread pool while the files' last members finish; then the files' members
+    // as they were compressed.
+    const head = gzipMembers(Buffer.concat([...tarEntry(RELEASE_INDEX, indexBytes), ...(signature ? tarEntry(SIGNATURE_FILE, signature) : [])]), GZIP_LEVEL)
+    head.catch(() => {})
+    await tar.end()
     const result = {release: app.release, index, signedBy: key ? keyId(key) : null}
     if (!output || !temp) {
       const to = options.to!
       // A reader that goes away (`| head`) is an error event, not an exception.
       const closed = new Promise<never>((_, reject) => to.on('error', reject))
       closed.catch(() => {})
-      const {sha256, bytes} = await emitArchive(head, spoolFd, async (chunk) => {
+      const {sha256, bytes} = await emitArchive(await head, spoolFd, async (chunk) => {
         if (!to.write(Buffer.from(chunk))) await Promise.race([once(to, 'drain'), closed])
       })
       return {...result, output: null, sha256, bytes}
     }
 
     const outFd = openFd(temp, 'wx', 0o644)
-    const {sha256, bytes} = await emitArchive(head, spoolFd, (chunk) => writeAll(outFd, chunk))
+    const {sha256, bytes} = await emitArchive(await head, spoolFd, (chunk) => writeAll(outFd, chunk))
     await rename(temp, output)
     return {...result, output, sha256, bytes}
   } catch (error) {
@@ -142,10 +143,7 @@ export async function packRelease(options: PackOptions): Promise<PackResult> {
   }
 }
 
-/**
- * The archive's bytes in order: the head's tar entries, compressed a segment at a time
- * (the same members SegmentedGzip makes), then the spool; with their sha256 and size.
- */
+/** The archive's bytes in order: the head's members, then the spool; with their sha256 and size. */
 async function emitArchive(head: Buffer[], spoolFd: number, write: (chunk: Buffer) => Promise<void> | void): Promise<{sha256: string; bytes: number}> {
   const hash = createHash('sha256')
   let bytes = 0
@@ -155,10 +153,7 @@ async function emitArchive(head: Buffer[], spoolFd: number, write: (chunk: Buffe
     await write(chunk)
   }
 
-  const tarHead = Buffer.concat(head)
-  for (let offset = 0; offset < tarHead.length; offset += SEGMENT_BYTES) {
-    await emit(gzipMember(tarHead.subarray(offset, offset + SEGMENT_BYTES), GZIP_LEVEL))
-  }
+  for (const member of head) await emit(member)
 
   const buffer = Buffer.allocUnsafe(SEGMENT_BYTES)
   let position = 0

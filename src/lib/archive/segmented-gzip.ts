@@ -1,4 +1,4 @@
-import {type Gzip, constants, createGzip, gzipSync} from 'node:zlib'
+import {type Gzip, constants, createGzip, gzip} from 'node:zlib'
 
 
 /** Uncompressed bytes per gzip member: large enough that restarting the dictionary costs nothing measurable. */
@@ -86,7 +86,7 @@ export class SegmentedGzip {
         ;(engine as Gzip & {reset(): void}).reset()
         this.idle.push(engine)
         this.free.push(buffer)
-        // The header's OS byte: 255, "unknown", whatever zlib was built for (as gzipMember).
+        // The header's OS byte: 255, "unknown", whatever zlib was built for (as gzipMembers).
         chunks[0][9] = 255
         resolve(chunks)
       })
@@ -100,9 +100,25 @@ export class SegmentedGzip {
   }
 }
 
-/** One member as SegmentedGzip makes it, on this thread: for the little pack holds in memory. */
-export function gzipMember(data: Buffer, level: number): Buffer {
-  const member = gzipSync(data, {level})
-  member[9] = 255
-  return member
+/**
+ * Data held in memory, cut every SEGMENT_BYTES into the members SegmentedGzip would make
+ * of it (the same bytes), compressed at once on libuv's thread pool: this
+ * thread goes on meanwhile.
+ */
+export async function gzipMembers(data: Buffer, level: number): Promise<Buffer[]> {
+  const members: Array<Promise<Buffer>> = []
+  for (let offset = 0; offset < data.length; offset += SEGMENT_BYTES) {
+    const segment = data.subarray(offset, offset + SEGMENT_BYTES)
+    members.push(
+      new Promise((resolve, reject) => {
+        gzip(segment, {level}, (error, member) => {
+          if (error) return reject(error)
+          member[9] = 255
+          resolve(member)
+        })
+      }),
+    )
+  }
+
+  return Promise.all(members)
 }

@@ -57,10 +57,20 @@ export class TarWriter {
         this.header(`${source.release}/${entry.path}/`, 0, 0o755, 'Directory')
         dirs.push(entry.path)
       } else {
-        files.push(await this.content(source, entry.path))
+        const file = openReleaseFile(`${source.root}/${entry.path}`, `${source.release}/${entry.path}`)
+        try {
+          this.header(`${source.release}/${entry.path}`, file.size, file.executable ? 0o755 : 0o644, 'File')
+          // Most files fit in the segment being filled: written without a promise each.
+          const sha256 = file.size <= SEGMENT_BYTES - this.used && oneShotHash ? this.smallContent(file) : await this.content(file)
+          this.pad(file.size)
+          files.push({path: entry.path, size: file.size, executable: file.executable, sha256})
+        } finally {
+          closeSync(file.fd)
+        }
       }
 
-      await this.flush()
+      const flushing = this.flush()
+      if (flushing) await flushing
     }
 
     return {release: source.release, digest: treeDigest(files, dirs), files, ...(dirs.length > 0 ? {dirs} : {})}
@@ -75,45 +85,32 @@ export class TarWriter {
     await this.gzip.end()
   }
 
-  /**
-   * One file: its header, then its bytes read straight into the segment buffers and
-   * hashed there (a file that fits in the current segment in one go, by crypto.hash: no
-   * Hash object per file).
-   */
-  private async content(source: PackSource, path: string): Promise<TreeFile> {
-    const file = openReleaseFile(`${source.root}/${path}`, `${source.release}/${path}`)
-    try {
-      const {size, executable} = file
-      this.header(`${source.release}/${path}`, size, executable ? 0o755 : 0o644, 'File')
-      await this.flush()
-      let sha256: string
-      if (size <= SEGMENT_BYTES - this.used && oneShotHash) {
-        this.readFully(file, size)
-        sha256 = oneShotHash('sha256', this.buffer.subarray(this.used, this.used + size))
-        this.used += size
-      } else {
-        const hash = createHash('sha256')
-        let left = size
-        while (left > 0) {
-          if (this.used === SEGMENT_BYTES) {
-            this.seal()
-            await this.flush()
-          }
+  /** The bytes of a file that fits in the segment being filled, read straight into it and hashed there by crypto.hash (no Hash object); returns the sha256. */
+  private smallContent(file: OpenedFile): string {
+    this.readFully(file, file.size)
+    const sha256 = oneShotHash!('sha256', this.buffer.subarray(this.used, this.used + file.size))
+    this.used += file.size
+    return sha256
+  }
 
-          const read = this.readFully(file, Math.min(left, SEGMENT_BYTES - this.used))
-          hash.update(this.buffer.subarray(this.used, this.used + read))
-          this.used += read
-          left -= read
-        }
-
-        sha256 = hash.digest('hex')
+  /** The bytes of any file, read straight into the segment buffers and hashed as they go, segment after segment; returns the sha256. */
+  private async content(file: OpenedFile): Promise<string> {
+    await this.flush()
+    const hash = createHash('sha256')
+    let left = file.size
+    while (left > 0) {
+      if (this.used === SEGMENT_BYTES) {
+        this.seal()
+        await this.flush()
       }
 
-      this.pad(size)
-      return {path, size, executable, sha256}
-    } finally {
-      closeSync(file.fd)
+      const read = this.readFully(file, Math.min(left, SEGMENT_BYTES - this.used))
+      hash.update(this.buffer.subarray(this.used, this.used + read))
+      this.used += read
+      left -= read
     }
+
+    return hash.digest('hex')
   }
 
   /** Reads `length` bytes of the file at the end of the segment (not moving `used`); a file shorter than that is being written. */

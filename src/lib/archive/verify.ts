@@ -25,20 +25,25 @@ export async function verifyRelease(moduleDir: string, release: string, record?:
   const result: VerifyResult = {release, recorded: recorded !== null, ok: true, modified: [], missing: [], extra: []}
   if (!recorded) return result
   const root = join(moduleDir, release)
-  // The second hashing thread boots while this one walks the tree.
-  const checker = new FileChecker(recorded.files.length, recorded.files.reduce((sum, file) => sum + file.size, 0))
+  // Every recorded file is opened (never through a link) and its size and mode come from
+  // the open file: what is hashed is what was checked. Only a file of the recorded size is
+  // read. The second thread starts on them while this one walks the tree for added files.
+  const pending = new FileChecker(recorded.files.length, recorded.files.reduce((sum, file) => sum + file.size, 0)).begin(
+    recorded.files.map((file) => `${root}/${file.path}`),
+    recorded.files.map((file) => file.size),
+  )
   const found = new Set<string>()
   const emptyDirs = new Set<string>()
   try {
     walk(root, '', found, emptyDirs)
   } catch (error) {
-    checker.close()
-    if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error
+    if ((error as NodeJS.ErrnoException).code !== 'ENOENT') {
+      pending.cancel()
+      throw error
+    }
   }
 
-  // Every recorded file is opened (never through a link) and its size and mode come from
-  // the open file: what is hashed is what was checked. Only a file of the recorded size is read.
-  const checks = await checker.check(recorded.files.map((file) => `${root}/${file.path}`), recorded.files.map((file) => file.size))
+  const checks = await pending.finish()
   const expected = new Set<string>()
   recorded.files.forEach((file, i) => {
     expected.add(file.path)

@@ -53,3 +53,29 @@ test('hashFiles: the same digests on one thread or two', async (t) => {
   t.deepEqual(one.flat(), two.slice(0, 10))
   t.is(two[449], sha256(Buffer.from('file 449\n'.repeat(449))))
 })
+
+test('the second thread is shared: checks one after another, at once, and a list given before this thread joins', async (t) => {
+  const dir = await tempDir(t)
+  const lists: string[][] = [[], [], []]
+  for (const [n, list] of lists.entries()) {
+    for (let i = 0; i < 500; i++) {
+      list.push(join(dir, `l${n}-f${i}`))
+      await writeFile(list[i], `list ${n} file ${i}\n`)
+    }
+  }
+
+  const expected = lists.map((list, n) => list.map((_, i) => sha256(Buffer.from(`list ${n} file ${i}\n`))))
+  const digests = (checks: Array<{sha256: string | null}>) => checks.map((check) => check.sha256)
+  t.deepEqual(digests(await new FileChecker(500).check(lists[0])), expected[0])
+  t.deepEqual(digests(await new FileChecker(500).check(lists[1])), expected[1])
+  const both = await Promise.all([new FileChecker(500).check(lists[1]), new FileChecker(500).check(lists[2])])
+  t.deepEqual(both.map(digests), [expected[1], expected[2]])
+  // Begun, then this thread busy elsewhere: the worker has checked files meanwhile.
+  const pending = new FileChecker(500).begin(lists[2])
+  const until = Date.now() + 200
+  while (Date.now() < until) {
+    // Busy, as verify is while it walks the tree.
+  }
+
+  t.deepEqual(digests(await pending.finish()), expected[2])
+})

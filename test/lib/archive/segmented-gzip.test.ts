@@ -3,7 +3,7 @@ import {gunzipSync, gzipSync} from 'node:zlib'
 
 import test from 'ava'
 
-import {SEGMENT_BYTES, SegmentedGzip, gzipMember} from '../../../src/lib/archive/segmented-gzip.js'
+import {SEGMENT_BYTES, SegmentedGzip, gzipMembers} from '../../../src/lib/archive/segmented-gzip.js'
 
 /** What the archive format promises: one gzip member per segment, exactly gzip -6's bytes with mtime 0 and OS 255. */
 function expectedMember(data: Buffer): Buffer {
@@ -40,14 +40,19 @@ for (const [kind, make] of Object.entries(KINDS)) {
   })
 }
 
-test('gzipMember (for what pack holds in memory) makes the same member as SegmentedGzip', async (t) => {
-  const data = KINDS['Puppet-like text'](300_000)
+test('gzipMembers (for what pack holds in memory) makes the members SegmentedGzip makes of the same bytes', async (t) => {
+  const data = KINDS['Puppet-like text'](SEGMENT_BYTES + 300_000)
   const out: Buffer[] = []
   const gzip = new SegmentedGzip((chunk) => {
     out.push(Buffer.from(chunk))
   }, 6)
-  const buffer = gzip.take()
-  await gzip.write(buffer, data.copy(buffer))
+  for (let offset = 0; offset < data.length; offset += SEGMENT_BYTES) {
+    const buffer = gzip.take()
+    await gzip.write(buffer, data.copy(buffer, 0, offset, offset + SEGMENT_BYTES))
+  }
+
   await gzip.end()
-  t.true(Buffer.concat(out).equals(gzipMember(data, 6)))
+  const members = await gzipMembers(data, 6)
+  t.is(members.length, 2)
+  t.true(Buffer.concat(out).equals(Buffer.concat(members)))
 })
