@@ -166,7 +166,11 @@ function measure(tools: BenchTools, name: string, modules: string, release: stri
   const packMb = tools.peakMb('node', [tools.bin, 'pack', release, '--module-dir', modules, '-o', join(work, 'mem.tar.gz')])
   const installMb = tools.peakMb('node', [tools.bin, 'install', archive, '--module-dir', target])
   const verifyMb = tools.peakMb('node', [tools.bin, 'verify', '--module-dir', target])
-  console.log(`peak memory      pack ${packMb.toFixed(0)} MB (target <= 100, ${packMb <= 100 ? 'ok' : 'OVER TARGET'}), install ${installMb.toFixed(0)} MB, verify ${verifyMb.toFixed(0)} MB`)
+  // The issue's target: <= 100 MB on the real release, and bounded as a release grows (on
+  // the larger sets, zlib's finished output buffers wait for V8's external-memory GC, which
+  // runs at about 64 MB of them).
+  const packTarget = name === 'real' ? `target <= 100, ${packMb <= 100 ? 'ok' : 'OVER TARGET'}` : 'the 100 MB target is for the real release'
+  console.log(`peak memory      pack ${packMb.toFixed(0)} MB (${packTarget}), install ${installMb.toFixed(0)} MB, verify ${verifyMb.toFixed(0)} MB`)
   fresh(target)()
 }
 

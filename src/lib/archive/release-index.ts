@@ -50,10 +50,17 @@ export function parseReleasePath(text: string): {app: string; kind: 'trunk' | 'b
  * `.` or `..` segments, no control characters (a newline would forge a digest line).
  */
 export function isSafeRelativePath(path: string): boolean {
-  if (path.length === 0 || path.length > 4096 || path.startsWith('/')) return false
-  if (/[\u0000-\u001F\u007F]/.test(path)) return false
-  return path.split('/').every((segment) => segment !== '' && segment !== '.' && segment !== '..' && segment.length <= 255)
+  if (path.length === 0 || path.length > 4096 || UNSAFE_PATH.test(path)) return false
+  // Only a path longer than 255 can have a segment that is.
+  return path.length <= 255 || path.split('/').every((segment) => segment.length <= 255)
 }
+
+/**
+ * What makes a relative path unsafe, in one pass (pack, install and release.json check
+ * thousands): a control character, an empty segment (a leading, trailing or doubled
+ * slash), or a `.` or `..` segment.
+ */
+const UNSAFE_PATH = /[\u0000-\u001F\u007F]|^\/|\/$|\/\/|(?:^|\/)\.{1,2}(?:\/|$)/
 
 export function serializeIndex(index: ReleaseIndex): Buffer {
   return Buffer.from(JSON.stringify(index, null, 1) + '\n')

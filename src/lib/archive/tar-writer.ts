@@ -1,7 +1,8 @@
 import {createHash} from 'node:crypto'
 import {closeSync, fstatSync, openSync, readSync} from 'node:fs'
 
-import {Header, Pax} from 'tar'
+import {Header} from 'tar/header'
+import {Pax} from 'tar/pax'
 
 import {ReleaseError} from '../errors.js'
 import {NO_FOLLOW_READ, oneShotHash} from './hash-files.js'

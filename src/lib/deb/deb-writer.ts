@@ -3,7 +3,7 @@ import {closeSync, fstatSync, openSync, readSync, writeSync} from 'node:fs'
 import {once} from 'node:events'
 import {createGzip, gzipSync} from 'node:zlib'
 
-import {Header} from 'tar'
+import {Header} from 'tar/header'
 
 import {ReleaseError} from '../errors.js'
 

@@ -1,6 +1,7 @@
 import {createReadStream} from 'node:fs'
 
-import {Parser, type ReadEntry} from 'tar'
+import {Parser} from 'tar/parse'
+import type {ReadEntry} from 'tar/read-entry'
 
 import {ReleaseError} from '../errors.js'
 import {MAX_INDEX_BYTES, RELEASE_INDEX, SIGNATURE_FILE, type ReleaseIndex, parseIndex} from '../archive/release-index.js'
