@@ -132,12 +132,8 @@ interface WorkerReply {
  */
 let thread: {worker: Worker; jobs: number; waiting: number; failed: Error | null} | null = null
 
-/**
- * Starts the hashing thread now, so that it has booted (~30 ms, on the other core) by the
- * time files are checked: for a command that will check many files, before it has even
- * parsed its arguments.
- */
-export function startCheckThread(): void {
+/** Starts the hashing thread if none is running (it boots in ~30 ms, on the other core). */
+function startCheckThread(): void {
   if (thread) return
   const worker = new Worker(WORKER_SOURCE, {eval: true})
   worker.unref()
@@ -152,16 +148,10 @@ export function startCheckThread(): void {
   thread = started
 }
 
-/** Stops the hashing thread (its memory is freed; a later check starts another). */
-export function stopCheckThread(): void {
-  void thread?.worker.terminate()
-  thread = null
-}
-
 /**
- * Checks files on two threads for a large set: the worker (started early by
- * startCheckThread, or now) takes files from the list as soon as it is given, this thread
- * joins when it calls finish(). Opening, reading and hashing thousands of files is bound
+ * Checks files on two threads for a large set: the worker (started by the constructor if
+ * none runs yet, so that it boots while the caller prepares the list) takes files from
+ * the list as soon as it is given, this thread joins when it calls finish(). Opening, reading and hashing thousands of files is bound
  * by system calls, and two cores do them in about half the time.
  */
 export class FileChecker {
