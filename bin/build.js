@@ -31,18 +31,23 @@ const lazyPackages = {
  * oclif sorts the command list with String#localeCompare on every start: the first
  * localeCompare in a process loads ICU's collation data, ~8 ms of every command. Command
  * ids here are lower-case ASCII words, for which code-unit order is the same order. The
- * build fails if oclif's source no longer has that line (the patch would silently stop
- * applying).
+ * build fails if oclif's source no longer has that line, or if that file is no longer
+ * bundled (the patch would silently stop applying).
  */
 const OCLIF_SORT = {
   file: /@oclif[\\/]core[\\/]lib[\\/]config[\\/]plugin\.js$/,
   from: '.sort((a, b) => a.id.localeCompare(b.id))',
   to: '.sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0))',
 }
+let oclifSorted = false
 const oclifSort = {
   name: 'oclif-sort',
   setup(build) {
+    build.onEnd(() => {
+      if (!oclifSorted) throw new Error('@oclif/core/lib/config/plugin.js was not bundled: update OCLIF_SORT in bin/build.js')
+    })
     build.onLoad({filter: OCLIF_SORT.file}, async (args) => {
+      oclifSorted = true
       const source = await readFile(args.path, 'utf8')
       if (!source.includes(OCLIF_SORT.from)) throw new Error(`${args.path}: no longer sorts commands with localeCompare; update OCLIF_SORT in bin/build.js`)
       return {contents: source.replace(OCLIF_SORT.from, OCLIF_SORT.to), loader: 'js'}

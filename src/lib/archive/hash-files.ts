@@ -125,34 +125,71 @@ interface WorkerReply {
   error?: Record<string, unknown>
 }
 
+/** A list the worker was given, waiting for its reply. */
+interface Waiting {
+  resolve: (results: Array<[number, FileCheck]>) => void
+  reject: (error: Error) => void
+}
+
 /**
  * The second hashing thread, one per process, shared by every check (verify checks one
- * release after another). It does not keep the process alive: it is referenced only
- * while a check waits on it.
+ * release after another): one set of listeners, replies routed by job number. It does
+ * not keep the process alive: it is referenced only while a check waits on it.
  */
-let thread: {worker: Worker; jobs: number; waiting: number; failed: Error | null} | null = null
+let thread: {worker: Worker; jobs: number; waiting: Map<number, Waiting>; stopping: boolean} | null = null
 
 /** Starts the hashing thread if none is running (it boots in ~30 ms, on the other core). */
-function startCheckThread(): void {
-  if (thread) return
+function startCheckThread(): NonNullable<typeof thread> {
+  if (thread) return thread
   const worker = new Worker(WORKER_SOURCE, {eval: true})
   worker.unref()
-  const started = {worker, jobs: 0, waiting: 0, failed: null as Error | null}
+  const started = {worker, jobs: 0, waiting: new Map<number, Waiting>(), stopping: false}
+  const settle = (job: number): Waiting | undefined => {
+    const waiting = started.waiting.get(job)
+    started.waiting.delete(job)
+    if (started.waiting.size === 0) {
+      worker.unref()
+      if (started.stopping) void worker.terminate()
+    }
+
+    return waiting
+  }
+
+  worker.on('message', (message: WorkerReply) => {
+    const waiting = settle(message.job)
+    if (message.results) waiting?.resolve(message.results)
+    else waiting?.reject(Object.assign(new Error(String(message.error?.message)), message.error))
+  })
+  // A thread that dies fails what waits on it; the next check starts another.
   const fail = (error: Error) => {
-    started.failed ??= error
     if (thread === started) thread = null
+    for (const job of [...started.waiting.keys()]) settle(job)?.reject(error)
   }
 
   worker.on('error', fail)
   worker.on('exit', (code) => fail(new Error(`hashing thread exited with ${code}`)))
   thread = started
+  return started
+}
+
+/**
+ * Stops the hashing thread once nothing waits on it (a later check starts another): for a
+ * process that goes on for long after checking, as apply does while Puppet runs.
+ */
+export function stopCheckThread(): void {
+  if (!thread) return
+  // A list still being checked (one given up by an error) finishes first.
+  if (thread.waiting.size === 0) void thread.worker.terminate()
+  else thread.stopping = true
+  thread = null
 }
 
 /**
  * Checks files on two threads for a large set: the worker (started by the constructor if
  * none runs yet, so that it boots while the caller prepares the list) takes files from
- * the list as soon as it is given, this thread joins when it calls finish(). Opening, reading and hashing thousands of files is bound
- * by system calls, and two cores do them in about half the time.
+ * the list as soon as it is given, this thread joins when it calls finish(). Opening,
+ * reading and hashing thousands of files is bound by system calls, and two cores do them
+ * in about half the time.
  */
 export class FileChecker {
   private readonly parallel: boolean
@@ -170,36 +207,13 @@ export class FileChecker {
    */
   begin(paths: string[], sizes?: number[]): PendingCheck {
     const check = (i: number) => checkFile(paths[i], sizes?.[i], HASH_BUFFER, fsModule, hashing, NO_FOLLOW_READ)
-    const current = this.parallel && paths.length >= 2 ? thread : null
+    const current = this.parallel && paths.length >= 2 ? startCheckThread() : null
     if (!current) return {finish: async () => paths.map((_, i) => check(i)), cancel() {}}
 
     const job = ++current.jobs
     const {worker} = current
-    if (current.waiting++ === 0) worker.ref()
-    const done = new Promise<Array<[number, FileCheck]>>((resolve, reject) => {
-      const onMessage = (message: WorkerReply) => {
-        if (message.job !== job) return
-        settle()
-        if (message.results) return resolve(message.results)
-        reject(Object.assign(new Error(String(message.error?.message)), message.error))
-      }
-
-      const onEnd = () => {
-        settle()
-        reject(current.failed ?? new Error('hashing thread stopped'))
-      }
-
-      const settle = () => {
-        worker.off('message', onMessage)
-        worker.off('error', onEnd)
-        worker.off('exit', onEnd)
-        if (--current.waiting === 0) worker.unref()
-      }
-
-      worker.on('message', onMessage)
-      worker.on('error', onEnd)
-      worker.on('exit', onEnd)
-    })
+    if (current.waiting.size === 0) worker.ref()
+    const done = new Promise<Array<[number, FileCheck]>>((resolve, reject) => current.waiting.set(job, {resolve, reject}))
     // Nothing handles a rejection until this thread's share is done: keep it from being reported as unhandled.
     done.catch(() => {})
     const next = new Int32Array(new SharedArrayBuffer(4))
@@ -227,7 +241,6 @@ export class FileChecker {
   async check(paths: string[], sizes?: number[]): Promise<FileCheck[]> {
     return this.begin(paths, sizes).finish()
   }
-
 }
 
 /** Files being checked: finish() checks the rest on this thread and returns every check; cancel() when they are not wanted after all. */

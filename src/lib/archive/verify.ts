@@ -3,7 +3,7 @@ import {join} from 'node:path'
 
 import {VerificationError} from '../errors.js'
 import {type InstallRecord, readInstallRecord} from './install-record.js'
-import {FileChecker} from './hash-files.js'
+import {FileChecker, stopCheckThread} from './hash-files.js'
 import {compareBytes} from './release-tree.js'
 
 export interface VerifyResult {
@@ -88,12 +88,17 @@ function walk(dir: string, prefix: string, into: Set<string>, dirs: Set<string>)
  */
 export async function verifyModulepath(moduleDir: string, releases: Array<{release: string; kind: string}>): Promise<Array<{release: string; verified: boolean}>> {
   const checked: Array<{release: string; verified: boolean}> = []
-  for (const release of releases) {
-    if (release.kind !== 'tag') continue
-    const result = await verifyRelease(moduleDir, release.release)
-    if (!result.recorded) continue
-    if (!result.ok) throw new VerificationError(describeMismatch(result), [`localpuppet verify ${release.release} lists every difference`])
-    checked.push({release: release.release, verified: true})
+  try {
+    for (const release of releases) {
+      if (release.kind !== 'tag') continue
+      const result = await verifyRelease(moduleDir, release.release)
+      if (!result.recorded) continue
+      if (!result.ok) throw new VerificationError(describeMismatch(result), [`localpuppet verify ${release.release} lists every difference`])
+      checked.push({release: release.release, verified: true})
+    }
+  } finally {
+    // apply goes on for as long as Puppet runs: the hashing thread's memory is not kept meanwhile.
+    stopCheckThread()
   }
 
   return checked

@@ -5,7 +5,7 @@ import {join} from 'node:path'
 
 import test from 'ava'
 
-import {FileChecker, hashFiles} from '../../../src/lib/archive/hash-files.js'
+import {FileChecker, hashFiles, stopCheckThread} from '../../../src/lib/archive/hash-files.js'
 import {tempDir} from '../../helpers/temp.js'
 
 const sha256 = (data: Buffer) => createHash('sha256').update(data).digest('hex')
@@ -78,4 +78,30 @@ test('the second thread is shared: checks one after another, at once, and a list
   }
 
   t.deepEqual(digests(await pending.finish()), expected[2])
+})
+
+test('many lists at once on the shared thread: each gets its own results, with no listener warning; a stopped thread is replaced', async (t) => {
+  const dir = await tempDir(t)
+  const paths: string[] = []
+  for (let i = 0; i < 450; i++) {
+    paths.push(join(dir, `f${i}`))
+    await writeFile(paths[i], `file ${i}\n`)
+  }
+
+  const warnings: string[] = []
+  const onWarning = (warning: Error) => warnings.push(warning.name)
+  process.on('warning', onWarning)
+  try {
+    const lists = Array.from({length: 12}, (_, n) => paths.slice(n, n + 420))
+    const all = await Promise.all(lists.map((list) => new FileChecker(list.length).check(list)))
+    for (const [n, checks] of all.entries()) t.deepEqual(checks.map((check) => check.sha256), lists[n].map((_, i) => sha256(Buffer.from(`file ${n + i}\n`))))
+    stopCheckThread()
+    const again = await new FileChecker(450).check(paths)
+    t.is(again[449].sha256, sha256(Buffer.from('file 449\n')))
+    await new Promise((resolve) => setImmediate(resolve))
+  } finally {
+    process.off('warning', onWarning)
+  }
+
+  t.deepEqual(warnings, [])
 })
