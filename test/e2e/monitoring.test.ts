@@ -1,4 +1,3 @@
-import {createServer} from 'node:net'
 import {readFile, readdir, writeFile} from 'node:fs/promises'
 import {join} from 'node:path'
 import {setTimeout as sleep} from 'node:timers/promises'
@@ -7,18 +6,8 @@ import test from 'ava'
 import {execa} from 'execa'
 
 import {FAKE_PUPPET, cli} from '../helpers/cli.js'
+import {freePort} from '../helpers/net.js'
 import {tempDir, writeTree} from '../helpers/temp.js'
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer()
-    server.once('error', reject)
-    server.listen(0, '127.0.0.1', () => {
-      const {port} = server.address() as {port: number}
-      server.close(() => resolve(port))
-    })
-  })
-}
 
 async function setup(t: Parameters<typeof tempDir>[0]) {
   const dir = await tempDir(t)

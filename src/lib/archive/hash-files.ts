@@ -251,16 +251,3 @@ export interface PendingCheck {
 
 const fsModule: CheckFs = {openSync, fstatSync, readSync, closeSync}
 const hashing: Hashing = {createHash, hash: oneShotHash}
-
-/**
- * sha256 of each file, in order, on two threads for large sets. A file that cannot be
- * read (gone, a link) throws the same system error (code, path) as hashFileSync would.
- */
-export async function hashFiles(paths: string[], totalBytes = 0): Promise<string[]> {
-  const checks = await new FileChecker(paths.length, totalBytes).check(paths)
-  return checks.map((check, i) => {
-    if (check.sha256 !== null) return check.sha256
-    // The error hashFileSync gives (ENOENT, or reading a directory...), naming the file.
-    return hashFileSync(paths[i])
-  })
-}

@@ -1,9 +1,8 @@
 import {createHash} from 'node:crypto'
-import {lstatSync, readdirSync} from 'node:fs'
-import {join} from 'node:path'
+import {readdirSync} from 'node:fs'
 
 import {ReleaseError} from '../errors.js'
-import {hashFiles} from './hash-files.js'
+import {FileChecker} from './hash-files.js'
 
 
 /** One file of a release, as release.json and install records list it. */
@@ -36,30 +35,25 @@ export async function readReleaseTree(root: string, label: string): Promise<Tree
   return (await readReleaseContent(root, label)).files
 }
 
-/** Files (hashed, two cores at once for large trees) and empty directories under a release root. */
+/**
+ * Files and empty directories under a release root, each file's size, executable bit and
+ * sha256 taken from the one open file (two cores at once for large trees): no stat before
+ * the hashing, so what is listed is what was hashed.
+ */
 export async function readReleaseContent(root: string, label: string): Promise<ReleaseContent> {
-  const {files, dirs} = listContent(root, label)
-  const hashes = await hashFiles(files.map((file) => join(root, file.path)), files.reduce((sum, file) => sum + file.size, 0))
-  return {files: files.map(({path, size, executable}, i) => ({path, size, executable, sha256: hashes[i]})), dirs}
-}
-
-/** Files and empty directories under a root, sorted, not hashed. */
-function listContent(root: string, label: string): {files: Array<Omit<TreeFile, 'sha256'>>; dirs: string[]} {
-  const found: Array<Omit<TreeFile, 'sha256'>> = []
+  const paths: string[] = []
   const dirs: string[] = []
-  for (const entry of listEntries(root, label)) {
-    if (entry.dir) {
-      dirs.push(entry.path)
-      continue
-    }
-
-    // Only files need a stat (size and mode); directories are known from their entries.
-    const info = lstatSync(join(root, entry.path))
-    if (!info.isFile()) throw new ReleaseError(`${label}/${entry.path}: ${describeKind(info)}; a release may hold only regular files and directories`)
-    found.push({path: entry.path, size: info.size, executable: (info.mode & 0o111) !== 0})
-  }
-
-  return {files: found.sort((a, b) => compareBytes(a.path, b.path)), dirs: dirs.sort(compareBytes)}
+  for (const entry of listEntries(root, label)) (entry.dir ? dirs : paths).push(entry.path)
+  // Archive order is byte order of the path for files; empty directories are listed by their own.
+  dirs.sort(compareBytes)
+  const checks = await new FileChecker(paths.length).check(paths.map((path) => `${root}/${path}`))
+  const files = paths.map((path, i): TreeFile => {
+    const {sha256, size, executable} = checks[i]
+    // Listed as a regular file a moment ago: gone, replaced or cut short since.
+    if (sha256 === null) throw new ReleaseError(`${label}/${path}: changed while it was read; try again`)
+    return {path, size, executable, sha256}
+  })
+  return {files, dirs}
 }
 
 /** One thing a release holds: a regular file, or a directory with nothing in it. */

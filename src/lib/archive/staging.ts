@@ -95,18 +95,20 @@ export class Staging {
     }
   }
 
-  /** Creates a file at an archive path (already checked safe) inside staging; refuses duplicates. */
-  /** `readOnly` for tags (0444/0555); a trunk or branch keeps ordinary modes (0644/0755). */
   /** The process umask, read once (creating a file with a mode loses the bits it masks). */
   private readonly umask = readUmask()
 
-  private fileMode(executable: boolean, readOnly: boolean): number {
-    const mode = (executable ? 0o555 : 0o444) | (readOnly ? 0 : 0o200)
-    return (mode & this.umask) === 0 ? mode : 0o600
-  }
-
+  /**
+   * Creates a file at an archive path (already checked safe) inside staging; refuses
+   * duplicates. `readOnly` for tags (0444/0555); a trunk or branch keeps ordinary modes
+   * (0644/0755).
+   */
   createFile(archivePath: string, executable: boolean, readOnly = true): StagedFile {
     const path = join(this.dir, archivePath)
+    const mode = (executable ? 0o555 : 0o444) | (readOnly ? 0 : 0o200)
+    // Created with its final mode when the umask keeps it (the file is written through
+    // this descriptor all the same); otherwise set once it is written.
+    const createdWithMode = (mode & this.umask) === 0
     let fd: number
     try {
       const parent = dirname(path)
@@ -115,9 +117,7 @@ export class Staging {
         this.made.add(parent)
       }
 
-      // Created with its final mode when the umask keeps it (the file is written through
-      // this descriptor all the same); otherwise set once it is written.
-      fd = openSync(path, 'wx', this.fileMode(executable, readOnly))
+      fd = openSync(path, 'wx', createdWithMode ? mode : 0o600)
     } catch (error) {
       const code = (error as NodeJS.ErrnoException).code
       if (code === 'EEXIST') throw new ReleaseError(`${archivePath}: appears twice in the archive`)
@@ -127,8 +127,6 @@ export class Staging {
     }
 
     this.open.add(fd)
-    const mode = (executable ? 0o555 : 0o444) | (readOnly ? 0 : 0o200)
-    const createdWithMode = (mode & this.umask) === 0
     const hash = createHash('sha256')
     let size = 0
     const open = this.open
