@@ -2,7 +2,7 @@ import {existsSync, readdirSync} from 'node:fs'
 import {chmod, chown, cp, mkdir, readFile, rename, symlink, writeFile} from 'node:fs/promises'
 import {join} from 'node:path'
 
-import test from 'ava'
+import test, {type ExecutionContext} from 'ava'
 
 import {FAKE_PUPPET, FIXTURES, cli, statusJson} from '../helpers/cli.js'
 import {asHostile, hostileUid} from '../helpers/hostile-user.js'
@@ -15,7 +15,7 @@ const asRoot = uid === null ? test.skip : test
 const DEMO = join(FIXTURES, 'demo')
 
 /** A demo module dir and a state dir in a temp dir the hostile user can traverse. */
-async function setup(t: import('ava').ExecutionContext) {
+async function setup(t: ExecutionContext) {
   const dir = await tempDir(t)
   await chmod(dir, 0o755)
   const modules = join(dir, 'modules')
@@ -301,13 +301,19 @@ asRoot('a node configuration file another user can write is refused (77), naming
   t.is(result.stderr.trim(), `localpuppet: configuration ${config} is not trusted: owned by uid ${uid}, not root or uid 0 (owner uid ${uid}, mode 0644); fix: chown root ${config}`)
 })
 
-asRoot('verify and releases refuse a module dir whose install records others could forge (77); --allow-untrusted reports with a warning', async (t) => {
+/** The demo's release packed and installed into a fresh module dir only root can write; returns the module dir. */
+async function installedDemo(t: ExecutionContext): Promise<string> {
   const dir = await tempDir(t)
   await chmod(dir, 0o755)
   const {archive} = await demoArchive(dir)
   const modules = join(dir, 'modules')
   await mkdir(modules, {mode: 0o755})
   t.is((await cli(['install', archive, '--module-dir', modules])).exitCode, 0)
+  return modules
+}
+
+asRoot('verify and releases refuse a module dir whose install records others could forge (77); --allow-untrusted reports with a warning', async (t) => {
+  const modules = await installedDemo(t)
   await chmod(modules, 0o777)
   const loose = `module directory ${modules} is not trusted: writable by group and others (owner uid 0, mode 0777); fix: chmod go-w ${modules}`
   for (const command of ['verify', 'releases']) {
@@ -320,4 +326,18 @@ asRoot('verify and releases refuse a module dir whose install records others cou
     t.is(allowed.stderr, `localpuppet: warning: --allow-untrusted: ${loose}`)
     t.regex(allowed.stdout, /verified|ok {8}foo\/tags\/1\.4\.0/)
   }
+})
+
+asRoot('verify refuses a tag others could swap (a <app>/tags writable by others): 77, not ok', async (t) => {
+  const modules = await installedDemo(t)
+  const tags = join(modules, 'foo', 'tags')
+  await chmod(tags, 0o777)
+  const loose = `release foo/tags/1.4.0's parent directory ${tags} is not trusted: writable by group and others (owner uid 0, mode 0777); fix: chmod go-w ${tags}`
+  const refused = await cli(['verify', '--module-dir', modules])
+  t.is(refused.exitCode, 77, refused.stderr)
+  t.is(refused.stderr.split('\n')[0], `localpuppet: ${loose}`)
+  t.is(refused.stdout, '')
+  const allowed = await cli(['verify', '--module-dir', modules, '--allow-untrusted'])
+  t.is(allowed.exitCode, 0, allowed.stderr)
+  t.regex(allowed.stderr, /--allow-untrusted: release foo\/tags\/1\.4\.0/)
 })

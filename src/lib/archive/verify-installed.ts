@@ -1,16 +1,20 @@
+import {join} from 'node:path'
+
 import {parseReleaseRef} from '../release/release-ref.js'
 import {realModuleDir, resolveRelease} from '../release/resolve.js'
+import {assertTrustedPaths} from '../util/trusted-path.js'
 import {assertTrustedModuleDir, listRecordedReleases} from './install-record.js'
 import {type VerifyResult, verifyRelease} from './verify.js'
 
 /**
  * Verifies the named tags (any reference form that resolves to a tag), or every recorded
- * one. A module dir whose records others could forge is refused (77) unless allowed;
- * `untrusted` lists what was allowed.
+ * one. A module dir whose records others could forge, or a tag others could swap, is
+ * refused (77) unless allowed; `untrusted` lists what was allowed.
  */
 export async function verifyInstalled(moduleDir: string, refs: string[], options: {allowUntrusted?: boolean} = {}): Promise<{results: VerifyResult[]; untrusted: string[]}> {
   const root = await realModuleDir(moduleDir)
-  const untrusted = assertTrustedModuleDir(root, options.allowUntrusted)
+  const seen = new Set<string>()
+  const untrusted = assertTrustedModuleDir(root, options.allowUntrusted, seen)
   const releases: string[] = []
   if (refs.length === 0) releases.push(...(await listRecordedReleases(root)))
   for (const ref of refs) {
@@ -19,6 +23,9 @@ export async function verifyInstalled(moduleDir: string, refs: string[], options
     releases.push(resolved.modulepath[0].release)
   }
 
+  // Every directory from the module dir down to each tag, as apply checks them: a tag
+  // others could swap is not reported as verified (it could change the moment after).
+  untrusted.push(...assertTrustedPaths(releases.map((release) => ({path: join(root, release), what: `release ${release}`, below: root})), options.allowUntrusted, seen))
   const results: VerifyResult[] = []
   for (const release of releases) results.push(await verifyRelease(root, release))
   return {results, untrusted}
