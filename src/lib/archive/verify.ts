@@ -27,7 +27,8 @@ export async function verifyRelease(moduleDir: string, release: string, record?:
   const root = join(moduleDir, release)
   // Every recorded file is opened (never through a link) and its size and mode come from
   // the open file: what is hashed is what was checked. Only a file of the recorded size is
-  // read. The second thread starts on them while this one walks the tree for added files.
+  // read. For a large release a second thread starts on them while this one walks the tree
+  // for added files.
   const pending = new FileChecker(recorded.files.length, recorded.files.reduce((sum, file) => sum + file.size, 0)).begin(
     recorded.files.map((file) => `${root}/${file.path}`),
     recorded.files.map((file) => file.size),
