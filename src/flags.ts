@@ -29,7 +29,7 @@ export const stateFlags = {
 /** --allow-untrusted: for the commands that check what they trust (see util/trusted-path.ts). */
 export const trustFlags = {
   'allow-untrusted': Flags.boolean({
-    description: 'use a state dir, module dir or release that is owned by another user or writable by others (a warning; recorded in the run record)',
+    description: 'use a state dir, module dir or release that is owned by another user or writable by others (a warning; apply records it in the run record)',
   }),
 }
 

@@ -9,7 +9,7 @@ export default class Releases extends BaseCommand {
   static override description = describeWithExitCodes('Tags are listed newest semver first. A tag installed by localpuppet has a record and is verified against it.', [
     {code: 0, meaning: 'listed'},
     {code: 66, meaning: 'module dir or app not found'},
-    {code: 77, meaning: 'the module dir or its .localpuppet (the records tags are verified against) is owned by another user or writable by others (--allow-untrusted)'},
+    {code: 77, meaning: 'the module dir, its .localpuppet (the records tags are verified against), a directory down to a recorded tag or anything in it is owned by another user or writable by others (--allow-untrusted)'},
   ])
 
   static override examples = ['<%= config.bin %> releases', '<%= config.bin %> releases foo --json']
@@ -21,14 +21,11 @@ export default class Releases extends BaseCommand {
 
   async run(): Promise<AppReleases[]> {
     const {args, flags} = await this.parse(Releases)
-    const [{listReleases}, {assertTrustedModuleDir}, {realModuleDir}] = await Promise.all([
-      import('../lib/release/releases.js'),
-      import('../lib/archive/install-record.js'),
-      import('../lib/release/resolve.js'),
-    ])
-    // Whether a tag verifies is only as good as its record: records others can forge are not believed.
-    this.warnUntrusted(assertTrustedModuleDir(await realModuleDir(flags['module-dir']), flags['allow-untrusted']))
-    const apps = await listReleases(flags['module-dir'], args.app)
+    const {listReleases} = await import('../lib/release/releases.js')
+    // Whether a tag verifies is only as good as its record and its tree: what others can change is not believed.
+    const untrusted: string[] = []
+    const apps = await listReleases(flags['module-dir'], args.app, {untrusted, allowUntrusted: flags['allow-untrusted']})
+    this.warnUntrusted(untrusted)
     for (const app of apps) {
       const heads = [app.trunk ? 'trunk' : null, ...app.branches.map((b) => `branches/${b}`)].filter(Boolean)
       this.log(`${app.app}${heads.length > 0 ? `  (${heads.join(', ')})` : ''}`)

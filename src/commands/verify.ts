@@ -10,7 +10,7 @@ export default class Verify extends BaseCommand {
     {code: 0, meaning: 'every tag checked matches its record'},
     {code: 65, meaning: 'a mismatch (listed), or a named tag has no record'},
     {code: 66, meaning: 'module dir not found'},
-    {code: 77, meaning: 'the module dir, its .localpuppet (the records tags are verified against) or a directory down to a tag is owned by another user or writable by others (--allow-untrusted)'},
+    {code: 77, meaning: 'the module dir, its .localpuppet (the records tags are verified against), a directory down to a tag or anything in it is owned by another user or writable by others (--allow-untrusted)'},
   ])
 
   static override strict = false

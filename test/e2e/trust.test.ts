@@ -76,6 +76,36 @@ asRoot('a world-writable module dir: the swapped tag is never run (77)', async (
   t.regex(whole.stderr, /^localpuppet: module directory .*modules is not trusted/)
 })
 
+asRoot('a release holding a file others can write, or a directory another user owns: apply and plan refuse (77) naming it; --allow-untrusted runs and records it', async (t) => {
+  const {modules, fake, run} = await setup(t)
+  const file = join(modules, 'foo', 'tags', '1.4.0', 'foo', 'manifests', 'init.pp')
+  await chmod(file, 0o666)
+  // The attack: rewrite the code root is about to run (the tag and the directories above it are fine).
+  asHostile(`echo 'class foo { exec { "/bin/true": } }' > ${file}`)
+  const refused = await run('apply')
+  t.is(refused.exitCode, 77, refused.stderr)
+  t.is(refused.stderr.split('\n')[0], `localpuppet: release foo/tags/1.4.0 holds ${file}, which is not trusted: writable by group and others (owner uid 0, mode 0666); fix: chmod -R go-w ${join(modules, 'foo', 'tags', '1.4.0')}`)
+  t.false(existsSync(join(fake, 'args')), 'puppet never ran')
+  t.is((await run('plan')).exitCode, 77, 'plan refuses alike')
+
+  await chmod(file, 0o644)
+  const dir = join(modules, 'dist', 'tags', '2.0.1', 'platform', 'manifests')
+  await chown(dir, uid!, uid!)
+  const owned = await run('plan')
+  t.is(owned.exitCode, 77)
+  t.is(owned.stderr.split('\n')[0], `localpuppet: release dist/tags/2.0.1 holds ${dir}, which is not trusted: owned by uid ${uid}, not root or uid 0 (owner uid ${uid}, mode 0755); fix: chown -R root ${join(modules, 'dist', 'tags', '2.0.1')}`)
+
+  const planned = await run('plan', '--allow-untrusted')
+  t.is(planned.exitCode, 0, planned.stderr)
+  t.regex(planned.stderr, /warning: --allow-untrusted: release dist\/tags\/2\.0\.1 holds /)
+  const allowed = await run('apply', '--allow-untrusted', '--json')
+  t.is(allowed.exitCode, 0, allowed.stderr)
+  const record = JSON.parse(allowed.stdout)
+  t.true(record.allowUntrusted)
+  t.deepEqual(record.untrusted.length, 1)
+  t.regex(record.untrusted[0], /^release dist\/tags\/2\.0\.1 holds .*platform\/manifests, which is not trusted/)
+})
+
 /** The demo's foo 1.4.0 packed, and published (unsigned) into a directory repository. */
 async function demoArchive(dir: string): Promise<{archive: string; repo: string}> {
   const archive = join(dir, 'foo-1.4.0.tar.gz')
@@ -340,4 +370,31 @@ asRoot('verify refuses a tag others could swap (a <app>/tags writable by others)
   const allowed = await cli(['verify', '--module-dir', modules, '--allow-untrusted'])
   t.is(allowed.exitCode, 0, allowed.stderr)
   t.regex(allowed.stderr, /--allow-untrusted: release foo\/tags\/1\.4\.0/)
+})
+
+asRoot('verify and releases refuse a tag holding a file others can write (77), and releases a tag others could swap; --allow-untrusted reports with a warning', async (t) => {
+  const modules = await installedDemo(t)
+  const root = join(modules, 'foo', 'tags', '1.4.0')
+  const file = join(root, 'foo', 'manifests', 'init.pp')
+  await chmod(file, 0o646)
+  const loose = `release foo/tags/1.4.0 holds ${file}, which is not trusted: writable by others (owner uid 0, mode 0646); fix: chmod -R go-w ${root}`
+  for (const command of ['verify', 'releases']) {
+    const refused = await cli([command, '--module-dir', modules])
+    t.is(refused.exitCode, 77, `${command}: ${refused.stderr}`)
+    t.is(refused.stderr.split('\n')[0], `localpuppet: ${loose}`)
+    t.is(refused.stdout, '')
+    const allowed = await cli([command, '--module-dir', modules, '--allow-untrusted', '--json'])
+    t.is(allowed.exitCode, 0, allowed.stderr)
+    t.is(allowed.stderr, `localpuppet: warning: --allow-untrusted: ${loose}`)
+  }
+
+  const verified = JSON.parse((await cli(['verify', 'foo@1.4.0', '--module-dir', modules, '--allow-untrusted', '--json'])).stdout)
+  t.like(verified[0], {release: 'foo/tags/1.4.0', ok: true, untrusted: loose})
+
+  await chmod(file, 0o444)
+  const tags = join(modules, 'foo', 'tags')
+  await chmod(tags, 0o777)
+  const swapped = await cli(['releases', '--module-dir', modules])
+  t.is(swapped.exitCode, 77, swapped.stderr)
+  t.is(swapped.stderr.split('\n')[0], `localpuppet: release foo/tags/1.4.0's parent directory ${tags} is not trusted: writable by group and others (owner uid 0, mode 0777); fix: chmod go-w ${tags}`)
 })

@@ -27,6 +27,9 @@ export interface FileCheck {
   sha256: string | null
   size: number
   executable: boolean
+  /** The open file's owner and mode (absent when it could not be opened). */
+  uid?: number
+  mode?: number
   /** ENOENT (gone), ELOOP (a link), ENOTFILE (a directory, FIFO, device...), or another error code. */
   error?: string
 }
@@ -63,23 +66,23 @@ function checkFile(path: string, expectedSize: number | undefined, buffer: Buffe
 
   try {
     const info = fs.fstatSync(fd)
-    const executable = (info.mode & 0o111) !== 0
-    const size = info.size
-    if (!info.isFile()) return {sha256: null, size, executable, error: 'ENOTFILE'}
-    if (expectedSize !== undefined && expectedSize !== size) return {sha256: null, size, executable}
+    const {uid, mode, size} = info
+    const executable = (mode & 0o111) !== 0
+    if (!info.isFile()) return {sha256: null, size, executable, uid, mode, error: 'ENOTFILE'}
+    if (expectedSize !== undefined && expectedSize !== size) return {sha256: null, size, executable, uid, mode}
     // Read the size the open file has, no further (no extra call to find the end); a
     // file shorter than that is being written: not what was recorded.
     if (size <= buffer.length && hashing.hash) {
       let got = 0
       for (let read = -1; got < size && read !== 0; got += read) read = fs.readSync(fd, buffer, got, size - got, null)
-      if (got < size) return {sha256: null, size: got, executable}
-      return {sha256: hashing.hash('sha256', buffer.subarray(0, size)), size, executable}
+      if (got < size) return {sha256: null, size: got, executable, uid, mode}
+      return {sha256: hashing.hash('sha256', buffer.subarray(0, size)), size, executable, uid, mode}
     }
 
     const hash = hashing.createHash('sha256')
     let read: number
     while ((read = fs.readSync(fd, buffer, 0, buffer.length, null)) > 0) hash.update(buffer.subarray(0, read))
-    return {sha256: hash.digest('hex'), size, executable}
+    return {sha256: hash.digest('hex'), size, executable, uid, mode}
   } finally {
     fs.closeSync(fd)
   }

@@ -1,7 +1,8 @@
 import {createHash} from 'node:crypto'
-import {readdirSync} from 'node:fs'
+import {lstatSync, readdirSync} from 'node:fs'
 
 import {ReleaseError} from '../errors.js'
+import {type UntrustedEntry, isTrustedEntry} from '../util/trusted-path.js'
 import {FileChecker} from './hash-files.js'
 
 
@@ -69,9 +70,11 @@ export interface TreeEntry {
  * them (byte order of the path, a directory as `path/`), from directory entries alone:
  * no stat per file. Anything else (symlink, device, socket, FIFO) is refused, naming it:
  * a release must mean the same bytes wherever it is unpacked. This is the one rule plan,
- * validate, apply and pack apply to a release tree.
+ * validate, apply and pack apply to a release tree. With `untrusted` (plan and apply,
+ * which run the tree as root), each entry is also stat'ed, and those another user owns
+ * or can write are added to it.
  */
-export function listEntries(root: string, label: string): TreeEntry[] {
+export function listEntries(root: string, label: string, untrusted?: UntrustedEntry[]): TreeEntry[] {
   const entries: TreeEntry[] = []
   // Synchronous on purpose: one system call after another is several times faster than
   // a promise per directory, and nothing else runs meanwhile in a CLI. Directory entries
@@ -81,6 +84,7 @@ export function listEntries(root: string, label: string): TreeEntry[] {
     if (names.length === 0 && prefix !== '') entries.push({path: prefix, dir: true})
     for (const entry of names) {
       const path = prefix === '' ? entry.name : `${prefix}/${entry.name}`
+      if (untrusted) checkTrust(`${dir}/${entry.name}`, untrusted)
       if (entry.isDirectory()) walk(`${dir}/${entry.name}`, path)
       else if (entry.isFile()) entries.push({path, dir: false})
       else throw new ReleaseError(`${label}/${path}: ${describeKind(entry)}; a release may hold only regular files and directories`)
@@ -93,6 +97,12 @@ export function listEntries(root: string, label: string): TreeEntry[] {
 }
 
 export {hashFileSync} from './hash-files.js'
+
+/** Adds `path` to `untrusted` when another user owns it or can write it (a path gone meanwhile is the verification's business). */
+function checkTrust(path: string, untrusted: UntrustedEntry[]): void {
+  const info = lstatSync(path, {throwIfNoEntry: false})
+  if (info && !isTrustedEntry(info.uid, info.mode)) untrusted.push({path, uid: info.uid, mode: info.mode})
+}
 
 /**
  * The digest of a release: sha256 over one line per file, sorted by path:

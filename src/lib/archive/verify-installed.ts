@@ -2,7 +2,7 @@ import {join} from 'node:path'
 
 import {parseReleaseRef} from '../release/release-ref.js'
 import {realModuleDir, resolveRelease} from '../release/resolve.js'
-import {assertTrustedPaths} from '../util/trusted-path.js'
+import {assertNoTrustProblems, assertTrustedPaths} from '../util/trusted-path.js'
 import {assertTrustedModuleDir, listRecordedReleases} from './install-record.js'
 import {type VerifyResult, verifyRelease} from './verify.js'
 
@@ -27,6 +27,12 @@ export async function verifyInstalled(moduleDir: string, refs: string[], options
   // others could swap is not reported as verified (it could change the moment after).
   untrusted.push(...assertTrustedPaths(releases.map((release) => ({path: join(root, release), what: `release ${release}`, below: root})), options.allowUntrusted, seen))
   const results: VerifyResult[] = []
-  for (const release of releases) results.push(await verifyRelease(root, release))
+  for (const release of releases) {
+    const result = await verifyRelease(root, release)
+    // A file in the tag others could rewrite: it matches now, but could not be relied on.
+    untrusted.push(...assertNoTrustProblems([result.untrusted === null ? null : {path: join(root, release), message: result.untrusted}], options.allowUntrusted, seen))
+    results.push(result)
+  }
+
   return {results, untrusted}
 }

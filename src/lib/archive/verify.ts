@@ -1,7 +1,8 @@
-import {readdirSync} from 'node:fs'
+import {lstatSync, readdirSync} from 'node:fs'
 import {join} from 'node:path'
 
 import {VerificationError} from '../errors.js'
+import {type UntrustedEntry, isTrustedEntry, treeTrustProblem} from '../util/trusted-path.js'
 import {type InstallRecord, readInstallRecord} from './install-record.js'
 import {FileChecker, stopCheckThread} from './hash-files.js'
 import {compareBytes} from './release-tree.js'
@@ -14,15 +15,21 @@ export interface VerifyResult {
   modified: string[]
   missing: string[]
   extra: string[]
+  /**
+   * Files or directories in the tag that another user owns or can write, as one line
+   * naming the first (or null): what matches its record now could be rewritten the moment
+   * after. Not a mismatch: callers refuse it (77) unless --allow-untrusted.
+   */
+  untrusted: string | null
 }
 
 /**
  * Compares an installed release with its install record: files whose bytes, size or
  * executable bit changed, files that are gone, and anything added (links included).
  */
-export async function verifyRelease(moduleDir: string, release: string, record?: InstallRecord | null): Promise<VerifyResult> {
+export async function verifyRelease(moduleDir: string, release: string, record?: InstallRecord | null, options: {judgeTrust?: boolean} = {}): Promise<VerifyResult> {
   const recorded = record === undefined ? await readInstallRecord(moduleDir, release) : record
-  const result: VerifyResult = {release, recorded: recorded !== null, ok: true, modified: [], missing: [], extra: []}
+  const result: VerifyResult = {release, recorded: recorded !== null, ok: true, modified: [], missing: [], extra: [], untrusted: null}
   if (!recorded) return result
   const root = join(moduleDir, release)
   // Every recorded file is opened (never through a link) and its size and mode come from
@@ -35,8 +42,10 @@ export async function verifyRelease(moduleDir: string, release: string, record?:
   )
   const found = new Set<string>()
   const emptyDirs = new Set<string>()
+  // undefined: not judged (apply has judged every entry of the modulepath already).
+  const untrusted: UntrustedEntry[] | undefined = options.judgeTrust === false ? undefined : []
   try {
-    walk(root, '', found, emptyDirs)
+    walk(root, '', found, emptyDirs, untrusted)
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code !== 'ENOENT') {
       pending.cancel()
@@ -49,6 +58,7 @@ export async function verifyRelease(moduleDir: string, release: string, record?:
   recorded.files.forEach((file, i) => {
     expected.add(file.path)
     const check = checks[i]
+    if (untrusted && check.uid !== undefined && check.mode !== undefined && !isTrustedEntry(check.uid, check.mode)) untrusted.push({path: `${root}/${file.path}`, uid: check.uid, mode: check.mode})
     if (check.error === 'ENOENT') result.missing.push(file.path)
     else if (check.error || check.size !== file.size || check.executable !== file.executable || check.sha256 !== file.sha256) result.modified.push(file.path)
   })
@@ -60,6 +70,7 @@ export async function verifyRelease(moduleDir: string, release: string, record?:
   for (const dir of recordedDirs) if (!emptyDirs.has(dir)) result.missing.push(`${dir}/`)
   for (const dir of emptyDirs) if (!recordedDirs.has(dir)) result.extra.push(`${dir}/`)
   for (const list of [result.modified, result.missing, result.extra]) list.sort(compareBytes)
+  result.untrusted = (untrusted && treeTrustProblem(root, `release ${release}`, untrusted)?.message) ?? null
   result.ok = result.modified.length === 0 && result.missing.length === 0 && result.extra.length === 0
   return result
 }
@@ -71,14 +82,21 @@ export function describeMismatch(result: VerifyResult): string {
   return `${result.release}/${path}: ${kind} since install${count > 1 ? ` (and ${count - 1} more)` : ''}`
 }
 
-/** Everything but directories under a root (links and other things too), and the empty directories, from directory entries alone. */
-function walk(dir: string, prefix: string, into: Set<string>, dirs: Set<string>): void {
+/**
+ * Everything but directories under a root (links and other things too), and the empty
+ * directories, from directory entries; each directory is stat'ed for its owner and mode
+ * (the files' come from checking them).
+ */
+function walk(dir: string, prefix: string, into: Set<string>, dirs: Set<string>, untrusted: UntrustedEntry[] | undefined): void {
   const entries = readdirSync(dir, {withFileTypes: true})
   if (entries.length === 0 && prefix !== '') dirs.add(prefix)
   for (const entry of entries) {
     const path = prefix === '' ? entry.name : `${prefix}/${entry.name}`
-    if (entry.isDirectory()) walk(`${dir}/${entry.name}`, path, into, dirs)
-    else into.add(path)
+    if (entry.isDirectory()) {
+      const info = untrusted && lstatSync(`${dir}/${entry.name}`, {throwIfNoEntry: false})
+      if (info && !isTrustedEntry(info.uid, info.mode)) untrusted!.push({path: `${dir}/${entry.name}`, uid: info.uid, mode: info.mode})
+      walk(`${dir}/${entry.name}`, path, into, dirs, untrusted)
+    } else into.add(path)
   }
 }
 
@@ -92,7 +110,8 @@ export async function verifyModulepath(moduleDir: string, releases: Array<{relea
   try {
     for (const release of releases) {
       if (release.kind !== 'tag') continue
-      const result = await verifyRelease(moduleDir, release.release)
+      // Who owns and can write each entry: judged with the whole modulepath before (run-plan).
+      const result = await verifyRelease(moduleDir, release.release, undefined, {judgeTrust: false})
       if (!result.recorded) continue
       if (!result.ok) throw new VerificationError(describeMismatch(result), [`localpuppet verify ${release.release} lists every difference`])
       checked.push({release: release.release, verified: true})

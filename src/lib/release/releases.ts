@@ -1,9 +1,10 @@
 import {readdir} from 'node:fs/promises'
 import {join} from 'node:path'
 
-import {readInstallRecord} from '../archive/install-record.js'
+import {assertTrustedModuleDir, readInstallRecord} from '../archive/install-record.js'
 import {verifyRelease} from '../archive/verify.js'
 import {NotFoundError} from '../errors.js'
+import {assertNoTrustProblems, assertTrustedPaths} from '../util/trusted-path.js'
 import {sortTagsNewestFirst} from './release-ref.js'
 import {realModuleDir} from './resolve.js'
 
@@ -25,9 +26,25 @@ export interface AppReleases {
   tags: TagInfo[]
 }
 
+export interface ListOptions {
+  /** false: do not verify tags against their records. */
+  verify?: boolean
+  /**
+   * Judge trust as verify does, collecting here what --allow-untrusted let through: the
+   * module dir and its .localpuppet (the records), every directory down to each recorded
+   * tag, and what each holds. Anything untrusted is refused (77) unless allowUntrusted:
+   * a tag is reported verified only when nobody else could change it or its record.
+   */
+  untrusted?: string[]
+  allowUntrusted?: boolean
+}
+
 /** Every app in the module directory (or just `app`) with its trunk, branches and tags. */
-export async function listReleases(moduleDir: string, app?: string, options: {verify?: boolean} = {}): Promise<AppReleases[]> {
+export async function listReleases(moduleDir: string, app?: string, options: ListOptions = {}): Promise<AppReleases[]> {
   const root = await realModuleDir(moduleDir)
+  const {untrusted, allowUntrusted} = options
+  const seen = new Set<string>()
+  if (untrusted) untrusted.push(...assertTrustedModuleDir(root, allowUntrusted, seen))
   const apps = app === undefined ? (await subdirs(root)).filter((name) => /^[A-Za-z0-9]/.test(name)).sort() : [app]
   const result: AppReleases[] = []
   for (const name of apps) {
@@ -37,7 +54,14 @@ export async function listReleases(moduleDir: string, app?: string, options: {ve
     for (const tag of sortTagsNewestFirst(await subdirs(join(root, name, 'tags')))) {
       const release = `${name}/tags/${tag}`
       const record = await readInstallRecord(root, release)
-      const verified = record && options.verify !== false ? (await verifyRelease(root, release, record)).ok : null
+      let verified: boolean | null = null
+      if (record && options.verify !== false) {
+        if (untrusted) untrusted.push(...assertTrustedPaths([{path: join(root, release), what: `release ${release}`, below: root}], allowUntrusted, seen))
+        const result = await verifyRelease(root, release, record, {judgeTrust: untrusted !== undefined})
+        if (untrusted) untrusted.push(...assertNoTrustProblems([result.untrusted === null ? null : {path: join(root, release), message: result.untrusted}], allowUntrusted, seen))
+        verified = result.ok
+      }
+
       tags.push({tag, release, recorded: record !== null, verified, digest: record?.digest ?? null})
     }
 

@@ -3,6 +3,7 @@ import {dirname, join, relative, sep} from 'node:path'
 
 import {ImmutabilityError, NotFoundError, PathEscapeError, ReleaseError, describeFsError} from '../errors.js'
 import {type TreeEntry, listEntries} from '../archive/release-tree.js'
+import {type TrustProblem, type UntrustedEntry, treeTrustProblem} from '../util/trusted-path.js'
 import {MANIFEST_FILE, readReleaseManifest} from './release-manifest.js'
 import {maxSatisfyingTag, parseReleaseRef, releasePath, sortTagsNewestFirst, type ReleaseRef} from './release-ref.js'
 
@@ -37,6 +38,8 @@ export interface Resolution {
   warnings: string[]
   /** What each release on the modulepath holds (by release), as the check of its tree listed it. */
   trees: Map<string, TreeEntry[]>
+  /** With checkTrust: for each release whose tree holds files or directories another user owns or can write, one problem naming the first. */
+  untrustedTrees: TrustProblem[]
 }
 
 export interface ResolveOptions {
@@ -47,6 +50,11 @@ export interface ResolveOptions {
    * then empty.
    */
   checkTrees?: boolean
+  /**
+   * Also judge every file and directory in each tree (a stat each): Puppet, run as root,
+   * reads them all. For plan and apply; see untrustedTrees.
+   */
+  checkTrust?: boolean
 }
 
 /**
@@ -103,10 +111,21 @@ export async function resolveRelease(moduleDir: string, ref: ReleaseRef | string
   await visit(app)
   // One rule for plan, validate, apply and pack alike: a release holds only regular files
   // and directories (a link, device or FIFO is refused here, naming it, before anything runs).
-  const trees = new Map(options.checkTrees === false ? [] : modulepath.map((release) => [release.release, listEntries(release.path, release.release)]))
+  const untrustedTrees: TrustProblem[] = []
+  const trees = new Map(
+    options.checkTrees === false
+      ? []
+      : modulepath.map((release) => {
+          const untrusted: UntrustedEntry[] | undefined = options.checkTrust ? [] : undefined
+          const entries = listEntries(release.path, release.release, untrusted)
+          const problem = untrusted && treeTrustProblem(release.path, `release ${release.release}`, untrusted)
+          if (problem) untrustedTrees.push(problem)
+          return [release.release, entries]
+        }),
+  )
   const warnings = duplicateAppWarnings(modulepath)
   if (app.linkedTo) warnings.unshift(`${app.release} is not a real tag: it resolves to ${app.linkedTo}, which can change (a tag must be a directory under ${app.app}/tags/)`)
-  return {moduleDir: root, modulepath, mutableEntries, warnings, trees}
+  return {moduleDir: root, modulepath, mutableEntries, warnings, trees, untrustedTrees}
 }
 
 /** The real path of the module directory; 66 when it is missing or not a directory. */

@@ -10,7 +10,7 @@ import {findExecutable} from '../puppet/find-executable.js'
 import {type ResolvedRelease, realModuleDir, resolveRelease} from '../release/resolve.js'
 import {RUN_ID_PLACEHOLDER} from '../state/run-id.js'
 import {type RunFiles, runFiles, stateDirTrustPaths} from '../state/state-dir.js'
-import {assertTrustedPaths} from '../util/trusted-path.js'
+import {assertNoTrustProblems, assertTrustedPaths} from '../util/trusted-path.js'
 
 import {DEFAULT_MANIFEST} from '../defaults.js'
 
@@ -103,10 +103,12 @@ export async function buildRunPlan(input: NodeInput, options: PlanOptions, runId
   const allow = Boolean(options.allowUntrusted)
   const seen = new Set<string>()
   const untrusted = assertTrustedPaths([...moduleDirTrustPaths(await realModuleDir(options.moduleDir)), ...stateDirTrustPaths(stateDir)], allow, seen)
-  const resolution = await resolveRelease(options.moduleDir, input.app, {allowMutable: options.allowMutable})
+  const resolution = await resolveRelease(options.moduleDir, input.app, {allowMutable: options.allowMutable, checkTrust: true})
   // Every directory from the module directory down to each release root: a world-writable
-  // <app>/tags lets anyone swap a tag.
+  // <app>/tags lets anyone swap a tag. Then everything inside each release: Puppet reads
+  // and runs it all as root.
   untrusted.push(...assertTrustedPaths(resolution.modulepath.map((entry) => ({path: entry.path, what: `release ${entry.release}`, below: resolution.moduleDir})), allow, seen))
+  untrusted.push(...assertNoTrustProblems(resolution.untrustedTrees, allow, seen))
   const verification = await verifyModulepath(resolution.moduleDir, resolution.modulepath)
   const app = resolution.modulepath[0]
   const files = runFiles(stateDir, runId)

@@ -34,6 +34,8 @@ export interface TrustOptions {
 
 const euidNow = (): number => process.geteuid?.() ?? 0
 
+const ALLOW_HINT = 'or pass --allow-untrusted to use it anyway (apply and plan record it in the run record)'
+
 /**
  * The first reason `path` cannot be trusted, or null. A path that does not exist yet is
  * judged by the nearest existing directory above it (that is where it will be created).
@@ -74,7 +76,7 @@ export function findTrustProblem(path: string, options: TrustOptions): TrustProb
  */
 export function assertTrustedPath(path: string, options: TrustOptions & {allow?: boolean}): TrustProblem | null {
   const problem = findTrustProblem(path, options)
-  if (problem && !options.allow) throw new UntrustedPathError(problem.message, options.overridable === false ? [] : ['or pass --allow-untrusted to use it anyway (recorded in the run record)'])
+  if (problem && !options.allow) throw new UntrustedPathError(problem.message, options.overridable === false ? [] : [ALLOW_HINT])
   return problem
 }
 
@@ -101,21 +103,64 @@ export function isInside(path: string, dir: string): boolean {
 }
 
 function judge(dir: string, info: Stats, isTarget: boolean, euid: number, what: string): TrustProblem | null {
-  const ownerOk = info.uid === 0 || info.uid === euid
-  const writableByOthers = (info.mode & 0o022) !== 0
   // A root-owned sticky directory (/tmp): others cannot move or replace what we put in it.
   const stickyAncestor = !isTarget && info.isDirectory() && (info.mode & 0o1000) !== 0 && info.uid === 0
-  if (ownerOk && (!writableByOthers || stickyAncestor)) return null
-  const mode = (info.mode & 0o7777).toString(8).padStart(4, '0')
+  const fault = faultOf(info.uid, info.mode, euid)
+  if (!fault || (fault.ownerOk && stickyAncestor)) return null
   const whose = isTarget ? what : `${what}'s parent directory`
-  const reason = !ownerOk ? `owned by uid ${info.uid}, not root or uid ${euid}` : `writable by ${(info.mode & 0o020) !== 0 ? 'group' : ''}${(info.mode & 0o022) === 0o022 ? ' and ' : ''}${(info.mode & 0o002) !== 0 ? 'others' : ''}`
-  const fix = !ownerOk ? `chown ${euid === 0 ? 'root' : euid} ${dir}` : `chmod go-w ${dir}`
-  return {
-    path: dir,
-    uid: info.uid,
-    mode: info.mode & 0o7777,
-    message: `${whose} ${dir} is not trusted: ${reason} (owner uid ${info.uid}, mode ${mode}); fix: ${fix}`,
+  const fix = !fault.ownerOk ? `chown ${euid === 0 ? 'root' : euid} ${dir}` : `chmod go-w ${dir}`
+  return {path: dir, uid: info.uid, mode: info.mode & 0o7777, message: `${whose} ${dir} is not trusted: ${fault.reason}; fix: ${fix}`}
+}
+
+/** Why an owner and mode are not trusted (owned by another user, or writable by group or others), or null. */
+function faultOf(uid: number, mode: number, euid: number): {ownerOk: boolean; reason: string} | null {
+  const ownerOk = uid === 0 || uid === euid
+  if (ownerOk && (mode & 0o022) === 0) return null
+  const octal = (mode & 0o7777).toString(8).padStart(4, '0')
+  const why = !ownerOk ? `owned by uid ${uid}, not root or uid ${euid}` : `writable by ${(mode & 0o020) !== 0 ? 'group' : ''}${(mode & 0o022) === 0o022 ? ' and ' : ''}${(mode & 0o002) !== 0 ? 'others' : ''}`
+  return {ownerOk, reason: `${why} (owner uid ${uid}, mode ${octal})`}
+}
+
+/** Whether a file or directory inside a trusted tree may be trusted too: owned by root or the effective user, writable by nobody else. */
+export function isTrustedEntry(uid: number, mode: number, euid = euidNow()): boolean {
+  return faultOf(uid, mode, euid) === null
+}
+
+/** A file or directory inside a release tree that is not trusted (isTrustedEntry), by its absolute path. */
+export interface UntrustedEntry {
+  path: string
+  uid: number
+  mode: number
+}
+
+/**
+ * The untrusted entries of one release tree as one problem: the first (in byte order),
+ * how many more, and one fix for the whole tree. Puppet, run as root, reads and runs
+ * every file of a release: one that another user could rewrite is as bad as a release
+ * directory they could swap. null when there are none.
+ */
+export function treeTrustProblem(root: string, what: string, entries: UntrustedEntry[], euid = euidNow()): TrustProblem | null {
+  if (entries.length === 0) return null
+  const first = entries.reduce((a, b) => (a.path < b.path ? a : b))
+  const fault = faultOf(first.uid, first.mode, euid)!
+  const owners = entries.some((entry) => entry.uid !== 0 && entry.uid !== euid)
+  const writable = entries.some((entry) => (entry.mode & 0o022) !== 0)
+  const fix = [owners ? `chown -R ${euid === 0 ? 'root' : euid} ${root}` : '', writable ? `chmod -R go-w ${root}` : ''].filter(Boolean).join(' and ')
+  const more = entries.length > 1 ? ` (and ${entries.length - 1} more)` : ''
+  return {path: first.path, uid: first.uid, mode: first.mode & 0o7777, message: `${what} holds ${first.path}, which is not trusted: ${fault.reason}${more}; fix: ${fix}`}
+}
+
+/** Refuses the first problem (77) unless allowed; returns the messages of those allowed, each path once. */
+export function assertNoTrustProblems(problems: Array<Pick<TrustProblem, 'path' | 'message'> | null>, allow = false, seen = new Set<string>()): string[] {
+  const allowed: string[] = []
+  for (const problem of problems) {
+    if (!problem) continue
+    if (!allow) throw new UntrustedPathError(problem.message, [ALLOW_HINT])
+    if (!seen.has(problem.path)) allowed.push(problem.message)
+    seen.add(problem.path)
   }
+
+  return allowed
 }
 
 /** `/`, `/a`, `/a/b` for `/a/b`; from `below` down when the path is inside it. */

@@ -495,6 +495,7 @@ test('verify lists exactly the modified, missing and extra files', async (t) => 
     modified: ['foo/files/motd', 'foo/manifests/config.pp'],
     missing: ['foo/manifests/init.pp'],
     extra: ['foo/manifests/backdoor.pp', 'foo/templates/a/b/new.epp'],
+    untrusted: null,
   })
   t.like(await verifyRelease(moduleDir, DEP), {ok: true})
   const all = (await verifyInstalled(moduleDir, [])).results
@@ -516,5 +517,5 @@ test('verify counts a symlink put in place of a file as modified, and one added 
 
 test('verify of a release without a record: not recorded, nothing to compare', async (t) => {
   const moduleDir = await source(t)
-  t.deepEqual(await verifyRelease(moduleDir, APP), {release: APP, recorded: false, ok: true, modified: [], missing: [], extra: []})
+  t.deepEqual(await verifyRelease(moduleDir, APP), {release: APP, recorded: false, ok: true, modified: [], missing: [], extra: [], untrusted: null})
 })

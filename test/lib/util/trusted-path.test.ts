@@ -4,7 +4,7 @@ import {join} from 'node:path'
 import test from 'ava'
 
 import {UntrustedPathError} from '../../../src/lib/errors.js'
-import {assertTrustedPath, findTrustProblem} from '../../../src/lib/util/trusted-path.js'
+import {assertNoTrustProblems, assertTrustedPath, findTrustProblem, isTrustedEntry, treeTrustProblem} from '../../../src/lib/util/trusted-path.js'
 import {hostileUid} from '../../helpers/hostile-user.js'
 import {tempDir} from '../../helpers/temp.js'
 
@@ -55,4 +55,25 @@ asRoot('a directory owned by another user is refused, naming the chown fix', asy
   await mkdir(state, {mode: 0o700})
   await chown(state, uid, uid)
   t.is(findTrustProblem(state, {what: 'state directory'})!.message, `state directory ${state} is not trusted: owned by uid ${uid}, not root or uid 0 (owner uid ${uid}, mode 0700); fix: chown root ${state}`)
+})
+
+test('what a release tree holds: one problem per tree, naming the first entry (byte order), how many more, and one fix for the whole tree', (t) => {
+  t.true(isTrustedEntry(0, 0o100444, 0))
+  t.true(isTrustedEntry(1000, 0o40755, 1000), 'the effective user')
+  t.false(isTrustedEntry(0, 0o100664, 0), 'group-writable')
+  t.false(isTrustedEntry(1001, 0o100444, 0), 'owned by another user, who can chmod it back')
+  t.is(treeTrustProblem('/m/foo/tags/1.0.0', 'release foo/tags/1.0.0', [], 0), null)
+  const one = treeTrustProblem('/m/foo/tags/1.0.0', 'release foo/tags/1.0.0', [{path: '/m/foo/tags/1.0.0/foo/manifests/init.pp', uid: 0, mode: 0o100666}], 0)!
+  t.is(one.message, 'release foo/tags/1.0.0 holds /m/foo/tags/1.0.0/foo/manifests/init.pp, which is not trusted: writable by group and others (owner uid 0, mode 0666); fix: chmod -R go-w /m/foo/tags/1.0.0')
+  const entries = [
+    {path: '/m/foo/tags/1.0.0/foo/templates', uid: 0, mode: 0o40777},
+    {path: '/m/foo/tags/1.0.0/foo/lib/x.rb', uid: 1001, mode: 0o100644},
+  ]
+  const many = treeTrustProblem('/m/foo/tags/1.0.0', 'release foo/tags/1.0.0', entries, 0)!
+  t.is(many.path, '/m/foo/tags/1.0.0/foo/lib/x.rb')
+  t.is(many.message, 'release foo/tags/1.0.0 holds /m/foo/tags/1.0.0/foo/lib/x.rb, which is not trusted: owned by uid 1001, not root or uid 0 (owner uid 1001, mode 0644) (and 1 more); fix: chown -R root /m/foo/tags/1.0.0 and chmod -R go-w /m/foo/tags/1.0.0')
+  const error = t.throws(() => assertNoTrustProblems([null, one]), {instanceOf: UntrustedPathError})
+  t.is(error.exitCode, 77)
+  t.is(error.message, one.message)
+  t.deepEqual(assertNoTrustProblems([one, many, one], true), [one.message, many.message], '--allow-untrusted: each once, for the warning and the run record')
 })
