@@ -1,6 +1,6 @@
 import chalk from 'chalk'
 
-import {shellQuote} from '../lib/enc/exec-enc.js'
+import {shellQuote} from '../lib/util/shell-quote.js'
 import type {RunPlan} from '../lib/run/run-plan.js'
 import {table} from './format.js'
 

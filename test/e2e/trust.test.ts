@@ -106,6 +106,37 @@ asRoot('a release holding a file others can write, or a directory another user o
   t.regex(record.untrusted[0], /^release dist\/tags\/2\.0\.1 holds .*platform\/manifests, which is not trusted/)
 })
 
+asRoot('from the module dir down nothing may be shared: a sticky <app>/tags (1777, root-owned) lets anyone add a tag root runs (77)', async (t) => {
+  const {modules, fake, run} = await setup(t)
+  const tags = join(modules, 'foo', 'tags')
+  await chmod(tags, 0o1777)
+  // The attack: a newer tag that is a link to whatever the attacker likes (here an older tag, a downgrade).
+  asHostile(`ln -s 1.4.0 ${tags}/1.9.0`)
+  const refused = await run('apply')
+  t.is(refused.exitCode, 77, refused.stderr)
+  t.is(refused.stderr.split('\n')[0], `localpuppet: release foo/tags/1.9.0's parent directory ${tags} is not trusted: writable by group and others (owner uid 0, mode 1777); fix: chmod go-w ${tags}`)
+  t.false(existsSync(join(fake, 'args')), 'puppet never ran')
+})
+
+asRoot('the main manifest is code too: apply refuses one others can write (77); validate --compile, as root, compiles nothing others can change', async (t) => {
+  const {dir, modules, fake, env, run} = await setup(t)
+  const manifest = join(dir, 'site.pp')
+  await writeFile(manifest, 'notice("site")\n', {mode: 0o666})
+  await chmod(manifest, 0o666)
+  const refused = await run('apply', '--manifest', manifest)
+  t.is(refused.exitCode, 77, refused.stderr)
+  t.is(refused.stderr.split('\n')[0], `localpuppet: manifest ${manifest} is not trusted: writable by group and others (owner uid 0, mode 0666); fix: chmod go-w ${manifest}`)
+  t.false(existsSync(join(fake, 'args')), 'puppet never ran')
+
+  const file = join(modules, 'foo', 'tags', '1.4.0', 'foo', 'manifests', 'init.pp')
+  await chmod(file, 0o666)
+  const validated = await cli(['validate', join(DEMO, 'input.yaml'), '--module-dir', modules, '--compile', '--puppet', FAKE_PUPPET, '--format', 'json'], {env})
+  t.is(validated.exitCode, 65, validated.stderr)
+  const [report] = JSON.parse(validated.stdout).inputs
+  t.like(report.compile, {status: 'skipped'})
+  t.regex(report.problems[0].message, /release foo\/tags\/1\.4\.0 holds .*init\.pp, which is not trusted: writable by group and others/)
+})
+
 /** The demo's foo 1.4.0 packed, and published (unsigned) into a directory repository. */
 async function demoArchive(dir: string): Promise<{archive: string; repo: string}> {
   const archive = join(dir, 'foo-1.4.0.tar.gz')
@@ -390,6 +421,8 @@ asRoot('verify and releases refuse a tag holding a file others can write (77), a
 
   const verified = JSON.parse((await cli(['verify', 'foo@1.4.0', '--module-dir', modules, '--allow-untrusted', '--json'])).stdout)
   t.like(verified[0], {release: 'foo/tags/1.4.0', ok: true, untrusted: loose})
+  const listed = JSON.parse((await cli(['releases', '--module-dir', modules, '--allow-untrusted', '--json'])).stdout)
+  t.like(listed.find((app: {app: string}) => app.app === 'foo').tags[0], {tag: '1.4.0', verified: true, untrusted: loose})
 
   await chmod(file, 0o444)
   const tags = join(modules, 'foo', 'tags')

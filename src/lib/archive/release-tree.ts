@@ -1,7 +1,8 @@
 import {createHash} from 'node:crypto'
 import {lstatSync, readdirSync} from 'node:fs'
 
-import {ReleaseError} from '../errors.js'
+import {LocalpuppetError, ReleaseError} from '../errors.js'
+import {asIoError} from '../util/io-error.js'
 import {type UntrustedEntry, isTrustedEntry} from '../util/trusted-path.js'
 import {FileChecker} from './hash-files.js'
 
@@ -79,11 +80,14 @@ export function listEntries(root: string, label: string, untrusted?: UntrustedEn
   // Synchronous on purpose: one system call after another is several times faster than
   // a promise per directory, and nothing else runs meanwhile in a CLI. Directory entries
   // carry the type (Node stats the rare file system that leaves it unknown).
+  let at = ''
   const walk = (dir: string, prefix: string): void => {
+    at = prefix
     const names = readdirSync(dir, {withFileTypes: true})
     if (names.length === 0 && prefix !== '') entries.push({path: prefix, dir: true})
     for (const entry of names) {
       const path = prefix === '' ? entry.name : `${prefix}/${entry.name}`
+      at = path
       if (untrusted) checkTrust(`${dir}/${entry.name}`, untrusted)
       if (entry.isDirectory()) walk(`${dir}/${entry.name}`, path)
       else if (entry.isFile()) entries.push({path, dir: false})
@@ -91,12 +95,34 @@ export function listEntries(root: string, label: string, untrusted?: UntrustedEn
     }
   }
 
-  walk(root, '')
+  try {
+    walk(root, '')
+  } catch (error) {
+    throw treeReadError(error, at === '' ? label : `${label}/${at}`)
+  }
+
   const keyed = entries.map((entry) => ({key: entry.dir ? `${entry.path}/` : entry.path, entry}))
   return keyed.sort((a, b) => compareBytes(a.key, b.key)).map(({entry}) => entry)
 }
 
 export {hashFileSync} from './hash-files.js'
+
+/**
+ * What a failure to read a release tree means (the tree itself is named when it is
+ * missing before this): changed under the walk (65), unreadable (65), a disk that
+ * fails (74). Never an internal error: anyone who can write the tree can cause them.
+ */
+function treeReadError(error: unknown, where: string): Error {
+  if (error instanceof LocalpuppetError) return error
+  const io = asIoError(error, where)
+  if (io) return io
+  const code = (error as NodeJS.ErrnoException)?.code
+  if (code === 'ENOENT' || code === 'ENOTDIR') return new ReleaseError(`${where}: changed while it was read; try again`)
+  if (code === 'EACCES' || code === 'EPERM') return new ReleaseError(`${where}: cannot be read (permission denied)`)
+  if (code === 'ENAMETOOLONG') return new ReleaseError(`${where.slice(0, 200)}...: a path too long to read`)
+  if (typeof code === 'string') return new ReleaseError(`${where}: cannot be read (${code})`)
+  return error as Error
+}
 
 /** Adds `path` to `untrusted` when another user owns it or can write it (a path gone meanwhile is the verification's business). */
 function checkTrust(path: string, untrusted: UntrustedEntry[]): void {

@@ -30,7 +30,7 @@ export async function verifyInstalled(moduleDir: string, refs: string[], options
   for (const release of releases) {
     const result = await verifyRelease(root, release)
     // A file in the tag others could rewrite: it matches now, but could not be relied on.
-    untrusted.push(...assertNoTrustProblems([result.untrusted === null ? null : {path: join(root, release), message: result.untrusted}], options.allowUntrusted, seen))
+    untrusted.push(...assertNoTrustProblems([result.untrusted === null ? null : {path: result.untrusted, message: result.untrusted}], options.allowUntrusted, seen))
     results.push(result)
   }
 

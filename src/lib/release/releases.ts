@@ -16,6 +16,8 @@ export interface TagInfo {
   /** Whether it still matches its record; null without a record. */
   verified: boolean | null
   digest: string | null
+  /** What in the tag another user owns or can write (one line), when --allow-untrusted let it through; null otherwise. */
+  untrusted: string | null
 }
 
 export interface AppReleases {
@@ -55,14 +57,16 @@ export async function listReleases(moduleDir: string, app?: string, options: Lis
       const release = `${name}/tags/${tag}`
       const record = await readInstallRecord(root, release)
       let verified: boolean | null = null
+      let untrustedTree: string | null = null
       if (record && options.verify !== false) {
         if (untrusted) untrusted.push(...assertTrustedPaths([{path: join(root, release), what: `release ${release}`, below: root}], allowUntrusted, seen))
         const result = await verifyRelease(root, release, record, {judgeTrust: untrusted !== undefined})
-        if (untrusted) untrusted.push(...assertNoTrustProblems([result.untrusted === null ? null : {path: join(root, release), message: result.untrusted}], allowUntrusted, seen))
+        if (untrusted) untrusted.push(...assertNoTrustProblems([result.untrusted === null ? null : {path: result.untrusted, message: result.untrusted}], allowUntrusted, seen))
         verified = result.ok
+        untrustedTree = result.untrusted
       }
 
-      tags.push({tag, release, recorded: record !== null, verified, digest: record?.digest ?? null})
+      tags.push({tag, release, recorded: record !== null, verified, digest: record?.digest ?? null, untrusted: untrustedTree})
     }
 
     result.push({app: name, trunk: entries.includes('trunk'), branches: (await subdirs(join(root, name, 'branches'))).sort(), tags})

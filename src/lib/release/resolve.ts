@@ -1,9 +1,9 @@
 import {readdir, realpath, stat} from 'node:fs/promises'
 import {dirname, join, relative, sep} from 'node:path'
 
-import {ImmutabilityError, NotFoundError, PathEscapeError, ReleaseError, describeFsError} from '../errors.js'
+import {ImmutabilityError, NotFoundError, PathEscapeError, ReleaseError, UntrustedPathError, describeFsError} from '../errors.js'
 import {type TreeEntry, listEntries} from '../archive/release-tree.js'
-import {type TrustProblem, type UntrustedEntry, treeTrustProblem} from '../util/trusted-path.js'
+import {type TrustProblem, UNTRUSTED_TREE_HINTS, type UntrustedEntry, treeTrustProblem} from '../util/trusted-path.js'
 import {MANIFEST_FILE, readReleaseManifest} from './release-manifest.js'
 import {maxSatisfyingTag, parseReleaseRef, releasePath, sortTagsNewestFirst, type ReleaseRef} from './release-ref.js'
 
@@ -55,6 +55,8 @@ export interface ResolveOptions {
    * reads them all. For plan and apply; see untrustedTrees.
    */
   checkTrust?: boolean
+  /** With checkTrust: --allow-untrusted (a tree that cannot be listed is then refused for that, not for its trust). */
+  allowUntrusted?: boolean
 }
 
 /**
@@ -117,9 +119,19 @@ export async function resolveRelease(moduleDir: string, ref: ReleaseRef | string
       ? []
       : modulepath.map((release) => {
           const untrusted: UntrustedEntry[] | undefined = options.checkTrust ? [] : undefined
-          const entries = listEntries(release.path, release.release, untrusted)
-          const problem = untrusted && treeTrustProblem(release.path, `release ${release.release}`, untrusted)
-          if (problem) untrustedTrees.push(problem)
+          const problem = () => untrusted && treeTrustProblem(release.path, `release ${release.release}`, untrusted)
+          let entries: TreeEntry[]
+          try {
+            entries = listEntries(release.path, release.release, untrusted)
+          } catch (error) {
+            // A tree others can write that also holds a link, or changes while it is read: the trust is what is wrong.
+            const found = problem()
+            if (found && !options.allowUntrusted) throw new UntrustedPathError(found.message, [...UNTRUSTED_TREE_HINTS])
+            throw error
+          }
+
+          const found = problem()
+          if (found) untrustedTrees.push(found)
           return [release.release, entries]
         }),
   )

@@ -103,7 +103,7 @@ export async function buildRunPlan(input: NodeInput, options: PlanOptions, runId
   const allow = Boolean(options.allowUntrusted)
   const seen = new Set<string>()
   const untrusted = assertTrustedPaths([...moduleDirTrustPaths(await realModuleDir(options.moduleDir)), ...stateDirTrustPaths(stateDir)], allow, seen)
-  const resolution = await resolveRelease(options.moduleDir, input.app, {allowMutable: options.allowMutable, checkTrust: true})
+  const resolution = await resolveRelease(options.moduleDir, input.app, {allowMutable: options.allowMutable, checkTrust: true, allowUntrusted: allow})
   // Every directory from the module directory down to each release root: a world-writable
   // <app>/tags lets anyone swap a tag. Then everything inside each release: Puppet reads
   // and runs it all as root.
@@ -115,6 +115,8 @@ export async function buildRunPlan(input: NodeInput, options: PlanOptions, runId
   const enc = buildEncDocument(input, {release: app.release, runId})
   const environment = input.environment ?? 'production'
   const manifest = await chooseManifest(options, files)
+  // The main manifest is code root runs, as much as the releases are.
+  if (manifest.source !== 'empty') untrusted.push(...assertTrustedPaths([{path: manifest.path, what: 'manifest'}], allow, seen))
   const facts = options.facts ?? {}
   const puppetPath = findExecutable(options.puppet, options.env)
   const modulepath = resolution.modulepath.map((entry) => entry.path)

@@ -2,6 +2,7 @@ import {lstatSync, realpathSync, type Stats} from 'node:fs'
 import {dirname, isAbsolute, relative, resolve, sep} from 'node:path'
 
 import {UntrustedPathError} from '../errors.js'
+import {displayPath} from './shell-quote.js'
 
 /**
  * localpuppet runs as root and executes, deletes and overwrites what the directories it
@@ -34,7 +35,10 @@ export interface TrustOptions {
 
 const euidNow = (): number => process.geteuid?.() ?? 0
 
-const ALLOW_HINT = 'or pass --allow-untrusted to use it anyway (apply and plan record it in the run record)'
+const ALLOW_HINT = 'or pass --allow-untrusted to use it anyway (apply records it in the run record)'
+
+/** For a release tree others could write: the permissions are the fix, but what it holds may already have been changed. */
+export const UNTRUSTED_TREE_HINTS = ['others may already have changed what it holds: after the fix, reinstall the tag (or review the checkout)', ALLOW_HINT] as const
 
 /**
  * The first reason `path` cannot be trusted, or null. A path that does not exist yet is
@@ -52,6 +56,9 @@ export function findTrustProblem(path: string, options: TrustOptions): TrustProb
   } catch {}
 
   for (const target of chains) {
+    // From the module directory down nothing is shared: a sticky <app>/tags would let
+    // anyone add a tag (or a link to an older one) that root then runs.
+    const stickyOk = below === undefined || !isInside(target, below)
     for (const dir of options.ancestors === false ? [target] : chainOf(target, below)) {
       let info: Stats
       try {
@@ -62,7 +69,7 @@ export function findTrustProblem(path: string, options: TrustOptions): TrustProb
 
       // A link's own mode means nothing; whoever could replace it owns the directory above.
       if (info.isSymbolicLink()) continue
-      const problem = judge(dir, info, dir === target, euid, options.what)
+      const problem = judge(dir, info, dir === target || !stickyOk, euid, options.what, dir === target)
       if (problem) return problem
     }
   }
@@ -102,14 +109,14 @@ export function isInside(path: string, dir: string): boolean {
   return rel === '' || (!rel.startsWith('..') && !isAbsolute(rel) && rel.split(sep)[0] !== '..')
 }
 
-function judge(dir: string, info: Stats, isTarget: boolean, euid: number, what: string): TrustProblem | null {
+function judge(dir: string, info: Stats, strict: boolean, euid: number, what: string, isTarget = strict): TrustProblem | null {
   // A root-owned sticky directory (/tmp): others cannot move or replace what we put in it.
-  const stickyAncestor = !isTarget && info.isDirectory() && (info.mode & 0o1000) !== 0 && info.uid === 0
+  const stickyAncestor = !strict && info.isDirectory() && (info.mode & 0o1000) !== 0 && info.uid === 0
   const fault = faultOf(info.uid, info.mode, euid)
   if (!fault || (fault.ownerOk && stickyAncestor)) return null
   const whose = isTarget ? what : `${what}'s parent directory`
-  const fix = !fault.ownerOk ? `chown ${euid === 0 ? 'root' : euid} ${dir}` : `chmod go-w ${dir}`
-  return {path: dir, uid: info.uid, mode: info.mode & 0o7777, message: `${whose} ${dir} is not trusted: ${fault.reason}; fix: ${fix}`}
+  const fix = !fault.ownerOk ? `chown ${euid === 0 ? 'root' : euid} ${displayPath(dir)}` : `chmod go-w ${displayPath(dir)}`
+  return {path: dir, uid: info.uid, mode: info.mode & 0o7777, message: `${whose} ${displayPath(dir)} is not trusted: ${fault.reason}; fix: ${fix}`}
 }
 
 /** Why an owner and mode are not trusted (owned by another user, or writable by group or others), or null. */
@@ -145,17 +152,17 @@ export function treeTrustProblem(root: string, what: string, entries: UntrustedE
   const fault = faultOf(first.uid, first.mode, euid)!
   const owners = entries.some((entry) => entry.uid !== 0 && entry.uid !== euid)
   const writable = entries.some((entry) => (entry.mode & 0o022) !== 0)
-  const fix = [owners ? `chown -R ${euid === 0 ? 'root' : euid} ${root}` : '', writable ? `chmod -R go-w ${root}` : ''].filter(Boolean).join(' and ')
+  const fix = [owners ? `chown -R ${euid === 0 ? 'root' : euid} ${displayPath(root)}` : '', writable ? `chmod -R go-w ${displayPath(root)}` : ''].filter(Boolean).join(' && ')
   const more = entries.length > 1 ? ` (and ${entries.length - 1} more)` : ''
-  return {path: first.path, uid: first.uid, mode: first.mode & 0o7777, message: `${what} holds ${first.path}, which is not trusted: ${fault.reason}${more}; fix: ${fix}`}
+  return {path: first.path, uid: first.uid, mode: first.mode & 0o7777, message: `${what} holds ${displayPath(first.path)}, which is not trusted: ${fault.reason}${more}; fix: ${fix}`}
 }
 
-/** Refuses the first problem (77) unless allowed; returns the messages of those allowed, each path once. */
+/** Refuses the first problem with a release tree (77) unless allowed; returns the messages of those allowed, each path once. */
 export function assertNoTrustProblems(problems: Array<Pick<TrustProblem, 'path' | 'message'> | null>, allow = false, seen = new Set<string>()): string[] {
   const allowed: string[] = []
   for (const problem of problems) {
     if (!problem) continue
-    if (!allow) throw new UntrustedPathError(problem.message, [ALLOW_HINT])
+    if (!allow) throw new UntrustedPathError(problem.message, [...UNTRUSTED_TREE_HINTS])
     if (!seen.has(problem.path)) allowed.push(problem.message)
     seen.add(problem.path)
   }

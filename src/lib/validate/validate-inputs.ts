@@ -1,6 +1,7 @@
 import {readFile, readdir, stat} from 'node:fs/promises'
 import {join, relative, resolve} from 'node:path'
 
+import {moduleDirTrustPaths} from '../archive/install-record.js'
 import {verifyModulepath} from '../archive/verify.js'
 import {ClassCatalog, METAPARAMETERS, classResourceName} from '../catalog/class-catalog.js'
 import {type LoadableDefinition, autoloadPath} from '../catalog/definitions.js'
@@ -15,6 +16,7 @@ import {readInputText} from '../input/read-input.js'
 import {type Resolution, realModuleDir, resolveRelease} from '../release/resolve.js'
 import {RUN_ID_PLACEHOLDER} from '../state/run-id.js'
 import {closest} from '../util/did-you-mean.js'
+import {assertNoTrustProblems, assertTrustedPaths} from '../util/trusted-path.js'
 import {type CompileJob, compileCatalogs} from './compile-catalogs.js'
 import {factSets} from './fact-sets.js'
 import {lineOfKey} from '../yaml.js'
@@ -79,6 +81,7 @@ export async function validateInputs(paths: string[], options: ValidateOptions):
   const manifest = await chooseManifest(options)
   const mainDefinitions: LoadableDefinition[] = manifest === null ? [] : scanManifest(await readFile(manifest, 'utf8'), manifest).map((d) => ({...d, notLoadable: null, entry: null}))
   const facts = options.compile && options.facts !== undefined ? factSets(options.facts, files) : null
+  const runsCodeAsRoot = options.compile === true && (process.geteuid?.() ?? 0) === 0
   const catalogs = new Map<string, ClassCatalog>()
   const jobs: Array<CompileJob & {report: InputReport; text: string}> = []
   const reports: Array<InputReport & {manifests: string[]}> = []
@@ -102,7 +105,7 @@ export async function validateInputs(paths: string[], options: ValidateOptions):
 
     let resolution: Resolution
     try {
-      resolution = await resolveRelease(moduleDir, input.app)
+      resolution = await resolveRelease(moduleDir, input.app, {checkTrust: runsCodeAsRoot})
       await verifyModulepath(moduleDir, resolution.modulepath)
     } catch (error) {
       if (!(error instanceof LocalpuppetError)) throw error
@@ -125,6 +128,19 @@ export async function validateInputs(paths: string[], options: ValidateOptions):
     report.manifests = [...catalog.definitions.manifests, ...(manifest === null ? [] : [manifest])]
     report.problems.push(...checkClasses(input.classes, catalog, text, file))
     if (!options.compile) continue
+    if (runsCodeAsRoot) {
+      // Compiling runs the release's Ruby (functions, facts) as root: as apply, only from what nobody else can change.
+      const chain = resolution.modulepath.map((entry) => ({path: entry.path, what: `release ${entry.release}`, below: moduleDir}))
+      const main = manifest === null ? [] : [{path: manifest, what: 'manifest'}]
+      const untrusted = [...assertTrustedPaths([...moduleDirTrustPaths(moduleDir), ...chain, ...main], true), ...assertNoTrustProblems(resolution.untrustedTrees, true)]
+      if (untrusted.length > 0) {
+        const appLine = lineOfKey(text, ['app']) ?? null
+        for (const message of untrusted) report.problems.push({check: 'release', file, line: appLine, column: null, message: `${appLine === null ? file : `${file}:${appLine}`}: ${message}`})
+        report.compile = {status: 'skipped', resources: null, reason: 'root does not compile code others can change'}
+        continue
+      }
+    }
+
     const factSet = facts?.get(file) ?? null
     if (factSet instanceof InputError) {
       report.problems.push({check: 'compile', file: null, line: null, column: null, message: `${file}: --facts: ${factSet.message}`})

@@ -71,9 +71,12 @@ test('what a release tree holds: one problem per tree, naming the first entry (b
   ]
   const many = treeTrustProblem('/m/foo/tags/1.0.0', 'release foo/tags/1.0.0', entries, 0)!
   t.is(many.path, '/m/foo/tags/1.0.0/foo/lib/x.rb')
-  t.is(many.message, 'release foo/tags/1.0.0 holds /m/foo/tags/1.0.0/foo/lib/x.rb, which is not trusted: owned by uid 1001, not root or uid 0 (owner uid 1001, mode 0644) (and 1 more); fix: chown -R root /m/foo/tags/1.0.0 and chmod -R go-w /m/foo/tags/1.0.0')
+  t.is(many.message, 'release foo/tags/1.0.0 holds /m/foo/tags/1.0.0/foo/lib/x.rb, which is not trusted: owned by uid 1001, not root or uid 0 (owner uid 1001, mode 0644) (and 1 more); fix: chown -R root /m/foo/tags/1.0.0 && chmod -R go-w /m/foo/tags/1.0.0')
   const error = t.throws(() => assertNoTrustProblems([null, one]), {instanceOf: UntrustedPathError})
   t.is(error.exitCode, 77)
   t.is(error.message, one.message)
   t.deepEqual(assertNoTrustProblems([one, many, one], true), [one.message, many.message], '--allow-untrusted: each once, for the warning and the run record')
+  // A name with a newline cannot forge a second line, and a path with a space is quoted in the fix.
+  const odd = treeTrustProblem('/m/my app/tags/1.0.0', 'release my/tags/1.0.0', [{path: '/m/my app/tags/1.0.0/x\nlocalpuppet: ok', uid: 0, mode: 0o100666}], 0)!
+  t.is(odd.message, `release my/tags/1.0.0 holds "/m/my app/tags/1.0.0/x\\nlocalpuppet: ok", which is not trusted: writable by group and others (owner uid 0, mode 0666); fix: chmod -R go-w '/m/my app/tags/1.0.0'`)
 })
