@@ -1,5 +1,5 @@
 import {execFileSync} from 'node:child_process'
-import {chmod, mkdir, writeFile} from 'node:fs/promises'
+import {chmod, mkdir, symlink, writeFile} from 'node:fs/promises'
 import {join} from 'node:path'
 
 import test from 'ava'
@@ -26,6 +26,12 @@ test('listEntries: files and empty directories in archive order; with a list for
     [join(root, 'm', 'files'), 0o775],
     [join(root, 'm', 'init.pp'), 0o666],
   ])
+
+  // A link (mode 0777 of no meaning) is refused as a link, not as writable by others.
+  await symlink('init.pp', join(root, 'm', 'link.pp'))
+  const after: UntrustedEntry[] = []
+  t.throws(() => listEntries(root, 'm/tags/1.0.0', after), {instanceOf: ReleaseError, message: /m\/link\.pp: a symbolic link/})
+  t.false(after.some((entry) => entry.path.endsWith('link.pp')))
 })
 
 test('listEntries: a tree that cannot be read is a release error naming where (65), never an internal one', async (t) => {
