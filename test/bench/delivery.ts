@@ -37,7 +37,7 @@ function ensureDebianModules(): boolean {
 }
 
 /** Debian's modules, dereferenced (they are alternatives symlinks), as one release. */
-function realRelease(root: string): boolean {
+export function realRelease(root: string): boolean {
   if (!ensureDebianModules()) return false
   mkdirSync(root, {recursive: true})
   for (const name of readdirSync(DEBIAN_MODULES)) cpSync(join(DEBIAN_MODULES, name), join(root, name), {recursive: true, dereference: true})
