@@ -137,6 +137,18 @@ asRoot('the main manifest is code too: apply refuses one others can write (77); 
   t.regex(report.problems[0].message, /release foo\/tags\/1\.4\.0 holds .*init\.pp, which is not trusted: writable by group and others/)
 })
 
+asRoot('a release manifest others can write is not believed, even to report what it names: 77 before 66', async (t) => {
+  const {modules, run} = await setup(t)
+  const manifest = join(modules, 'foo', 'tags', '1.4.0', 'manifest.yaml')
+  await chmod(manifest, 0o666)
+  asHostile(`echo 'modulepath: [nope/tags/9.9.9]' > ${manifest}`)
+  const refused = await run('plan')
+  t.is(refused.exitCode, 77, refused.stderr)
+  t.is(refused.stderr.split('\n')[0], `localpuppet: release manifest ${manifest} is not trusted: writable by group and others (owner uid 0, mode 0666); fix: chmod go-w ${manifest}`)
+  const allowed = await run('plan', '--allow-untrusted')
+  t.is(allowed.exitCode, 66, 'allowed, what it says is then found wrong')
+})
+
 /** The demo's foo 1.4.0 packed, and published (unsigned) into a directory repository. */
 async function demoArchive(dir: string): Promise<{archive: string; repo: string}> {
   const archive = join(dir, 'foo-1.4.0.tar.gz')

@@ -25,7 +25,7 @@ export async function verifyInstalled(moduleDir: string, refs: string[], options
 
   // Every directory from the module dir down to each tag, as apply checks them: a tag
   // others could swap is not reported as verified (it could change the moment after).
-  untrusted.push(...assertTrustedPaths(releases.map((release) => ({path: join(root, release), what: `release ${release}`, below: root})), options.allowUntrusted, seen))
+  untrusted.push(...assertTrustedPaths(releases.map((release) => ({path: join(root, release), what: `release ${release}`, below: root, tree: true})), options.allowUntrusted, seen))
   const results: VerifyResult[] = []
   for (const release of releases) {
     const result = await verifyRelease(root, release)

@@ -59,7 +59,7 @@ export async function listReleases(moduleDir: string, app?: string, options: Lis
       let verified: boolean | null = null
       let untrustedTree: string | null = null
       if (record && options.verify !== false) {
-        if (untrusted) untrusted.push(...assertTrustedPaths([{path: join(root, release), what: `release ${release}`, below: root}], allowUntrusted, seen))
+        if (untrusted) untrusted.push(...assertTrustedPaths([{path: join(root, release), what: `release ${release}`, below: root, tree: true}], allowUntrusted, seen))
         const result = await verifyRelease(root, release, record, {judgeTrust: untrusted !== undefined})
         if (untrusted) untrusted.push(...assertNoTrustProblems([result.untrusted === null ? null : {path: result.untrusted, message: result.untrusted}], allowUntrusted, seen))
         verified = result.ok

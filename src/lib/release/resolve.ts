@@ -1,9 +1,10 @@
+import {existsSync} from 'node:fs'
 import {readdir, realpath, stat} from 'node:fs/promises'
 import {dirname, join, relative, sep} from 'node:path'
 
 import {ImmutabilityError, NotFoundError, PathEscapeError, ReleaseError, UntrustedPathError, describeFsError} from '../errors.js'
 import {type TreeEntry, listEntries} from '../archive/release-tree.js'
-import {type TrustProblem, UNTRUSTED_TREE_HINTS, type UntrustedEntry, treeTrustProblem} from '../util/trusted-path.js'
+import {type TrustProblem, UNTRUSTED_TREE_HINTS, type UntrustedEntry, findTrustProblem, treeTrustProblem} from '../util/trusted-path.js'
 import {MANIFEST_FILE, readReleaseManifest} from './release-manifest.js'
 import {maxSatisfyingTag, parseReleaseRef, releasePath, sortTagsNewestFirst, type ReleaseRef} from './release-ref.js'
 
@@ -100,6 +101,16 @@ export async function resolveRelease(moduleDir: string, ref: ReleaseRef | string
 
     stack.push(release)
     const label = `${release.release}/${MANIFEST_FILE}`
+    // What a manifest others could write says is not believed, even to report it wrong:
+    // the release (from the module directory down) and its manifest.yaml are judged first.
+    if (options.checkTrust && !options.allowUntrusted) {
+      const file = join(release.path, MANIFEST_FILE)
+      const problem =
+        findTrustProblem(release.path, {what: `release ${release.release}`, below: root, tree: true}) ??
+        (existsSync(file) ? findTrustProblem(file, {what: 'release manifest', ancestors: false}) : null)
+      if (problem) throw new UntrustedPathError(problem.message, [...UNTRUSTED_TREE_HINTS])
+    }
+
     const manifestPath = await resolver.insidePath(join(release.path, MANIFEST_FILE), label, true)
     const entries = manifestPath === null ? [] : await readReleaseManifest(manifestPath, label)
     for (const entry of entries) {

@@ -107,7 +107,7 @@ export async function buildRunPlan(input: NodeInput, options: PlanOptions, runId
   // Every directory from the module directory down to each release root: a world-writable
   // <app>/tags lets anyone swap a tag. Then everything inside each release: Puppet reads
   // and runs it all as root.
-  untrusted.push(...assertTrustedPaths(resolution.modulepath.map((entry) => ({path: entry.path, what: `release ${entry.release}`, below: resolution.moduleDir})), allow, seen))
+  untrusted.push(...assertTrustedPaths(resolution.modulepath.map((entry) => ({path: entry.path, what: `release ${entry.release}`, below: resolution.moduleDir, tree: true})), allow, seen))
   untrusted.push(...assertNoTrustProblems(resolution.untrustedTrees, allow, seen))
   const verification = await verifyModulepath(resolution.moduleDir, resolution.modulepath)
   const app = resolution.modulepath[0]

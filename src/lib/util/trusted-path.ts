@@ -29,6 +29,8 @@ export interface TrustOptions {
   below?: string
   /** Whether --allow-untrusted can override a refusal (not for keys and configuration): suggested in the message. */
   overridable?: boolean
+  /** The path is a release root: the fix offered for it covers what it holds (chown -R, chmod -R), which is judged next. */
+  tree?: boolean
   /** The effective uid (tests). */
   euid?: number
 }
@@ -69,7 +71,7 @@ export function findTrustProblem(path: string, options: TrustOptions): TrustProb
 
       // A link's own mode means nothing; whoever could replace it owns the directory above.
       if (info.isSymbolicLink()) continue
-      const problem = judge(dir, info, dir === target || !stickyOk, euid, options.what, dir === target)
+      const problem = judge(dir, info, dir === target || !stickyOk, euid, options.what, dir === target, options.tree === true && dir === target)
       if (problem) return problem
     }
   }
@@ -109,13 +111,14 @@ export function isInside(path: string, dir: string): boolean {
   return rel === '' || (!rel.startsWith('..') && !isAbsolute(rel) && rel.split(sep)[0] !== '..')
 }
 
-function judge(dir: string, info: Stats, strict: boolean, euid: number, what: string, isTarget = strict): TrustProblem | null {
+function judge(dir: string, info: Stats, strict: boolean, euid: number, what: string, isTarget = strict, recursive = false): TrustProblem | null {
   // A root-owned sticky directory (/tmp): others cannot move or replace what we put in it.
   const stickyAncestor = !strict && info.isDirectory() && (info.mode & 0o1000) !== 0 && info.uid === 0
   const fault = faultOf(info.uid, info.mode, euid)
   if (!fault || (fault.ownerOk && stickyAncestor)) return null
   const whose = isTarget ? what : `${what}'s parent directory`
-  const fix = !fault.ownerOk ? `chown ${euid === 0 ? 'root' : euid} ${displayPath(dir)}` : `chmod go-w ${displayPath(dir)}`
+  const r = recursive ? '-R ' : ''
+  const fix = !fault.ownerOk ? `chown ${r}${euid === 0 ? 'root' : euid} ${displayPath(dir)}` : `chmod ${r}go-w ${displayPath(dir)}`
   return {path: dir, uid: info.uid, mode: info.mode & 0o7777, message: `${whose} ${displayPath(dir)} is not trusted: ${fault.reason}; fix: ${fix}`}
 }
 

@@ -80,3 +80,12 @@ test('what a release tree holds: one problem per tree, naming the first entry (b
   const odd = treeTrustProblem('/m/my app/tags/1.0.0', 'release my/tags/1.0.0', [{path: '/m/my app/tags/1.0.0/x\nlocalpuppet: ok', uid: 0, mode: 0o100666}], 0)!
   t.is(odd.message, `release my/tags/1.0.0 holds "/m/my app/tags/1.0.0/x\\nlocalpuppet: ok", which is not trusted: writable by group and others (owner uid 0, mode 0666); fix: chmod -R go-w '/m/my app/tags/1.0.0'`)
 })
+
+test('a release root at fault is offered a fix for its whole tree (what it holds is judged next)', async (t) => {
+  const dir = await tempDir(t)
+  const root = join(dir, 'foo', 'tags', '1.0.0')
+  await mkdir(root, {recursive: true})
+  await chmod(root, 0o777)
+  t.regex(findTrustProblem(root, {what: 'release foo/tags/1.0.0', below: dir, tree: true})!.message, new RegExp(`fix: chmod -R go-w ${root}$`))
+  t.regex(findTrustProblem(root, {what: 'state directory'})!.message, new RegExp(`fix: chmod go-w ${root}$`))
+})
