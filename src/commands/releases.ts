@@ -3,6 +3,7 @@ import {Args} from '@oclif/core'
 import {BaseCommand, describeWithExitCodes} from '../base-command.js'
 import {moduleDirFlags, trustFlags} from '../flags.js'
 import type {AppReleases} from '../lib/release/releases.js'
+import {displayPath} from '../lib/util/shell-quote.js'
 
 export default class Releases extends BaseCommand {
   static override summary = 'List apps with their trunk, branches and tags, and whether each tag verifies.'
@@ -27,11 +28,11 @@ export default class Releases extends BaseCommand {
     const apps = await listReleases(flags['module-dir'], args.app, {untrusted, allowUntrusted: flags['allow-untrusted']})
     this.warnUntrusted(untrusted)
     for (const app of apps) {
-      const heads = [app.trunk ? 'trunk' : null, ...app.branches.map((b) => `branches/${b}`)].filter(Boolean)
+      const heads = [app.trunk ? 'trunk' : null, ...app.branches.map((b) => displayPath(`branches/${b}`))].filter(Boolean)
       this.log(`${app.app}${heads.length > 0 ? `  (${heads.join(', ')})` : ''}`)
       for (const tag of app.tags) {
         const state = !tag.recorded ? 'no record' : tag.verified ? 'verified' : 'MODIFIED'
-        this.log(`  ${tag.tag.padEnd(20)} ${state}`)
+        this.log(`  ${displayPath(tag.tag).padEnd(20)} ${state}`)
       }
     }
 

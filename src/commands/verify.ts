@@ -3,6 +3,7 @@ import {Args} from '@oclif/core'
 import {BaseCommand, describeWithExitCodes} from '../base-command.js'
 import {moduleDirFlags, trustFlags} from '../flags.js'
 import type {VerifyResult} from '../lib/archive/verify.js'
+import {displayPath} from '../lib/util/shell-quote.js'
 
 export default class Verify extends BaseCommand {
   static override summary = 'Check installed tags against what was installed: modified, missing and extra files.'
@@ -31,9 +32,9 @@ export default class Verify extends BaseCommand {
       else if (result.ok) this.log(`ok        ${result.release}`)
       else {
         this.log(`MISMATCH  ${result.release}`)
-        for (const path of result.modified) this.log(`  modified  ${path}`)
-        for (const path of result.missing) this.log(`  missing   ${path}`)
-        for (const path of result.extra) this.log(`  extra     ${path}`)
+        for (const path of result.modified) this.log(`  modified  ${displayPath(path)}`)
+        for (const path of result.missing) this.log(`  missing   ${displayPath(path)}`)
+        for (const path of result.extra) this.log(`  extra     ${displayPath(path)}`)
       }
     }
 

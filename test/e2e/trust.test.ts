@@ -66,7 +66,8 @@ asRoot('a world-writable module dir: the swapped tag is never run (77)', async (
   asHostile(`mv ${modules}/foo/tags/1.4.0 ${modules}/foo/tags/.old && mkdir -p ${modules}/foo/tags/1.4.0/foo/manifests && echo 'class foo { exec { "/bin/true": } }' > ${modules}/foo/tags/1.4.0/foo/manifests/init.pp`)
   const result = await run('apply')
   t.is(result.exitCode, 77, result.stderr)
-  t.regex(result.stderr, new RegExp(`release foo/tags/1.4.0's parent directory ${modules}/foo/tags is not trusted: writable by group and others`))
+  // The range foo@^1.4 is not even read from a tags directory others can write.
+  t.regex(result.stderr, new RegExp(`^localpuppet: foo/tags directory ${modules}/foo/tags is not trusted: writable by group and others`))
   t.false(existsSync(join(fake, 'args')), 'puppet never ran')
 
   await chmod(join(modules, 'foo', 'tags'), 0o755)
@@ -107,15 +108,27 @@ asRoot('a release holding a file others can write, or a directory another user o
 })
 
 asRoot('from the module dir down nothing may be shared: a sticky <app>/tags (1777, root-owned) lets anyone add a tag root runs (77)', async (t) => {
-  const {modules, fake, run} = await setup(t)
+  const {dir, modules, fake, run} = await setup(t)
   const tags = join(modules, 'foo', 'tags')
   await chmod(tags, 0o1777)
-  // The attack: a newer tag that is a link to whatever the attacker likes (here an older tag, a downgrade).
-  asHostile(`ln -s 1.4.0 ${tags}/1.9.0`)
+  // The attack: a newer tag that is a link to whatever the attacker likes (an older tag, a
+  // downgrade; or trunk, outside the tags directory), and a name that forges a message line.
+  asHostile(`ln -s ../../dist/trunk ${tags}/1.9.0 && mkdir "${tags}/$(printf '0.0.1\\nlocalpuppet: all verified')"`)
   const refused = await run('apply')
   t.is(refused.exitCode, 77, refused.stderr)
-  t.is(refused.stderr.split('\n')[0], `localpuppet: release foo/tags/1.9.0's parent directory ${tags} is not trusted: writable by group and others (owner uid 0, mode 1777); fix: chmod go-w ${tags}`)
+  const loose = `${tags} is not trusted: writable by group and others (owner uid 0, mode 1777); fix: chmod go-w ${tags}`
+  t.is(refused.stderr.split('\n')[0], `localpuppet: foo/tags directory ${loose}`)
   t.false(existsSync(join(fake, 'args')), 'puppet never ran')
+  // Named exactly: the link is judged as written (its real path, trunk, is not in the shared directory).
+  await writeFile(join(dir, 'exact.yaml'), 'app: foo/tags/1.9.0\n')
+  const exact = await cli(['plan', join(dir, 'exact.yaml'), '--module-dir', modules, '--state-dir', join(dir, 'state')])
+  t.is(exact.exitCode, 77, exact.stderr)
+  t.is(exact.stderr.split('\n')[0], `localpuppet: release foo/tags/1.9.0's parent directory ${loose}`)
+  // Allowed: the names are listed, each on the one line.
+  await writeFile(join(dir, 'none.yaml'), 'app: foo@^5\n')
+  const none = await cli(['plan', join(dir, 'none.yaml'), '--module-dir', modules, '--state-dir', join(dir, 'state'), '--allow-untrusted'])
+  t.is(none.exitCode, 66)
+  t.regex(none.stderr, /; tags: 1\.9\.0, 1\.4\.0, 1\.3\.0, "0\.0\.1\\nlocalpuppet: all verified"$/m)
 })
 
 asRoot('the main manifest is code too: apply refuses one others can write (77); validate --compile, as root, compiles nothing others can change', async (t) => {

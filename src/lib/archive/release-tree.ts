@@ -3,6 +3,7 @@ import {lstatSync, readdirSync} from 'node:fs'
 
 import {LocalpuppetError, ReleaseError} from '../errors.js'
 import {asIoError} from '../util/io-error.js'
+import {displayPath} from '../util/shell-quote.js'
 import {type UntrustedEntry, isTrustedEntry} from '../util/trusted-path.js'
 import {FileChecker} from './hash-files.js'
 
@@ -91,14 +92,14 @@ export function listEntries(root: string, label: string, untrusted?: UntrustedEn
       if (untrusted) checkTrust(`${dir}/${entry.name}`, untrusted)
       if (entry.isDirectory()) walk(`${dir}/${entry.name}`, path)
       else if (entry.isFile()) entries.push({path, dir: false})
-      else throw new ReleaseError(`${label}/${path}: ${describeKind(entry)}; a release may hold only regular files and directories`)
+      else throw new ReleaseError(`${displayPath(`${label}/${path}`)}: ${describeKind(entry)}; a release may hold only regular files and directories`)
     }
   }
 
   try {
     walk(root, '')
   } catch (error) {
-    throw treeReadError(error, at === '' ? label : `${label}/${at}`)
+    throw treeReadError(error, displayPath(at === '' ? label : `${label}/${at}`))
   }
 
   const keyed = entries.map((entry) => ({key: entry.dir ? `${entry.path}/` : entry.path, entry}))

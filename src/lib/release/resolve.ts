@@ -4,6 +4,8 @@ import {dirname, join, relative, sep} from 'node:path'
 
 import {ImmutabilityError, NotFoundError, PathEscapeError, ReleaseError, UntrustedPathError, describeFsError} from '../errors.js'
 import {type TreeEntry, listEntries} from '../archive/release-tree.js'
+import {asIoError} from '../util/io-error.js'
+import {displayPath} from '../util/shell-quote.js'
 import {type TrustProblem, UNTRUSTED_TREE_HINTS, type UntrustedEntry, findTrustProblem, treeTrustProblem} from '../util/trusted-path.js'
 import {MANIFEST_FILE, readReleaseManifest} from './release-manifest.js'
 import {maxSatisfyingTag, parseReleaseRef, releasePath, sortTagsNewestFirst, type ReleaseRef} from './release-ref.js'
@@ -68,7 +70,7 @@ export interface ResolveOptions {
  */
 export async function resolveRelease(moduleDir: string, ref: ReleaseRef | string, options: ResolveOptions = {}): Promise<Resolution> {
   const root = await realModuleDir(moduleDir)
-  const resolver = new Resolver(root)
+  const resolver = new Resolver(root, options.checkTrust === true && !options.allowUntrusted)
   const appRef = typeof ref === 'string' ? parseReleaseRef(ref) : ref
   const app = await resolver.resolveRef(appRef, null)
   const modulepath: ResolvedRelease[] = []
@@ -103,13 +105,8 @@ export async function resolveRelease(moduleDir: string, ref: ReleaseRef | string
     const label = `${release.release}/${MANIFEST_FILE}`
     // What a manifest others could write says is not believed, even to report it wrong:
     // the release (from the module directory down) and its manifest.yaml are judged first.
-    if (options.checkTrust && !options.allowUntrusted) {
-      const file = join(release.path, MANIFEST_FILE)
-      const problem =
-        findTrustProblem(release.path, {what: `release ${release.release}`, below: root, tree: true}) ??
-        (existsSync(file) ? findTrustProblem(file, {what: 'release manifest', ancestors: false}) : null)
-      if (problem) throw new UntrustedPathError(problem.message, [...UNTRUSTED_TREE_HINTS])
-    }
+    // (The release itself was judged when it was resolved.)
+    if (existsSync(join(release.path, MANIFEST_FILE))) resolver.assertTrusted(join(release.path, MANIFEST_FILE), 'release manifest', false)
 
     const manifestPath = await resolver.insidePath(join(release.path, MANIFEST_FILE), label, true)
     const entries = manifestPath === null ? [] : await readReleaseManifest(manifestPath, label)
@@ -168,7 +165,18 @@ export async function realModuleDir(moduleDir: string): Promise<string> {
 class Resolver {
   private readonly tagCache = new Map<string, string[]>()
 
-  constructor(private readonly root: string) {}
+  /** `judge`: refuse (77) what others could change before anything in it is read (checkTrust without allowUntrusted). */
+  constructor(
+    private readonly root: string,
+    private readonly judge = false,
+  ) {}
+
+  /** With `judge`: the path as written and its real path, each from the module directory down (a link planted in a shared tags directory is caught by the first). */
+  assertTrusted(path: string, what: string, tree: boolean): void {
+    if (!this.judge) return
+    const problem = findTrustProblem(path, {what, below: this.root, tree})
+    if (problem) throw new UntrustedPathError(problem.message, [...UNTRUSTED_TREE_HINTS])
+  }
 
   async resolveRef(ref: ReleaseRef, requiredBy: string | null): Promise<ResolvedRelease> {
     const by = requiredBy ? ` (${requiredBy})` : ''
@@ -177,7 +185,7 @@ class Resolver {
       const exact = tags.includes(ref.range)
       const tag = exact ? ref.range : maxSatisfyingTag(tags, ref.range)
       if (tag === undefined) {
-        const shown = tags.length > 0 ? `; tags: ${sortTagsNewestFirst(tags).slice(0, 10).join(', ')}${tags.length > 10 ? ', ...' : ''}` : ''
+        const shown = tags.length > 0 ? `; tags: ${sortTagsNewestFirst(tags).slice(0, 10).map(displayPath).join(', ')}${tags.length > 10 ? ', ...' : ''}` : ''
         throw new NotFoundError(`release ${ref.text}${by}: no tag of ${ref.app} satisfies ${JSON.stringify(ref.range)}${shown}`)
       }
 
@@ -223,7 +231,11 @@ class Resolver {
       throw new NotFoundError(`release ${text}${by}: ${release} not found in ${this.root}`, suggestions)
     }
 
-    if (!(await stat(path)).isDirectory()) throw new ReleaseError(`release ${release}${by}: not a directory`)
+    this.assertTrusted(join(this.root, release), `release ${release}`, true)
+    const info = await stat(path).catch((error: unknown) => {
+      throw asIoError(error, `release ${release}${by}`) ?? describeFsError(error, `release ${release}${by}`)
+    })
+    if (!info.isDirectory()) throw new ReleaseError(`release ${release}${by}: not a directory`)
     const resolved: ResolvedRelease = {ref: text, release, app: ref.app, kind: ref.kind, mutable, path, requiredBy}
     if (ref.kind === 'tag') {
       // A tag is immutable only where tags live: a link to trunk would change under it.
@@ -242,7 +254,10 @@ class Resolver {
     if (cached) return cached
     const dir = await this.insidePath(join(this.root, app, 'tags'), `release ${text}${by}`, true)
     if (dir === null) throw new NotFoundError(`release ${text}${by}: ${app} has no tags in ${this.root}`, await this.suggest(app))
-    const entries = await readdir(dir, {withFileTypes: true})
+    this.assertTrusted(join(this.root, app, 'tags'), `${app}/tags directory`, false)
+    const entries = await readdir(dir, {withFileTypes: true}).catch((error: unknown) => {
+      throw asIoError(error, `${app}/tags`) ?? describeFsError(error, `release ${text}${by}: ${app}/tags`)
+    })
     const tags = entries.filter((entry) => entry.isDirectory() || entry.isSymbolicLink()).map((entry) => entry.name)
     this.tagCache.set(app, tags)
     return tags
@@ -251,12 +266,12 @@ class Resolver {
   private async suggest(app: string): Promise<string[]> {
     try {
       const tags = await readdir(join(this.root, app, 'tags'))
-      if (tags.length > 0) return [`${app} has tags: ${sortTagsNewestFirst(tags).slice(0, 10).join(', ')}`]
+      if (tags.length > 0) return [`${app} has tags: ${sortTagsNewestFirst(tags).slice(0, 10).map(displayPath).join(', ')}`]
     } catch {}
 
     try {
       const apps = (await readdir(this.root, {withFileTypes: true})).filter((entry) => entry.isDirectory()).map((entry) => entry.name)
-      if (!apps.includes(app) && apps.length > 0) return [`apps in ${this.root}: ${apps.sort().slice(0, 20).join(', ')}`]
+      if (!apps.includes(app) && apps.length > 0) return [`apps in ${this.root}: ${apps.sort().slice(0, 20).map(displayPath).join(', ')}`]
     } catch {}
 
     return []

@@ -1,5 +1,5 @@
 import {stat} from 'node:fs/promises'
-import {basename, dirname, resolve} from 'node:path'
+import {basename, dirname, join, resolve} from 'node:path'
 
 import {type EncDocument, buildEncDocument, renderEncYaml} from '../enc/enc-document.js'
 import {moduleDirTrustPaths} from '../archive/install-record.js'
@@ -107,7 +107,7 @@ export async function buildRunPlan(input: NodeInput, options: PlanOptions, runId
   // Every directory from the module directory down to each release root: a world-writable
   // <app>/tags lets anyone swap a tag. Then everything inside each release: Puppet reads
   // and runs it all as root.
-  untrusted.push(...assertTrustedPaths(resolution.modulepath.map((entry) => ({path: entry.path, what: `release ${entry.release}`, below: resolution.moduleDir, tree: true})), allow, seen))
+  untrusted.push(...assertTrustedPaths(resolution.modulepath.map((entry) => ({path: join(resolution.moduleDir, entry.release), what: `release ${entry.release}`, below: resolution.moduleDir, tree: true})), allow, seen))
   untrusted.push(...assertNoTrustProblems(resolution.untrustedTrees, allow, seen))
   const verification = await verifyModulepath(resolution.moduleDir, resolution.modulepath)
   const app = resolution.modulepath[0]
@@ -116,7 +116,7 @@ export async function buildRunPlan(input: NodeInput, options: PlanOptions, runId
   const environment = input.environment ?? 'production'
   const manifest = await chooseManifest(options, files)
   // The main manifest is code root runs, as much as the releases are.
-  if (manifest.source !== 'empty') untrusted.push(...assertTrustedPaths([{path: manifest.path, what: 'manifest'}], allow, seen))
+  if (manifest.source !== 'empty') untrusted.push(...assertTrustedPaths([{path: manifest.path, what: 'manifest', content: true}], allow, seen))
   const facts = options.facts ?? {}
   const puppetPath = findExecutable(options.puppet, options.env)
   const modulepath = resolution.modulepath.map((entry) => entry.path)

@@ -31,6 +31,8 @@ export interface TrustOptions {
   overridable?: boolean
   /** The path is a release root: the fix offered for it covers what it holds (chown -R, chmod -R), which is judged next. */
   tree?: boolean
+  /** The path is code or data others may already have changed: the refusal says to review it after the fix. */
+  content?: boolean
   /** The effective uid (tests). */
   euid?: number
 }
@@ -72,6 +74,11 @@ export function findTrustProblem(path: string, options: TrustOptions): TrustProb
       // A link's own mode means nothing; whoever could replace it owns the directory above.
       if (info.isSymbolicLink()) continue
       const problem = judge(dir, info, dir === target || !stickyOk, euid, options.what, dir === target, options.tree === true && dir === target)
+      // Not there yet, to be made in a shared sticky directory such as /tmp: the fix is to make it first, not to close /tmp.
+      if (problem && dir === target && existing !== absolute && info.uid === 0 && (info.mode & 0o1000) !== 0) {
+        return {...problem, message: `${options.what} ${displayPath(absolute)} does not exist, and would be made in ${displayPath(dir)}, where others can make it first (owner uid 0, mode ${(info.mode & 0o7777).toString(8).padStart(4, '0')}); fix: mkdir -p ${displayPath(absolute)} first, or use a directory only root can write`}
+      }
+
       if (problem) return problem
     }
   }
@@ -85,7 +92,11 @@ export function findTrustProblem(path: string, options: TrustOptions): TrustProb
  */
 export function assertTrustedPath(path: string, options: TrustOptions & {allow?: boolean}): TrustProblem | null {
   const problem = findTrustProblem(path, options)
-  if (problem && !options.allow) throw new UntrustedPathError(problem.message, options.overridable === false ? [] : [ALLOW_HINT])
+  if (problem && !options.allow) {
+    const review = options.content ? ['others may already have changed it: review it after the fix'] : []
+    throw new UntrustedPathError(problem.message, [...review, ...(options.overridable === false ? [] : [ALLOW_HINT])])
+  }
+
   return problem
 }
 

@@ -130,7 +130,7 @@ export async function validateInputs(paths: string[], options: ValidateOptions):
     if (!options.compile) continue
     if (runsCodeAsRoot) {
       // Compiling runs the release's Ruby (functions, facts) as root: as apply, only from what nobody else can change.
-      const chain = resolution.modulepath.map((entry) => ({path: entry.path, what: `release ${entry.release}`, below: moduleDir, tree: true}))
+      const chain = resolution.modulepath.map((entry) => ({path: join(moduleDir, entry.release), what: `release ${entry.release}`, below: moduleDir, tree: true}))
       const main = manifest === null ? [] : [{path: manifest, what: 'manifest'}]
       const untrusted = [...assertTrustedPaths([...moduleDirTrustPaths(moduleDir), ...chain, ...main], true), ...assertNoTrustProblems(resolution.untrustedTrees, true)]
       if (untrusted.length > 0) {

@@ -402,3 +402,11 @@ test('an invalid reference as the app is 65 and resolution touches nothing', asy
   t.is(error.exitCode, 65)
   t.is(error.message, 'release reference: "foo/tunk" is not a release reference')
 })
+
+test('an <app>/tags that cannot be listed (a file, say) is a clear error, never an internal one', async (t) => {
+  const dir = await tempDir(t)
+  await writeTree(dir, {'foo/tags': 'not a directory\n'})
+  const error = await t.throwsAsync(resolveRelease(dir, 'foo@^1'), {instanceOf: LocalpuppetError})
+  t.not(error.exitCode, 70)
+  t.regex(error.message, /foo@\^1/)
+})

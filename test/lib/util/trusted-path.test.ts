@@ -89,3 +89,8 @@ test('a release root at fault is offered a fix for its whole tree (what it holds
   t.regex(findTrustProblem(root, {what: 'release foo/tags/1.0.0', below: dir, tree: true})!.message, new RegExp(`fix: chmod -R go-w ${root}$`))
   t.regex(findTrustProblem(root, {what: 'state directory'})!.message, new RegExp(`fix: chmod go-w ${root}$`))
 })
+
+test('a path not there yet, to be made directly in a shared sticky directory (/tmp): the fix is to make it first, never to close /tmp', (t) => {
+  const path = join('/tmp', `localpuppet-not-yet-${process.pid}-${Date.now()}`)
+  t.is(findTrustProblem(path, {what: 'state directory'})!.message, `state directory ${path} does not exist, and would be made in /tmp, where others can make it first (owner uid 0, mode 1777); fix: mkdir -p ${path} first, or use a directory only root can write`)
+})
