@@ -3,7 +3,7 @@ import {join} from 'node:path'
 import {parseReleaseRef} from '../release/release-ref.js'
 import {realModuleDir, resolveRelease} from '../release/resolve.js'
 import {assertNoTrustProblems, assertTrustedPaths} from '../util/trusted-path.js'
-import {assertTrustedModuleDir, listRecordedReleases} from './install-record.js'
+import {type InstallRecord, assertTrustedModuleDir, listRecordedReleases} from './install-record.js'
 import {type VerifyResult, verifyRelease} from './verify.js'
 
 /**
@@ -23,16 +23,26 @@ export async function verifyInstalled(moduleDir: string, refs: string[], options
     releases.push(resolved.modulepath[0].release)
   }
 
-  // Every directory from the module dir down to each tag, as apply checks them: a tag
-  // others could swap is not reported as verified (it could change the moment after).
-  untrusted.push(...assertTrustedPaths(releases.map((release) => ({path: join(root, release), what: `release ${release}`, below: root, tree: true})), options.allowUntrusted, seen))
   const results: VerifyResult[] = []
-  for (const release of releases) {
-    const result = await verifyRelease(root, release)
-    // A file in the tag others could rewrite: it matches now, but could not be relied on.
-    untrusted.push(...assertNoTrustProblems([result.untrusted === null ? null : {path: result.untrusted, message: result.untrusted}], options.allowUntrusted, seen))
-    results.push(result)
-  }
-
+  for (const release of releases) results.push(await verifyJudged(root, release, undefined, {allowUntrusted: options.allowUntrusted, seen, untrusted}))
   return {results, untrusted}
+}
+
+/**
+ * Verifies a tag and judges it as apply would: every directory from the module dir down
+ * to it (a tag others could swap is not reported verified: it could change the moment
+ * after), then what it holds (a file others could rewrite matches now, but cannot be
+ * relied on). Refused (77) unless allowUntrusted; what was allowed goes to `untrusted`.
+ */
+export async function verifyJudged(
+  root: string,
+  release: string,
+  record: InstallRecord | null | undefined,
+  trust: {allowUntrusted?: boolean; seen: Set<string>; untrusted: string[]},
+): Promise<VerifyResult> {
+  const {allowUntrusted, seen, untrusted} = trust
+  untrusted.push(...assertTrustedPaths([{path: join(root, release), what: `release ${release}`, below: root, tree: true}], allowUntrusted, seen))
+  const result = await verifyRelease(root, release, record)
+  untrusted.push(...assertNoTrustProblems([result.untrusted === null ? null : {path: result.untrusted, message: result.untrusted}], allowUntrusted, seen))
+  return result
 }

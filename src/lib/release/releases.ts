@@ -3,8 +3,8 @@ import {join} from 'node:path'
 
 import {assertTrustedModuleDir, readInstallRecord} from '../archive/install-record.js'
 import {verifyRelease} from '../archive/verify.js'
+import {verifyJudged} from '../archive/verify-installed.js'
 import {NotFoundError} from '../errors.js'
-import {assertNoTrustProblems, assertTrustedPaths} from '../util/trusted-path.js'
 import {sortTagsNewestFirst} from './release-ref.js'
 import {realModuleDir} from './resolve.js'
 
@@ -59,9 +59,7 @@ export async function listReleases(moduleDir: string, app?: string, options: Lis
       let verified: boolean | null = null
       let untrustedTree: string | null = null
       if (record && options.verify !== false) {
-        if (untrusted) untrusted.push(...assertTrustedPaths([{path: join(root, release), what: `release ${release}`, below: root, tree: true}], allowUntrusted, seen))
-        const result = await verifyRelease(root, release, record, {judgeTrust: untrusted !== undefined})
-        if (untrusted) untrusted.push(...assertNoTrustProblems([result.untrusted === null ? null : {path: result.untrusted, message: result.untrusted}], allowUntrusted, seen))
+        const result = untrusted ? await verifyJudged(root, release, record, {allowUntrusted, seen, untrusted}) : await verifyRelease(root, release, record, {judgeTrust: false})
         verified = result.ok
         untrustedTree = result.untrusted
       }

@@ -6,7 +6,7 @@ import {ImmutabilityError, NotFoundError, PathEscapeError, ReleaseError, Untrust
 import {type TreeEntry, listEntries} from '../archive/release-tree.js'
 import {asIoError} from '../util/io-error.js'
 import {displayPath} from '../util/shell-quote.js'
-import {type TrustProblem, UNTRUSTED_TREE_HINTS, type UntrustedEntry, findTrustProblem, treeTrustProblem} from '../util/trusted-path.js'
+import {type TrustOptions, type TrustProblem, UNTRUSTED_TREE_HINTS, type UntrustedEntry, findTrustProblem, treeTrustProblem} from '../util/trusted-path.js'
 import {MANIFEST_FILE, readReleaseManifest} from './release-manifest.js'
 import {maxSatisfyingTag, parseReleaseRef, releasePath, sortTagsNewestFirst, type ReleaseRef} from './release-ref.js'
 
@@ -146,6 +146,15 @@ export async function resolveRelease(moduleDir: string, ref: ReleaseRef | string
   const warnings = duplicateAppWarnings(modulepath)
   if (app.linkedTo) warnings.unshift(`${app.release} is not a real tag: it resolves to ${app.linkedTo}, which can change (a tag must be a directory under ${app.app}/tags/)`)
   return {moduleDir: root, modulepath, mutableEntries, warnings, trees, untrustedTrees}
+}
+
+/**
+ * What apply (and validate --compile, as root) judges of a modulepath besides the trees:
+ * every directory from the module directory down to each release, as written (a link
+ * planted in a shared tags directory) and where it really is. A fix covers the tree.
+ */
+export function modulepathTrustPaths(resolution: Pick<Resolution, 'moduleDir' | 'modulepath'>): Array<{path: string} & TrustOptions> {
+  return resolution.modulepath.map((entry) => ({path: join(resolution.moduleDir, entry.release), what: `release ${entry.release}`, below: resolution.moduleDir, tree: true}))
 }
 
 /** The real path of the module directory; 66 when it is missing or not a directory. */

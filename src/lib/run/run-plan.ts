@@ -1,5 +1,5 @@
 import {stat} from 'node:fs/promises'
-import {basename, dirname, join, resolve} from 'node:path'
+import {basename, dirname, resolve} from 'node:path'
 
 import {type EncDocument, buildEncDocument, renderEncYaml} from '../enc/enc-document.js'
 import {moduleDirTrustPaths} from '../archive/install-record.js'
@@ -7,7 +7,7 @@ import {verifyModulepath} from '../archive/verify.js'
 import {NotFoundError, UsageError, describeFsError} from '../errors.js'
 import type {NodeInput} from '../input/node-input.js'
 import {findExecutable} from '../puppet/find-executable.js'
-import {type ResolvedRelease, realModuleDir, resolveRelease} from '../release/resolve.js'
+import {type ResolvedRelease, modulepathTrustPaths, realModuleDir, resolveRelease} from '../release/resolve.js'
 import {RUN_ID_PLACEHOLDER} from '../state/run-id.js'
 import {type RunFiles, runFiles, stateDirTrustPaths} from '../state/state-dir.js'
 import {assertNoTrustProblems, assertTrustedPaths} from '../util/trusted-path.js'
@@ -107,7 +107,7 @@ export async function buildRunPlan(input: NodeInput, options: PlanOptions, runId
   // Every directory from the module directory down to each release root: a world-writable
   // <app>/tags lets anyone swap a tag. Then everything inside each release: Puppet reads
   // and runs it all as root.
-  untrusted.push(...assertTrustedPaths(resolution.modulepath.map((entry) => ({path: join(resolution.moduleDir, entry.release), what: `release ${entry.release}`, below: resolution.moduleDir, tree: true})), allow, seen))
+  untrusted.push(...assertTrustedPaths(modulepathTrustPaths(resolution), allow, seen))
   untrusted.push(...assertNoTrustProblems(resolution.untrustedTrees, allow, seen))
   const verification = await verifyModulepath(resolution.moduleDir, resolution.modulepath)
   const app = resolution.modulepath[0]

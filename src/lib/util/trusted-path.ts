@@ -73,7 +73,8 @@ export function findTrustProblem(path: string, options: TrustOptions): TrustProb
 
       // A link's own mode means nothing; whoever could replace it owns the directory above.
       if (info.isSymbolicLink()) continue
-      const problem = judge(dir, info, dir === target || !stickyOk, euid, options.what, dir === target, options.tree === true && dir === target)
+      const isTarget = dir === target
+      const problem = judge(dir, info, {strict: isTarget || !stickyOk, isTarget, recursive: options.tree === true && isTarget}, euid, options.what)
       // Not there yet, to be made in a shared sticky directory such as /tmp: the fix is to make it first, not to close /tmp.
       if (problem && dir === target && existing !== absolute && info.uid === 0 && (info.mode & 0o1000) !== 0) {
         return {...problem, message: `${options.what} ${displayPath(absolute)} does not exist, and would be made in ${displayPath(dir)}, where others can make it first (owner uid 0, mode ${(info.mode & 0o7777).toString(8).padStart(4, '0')}); fix: mkdir -p ${displayPath(absolute)} first, or use a directory only root can write`}
@@ -122,7 +123,12 @@ export function isInside(path: string, dir: string): boolean {
   return rel === '' || (!rel.startsWith('..') && !isAbsolute(rel) && rel.split(sep)[0] !== '..')
 }
 
-function judge(dir: string, info: Stats, strict: boolean, euid: number, what: string, isTarget = strict, recursive = false): TrustProblem | null {
+/**
+ * `strict`: no sticky exception (the target itself, or anything from `below` down);
+ * `isTarget`: named as the path rather than its parent; `recursive`: the fix covers a tree.
+ */
+function judge(dir: string, info: Stats, how: {strict: boolean; isTarget: boolean; recursive: boolean}, euid: number, what: string): TrustProblem | null {
+  const {strict, isTarget, recursive} = how
   // A root-owned sticky directory (/tmp): others cannot move or replace what we put in it.
   const stickyAncestor = !strict && info.isDirectory() && (info.mode & 0o1000) !== 0 && info.uid === 0
   const fault = faultOf(info.uid, info.mode, euid)

@@ -13,7 +13,7 @@ import {buildEncDocument, renderEncYaml} from '../enc/enc-document.js'
 import {InputError, LocalpuppetError, NotFoundError, UsageError, describeFsError} from '../errors.js'
 import {checkNodeInput} from '../input/node-input.js'
 import {readInputText} from '../input/read-input.js'
-import {type Resolution, realModuleDir, resolveRelease} from '../release/resolve.js'
+import {type Resolution, modulepathTrustPaths, realModuleDir, resolveRelease} from '../release/resolve.js'
 import {RUN_ID_PLACEHOLDER} from '../state/run-id.js'
 import {closest} from '../util/did-you-mean.js'
 import {assertNoTrustProblems, assertTrustedPaths} from '../util/trusted-path.js'
@@ -130,9 +130,8 @@ export async function validateInputs(paths: string[], options: ValidateOptions):
     if (!options.compile) continue
     if (runsCodeAsRoot) {
       // Compiling runs the release's Ruby (functions, facts) as root: as apply, only from what nobody else can change.
-      const chain = resolution.modulepath.map((entry) => ({path: join(moduleDir, entry.release), what: `release ${entry.release}`, below: moduleDir, tree: true}))
       const main = manifest === null ? [] : [{path: manifest, what: 'manifest'}]
-      const untrusted = [...assertTrustedPaths([...moduleDirTrustPaths(moduleDir), ...chain, ...main], true), ...assertNoTrustProblems(resolution.untrustedTrees, true)]
+      const untrusted = [...assertTrustedPaths([...moduleDirTrustPaths(moduleDir), ...modulepathTrustPaths(resolution), ...main], true), ...assertNoTrustProblems(resolution.untrustedTrees, true)]
       if (untrusted.length > 0) {
         const appLine = lineOfKey(text, ['app']) ?? null
         for (const message of untrusted) report.problems.push({check: 'release', file, line: appLine, column: null, message: `${appLine === null ? file : `${file}:${appLine}`}: ${message}`})
