@@ -20,6 +20,7 @@ export default class Disable extends BaseCommand {
     [
       {code: 0, meaning: 'disabled'},
       {code: 69, meaning: 'puppet is not available'},
+      {code: 77, meaning: 'the state dir or the puppet executable is owned by another user or writable by others (--allow-untrusted)'},
     ],
   )
 

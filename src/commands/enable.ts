@@ -9,6 +9,7 @@ export default class Enable extends BaseCommand {
   static override description = describeWithExitCodes('Removes the lock `localpuppet disable` or `puppet agent --disable` wrote. Enabling what is not disabled is fine.', [
     {code: 0, meaning: 'enabled (or was not disabled)'},
     {code: 69, meaning: 'puppet is not available'},
+    {code: 77, meaning: 'the state dir or the puppet executable is owned by another user or writable by others (--allow-untrusted)'},
   ])
 
   static override usage = '<%= command.id %> [FLAGS] [-- PUPPET_ARGS...]'

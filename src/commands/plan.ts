@@ -25,20 +25,23 @@ export default class Plan extends BaseCommand {
     this.splitPassThrough()
     const {args, flags} = await this.parse(Plan)
     this.passThrough = await resolvePuppetArgs(this.passThrough)
-    const [{readNodeInput}, {buildRunPlan, parseFacts}, {toPlanOptions}] = await Promise.all([
+    const [{readInputText}, {parseNodeInput}, {buildRunPlan, parseFacts}, {toPlanOptions}] = await Promise.all([
       import('../lib/input/read-input.js'),
+      import('../lib/input/node-input.js'),
       import('../lib/run/run-plan.js'),
       import('../run-options.js'),
     ])
     const facts = parseFacts(flags.fact ?? [])
-    let input = await readNodeInput(args.input)
+    // As apply: an input file others can write is refused (77) before it is read.
+    const read = await readInputText(args.input, process.stdin, {allow: flags['allow-untrusted']})
+    let input = parseNodeInput(read.text, read.source)
     let fetched = null
     if (flags.fetch) {
       const {fetchForRun} = await import('../fetch-options.js')
       ;({input, fetched} = await fetchForRun(input, flags, this.jsonEnabled()))
     }
 
-    const plan = await buildRunPlan(input, toPlanOptions(flags, this.passThrough, facts, Boolean(process.stdout.isTTY) && !this.jsonEnabled(), fetched))
+    const plan = await buildRunPlan(input, {...toPlanOptions(flags, this.passThrough, facts, Boolean(process.stdout.isTTY) && !this.jsonEnabled(), fetched), untrusted: read.untrusted})
     if (!this.jsonEnabled()) {
       const {renderPlan} = await import('../render/plan-text.js')
       this.log(renderPlan(plan))

@@ -23,6 +23,7 @@ export default class Validate extends BaseCommand {
       {code: 65, meaning: 'problems were found (listed)'},
       {code: 66, meaning: 'an input path, the module dir, --manifest or --facts does not exist'},
       {code: 69, meaning: 'puppet is not available for the syntax check (--puppet none skips it) or --compile'},
+      {code: 77, meaning: 'run as root: the puppet executable (or a directory leading to it) is owned by another user or writable by others'},
     ],
   )
 
@@ -57,6 +58,8 @@ export default class Validate extends BaseCommand {
     if (flags.puppet !== 'none') {
       puppet = findExecutable(flags.puppet)
       if (puppet === null) throw new PuppetUnavailableError(`puppet not found: ${flags.puppet}`, ['install it, or pass --puppet none to skip the syntax check'])
+      // Run as root, a puppet others could rewrite would run their code as root (77).
+      if ((process.geteuid?.() ?? 0) === 0) (await import('../lib/util/trusted-path.js')).assertTrustedPath(puppet, {what: 'puppet executable', content: true, overridable: false})
     }
 
     const inputs = argv.length > 0 ? (argv as string[]) : ['/etc/puppet/input.yaml']

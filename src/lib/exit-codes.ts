@@ -36,7 +36,7 @@ export const APPLY_EXIT_CODES: ExitCodeRow[] = [
   {code: 73, meaning: 'another run holds the lock (recorded as busy), or Puppet is disabled'},
   {code: 74, meaning: 'an I/O error: the state directory (or another file) could not be written, e.g. the disk is full; with --save, the input cannot be rewritten'},
   {code: 75, meaning: 'the run timed out (--timeout)'},
-  {code: 77, meaning: 'a directory it must trust (state dir, module dir, release) or a file or directory in a release is owned by another user or writable by others'},
+  {code: 77, meaning: 'something it must trust (the input file, state dir, module dir, a release or anything in it, the main manifest, the puppet executable) is owned by another user or writable by others'},
   {code: '130/143', meaning: 'interrupted by SIGINT/SIGTERM (SIGHUP 129); puppet stopped'},
 ]
 

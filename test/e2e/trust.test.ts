@@ -150,6 +150,93 @@ asRoot('the main manifest is code too: apply refuses one others can write (77); 
   t.regex(report.problems[0].message, /release foo\/tags\/1\.4\.0 holds .*init\.pp, which is not trusted: writable by group and others/)
 })
 
+asRoot('the input is what root applies: an input file others can write or own is refused (77) before it is read, and the refusal recorded; --allow-untrusted runs and records it', async (t) => {
+  const {dir, modules, state, fake, env} = await setup(t)
+  const input = join(dir, 'input.yaml')
+  await writeFile(input, await readFile(join(DEMO, 'input.yaml')))
+  await chmod(input, 0o666)
+  // The attack: a class with a parameter of one's own choosing, applied by root.
+  asHostile(`printf 'app: foo@^1.4\\nclasses:\\n  foo: {}\\n' > ${input}`)
+  const run = (command: string, ...extra: string[]) => cli([command, input, '--module-dir', modules, '--state-dir', state, '--puppet', FAKE_PUPPET, ...extra], {env})
+  const refused = await run('apply')
+  t.is(refused.exitCode, 77, refused.stderr)
+  t.is(refused.stderr.split('\n')[0], `localpuppet: input file ${input} is not trusted: writable by group and others (owner uid 0, mode 0666); fix: chmod go-w ${input}`)
+  t.regex(refused.stderr, /others may already have changed it: review it after the fix/)
+  t.false(existsSync(join(fake, 'args')), 'puppet never ran')
+  const status = await statusJson(state)
+  t.like(status.record, {state: 'refused', exitCode: 77})
+  t.is((await run('plan')).exitCode, 77, 'plan refuses alike')
+
+  await chmod(input, 0o644)
+  await chown(input, uid!, uid!)
+  const owned = await run('plan')
+  t.is(owned.exitCode, 77)
+  t.is(owned.stderr.split('\n')[0], `localpuppet: input file ${input} is not trusted: owned by uid ${uid}, not root or uid 0 (owner uid ${uid}, mode 0644); fix: chown root ${input}`)
+
+  const planned = await run('plan', '--allow-untrusted')
+  t.is(planned.exitCode, 0, planned.stderr)
+  t.regex(planned.stderr, /warning: --allow-untrusted: input file .* owned by uid/)
+  const allowed = await run('apply', '--allow-untrusted', '--json')
+  t.is(allowed.exitCode, 0, allowed.stderr)
+  t.deepEqual(JSON.parse(allowed.stdout).untrusted, [`input file ${input} is not trusted: owned by uid ${uid}, not root or uid 0 (owner uid ${uid}, mode 0644); fix: chown root ${input}`])
+  // The background half of --detach records it too.
+  const detached = await run('apply', '--allow-untrusted', '--detach', '--json')
+  t.is(detached.exitCode, 0, detached.stderr)
+  const {id} = JSON.parse(detached.stdout)
+  const waited = await cli(['status', id, '--state-dir', state, '--wait', '--json'])
+  t.regex(JSON.parse(waited.stdout).untrusted[0], /^input file .* owned by uid/)
+
+  // validate --compile as root: its parameters reach the release's functions, so it is not compiled.
+  const validated = await cli(['validate', input, '--module-dir', modules, '--compile', '--puppet', FAKE_PUPPET, '--format', 'json'], {env})
+  t.is(validated.exitCode, 65, validated.stderr)
+  const [report] = JSON.parse(validated.stdout).inputs
+  t.like(report.compile, {status: 'skipped'})
+  t.like(report.problems[0], {check: 'input', message: `input file ${input} is not trusted: owned by uid ${uid}, not root or uid 0 (owner uid ${uid}, mode 0644); fix: chown root ${input}`})
+
+  // A directory on the way another user owns: they could swap the file.
+  const theirs = join(dir, 'theirs')
+  await mkdir(theirs)
+  await chown(theirs, uid!, uid!)
+  const inTheirs = join(theirs, 'input.yaml')
+  await writeFile(inTheirs, await readFile(join(DEMO, 'input.yaml')))
+  const parent = await cli(['plan', inTheirs, '--module-dir', modules, '--state-dir', state])
+  t.is(parent.exitCode, 77)
+  t.regex(parent.stderr, new RegExp(`^localpuppet: input file's parent directory ${theirs} is not trusted: owned by uid ${uid}`))
+  // Standard input is the caller's own choice: nothing to judge.
+  const stdin = await cli(['plan', '-', '--module-dir', modules, '--state-dir', state], {input: await readFile(inTheirs, 'utf8')})
+  t.is(stdin.exitCode, 0, stdin.stderr)
+  // A missing input is still "not found" (66), not a trust problem.
+  t.is((await cli(['plan', join(dir, 'missing.yaml'), '--module-dir', modules, '--state-dir', state])).exitCode, 66)
+})
+
+asRoot('a puppet executable others can write is never run as root: apply, plan, validate and disable refuse it (77); status does not ask it', async (t) => {
+  const {dir, modules, state, fake, env} = await setup(t)
+  const bin = join(dir, 'bin')
+  await mkdir(bin)
+  const puppet = join(bin, 'puppet')
+  await cp(FAKE_PUPPET, puppet)
+  await chmod(puppet, 0o777)
+  const line = `localpuppet: puppet executable ${puppet} is not trusted: writable by group and others (owner uid 0, mode 0777); fix: chmod go-w ${puppet}`
+  const apply = await cli(['apply', join(DEMO, 'input.yaml'), '--module-dir', modules, '--state-dir', state, '--puppet', puppet], {env})
+  t.is(apply.exitCode, 77, apply.stderr)
+  t.is(apply.stderr.split('\n')[0], line)
+  t.false(existsSync(join(fake, 'args')), 'puppet never ran')
+  const plan = await cli(['plan', join(DEMO, 'input.yaml'), '--module-dir', modules, '--state-dir', state, '--puppet', puppet], {env})
+  t.is(plan.exitCode, 77)
+  // Found on PATH, the same.
+  const onPath = await cli(['plan', join(DEMO, 'input.yaml'), '--module-dir', modules, '--state-dir', state, '--puppet', 'puppet'], {env: {...env, PATH: `${bin}:${process.env.PATH}`}})
+  t.is(onPath.stderr.split('\n')[0], line)
+  const validate = await cli(['validate', join(DEMO, 'input.yaml'), '--module-dir', modules, '--puppet', puppet], {env})
+  t.is(validate.exitCode, 77, validate.stderr)
+  t.is(validate.stderr.split('\n')[0], line)
+  const disable = await cli(['disable', 'maintenance', '--state-dir', state, '--puppet', puppet], {env})
+  t.is(disable.exitCode, 77, disable.stderr)
+  t.false(existsSync(join(fake, 'agent_disabled.lock')))
+  const status = await cli(['status', '--state-dir', state, '--puppet', puppet, '--json'], {env})
+  t.is(JSON.parse(status.stdout).puppetDisabled, null)
+  t.false(existsSync(join(state, 'puppet-paths.json')), 'puppet was not asked where its locks are')
+})
+
 asRoot('a release manifest others can write is not believed, even to report what it names: 77 before 66', async (t) => {
   const {modules, run} = await setup(t)
   const manifest = join(modules, 'foo', 'tags', '1.4.0', 'manifest.yaml')

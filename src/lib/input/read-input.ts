@@ -1,5 +1,9 @@
-import {InputError, describeFsError} from '../errors.js'
+import {type Stats, lstatSync} from 'node:fs'
+import {resolve} from 'node:path'
+
+import {InputError, LocalpuppetError, describeFsError} from '../errors.js'
 import {decodeUtf8Strict, readBoundedFile, readBoundedStream} from '../util/bounded-read.js'
+import {assertTrustedPaths, openedFileTrustProblem, refuseUnlessAllowed} from '../util/trusted-path.js'
 import {MAX_YAML_BYTES} from '../yaml.js'
 import {type NodeInput, parseNodeInput} from './node-input.js'
 
@@ -9,26 +13,60 @@ export async function readNodeInput(path: string, stdin: NodeJS.ReadableStream =
   return parseNodeInput(text, source)
 }
 
+export interface InputText {
+  text: string
+  /** How messages name the input: its path, or `<stdin>`. */
+  source: string
+  /** With `trust.allow` (--allow-untrusted): the trust problems let through, for the run record. */
+  untrusted: string[]
+}
+
 /**
  * The input's text and how messages name it (`<stdin>` for `-`), unvalidated. Only a
  * regular file (or standard input) of at most MAX_YAML_BYTES is read: a FIFO, a device
  * or a directory is refused at once (65). Invalid UTF-8 is refused naming its line.
+ *
+ * With `trust` (apply and plan: root applies what the input says, its classes, their
+ * parameters and the release), the file and every directory leading to it must be owned
+ * by root or the effective user and writable by nobody else: 77 naming it, before a byte
+ * is read (`trust.allow`, --allow-untrusted, returns the line instead). Judged by path,
+ * then the opened file by its fstat, so a file swapped in between is caught too.
  */
-export async function readInputText(path: string, stdin: NodeJS.ReadableStream = process.stdin): Promise<{text: string; source: string}> {
+export async function readInputText(path: string, stdin: NodeJS.ReadableStream = process.stdin, trust?: {allow: boolean}): Promise<InputText> {
   const error = (message: string) => new InputError(message)
   if (path === '-') {
     const bytes = await readBoundedStream(stdin, {maxBytes: MAX_YAML_BYTES, label: '<stdin>', error})
-    return {text: decodeUtf8Strict(bytes, '<stdin>', error), source: '<stdin>'}
+    return {text: decodeUtf8Strict(bytes, '<stdin>', error), source: '<stdin>', untrusted: []}
   }
 
+  const untrusted: string[] = []
+  // Not there: the read says so (66); one made meanwhile is judged by its fstat below.
+  if (trust && exists(path)) untrusted.push(...assertTrustedPaths([{path, what: 'input file', content: true}], trust.allow))
+  const inspect = trust
+    ? (info: Stats) => {
+        const problem = openedFileTrustProblem(resolve(path), info, 'input file')
+        refuseUnlessAllowed(problem, {allow: trust.allow, content: true})
+        // Once per input: the path check may have named it already (by its real path, for a link).
+        if (problem && untrusted.length === 0) untrusted.push(problem.message)
+      }
+    : undefined
   let bytes: Buffer
   try {
-    bytes = await readBoundedFile(path, {maxBytes: MAX_YAML_BYTES, label: `input ${path}`, error, expected: 'a YAML file'})
+    bytes = await readBoundedFile(path, {maxBytes: MAX_YAML_BYTES, label: `input ${path}`, error, expected: 'a YAML file', inspect})
   } catch (caught) {
-    if (caught instanceof InputError) throw caught
+    if (caught instanceof LocalpuppetError) throw caught
     if ((caught as NodeJS.ErrnoException).code) throw describeFsError(caught, `input file ${path}`)
     throw caught
   }
 
-  return {text: decodeUtf8Strict(bytes, path, error), source: path}
+  return {text: decodeUtf8Strict(bytes, path, error), source: path, untrusted}
+}
+
+function exists(path: string): boolean {
+  try {
+    lstatSync(path)
+    return true
+  } catch {
+    return false
+  }
 }

@@ -1,7 +1,7 @@
 import {mkdir} from 'node:fs/promises'
 
 import {PuppetUnavailableError} from '../errors.js'
-import {assertTrustedPaths} from '../util/trusted-path.js'
+import {assertTrustedPaths, findTrustProblem} from '../util/trusted-path.js'
 import {findExecutable} from './find-executable.js'
 import {disablePuppet, disabledMessage, enablePuppet} from './puppet-locks.js'
 import {puppetLockPaths} from './puppet-paths.js'
@@ -15,7 +15,8 @@ export interface AgentLockState {
 async function paths(puppet: string, puppetArgs: string[], stateDir: string, allowUntrusted = false) {
   const path = findExecutable(puppet)
   if (path === null) throw new PuppetUnavailableError(`puppet not found: ${puppet}`)
-  assertTrustedPaths([{path: stateDir, what: 'state directory'}], allowUntrusted)
+  // Asking Puppet where its locks are runs it, as root.
+  assertTrustedPaths([{path: stateDir, what: 'state directory'}, {path, what: 'puppet executable', content: true}], allowUntrusted)
   await mkdir(stateDir, {recursive: true, mode: 0o700})
   return puppetLockPaths(path, puppetArgs, stateDir)
 }
@@ -37,12 +38,13 @@ export async function enableRuns(puppet: string, puppetArgs: string[], stateDir:
 
 /**
  * Whether Puppet is disabled, for status and metrics: `{message}`, or null when it is not
- * or cannot be told (puppet missing: nothing would run anyway, and apply says so).
+ * or cannot be told (puppet missing or untrusted: nothing would run anyway, and apply says so).
  */
 export async function disabledState(puppet: string, puppetArgs: string[], stateDir: string): Promise<{message: string} | null> {
   // No state directory is made for this: status must not write.
   const path = findExecutable(puppet)
-  if (path === null) return null
+  // Missing, or one others could rewrite: not run to ask (apply refuses it anyway).
+  if (path === null || findTrustProblem(path, {what: 'puppet executable'}) !== null) return null
   try {
     const message = await disabledMessage(await puppetLockPaths(path, puppetArgs, stateDir))
     return message === null ? null : {message}

@@ -35,7 +35,8 @@ export function pathSettingArgs(args: string[]): string[] {
  * Asks Puppet itself where its lock files are (`puppet config print`), honouring
  * puppet.conf and the path settings among `-- PUPPET_ARGS`. Puppet takes about a second
  * to answer, so the answer is kept in the state directory, keyed by the puppet
- * executable, the config files and those arguments.
+ * executable, the config files and those arguments. Runs `puppet`: callers judge it first
+ * (util/trusted-path.ts), as apply's plan does.
  */
 export async function puppetLockPaths(puppet: string, args: string[], stateDir: string): Promise<PuppetLockPaths> {
   const settings = pathSettingArgs(args)

@@ -37,6 +37,8 @@ export interface PlanOptions {
   allowUntrusted?: boolean
   /** What --fetch brought from the source before resolving: recorded in the plan and the run record. */
   fetched?: RunFetch | null
+  /** Trust problems --allow-untrusted already let through before the plan (the input file): recorded with the rest. */
+  untrusted?: string[]
 }
 
 /** --fetch: the source and, per release, whether it was installed or already present. */
@@ -102,7 +104,8 @@ export async function buildRunPlan(input: NodeInput, options: PlanOptions, runId
   const stateDir = resolve(options.stateDir)
   const allow = Boolean(options.allowUntrusted)
   const seen = new Set<string>()
-  const untrusted = assertTrustedPaths([...moduleDirTrustPaths(await realModuleDir(options.moduleDir)), ...stateDirTrustPaths(stateDir)], allow, seen)
+  const untrusted = [...(options.untrusted ?? [])]
+  untrusted.push(...assertTrustedPaths([...moduleDirTrustPaths(await realModuleDir(options.moduleDir)), ...stateDirTrustPaths(stateDir)], allow, seen))
   const resolution = await resolveRelease(options.moduleDir, input.app, {allowMutable: options.allowMutable, checkTrust: true, allowUntrusted: allow})
   // Every directory from the module directory down to each release root: a world-writable
   // <app>/tags lets anyone swap a tag. Then everything inside each release: Puppet reads
@@ -119,6 +122,8 @@ export async function buildRunPlan(input: NodeInput, options: PlanOptions, runId
   if (manifest.source !== 'empty') untrusted.push(...assertTrustedPaths([{path: manifest.path, what: 'manifest', content: true}], allow, seen))
   const facts = options.facts ?? {}
   const puppetPath = findExecutable(options.puppet, options.env)
+  // Root runs it: a puppet others could rewrite would run their code as root.
+  if (puppetPath !== null) untrusted.push(...assertTrustedPaths([{path: puppetPath, what: 'puppet executable', content: true}], allow, seen))
   const modulepath = resolution.modulepath.map((entry) => entry.path)
   const warnings = [...resolution.warnings]
   if (resolution.mutableEntries.length > 0) {

@@ -1,4 +1,4 @@
-import {constants} from 'node:fs'
+import {type Stats, constants} from 'node:fs'
 import {open} from 'node:fs/promises'
 
 import type {LocalpuppetError} from '../errors.js'
@@ -14,6 +14,8 @@ export interface BoundedReadOptions {
   noFollow?: boolean
   /** What the file should be, for the message (default `a regular file`). */
   expected?: string
+  /** Called with the opened file's fstat before a byte is read; may throw (a trust check that no swap can dodge). */
+  inspect?: (info: Stats) => void
 }
 
 /**
@@ -37,6 +39,7 @@ export async function readBoundedFile(path: string, options: BoundedReadOptions)
     const info = await handle.stat()
     if (!info.isFile()) throw options.error(`${options.label}: ${describeFileType(info)}, expected ${options.expected ?? 'a regular file'}`)
     if (info.size > options.maxBytes) throw options.error(`${options.label}: larger than ${formatBytes(options.maxBytes)} (${info.size} bytes)`)
+    options.inspect?.(info)
     const buffer = Buffer.allocUnsafe(Math.min(info.size, options.maxBytes) + 1)
     let length = 0
     for (;;) {
@@ -54,7 +57,7 @@ export async function readBoundedFile(path: string, options: BoundedReadOptions)
 }
 
 /** Reads a stream (standard input) up to `maxBytes`; larger is an error, not a hang or a crash. */
-export async function readBoundedStream(stream: NodeJS.ReadableStream, options: Omit<BoundedReadOptions, 'noFollow'>): Promise<Buffer> {
+export async function readBoundedStream(stream: NodeJS.ReadableStream, options: Omit<BoundedReadOptions, 'noFollow' | 'inspect'>): Promise<Buffer> {
   const chunks: Buffer[] = []
   let size = 0
   for await (const chunk of stream) {

@@ -93,12 +93,24 @@ export function findTrustProblem(path: string, options: TrustOptions): TrustProb
  */
 export function assertTrustedPath(path: string, options: TrustOptions & {allow?: boolean}): TrustProblem | null {
   const problem = findTrustProblem(path, options)
+  refuseUnlessAllowed(problem, options)
+  return problem
+}
+
+/** Throws UntrustedPathError (77) for a problem, with the hints its options call for, unless `allow`. */
+export function refuseUnlessAllowed(problem: TrustProblem | null, options: Pick<TrustOptions, 'content' | 'overridable'> & {allow?: boolean}): void {
   if (problem && !options.allow) {
     const review = options.content ? ['others may already have changed it: review it after the fix'] : []
     throw new UntrustedPathError(problem.message, [...review, ...(options.overridable === false ? [] : [ALLOW_HINT])])
   }
+}
 
-  return problem
+/**
+ * The fault of a file already open, judged from its fstat: what a path check cannot
+ * promise once the file is opened (it may have been replaced in between). null when trusted.
+ */
+export function openedFileTrustProblem(path: string, info: Pick<Stats, 'uid' | 'mode' | 'isDirectory'>, what: string, euid = euidNow()): TrustProblem | null {
+  return judge(path, info as Stats, {strict: true, isTarget: true, recursive: false}, euid, what)
 }
 
 /**

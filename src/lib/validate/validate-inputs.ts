@@ -130,9 +130,12 @@ export async function validateInputs(paths: string[], options: ValidateOptions):
     if (!options.compile) continue
     if (runsCodeAsRoot) {
       // Compiling runs the release's Ruby (functions, facts) as root: as apply, only from what nobody else can change.
+      // The input too: its parameters reach the release's functions.
       const main = manifest === null ? [] : [{path: manifest, what: 'manifest'}]
+      const inputUntrusted = assertTrustedPaths([{path: file, what: 'input file'}], true)
       const untrusted = [...assertTrustedPaths([...moduleDirTrustPaths(moduleDir), ...modulepathTrustPaths(resolution), ...main], true), ...assertNoTrustProblems(resolution.untrustedTrees, true)]
-      if (untrusted.length > 0) {
+      for (const message of inputUntrusted) report.problems.push(problem('input', message))
+      if (untrusted.length + inputUntrusted.length > 0) {
         const appLine = lineOfKey(text, ['app']) ?? null
         for (const message of untrusted) report.problems.push({check: 'release', file, line: appLine, column: null, message: `${appLine === null ? file : `${file}:${appLine}`}: ${message}`})
         report.compile = {status: 'skipped', resources: null, reason: 'root does not compile code others can change'}
