@@ -54,11 +54,12 @@ export async function describeFetch(result: FetchResult): Promise<string[]> {
  * apply --fetch / plan --fetch: fetches the input's release, then pins a range to the tag
  * fetched, so the run applies the repository's newest match, not the node's.
  */
-export async function fetchForRun<T extends {app: ReleaseRef}>(input: T, flags: FetchFlagValues, json: boolean): Promise<{input: T; fetched: RunFetch; release: string}> {
+export async function fetchForRun<T extends {app: ReleaseRef}>(input: T, flags: FetchFlagValues, json: boolean): Promise<{input: T; fetched: RunFetch; release: string; untrusted: string[]}> {
   const result = await fetchFromSource([input.app.text], flags, {progress: !json})
   if (!json) for (const line of await describeFetch(result)) process.stderr.write(`localpuppet: ${line}\n`)
   const release = result.releases[0].release
-  return {input: await pinInput(input, release), fetched: toRunFetch(result), release}
+  // What --allow-untrusted let through while fetching (an unsigned repository others can write): the plan records it.
+  return {input: await pinInput(input, release), fetched: toRunFetch(result), release, untrusted: result.untrusted ?? []}
 }
 
 /** The input with its app pinned to a fetched release (the detached half of --detach --fetch). */

@@ -53,8 +53,8 @@ export type AttemptFlagValues = RunFlagValues & {
 export abstract class AttemptCommand extends BaseCommand {
   /** The input's text as read, handed to the background half of --detach. */
   protected inputText?: string
-  /** --allow-untrusted: the input file's trust problem, passed on to the background half for its record. */
-  protected inputUntrusted: string[] = []
+  /** --allow-untrusted: what it let through before the plan (the input file, an unsigned repository's place), passed on to the background half for its record. */
+  protected untrustedBefore: string[] = []
   /** What --fetch brought (done here, in the caller, even with --detach: a failure is reported at once). */
   protected fetched: {fetched: RunFetch; release: string} | null = null
 
@@ -133,17 +133,18 @@ export abstract class AttemptCommand extends BaseCommand {
     // Root applies what the input says: one others can write is refused (77) before it is read.
     const {text, source, untrusted} = await readInputText(inputPath, process.stdin, {allow: Boolean(flags['allow-untrusted'])})
     this.inputText = text
-    this.inputUntrusted = untrusted
+    this.untrustedBefore = [...untrusted]
     context.input = parseNodeInput(text, source)
     if (flags.app !== undefined) context.input = {...context.input, app: parseReleaseRef(flags.app, '--app')}
     if (flags.fetch) {
       const {fetchForRun} = await import('../fetch-options.js')
       const result = await fetchForRun(context.input, flags, json)
       this.fetched = {fetched: result.fetched, release: result.release}
+      this.untrustedBefore.push(...result.untrusted)
       context.input = result.input
     }
 
-    const options = {...toPlanOptions(flags, this.passThrough, facts, color, this.fetched?.fetched), untrusted}
+    const options = {...toPlanOptions(flags, this.passThrough, facts, color, this.fetched?.fetched), untrusted: this.untrustedBefore}
     return (context.plan = await buildRunPlan(context.input, options, context.runId))
   }
 
@@ -156,7 +157,7 @@ export abstract class AttemptCommand extends BaseCommand {
       inputText,
       source: context.input?.source ?? context.source ?? '-',
       runId: plan.runId,
-      flags: {...rest, 'input-path': context.source, 'input-untrusted': this.inputUntrusted, ...(this.fetched ? {fetch: false, fetched: this.fetched.fetched, 'fetched-release': this.fetched.release} : {})},
+      flags: {...rest, 'input-path': context.source, 'untrusted-before': this.untrustedBefore, ...(this.fetched ? {fetch: false, fetched: this.fetched.fetched, 'fetched-release': this.fetched.release} : {})},
       puppetArgs: this.passThrough,
     })
     if (reply.type === 'error') {
@@ -233,7 +234,7 @@ export abstract class AttemptCommand extends BaseCommand {
     ])
     const payload = await receivePayload()
     this.passThrough = payload.puppetArgs
-    const flags = payload.flags as unknown as AttemptFlagValues & {'input-path'?: string; 'input-untrusted'?: string[]; fetched?: RunFetch; 'fetched-release'?: string}
+    const flags = payload.flags as unknown as AttemptFlagValues & {'input-path'?: string; 'untrusted-before'?: string[]; fetched?: RunFetch; 'fetched-release'?: string}
     const facts = parseFacts(flags.fact ?? [])
     const stateDir = flags['state-dir'] ?? defaultStateDir()
     const context: AttemptContext = {stateDir, runId: payload.runId, startedAt: new Date(), source: payload.source, noop: flags.noop, facts, puppetArgs: payload.puppetArgs}
@@ -248,7 +249,7 @@ export abstract class AttemptCommand extends BaseCommand {
         context.input = parseNodeInput(payload.inputText, payload.source)
         if (flags.app !== undefined) context.input = {...context.input, app: parseReleaseRef(flags.app, '--app')}
         context.input = await pinInput(context.input, flags['fetched-release'])
-        plan = await buildRunPlan(context.input, {...options, untrusted: flags['input-untrusted'] ?? []}, payload.runId)
+        plan = await buildRunPlan(context.input, {...options, untrusted: flags['untrusted-before'] ?? []}, payload.runId)
       }
 
       context.plan = plan

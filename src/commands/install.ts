@@ -45,9 +45,9 @@ export default class Install extends BaseCommand {
     } else {
       if (args.archive === undefined) throw new UsageError('name an ARCHIVE (or - for standard input), or use --git')
       const [{installArchive}, {openArchive}] = await Promise.all([import('../lib/archive/install-archive.js'), import('../lib/archive/open-archive.js')])
-      const {stream, label} = await openArchive(args.archive)
+      const {stream, label, trustProblem} = await openArchive(args.archive)
       const {settingList} = await import('../lib/config/settings.js')
-      result = await installArchive(stream, label, {moduleDir, trust: await settingList('trust', flags.trust), allowUntrusted: flags['allow-untrusted']})
+      result = await installArchive(stream, label, {moduleDir, trust: await settingList('trust', flags.trust), allowUntrusted: flags['allow-untrusted'], archiveTrustProblem: trustProblem})
     }
 
     this.warnUntrusted(result.untrusted)

@@ -36,12 +36,14 @@ export default class Plan extends BaseCommand {
     const read = await readInputText(args.input, process.stdin, {allow: flags['allow-untrusted']})
     let input = parseNodeInput(read.text, read.source)
     let fetched = null
+    let fetchUntrusted: string[] = []
     if (flags.fetch) {
       const {fetchForRun} = await import('../fetch-options.js')
-      ;({input, fetched} = await fetchForRun(input, flags, this.jsonEnabled()))
+      ;({input, fetched, untrusted: fetchUntrusted} = await fetchForRun(input, flags, this.jsonEnabled()))
     }
 
-    const plan = await buildRunPlan(input, {...toPlanOptions(flags, this.passThrough, facts, Boolean(process.stdout.isTTY) && !this.jsonEnabled(), fetched), untrusted: read.untrusted})
+    const options = toPlanOptions(flags, this.passThrough, facts, Boolean(process.stdout.isTTY) && !this.jsonEnabled(), fetched)
+    const plan = await buildRunPlan(input, {...options, untrusted: [...read.untrusted, ...fetchUntrusted]})
     if (!this.jsonEnabled()) {
       const {renderPlan} = await import('../render/plan-text.js')
       this.log(renderPlan(plan))

@@ -59,7 +59,7 @@ export const INSTALL_EXIT_CODES: ExitCodeRow[] = [
   {code: 66, meaning: 'archive, repository, tag or module dir not found'},
   {code: 73, meaning: 'a tag is installed with other content; or another install runs'},
   {code: 74, meaning: 'an I/O failure (disk full): nothing was installed, nothing left behind'},
-  {code: 77, meaning: 'the module dir, its .localpuppet or the <app>/tags (or <app>) it writes into is owned by another user or writable by others (--allow-untrusted)'},
+  {code: 77, meaning: 'the module dir, its .localpuppet or the <app>/tags (or <app>) it writes into, or an unsigned archive (or a directory on the way to it), is owned by another user or writable by others (--allow-untrusted)'},
 ]
 
 /** fetch (and what apply --fetch / plan --fetch meet before resolving). */
@@ -70,7 +70,7 @@ export const FETCH_EXIT_CODES: ExitCodeRow[] = [
   {code: 66, meaning: 'the tag or range is not in the repository'},
   {code: 69, meaning: 'the repository cannot be reached (after retries), or lacks a file its index names'},
   {code: 73, meaning: 'a tag is installed with other content, or another install is running'},
-  {code: 77, meaning: 'the module dir, its .localpuppet or the <app>/tags (or <app>) it writes into is owned by another user or writable by others (--allow-untrusted)'},
+  {code: 77, meaning: 'the module dir, its .localpuppet or the <app>/tags (or <app>) it writes into, or an unsigned directory repository (or its index), is owned by another user or writable by others (--allow-untrusted)'},
 ]
 
 /** Renders a table of exit codes as aligned plain text, for --help and the README. */

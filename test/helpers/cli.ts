@@ -16,7 +16,7 @@ export interface CliResult {
 
 export interface CliOptions {
   env?: Record<string, string | undefined>
-  input?: string
+  input?: string | Uint8Array
   cwd?: string
 }
 

@@ -5,6 +5,7 @@ import {createGunzip} from 'node:zlib'
 
 import {LocalpuppetError, ReleaseError} from '../errors.js'
 import {faultPoint} from '../util/fault.js'
+import {type TrustProblem, UNSIGNED_HINT, refuseUnlessAllowed} from '../util/trusted-path.js'
 import {
   type ReleaseIndex,
   MAX_INDEX_BYTES,
@@ -25,8 +26,10 @@ export interface InstallOptions {
   /** --trust: key files or directories; the default trust directory is added when it exists. */
   trust?: string[]
   trustDir?: string | null
-  /** --allow-untrusted: install into a module directory others can write (see Staging.open). */
+  /** --allow-untrusted: install into a module directory others can write (see Staging.open), or an unsigned archive from a place others can write. */
   allowUntrusted?: boolean
+  /** Why the archive's place does not vouch for it (openArchive): refused (77) unless a trusted key signs it or --allow-untrusted. */
+  archiveTrustProblem?: TrustProblem | null
 }
 
 export interface InstallResult extends CommitResult {
@@ -59,6 +62,9 @@ export async function installArchive(source: Readable, label: string, options: I
 
 async function install(source: Readable, label: string, options: InstallOptions): Promise<InstallResult> {
   const trusted = await loadTrustedKeys(options.trust ?? [], options.trustDir)
+  // Unsigned, nothing but its place vouches for what root is about to install.
+  const archiveProblem = trusted.length === 0 ? (options.archiveTrustProblem ?? null) : null
+  refuseUnlessAllowed(archiveProblem, {allow: options.allowUntrusted, content: true, hints: [UNSIGNED_HINT]})
   const staging = await Staging.open(options.moduleDir, options).catch((error: unknown) => {
     throw describeInstallError(error, options.moduleDir)
   })
@@ -67,7 +73,7 @@ async function install(source: Readable, label: string, options: InstallOptions)
     // Dependencies first: a release never appears before what it needs.
     const releases = [...index.releases].reverse().map((entry) => ({...entry, dirs: entry.dirs ?? [], mutable: parseReleasePath(entry.release)?.kind !== 'tag'}))
     const result = await staging.commit(releases, {type: 'archive', path: label, sha256}, signedBy)
-    return {...result, release: index.release, signedBy, untrusted: staging.untrusted}
+    return {...result, release: index.release, signedBy, untrusted: [...(archiveProblem ? [archiveProblem.message] : []), ...staging.untrusted]}
   } catch (error) {
     throw describeInstallError(error, options.moduleDir)
   } finally {

@@ -3,6 +3,8 @@ import {open} from 'node:fs/promises'
 import {join, resolve} from 'node:path'
 
 import {RepositoryUnavailableError, describeFsError} from '../errors.js'
+import {type TrustProblem, findTrustProblem} from '../util/trusted-path.js'
+import {REPOSITORY_INDEX} from './repository-index.js'
 import {type Transport, readBounded, writeChecked} from './transport.js'
 
 /** A repository in a directory (a plain path or a file:// URL): a mount, a synced mirror, a USB stick. */
@@ -16,6 +18,11 @@ export class DirTransport implements Transport {
 
   locate(path: string): string {
     return join(this.label, path)
+  }
+
+  /** The directory and every one leading to it, then its index: the archives are checked against the index. */
+  trustProblem(): TrustProblem | null {
+    return findTrustProblem(this.label, {what: 'release repository'}) ?? findTrustProblem(this.locate(REPOSITORY_INDEX), {what: 'release repository index', ancestors: false})
   }
 
   async read(path: string, maxBytes: number): Promise<Buffer | null> {

@@ -8,6 +8,7 @@ import {localpuppetDir, readInstallRecord} from '../archive/install-record.js'
 import {loadTrustedKeys, verifyIndexSignature} from '../archive/signature.js'
 import {ConflictError, NotFoundError, ReleaseError, RepositoryUnavailableError, UsageError, describeFsError} from '../errors.js'
 import {type ReleaseRef, maxSatisfyingTag, parseReleaseRef, sortTagsNewestFirst} from '../release/release-ref.js'
+import {UNSIGNED_HINT, refuseUnlessAllowed} from '../util/trusted-path.js'
 import {readArchiveHead} from './archive-head.js'
 import {type PublishedTag, type RepositoryIndex, MAX_REPOSITORY_INDEX_BYTES, REPOSITORY_INDEX, REPOSITORY_SIGNATURE, parseRepositoryIndex} from './repository-index.js'
 import type {ReleaseSource} from './source.js'
@@ -76,10 +77,14 @@ export class RepositorySource implements ReleaseSource {
       ])
     }
 
+    // Unsigned, a directory repository is only as good as its place: if others can write
+    // it, they can substitute releases, as anyone on the path can with plain http.
+    const placeProblem = keys.length === 0 ? (this.transport.trustProblem?.() ?? null) : null
+    refuseUnlessAllowed(placeProblem, {allow: options.allowUntrusted, content: true, hints: [UNSIGNED_HINT]})
+    const untrusted: string[] = placeProblem ? [placeProblem.message] : []
     const {index, signedBy} = await this.readIndex(keys)
     const wanted = refs.map((text) => this.resolve(index, parseReleaseRef(text, 'fetch')))
     const releases: FetchedRelease[] = []
-    const untrusted: string[] = []
     for (const {ref, app, tag} of wanted) {
       const release = `${app}/tags/${tag}`
       if (releases.some((r) => r.release === release)) continue

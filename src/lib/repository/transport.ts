@@ -4,6 +4,7 @@ import {type Readable, Transform} from 'node:stream'
 import {pipeline} from 'node:stream/promises'
 
 import {ReleaseError} from '../errors.js'
+import type {TrustProblem} from '../util/trusted-path.js'
 
 /** How a repository's files are read: over HTTP(S), or from a directory. */
 export interface Transport {
@@ -17,6 +18,8 @@ export interface Transport {
   read(path: string, maxBytes: number): Promise<Buffer | null>
   /** Writes a file into `to`, checking its size and sha256 on the way; retries transient faults itself. */
   download(path: string, to: string, expected: {size: number; sha256: string}, onProgress?: (bytes: number) => void): Promise<void>
+  /** A local repository: why its place does not vouch for it (util/trusted-path.ts), or null. Asked when no key is trusted. */
+  trustProblem?(): TrustProblem | null
 }
 
 /**

@@ -97,13 +97,16 @@ export function assertTrustedPath(path: string, options: TrustOptions & {allow?:
   return problem
 }
 
-/** Throws UntrustedPathError (77) for a problem, with the hints its options call for, unless `allow`. */
-export function refuseUnlessAllowed(problem: TrustProblem | null, options: Pick<TrustOptions, 'content' | 'overridable'> & {allow?: boolean}): void {
+/** Throws UntrustedPathError (77) for a problem, with the hints its options call for (and `hints`, before the override), unless `allow`. */
+export function refuseUnlessAllowed(problem: TrustProblem | null, options: Pick<TrustOptions, 'content' | 'overridable'> & {allow?: boolean; hints?: string[]}): void {
   if (problem && !options.allow) {
     const review = options.content ? ['others may already have changed it: review it after the fix'] : []
-    throw new UntrustedPathError(problem.message, [...review, ...(options.overridable === false ? [] : [ALLOW_HINT])])
+    throw new UntrustedPathError(problem.message, [...review, ...(options.hints ?? []), ...(options.overridable === false ? [] : [ALLOW_HINT])])
   }
 }
+
+/** For an unsigned archive or repository whose place others could change. */
+export const UNSIGNED_HINT = 'or sign it (pack --sign, publish --sign) and trust the key (--trust): a signature vouches for it wherever it lies'
 
 /**
  * The fault of a file already open, judged from its fstat: what a path check cannot
