@@ -82,6 +82,9 @@ export function listEntries(root: string, label: string, untrusted?: UntrustedEn
   // a promise per directory, and nothing else runs meanwhile in a CLI. Directory entries
   // carry the type (Node stats the rare file system that leaves it unknown).
   let at = ''
+  // Judging trust, the walk goes on past an entry of the wrong kind, so that the caller
+  // sees everything that is not trusted (77) before that (65): both may be the attack.
+  let wrongKind: ReleaseError | null = null
   const walk = (dir: string, prefix: string): void => {
     at = prefix
     const names = readdirSync(dir, {withFileTypes: true})
@@ -92,12 +95,16 @@ export function listEntries(root: string, label: string, untrusted?: UntrustedEn
       if (untrusted) checkTrust(`${dir}/${entry.name}`, untrusted)
       if (entry.isDirectory()) walk(`${dir}/${entry.name}`, path)
       else if (entry.isFile()) entries.push({path, dir: false})
-      else throw new ReleaseError(`${displayPath(`${label}/${path}`)}: ${describeKind(entry)}; a release may hold only regular files and directories`)
+      else {
+        wrongKind ??= new ReleaseError(`${displayPath(`${label}/${path}`)}: ${describeKind(entry)}; a release may hold only regular files and directories`)
+        if (!untrusted) throw wrongKind
+      }
     }
   }
 
   try {
     walk(root, '')
+    if (wrongKind) throw wrongKind
   } catch (error) {
     throw treeReadError(error, displayPath(at === '' ? label : `${label}/${at}`))
   }

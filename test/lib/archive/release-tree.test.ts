@@ -32,6 +32,12 @@ test('listEntries: files and empty directories in archive order; with a list for
   const after: UntrustedEntry[] = []
   t.throws(() => listEntries(root, 'm/tags/1.0.0', after), {instanceOf: ReleaseError, message: /m\/link\.pp: a symbolic link/})
   t.false(after.some((entry) => entry.path.endsWith('link.pp')))
+  // Judging trust, the walk goes on past the link: what others can write after it is seen too.
+  await mkdir(join(root, 'z'))
+  await writeFile(join(root, 'z', 'late.pp'), '', {mode: 0o666})
+  await chmod(join(root, 'z', 'late.pp'), 0o666)
+  t.throws(() => listEntries(root, 'm/tags/1.0.0', after), {instanceOf: ReleaseError, message: /m\/link\.pp: a symbolic link/})
+  t.true(after.some((entry) => entry.path === join(root, 'z', 'late.pp')))
 })
 
 test('listEntries: a tree that cannot be read is a release error naming where (65), never an internal one', async (t) => {
