@@ -34,6 +34,7 @@ export default class Disable extends BaseCommand {
     const {args, flags} = await this.parse(Disable)
     const {disableRuns} = await import('../lib/puppet/agent-lock.js')
     const state = await disableRuns(flags.puppet, await resolvePuppetArgs(this.passThrough), flags['state-dir'] ?? defaultStateDir(), args.message, flags['allow-untrusted'])
+    this.warnUntrusted(state.untrusted)
     this.log(`disabled: ${args.message} (${state.lockfile})`)
     return state
   }

@@ -21,6 +21,7 @@ export default class Enable extends BaseCommand {
     const {flags} = await this.parse(Enable)
     const {enableRuns} = await import('../lib/puppet/agent-lock.js')
     const state = await enableRuns(flags.puppet, await resolvePuppetArgs(this.passThrough), flags['state-dir'] ?? defaultStateDir(), flags['allow-untrusted'])
+    this.warnUntrusted(state.untrusted)
     this.log(state.wasDisabled ? `enabled (was disabled: ${state.message})` : 'enabled (was not disabled)')
     return state
   }

@@ -23,7 +23,7 @@ export default class Validate extends BaseCommand {
       {code: 65, meaning: 'problems were found (listed)'},
       {code: 66, meaning: 'an input path, the module dir, --manifest or --facts does not exist'},
       {code: 69, meaning: 'puppet is not available for the syntax check (--puppet none skips it) or --compile'},
-      {code: 77, meaning: 'run as root: the puppet executable (or a directory leading to it) is owned by another user or writable by others'},
+      {code: 77, meaning: 'run as root: the puppet executable or its Ruby (or a directory or link leading to them) is owned by another user or writable by others'},
     ],
   )
 
@@ -50,7 +50,7 @@ export default class Validate extends BaseCommand {
     const {argv, flags} = await this.parse(Validate)
     const [{validateInputs}, {findExecutable}, {PuppetUnavailableError, UsageError}] = await Promise.all([
       import('../lib/validate/validate-inputs.js'),
-      import('../lib/puppet/find-executable.js'),
+      import('../lib/util/find-executable.js'),
       import('../lib/errors.js'),
     ])
     let puppet: string | null = null

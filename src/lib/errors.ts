@@ -171,5 +171,6 @@ export function describeFsError(error: unknown, what: string): LocalpuppetError 
   if (code === 'EACCES' || code === 'EPERM') return new NotFoundError(`${what}: permission denied`)
   if (code === 'EISDIR') return new InputError(`${what}: is a directory, expected a file`)
   if (code === 'ELOOP') return new PathEscapeError(`${what}: too many levels of symbolic links`)
+  if (code === 'ENAMETOOLONG') return new InputError(`${what.length > 200 ? `${what.slice(0, 200)}...` : what}: a name or path too long for the file system`)
   throw error
 }

@@ -235,6 +235,20 @@ asRoot('a puppet executable others can write is never run as root: apply, plan, 
   const status = await cli(['status', '--state-dir', state, '--puppet', puppet, '--json'], {env})
   t.is(JSON.parse(status.stdout).puppetDisabled, null)
   t.false(existsSync(join(state, 'puppet-paths.json')), 'puppet was not asked where its locks are')
+  const allowed = await cli(['disable', 'maintenance', '--state-dir', state, '--puppet', puppet, '--allow-untrusted'], {env})
+  t.is(allowed.exitCode, 0, allowed.stderr)
+  t.is(allowed.stderr.split('\n')[0], `localpuppet: warning: --allow-untrusted: ${line.slice('localpuppet: '.length)}`)
+
+  // A link to root's own puppet, in a shared sticky directory, owned by the attacker: it
+  // passes today and points at their script tomorrow (after --splay, say). Refused.
+  await chmod(puppet, 0o755)
+  const shared = join(dir, 'shared')
+  await mkdir(shared)
+  await chmod(shared, 0o1777)
+  asHostile(`ln -s ${puppet} ${shared}/puppet`)
+  const linked = await cli(['plan', join(DEMO, 'input.yaml'), '--module-dir', modules, '--state-dir', state, '--puppet', join(shared, 'puppet')], {env})
+  t.is(linked.exitCode, 77)
+  t.is(linked.stderr.split('\n')[0], `localpuppet: puppet executable's link ${shared}/puppet is not trusted: owned by uid ${uid}, not root or uid 0, who can point it elsewhere; fix: chown -h root ${shared}/puppet`)
 })
 
 asRoot('a release manifest others can write is not believed, even to report what it names: 77 before 66', async (t) => {

@@ -4,7 +4,7 @@ import {chmod, lstat, mkdir, readdir, rename, rm, rmdir} from 'node:fs/promises'
 import {dirname, join} from 'node:path'
 
 import {ConflictError, LocalpuppetError, ReleaseError, describeFsError} from '../errors.js'
-import {startChild} from '../run/child.js'
+import {startChild} from '../util/child.js'
 import {assertReleasesNotInUse} from '../release/in-use.js'
 import {RunLock} from '../state/lock.js'
 import {faultPoint} from '../util/fault.js'

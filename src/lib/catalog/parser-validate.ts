@@ -1,7 +1,7 @@
 import {readFileSync} from 'node:fs'
 
 import {PuppetUnavailableError} from '../errors.js'
-import {startChild} from '../run/child.js'
+import {startChild} from '../util/child.js'
 
 export interface SyntaxProblem {
   file: string

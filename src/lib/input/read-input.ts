@@ -40,10 +40,13 @@ export async function readInputText(path: string, stdin: NodeJS.ReadableStream =
   }
 
   const untrusted: string[] = []
-  // Not there: the read says so (66); one made meanwhile is judged by its fstat below.
-  if (trust && exists(path)) untrusted.push(...assertTrustedPaths([{path, what: 'input file', content: true}], trust.allow))
+  const judgePath = (allow: boolean) => untrusted.push(...assertTrustedPaths([{path, what: 'input file', content: true}], allow))
+  // Not there: the read says so (66); one made meanwhile is judged once it is open.
+  const judged = trust !== undefined && exists(path)
+  if (judged) judgePath(trust.allow)
   const inspect = trust
     ? (info: Stats) => {
+        if (!judged) judgePath(trust.allow)
         const problem = openedFileTrustProblem(resolve(path), info, 'input file')
         refuseUnlessAllowed(problem, {allow: trust.allow, content: true})
         // Once per input: the path check may have named it already (by its real path, for a link).

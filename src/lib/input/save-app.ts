@@ -1,5 +1,5 @@
 import {constants} from 'node:fs'
-import {access, chown, readFile, stat} from 'node:fs/promises'
+import {access, readFile, stat} from 'node:fs/promises'
 import {dirname} from 'node:path'
 
 import {Scalar, isMap, isScalar, parseDocument} from 'yaml'
@@ -78,12 +78,14 @@ export async function saveInputApp(path: string, release: string): Promise<strin
   const updated = setInputApp(text, release, path)
   if (updated === text) return path
   try {
-    await writeFileAtomic(path, updated, Number(info.mode) & 0o7777)
+    // Its owner kept through the new file's descriptor: a chown by path after the rename
+    // would follow whatever link another user had put there meanwhile.
+    const owner = process.geteuid?.() === 0 ? {uid: Number(info.uid), gid: Number(info.gid)} : undefined
+    await writeFileAtomic(path, updated, Number(info.mode) & 0o7777, owner)
   } catch (error) {
     throw new IoError(`--save: cannot rewrite ${path}: ${(error as Error).message}`)
   }
 
-  if (process.geteuid?.() === 0) await chown(path, Number(info.uid), Number(info.gid)).catch(() => {})
   return path
 }
 

@@ -4,7 +4,7 @@ import {open, stat} from 'node:fs/promises'
 import {isAbsolute, join, normalize} from 'node:path'
 
 import {PuppetUnavailableError} from '../errors.js'
-import {startChild} from '../run/child.js'
+import {startChild} from '../util/child.js'
 import {writeFileAtomic} from '../util/atomic-write.js'
 
 /** Where Puppet keeps the locks that Puppet-aware tooling looks at. */

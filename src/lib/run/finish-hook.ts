@@ -5,7 +5,7 @@ import {setTimeout as sleep} from 'node:timers/promises'
 
 import type {RunRecord} from '../state/run-record.js'
 import {processesWithEnv, survivors} from '../util/process-tree.js'
-import {startChild} from './child.js'
+import {startChild} from '../util/child.js'
 
 /** How long a finish hook, and everything it started, may take before it is stopped. */
 export const FINISH_HOOK_TIMEOUT_MS = 60_000

@@ -1,4 +1,4 @@
-import {startChild} from '../run/child.js'
+import {startChild} from './child.js'
 
 export interface Captured {
   /** null when killed by a signal or when it could not start (see spawnError). */

@@ -1,5 +1,5 @@
-import {lstatSync, realpathSync, type Stats} from 'node:fs'
-import {dirname, isAbsolute, relative, resolve, sep} from 'node:path'
+import {lstatSync, readlinkSync, realpathSync, type Stats} from 'node:fs'
+import {basename, dirname, isAbsolute, relative, resolve, sep} from 'node:path'
 
 import {UntrustedPathError} from '../errors.js'
 import {displayPath} from './shell-quote.js'
@@ -45,46 +45,122 @@ const ALLOW_HINT = 'or pass --allow-untrusted to use it anyway (apply records it
 export const UNTRUSTED_TREE_HINTS = ['others may already have changed what it holds: after the fix, reinstall the tag (or review the checkout)', ALLOW_HINT] as const
 
 /**
- * The first reason `path` cannot be trusted, or null. A path that does not exist yet is
- * judged by the nearest existing directory above it (that is where it will be created).
- * Symbolic links are followed, and both the path as written and its real path are checked.
+ * The first reason `path` cannot be trusted, or null. The path is walked as the kernel
+ * walks it, a component at a time: every directory it passes through is judged, every
+ * symbolic link it follows must belong to root or the effective user (whoever owns a link
+ * in a shared sticky directory can point it elsewhere later), and `..` goes up from where a
+ * link led, not from the link's name. So once a path passes, nobody else can change where
+ * it leads. A path that does not exist yet is judged by the nearest existing directory on
+ * the way (that is where it will be created).
  */
 export function findTrustProblem(path: string, options: TrustOptions): TrustProblem | null {
   const euid = options.euid ?? euidNow()
-  const absolute = resolve(path)
-  const existing = nearestExisting(absolute)
-  const below = options.below === undefined ? undefined : resolve(options.below)
-  const chains = new Set([existing])
-  try {
-    chains.add(realpathSync(existing))
-  } catch {}
+  const written = resolve(path)
+  // Not resolve(): that folds `link/..` by name, where the kernel follows the link first.
+  const raw = isAbsolute(path) ? path : `${process.cwd()}/${path}`
+  const {steps, exists} = options.ancestors === false ? walkFrom(physicalDir(dirname(written)), [basename(written)]) : walkFrom('/', raw.split('/'))
+  const below = options.below === undefined ? undefined : physicalDir(resolve(options.below))
+  const last = steps.at(-1)
+  for (const step of steps) {
+    // The caller judged what leads to `below` (`below` itself is judged again, strictly: one line each, by `seen`).
+    if (below !== undefined && step.path !== below && isInside(below, step.path) && step !== last) continue
+    const isTarget = step === last
+    if (step.info.isSymbolicLink()) {
+      if (step.info.uid === 0 || step.info.uid === euid) continue
+      return {
+        path: step.path,
+        uid: step.info.uid,
+        mode: step.info.mode & 0o7777,
+        message: `${options.what}'s link ${displayPath(step.path)} is not trusted: owned by uid ${step.info.uid}, not root or uid ${euid}, who can point it elsewhere; fix: chown -h ${euid === 0 ? 'root' : euid} ${displayPath(step.path)}`,
+      }
+    }
 
-  for (const target of chains) {
     // From the module directory down nothing is shared: a sticky <app>/tags would let
     // anyone add a tag (or a link to an older one) that root then runs.
-    const stickyOk = below === undefined || !isInside(target, below)
-    for (const dir of options.ancestors === false ? [target] : chainOf(target, below)) {
-      let info: Stats
-      try {
-        info = lstatSync(dir)
-      } catch {
-        continue
-      }
-
-      // A link's own mode means nothing; whoever could replace it owns the directory above.
-      if (info.isSymbolicLink()) continue
-      const isTarget = dir === target
-      const problem = judge(dir, info, {strict: isTarget || !stickyOk, isTarget, recursive: options.tree === true && isTarget}, euid, options.what)
-      // Not there yet, to be made in a shared sticky directory such as /tmp: the fix is to make it first, not to close /tmp.
-      if (problem && dir === target && existing !== absolute && info.uid === 0 && (info.mode & 0o1000) !== 0) {
-        return {...problem, message: `${options.what} ${displayPath(absolute)} does not exist, and would be made in ${displayPath(dir)}, where others can make it first (owner uid 0, mode ${(info.mode & 0o7777).toString(8).padStart(4, '0')}); fix: mkdir -p ${displayPath(absolute)} first, or use a directory only root can write`}
-      }
-
-      if (problem) return problem
+    const strict = isTarget || (below !== undefined && isInside(step.path, below))
+    const problem = judge(step.path, step.info, {strict, isTarget, recursive: options.tree === true && isTarget && exists}, euid, options.what)
+    if (!problem) continue
+    // Not there yet, to be made in a shared sticky directory such as /tmp: the fix is to make it first, not to close /tmp.
+    if (isTarget && !exists && step.info.uid === 0 && (step.info.mode & 0o1000) !== 0) {
+      return {...problem, message: `${options.what} ${displayPath(written)} does not exist, and would be made in ${displayPath(step.path)}, where others can make it first (owner uid 0, mode ${(step.info.mode & 0o7777).toString(8).padStart(4, '0')}); fix: mkdir -p ${displayPath(written)} first, or use a directory only root can write`}
     }
+
+    // Something others placed (an input, an archive) in their own directory: giving root
+    // their directory is no fix, and a chown does not vouch for what the file holds.
+    if (options.content && !isTarget && step.info.uid !== 0 && step.info.uid !== euid) {
+      return {...problem, message: problem.message.replace(/; fix: .*$/, `; fix: copy it into a directory only ${euid === 0 ? 'root' : `uid ${euid}`} can write, and review it`)}
+    }
+
+    return problem
   }
 
   return null
+}
+
+interface WalkStep {
+  /** Physical: no link and no `..` in it. */
+  path: string
+  info: Stats
+}
+
+/**
+ * The directories and links the kernel passes through to resolve `components` from the
+ * physical directory `start`, in order, each with its lstat; the last is what the path
+ * names (or, when something on the way is missing, the last that exists).
+ */
+function walkFrom(start: string, components: string[]): {steps: WalkStep[]; exists: boolean} {
+  const steps: WalkStep[] = []
+  const stat = (path: string) => lstatSync(path, {throwIfNoEntry: false})
+  let current = start
+  const first = stat(start)
+  if (!first) return {steps, exists: false}
+  steps.push({path: start, info: first})
+  const queue = [...components]
+  let links = 0
+  while (queue.length > 0) {
+    const name = queue.shift()!
+    if (name === '' || name === '.') continue
+    if (name === '..') {
+      current = dirname(current)
+      continue
+    }
+
+    const next = current === '/' ? `/${name}` : `${current}/${name}`
+    let info: Stats | undefined
+    try {
+      info = stat(next)
+    } catch {}
+
+    if (!info) return {steps, exists: false}
+    steps.push({path: next, info})
+    if (info.isSymbolicLink()) {
+      let target: string
+      try {
+        if (++links > 40) return {steps, exists: false}
+        target = readlinkSync(next)
+      } catch {
+        return {steps, exists: false}
+      }
+
+      if (target.startsWith('/')) current = '/'
+      queue.unshift(...target.split('/'))
+      continue
+    }
+
+    if (!info.isDirectory() && queue.some((rest) => rest !== '' && rest !== '.')) return {steps, exists: false}
+    current = next
+  }
+
+  return {steps, exists: true}
+}
+
+/** A directory's real path when it has one, else the path as given. */
+function physicalDir(path: string): string {
+  try {
+    return realpathSync(path)
+  } catch {
+    return path
+  }
 }
 
 /**
@@ -203,27 +279,4 @@ export function assertNoTrustProblems(problems: Array<Pick<TrustProblem, 'path' 
   }
 
   return allowed
-}
-
-/** `/`, `/a`, `/a/b` for `/a/b`; from `below` down when the path is inside it. */
-function chainOf(path: string, below: string | undefined): string[] {
-  const stopAt = below !== undefined && isInside(path, below) ? below : undefined
-  const chain: string[] = []
-  for (let dir = path; ; dir = dirname(dir)) {
-    chain.unshift(dir)
-    if (dir === stopAt || dir === dirname(dir)) break
-  }
-
-  return chain
-}
-
-function nearestExisting(path: string): string {
-  for (let dir = path; ; dir = dirname(dir)) {
-    try {
-      lstatSync(dir)
-      return dir
-    } catch {}
-
-    if (dir === dirname(dir)) return dir
-  }
 }

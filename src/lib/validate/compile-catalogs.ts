@@ -1,7 +1,9 @@
 import {readFileSync} from 'node:fs'
 
 import {PuppetUnavailableError} from '../errors.js'
-import {startChild} from '../run/child.js'
+import {startChild} from '../util/child.js'
+import {findExecutable} from '../util/find-executable.js'
+import {assertTrustedPath} from '../util/trusted-path.js'
 
 /** One catalog to compile: what `apply` would hand Puppet for one input. */
 export interface CompileJob {
@@ -110,6 +112,9 @@ end
 export async function compileCatalogs(puppet: string, jobs: CompileJob[], puppetArgs: string[] = []): Promise<CompileResult[]> {
   if (jobs.length === 0) return []
   const [ruby, ...rubyArgs] = interpreterOf(puppet)
+  // Run as root, the Ruby that loads Puppet is code root runs as much as puppet itself (77).
+  const rubyPath = findExecutable(ruby)
+  if (rubyPath !== null && (process.geteuid?.() ?? 0) === 0) assertTrustedPath(rubyPath, {what: `interpreter of ${puppet}`, content: true, overridable: false})
   let stdout = ''
   let stderr = ''
   const child = startChild(ruby, [...rubyArgs, '-e', PROGRAM], {

@@ -91,8 +91,13 @@ export async function validateInputs(paths: string[], options: ValidateOptions):
     if (options.compile) report.compile = {status: 'skipped', resources: null, reason: 'the input or its release has problems'}
     reports.push(report)
     // The same reader as apply: FIFOs, devices, oversized files and invalid UTF-8 are refused alike.
-    const text = await readInputText(file)
-      .then((read) => read.text)
+    // Run as root to compile, the input is judged as apply judges it (its parameters reach the release's functions).
+    let inputUntrusted: string[] = []
+    const text = await readInputText(file, undefined, runsCodeAsRoot ? {allow: true} : undefined)
+      .then((read) => {
+        inputUntrusted = read.untrusted
+        return read.text
+      })
       .catch((error) => {
         if (!(error instanceof LocalpuppetError)) throw error
         report.problems.push(problem('input', error.message))
@@ -130,9 +135,7 @@ export async function validateInputs(paths: string[], options: ValidateOptions):
     if (!options.compile) continue
     if (runsCodeAsRoot) {
       // Compiling runs the release's Ruby (functions, facts) as root: as apply, only from what nobody else can change.
-      // The input too: its parameters reach the release's functions.
       const main = manifest === null ? [] : [{path: manifest, what: 'manifest'}]
-      const inputUntrusted = assertTrustedPaths([{path: file, what: 'input file'}], true)
       const untrusted = [...assertTrustedPaths([...moduleDirTrustPaths(moduleDir), ...modulepathTrustPaths(resolution), ...main], true), ...assertNoTrustProblems(resolution.untrustedTrees, true)]
       for (const message of inputUntrusted) report.problems.push(problem('input', message))
       if (untrusted.length + inputUntrusted.length > 0) {

@@ -1,4 +1,4 @@
-import {chmod, chown, mkdir, symlink} from 'node:fs/promises'
+import {chmod, chown, lchown, mkdir, symlink, writeFile} from 'node:fs/promises'
 import {join} from 'node:path'
 
 import test from 'ava'
@@ -55,6 +55,40 @@ asRoot('a directory owned by another user is refused, naming the chown fix', asy
   await mkdir(state, {mode: 0o700})
   await chown(state, uid, uid)
   t.is(findTrustProblem(state, {what: 'state directory'})!.message, `state directory ${state} is not trusted: owned by uid ${uid}, not root or uid 0 (owner uid ${uid}, mode 0700); fix: chown root ${state}`)
+})
+
+asRoot('a path is judged as the kernel walks it: a link another user owns in a sticky directory, `..` after a link, links through a directory others control', async (t) => {
+  const uid = hostileUid()!
+  const dir = await tempDir(t)
+  await chmod(dir, 0o755)
+  const puppet = join(dir, 'puppet')
+  await writeFile(puppet, '#!/bin/sh\n', {mode: 0o755})
+  // A sticky shared directory, root's: a link there is only as good as its owner, who can repoint it.
+  const shared = join(dir, 'shared')
+  await mkdir(shared)
+  await chmod(shared, 0o1777)
+  const theirs = join(shared, 'puppet')
+  await symlink(puppet, theirs)
+  t.is(findTrustProblem(theirs, {what: 'puppet executable'}), null, "root's own link")
+  await lchown(theirs, uid, uid)
+  t.is(findTrustProblem(theirs, {what: 'puppet executable'})?.message, `puppet executable's link ${theirs} is not trusted: owned by uid ${uid}, not root or uid 0, who can point it elsewhere; fix: chown -h root ${theirs}`)
+  // `tools/away/../puppet`: the kernel goes up from where `away` leads (their directory), not from tools/.
+  const tools = join(dir, 'tools')
+  const home = join(dir, 'home')
+  await mkdir(join(home, 'sub'), {recursive: true})
+  await chown(home, uid, uid)
+  await writeFile(join(home, 'puppet'), '#!/bin/sh\n', {mode: 0o755})
+  await mkdir(tools)
+  await writeFile(join(tools, 'puppet'), '#!/bin/sh\n', {mode: 0o755})
+  await symlink(join(home, 'sub'), join(tools, 'away'))
+  t.regex(findTrustProblem(`${tools}/away/../puppet`, {what: 'puppet executable'})?.message ?? '', new RegExp(`parent directory ${home} is not trusted: owned by uid ${uid}`))
+  t.is(findTrustProblem(join(tools, 'puppet'), {what: 'puppet executable'}), null)
+  // A chain of links whose middle one lies in their directory: they can change where it ends.
+  await symlink(puppet, join(home, 'hop'))
+  await symlink(join(home, 'hop'), join(tools, 'chain'))
+  t.regex(findTrustProblem(join(tools, 'chain'), {what: 'puppet executable'})?.message ?? '', new RegExp(`parent directory ${home} is not trusted`))
+  // Content another user placed in their own directory: giving root their directory is no fix.
+  t.regex(findTrustProblem(join(home, 'puppet'), {what: 'input file', content: true})?.message ?? '', /; fix: copy it into a directory only root can write, and review it$/)
 })
 
 test('what a release tree holds: one problem per tree, naming the first entry (byte order), how many more, and one fix for the whole tree', (t) => {

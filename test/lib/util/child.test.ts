@@ -6,10 +6,10 @@ import {fileURLToPath} from 'node:url'
 
 import test from 'ava'
 
-import {startChild} from '../../../src/lib/run/child.js'
+import {startChild} from '../../../src/lib/util/child.js'
 import {tempDir} from '../../helpers/temp.js'
 
-const CHILD = fileURLToPath(new URL('../../../src/lib/run/child.ts', import.meta.url))
+const CHILD = fileURLToPath(new URL('../../../src/lib/util/child.ts', import.meta.url))
 
 /** Whether a process still runs (a zombie waiting for init counts as gone). */
 function running(pid: number): boolean {

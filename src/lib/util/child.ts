@@ -2,8 +2,9 @@ import {spawn} from 'node:child_process'
 import {setTimeout as sleep} from 'node:timers/promises'
 
 
-import {onStop} from '../util/on-stop.js'
-import {type ProcessId, descendants, signalIfSame, survivors} from '../util/process-tree.js'
+import {findExecutable, securePath} from './find-executable.js'
+import {onStop} from './on-stop.js'
+import {type ProcessId, descendants, signalIfSame, survivors} from './process-tree.js'
 
 export interface ChildOptions {
   /** Added to the inherited environment; an undefined value removes a variable. */
@@ -56,6 +57,12 @@ export function startChild(file: string, args: string[], options: ChildOptions =
     if (value === undefined) delete env[key]
     else env[key] = value
   }
+
+  // An empty or relative PATH entry means "the current directory, wherever that is": for
+  // a bare command name here, and for the child's own lookups (`#!/usr/bin/env ruby`, a
+  // hook's commands). Run as root, that would run whatever someone left there.
+  if (env.PATH !== undefined) env.PATH = securePath(env.PATH)
+  if (!file.includes('/')) file = findExecutable(file, env) ?? file
 
   const stdin = options.stdinFd ?? (options.input === undefined ? 'ignore' : 'pipe')
   const subprocess = spawn(file, args, {env, cwd: options.cwd, detached: Boolean(options.ownGroup), stdio: [stdin, 'pipe', 'pipe']})
