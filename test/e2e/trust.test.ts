@@ -249,6 +249,24 @@ asRoot('a puppet executable others can write is never run as root: apply, plan, 
   const linked = await cli(['plan', join(DEMO, 'input.yaml'), '--module-dir', modules, '--state-dir', state, '--puppet', join(shared, 'puppet')], {env})
   t.is(linked.exitCode, 77)
   t.is(linked.stderr.split('\n')[0], `localpuppet: puppet executable's link ${shared}/puppet is not trusted: owned by uid ${uid}, not root or uid 0, who can point it elsewhere; fix: chown -h root ${shared}/puppet`)
+
+  // `#!/usr/bin/env ruby`: the ruby found on PATH is what root really runs; one in their directory is refused.
+  const envPuppet = join(bin, 'env-puppet')
+  await writeFile(envPuppet, '#!/usr/bin/env ruby\n', {mode: 0o755})
+  const theirs = join(dir, 'theirs')
+  await mkdir(theirs)
+  await chown(theirs, uid!, uid!)
+  asHostile(`printf '#!/bin/sh\\ntouch ${fake}/pwned\\n' > ${theirs}/ruby && chmod 755 ${theirs}/ruby`)
+  const viaEnv = await cli(['apply', join(DEMO, 'input.yaml'), '--module-dir', modules, '--state-dir', state, '--puppet', envPuppet], {env: {...env, PATH: `${theirs}:${process.env.PATH}`}})
+  t.is(viaEnv.exitCode, 77, viaEnv.stderr)
+  t.regex(viaEnv.stderr, new RegExp(`^localpuppet: interpreter of ${envPuppet}'s parent directory ${theirs} is not trusted: owned by uid ${uid}`))
+  t.false(existsSync(join(fake, 'pwned')), 'their ruby never ran')
+
+  // A module dir reached through their link in a shared directory: judged as written.
+  asHostile(`ln -s ${modules} ${shared}/modules`)
+  const moduleLink = await cli(['plan', join(DEMO, 'input.yaml'), '--module-dir', join(shared, 'modules'), '--state-dir', state, '--puppet', FAKE_PUPPET], {env})
+  t.is(moduleLink.exitCode, 77)
+  t.regex(moduleLink.stderr, new RegExp(`^localpuppet: module directory's link ${shared}/modules is not trusted: owned by uid ${uid}`))
 })
 
 asRoot('a release manifest others can write is not believed, even to report what it names: 77 before 66', async (t) => {

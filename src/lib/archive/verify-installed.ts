@@ -14,7 +14,8 @@ import {type VerifyResult, verifyRelease} from './verify.js'
 export async function verifyInstalled(moduleDir: string, refs: string[], options: {allowUntrusted?: boolean} = {}): Promise<{results: VerifyResult[]; untrusted: string[]}> {
   const root = await realModuleDir(moduleDir)
   const seen = new Set<string>()
-  const untrusted = assertTrustedModuleDir(root, options.allowUntrusted, seen)
+  // As written: a link on the way is judged too, so the real path cannot change after.
+  const untrusted = assertTrustedModuleDir(moduleDir, options.allowUntrusted, seen)
   const releases: string[] = []
   if (refs.length === 0) releases.push(...(await listRecordedReleases(root)))
   for (const ref of refs) {

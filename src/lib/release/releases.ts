@@ -46,7 +46,7 @@ export async function listReleases(moduleDir: string, app?: string, options: Lis
   const root = await realModuleDir(moduleDir)
   const {untrusted, allowUntrusted} = options
   const seen = new Set<string>()
-  if (untrusted) untrusted.push(...assertTrustedModuleDir(root, allowUntrusted, seen))
+  if (untrusted) untrusted.push(...assertTrustedModuleDir(moduleDir, allowUntrusted, seen))
   const apps = app === undefined ? (await subdirs(root)).filter((name) => /^[A-Za-z0-9]/.test(name)).sort() : [app]
   const result: AppReleases[] = []
   for (const name of apps) {

@@ -6,7 +6,7 @@ import {moduleDirTrustPaths} from '../archive/install-record.js'
 import {verifyModulepath} from '../archive/verify.js'
 import {NotFoundError, UsageError, describeFsError} from '../errors.js'
 import type {NodeInput} from '../input/node-input.js'
-import {findExecutable} from '../util/find-executable.js'
+import {findExecutable, scriptInterpreter} from '../util/find-executable.js'
 import {type ResolvedRelease, modulepathTrustPaths, realModuleDir, resolveRelease} from '../release/resolve.js'
 import {RUN_ID_PLACEHOLDER} from '../state/run-id.js'
 import {type RunFiles, runFiles, stateDirTrustPaths} from '../state/state-dir.js'
@@ -105,7 +105,9 @@ export async function buildRunPlan(input: NodeInput, options: PlanOptions, runId
   const allow = Boolean(options.allowUntrusted)
   const seen = new Set<string>()
   const untrusted = [...(options.untrusted ?? [])]
-  untrusted.push(...assertTrustedPaths([...moduleDirTrustPaths(await realModuleDir(options.moduleDir)), ...stateDirTrustPaths(stateDir)], allow, seen))
+  // Judged as written (66 first when it is missing): a link on the way is judged too, so its real path cannot change after.
+  await realModuleDir(options.moduleDir)
+  untrusted.push(...assertTrustedPaths([...moduleDirTrustPaths(options.moduleDir), ...stateDirTrustPaths(stateDir)], allow, seen))
   const resolution = await resolveRelease(options.moduleDir, input.app, {allowMutable: options.allowMutable, checkTrust: true, allowUntrusted: allow})
   // Every directory from the module directory down to each release root: a world-writable
   // <app>/tags lets anyone swap a tag. Then everything inside each release: Puppet reads
@@ -124,6 +126,9 @@ export async function buildRunPlan(input: NodeInput, options: PlanOptions, runId
   const puppetPath = findExecutable(options.puppet, options.env)
   // Root runs it: a puppet others could rewrite would run their code as root.
   if (puppetPath !== null) untrusted.push(...assertTrustedPaths([{path: puppetPath, what: 'puppet executable', content: true}], allow, seen))
+  // And the interpreter its #! line runs (`#!/usr/bin/env ruby`: the ruby on PATH).
+  const interpreter = puppetPath === null ? null : scriptInterpreter(puppetPath, options.env ?? process.env)?.path
+  if (interpreter) untrusted.push(...assertTrustedPaths([{path: interpreter, what: `interpreter of ${puppetPath}`, content: true}], allow, seen))
   const modulepath = resolution.modulepath.map((entry) => entry.path)
   const warnings = [...resolution.warnings]
   if (resolution.mutableEntries.length > 0) {

@@ -59,14 +59,18 @@ export function findTrustProblem(path: string, options: TrustOptions): TrustProb
   // Not resolve(): that folds `link/..` by name, where the kernel follows the link first.
   const raw = isAbsolute(path) ? path : `${process.cwd()}/${path}`
   const {steps, exists} = options.ancestors === false ? walkFrom(physicalDir(dirname(written)), [basename(written)]) : walkFrom('/', raw.split('/'))
-  const below = options.below === undefined ? undefined : physicalDir(resolve(options.below))
+  const below = options.below === undefined ? undefined : physicalDir(isAbsolute(options.below) ? options.below : `${process.cwd()}/${options.below}`)
   const last = steps.at(-1)
   for (const step of steps) {
     // The caller judged what leads to `below` (`below` itself is judged again, strictly: one line each, by `seen`).
     if (below !== undefined && step.path !== below && isInside(below, step.path) && step !== last) continue
     const isTarget = step === last
     if (step.info.isSymbolicLink()) {
-      if (step.info.uid === 0 || step.info.uid === euid) continue
+      // The kernel's protected_symlinks rule: a link can be replaced only by whoever can
+      // write its directory (judged on its own), so only a link in a sticky directory
+      // others can write must belong to root, the effective user or that directory's owner.
+      const shared = step.parent !== null && (step.parent.mode & 0o1000) !== 0 && (step.parent.mode & 0o022) !== 0
+      if (!shared || step.info.uid === 0 || step.info.uid === euid || step.info.uid === step.parent?.uid) continue
       return {
         path: step.path,
         uid: step.info.uid,
@@ -101,20 +105,36 @@ interface WalkStep {
   /** Physical: no link and no `..` in it. */
   path: string
   info: Stats
+  /** The directory it is in (null for the start). */
+  parent: Stats | null
 }
 
 /**
  * The directories and links the kernel passes through to resolve `components` from the
  * physical directory `start`, in order, each with its lstat; the last is what the path
- * names (or, when something on the way is missing, the last that exists).
+ * names or, when something on the way is missing (or links loop), the directory the
+ * walk had reached: where it would be made, judged in its place.
  */
 function walkFrom(start: string, components: string[]): {steps: WalkStep[]; exists: boolean} {
   const steps: WalkStep[] = []
-  const stat = (path: string) => lstatSync(path, {throwIfNoEntry: false})
+  const stat = (path: string): Stats | undefined => {
+    try {
+      return lstatSync(path, {throwIfNoEntry: false})
+    } catch {
+      return undefined
+    }
+  }
+
   let current = start
-  const first = stat(start)
-  if (!first) return {steps, exists: false}
-  steps.push({path: start, info: first})
+  let currentInfo = stat(start)
+  if (!currentInfo) return {steps, exists: false}
+  steps.push({path: start, info: currentInfo, parent: null})
+  // Stopped short: the directory reached is the last step, judged as the target.
+  const stop = () => {
+    if (steps.at(-1)!.path !== current && currentInfo) steps.push({path: current, info: currentInfo, parent: null})
+    return {steps, exists: false}
+  }
+
   const queue = [...components]
   let links = 0
   while (queue.length > 0) {
@@ -122,33 +142,35 @@ function walkFrom(start: string, components: string[]): {steps: WalkStep[]; exis
     if (name === '' || name === '.') continue
     if (name === '..') {
       current = dirname(current)
+      currentInfo = stat(current)
       continue
     }
 
     const next = current === '/' ? `/${name}` : `${current}/${name}`
-    let info: Stats | undefined
-    try {
-      info = stat(next)
-    } catch {}
-
-    if (!info) return {steps, exists: false}
-    steps.push({path: next, info})
+    const info = stat(next)
+    if (!info) return stop()
+    steps.push({path: next, info, parent: currentInfo ?? null})
     if (info.isSymbolicLink()) {
       let target: string
       try {
-        if (++links > 40) return {steps, exists: false}
+        if (++links > 40) return stop()
         target = readlinkSync(next)
       } catch {
-        return {steps, exists: false}
+        return stop()
       }
 
-      if (target.startsWith('/')) current = '/'
+      if (target.startsWith('/')) {
+        current = '/'
+        currentInfo = stat('/')
+      }
+
       queue.unshift(...target.split('/'))
       continue
     }
 
-    if (!info.isDirectory() && queue.some((rest) => rest !== '' && rest !== '.')) return {steps, exists: false}
+    if (!info.isDirectory() && queue.some((rest) => rest !== '' && rest !== '.')) return stop()
     current = next
+    currentInfo = info
   }
 
   return {steps, exists: true}
@@ -157,7 +179,8 @@ function walkFrom(start: string, components: string[]): {steps: WalkStep[]; exis
 /** A directory's real path when it has one, else the path as given. */
 function physicalDir(path: string): string {
   try {
-    return realpathSync(path)
+    // The C library's: it follows a link before a `..` after it, as the kernel does.
+    return realpathSync.native(path)
   } catch {
     return path
   }

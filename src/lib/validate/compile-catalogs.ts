@@ -1,8 +1,8 @@
-import {readFileSync} from 'node:fs'
+import {basename} from 'node:path'
 
 import {PuppetUnavailableError} from '../errors.js'
 import {startChild} from '../util/child.js'
-import {findExecutable} from '../util/find-executable.js'
+import {findExecutable, scriptInterpreter} from '../util/find-executable.js'
 import {assertTrustedPath} from '../util/trusted-path.js'
 
 /** One catalog to compile: what `apply` would hand Puppet for one input. */
@@ -111,10 +111,12 @@ end
  */
 export async function compileCatalogs(puppet: string, jobs: CompileJob[], puppetArgs: string[] = []): Promise<CompileResult[]> {
   if (jobs.length === 0) return []
-  const [ruby, ...rubyArgs] = interpreterOf(puppet)
-  // Run as root, the Ruby that loads Puppet is code root runs as much as puppet itself (77).
-  const rubyPath = findExecutable(ruby)
-  if (rubyPath !== null && (process.geteuid?.() ?? 0) === 0) assertTrustedPath(rubyPath, {what: `interpreter of ${puppet}`, content: true, overridable: false})
+  const [interpreter, ...rubyArgs] = interpreterOf(puppet)
+  // Started by the path judged, not looked up again. Run as root, the Ruby that loads
+  // Puppet is code root runs as much as puppet itself (77).
+  const ruby = findExecutable(interpreter)
+  if (ruby === null) throw new PuppetUnavailableError(`could not find ${interpreter} (the interpreter of ${puppet}) on PATH`)
+  if ((process.geteuid?.() ?? 0) === 0) assertTrustedPath(ruby, {what: `interpreter of ${puppet}`, content: true, overridable: false})
   let stdout = ''
   let stderr = ''
   const child = startChild(ruby, [...rubyArgs, '-e', PROGRAM], {
@@ -142,16 +144,8 @@ export async function compileCatalogs(puppet: string, jobs: CompileJob[], puppet
   return jobs.map((job) => results.get(job.id) ?? {id: job.id, ok: false, resources: null, error: {message: stopped, file: null, line: null, column: null}})
 }
 
-/** The command line that runs a Ruby script the way `puppet`'s own #! line runs it. */
+/** The command line that runs a Ruby script the way `puppet`'s own #! line runs it (else the ruby on PATH). */
 function interpreterOf(puppet: string): string[] {
-  let first = ''
-  try {
-    first = readFileSync(puppet, 'latin1').slice(0, 256).split('\n')[0]
-  } catch {}
-
-  const shebang = /^#!\s*(\S+)(?:\s+(.*))?$/.exec(first)
-  if (!shebang) return ['ruby']
-  const [interpreter, rest] = [shebang[1], shebang[2]?.trim().split(/\s+/) ?? []]
-  if (interpreter.endsWith('/env')) return rest.length > 0 && /ruby/.test(rest[0]) ? rest : ['ruby']
-  return /ruby/.test(interpreter) ? [interpreter, ...rest.filter((arg) => arg !== '')] : ['ruby']
+  const found = scriptInterpreter(puppet)
+  return found?.path && /ruby/.test(basename(found.path)) ? [found.path, ...found.args] : ['ruby']
 }

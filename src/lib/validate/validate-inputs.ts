@@ -136,7 +136,7 @@ export async function validateInputs(paths: string[], options: ValidateOptions):
     if (runsCodeAsRoot) {
       // Compiling runs the release's Ruby (functions, facts) as root: as apply, only from what nobody else can change.
       const main = manifest === null ? [] : [{path: manifest, what: 'manifest'}]
-      const untrusted = [...assertTrustedPaths([...moduleDirTrustPaths(moduleDir), ...modulepathTrustPaths(resolution), ...main], true), ...assertNoTrustProblems(resolution.untrustedTrees, true)]
+      const untrusted = [...assertTrustedPaths([...moduleDirTrustPaths(options.moduleDir), ...modulepathTrustPaths(resolution), ...main], true), ...assertNoTrustProblems(resolution.untrustedTrees, true)]
       for (const message of inputUntrusted) report.problems.push(problem('input', message))
       if (untrusted.length + inputUntrusted.length > 0) {
         const appLine = lineOfKey(text, ['app']) ?? null

@@ -4,7 +4,7 @@ import {join} from 'node:path'
 import test from 'ava'
 
 import {startChild} from '../../../src/lib/util/child.js'
-import {findExecutable, securePath} from '../../../src/lib/util/find-executable.js'
+import {DEFAULT_PATH, findExecutable, scriptInterpreter, securePath} from '../../../src/lib/util/find-executable.js'
 import {tempDir} from '../../helpers/temp.js'
 
 test('only absolute PATH entries count: an empty or relative one names whatever the current directory is', async (t) => {
@@ -22,6 +22,9 @@ test('only absolute PATH entries count: an empty or relative one names whatever 
   t.is(findExecutable('tool', {PATH: `:.:bin:${bin}`}), join(bin, 'tool'))
   t.is(findExecutable('tool', {PATH: ':.:bin'}), null)
   t.is(securePath(`:/usr/bin:.:bin:${bin}:`), `/usr/bin:${bin}`)
+  // An empty PATH is one empty entry, the current directory: nothing absolute left means the default.
+  for (const path of ['', '.', ':']) t.is(securePath(path), DEFAULT_PATH)
+  t.is(findExecutable('tool', {PATH: ''}), null)
   // A child started by a bare name, and what it looks up itself, never see the relative entries.
   let out = ''
   const child = startChild('tool', [], {cwd: dir, env: {PATH: `:${bin}`}, onStdout: (chunk) => (out += chunk)})
@@ -31,4 +34,14 @@ test('only absolute PATH entries count: an empty or relative one names whatever 
   const shell = startChild('/bin/sh', ['-c', 'echo "$PATH"'], {env: {PATH: `.:${bin}::/usr/bin`}, onStdout: (chunk) => (path += chunk)})
   await shell.exited
   t.is(path.trim(), `${bin}:/usr/bin`)
+})
+
+test("a script's interpreter, as its #! line finds it: a path, or env's lookup on PATH; null for a binary", async (t) => {
+  const dir = await tempDir(t)
+  await writeFile(join(dir, 'direct'), '#!/bin/sh -e\n')
+  await writeFile(join(dir, 'env'), '#!/usr/bin/env sh\n')
+  t.deepEqual(scriptInterpreter(join(dir, 'direct')), {path: '/bin/sh', args: ['-e']})
+  t.is(scriptInterpreter(join(dir, 'env'), {PATH: '/usr/bin:/bin'})?.path, '/usr/bin/sh')
+  t.is(scriptInterpreter(join(dir, 'env'), {PATH: ''})?.path, '/usr/bin/sh', 'the default PATH, not the current directory')
+  t.is(scriptInterpreter('/usr/bin/env'), null)
 })

@@ -87,6 +87,18 @@ asRoot('a path is judged as the kernel walks it: a link another user owns in a s
   await symlink(puppet, join(home, 'hop'))
   await symlink(join(home, 'hop'), join(tools, 'chain'))
   t.regex(findTrustProblem(join(tools, 'chain'), {what: 'puppet executable'})?.message ?? '', new RegExp(`parent directory ${home} is not trusted`))
+  // A dangling link, or links that loop, in the shared directory: judged by where the walk stopped.
+  await symlink('missing', join(shared, 'dangling'))
+  t.regex(findTrustProblem(join(shared, 'dangling'), {what: 'state directory'})?.message ?? '', new RegExp(`would be made in ${shared}`))
+  await symlink('loop2', join(shared, 'loop1'))
+  await symlink('loop1', join(shared, 'loop2'))
+  t.not(findTrustProblem(join(shared, 'loop1'), {what: 'state directory'}), null)
+  // The kernel's protected_symlinks rule: in a directory only root can write, nobody else can repoint a link, whoever owns it.
+  const own = join(dir, 'own')
+  await mkdir(own)
+  await symlink(puppet, join(own, 'puppet'))
+  await lchown(join(own, 'puppet'), uid, uid)
+  t.is(findTrustProblem(join(own, 'puppet'), {what: 'puppet executable'}), null)
   // Content another user placed in their own directory: giving root their directory is no fix.
   t.regex(findTrustProblem(join(home, 'puppet'), {what: 'input file', content: true})?.message ?? '', /; fix: copy it into a directory only root can write, and review it$/)
 })
