@@ -254,3 +254,23 @@ test('pack -o - to a reader that goes away: 74, not a bug; stopped while blocked
   t.is(signal, 'SIGINT')
   t.deepEqual(readdirSync(tmp), [])
 })
+
+test('a state dir that cannot be one (a file, a path through a file, links that loop) is 65 naming it, for apply, status, history and disable', async (t) => {
+  const dir = await tempDir(t)
+  await writeFile(join(dir, 'file'), '')
+  await symlink('loop2', join(dir, 'loop1'))
+  await symlink('loop1', join(dir, 'loop2'))
+  const env = {FAKE_PUPPET_DIR: dir, FAKE_PUPPET_SLEEP: '0'}
+  const cases: Array<[string, RegExp]> = [
+    [join(dir, 'file'), /: not a directory$/],
+    [join(dir, 'file', 'state'), /: a file is on its path, where a directory should be$/],
+    [join(dir, 'loop1'), /: too many levels of symbolic links$/],
+  ]
+  for (const [state, message] of cases) {
+    for (const command of [['apply', join(FIXTURES, 'demo', 'input.yaml'), '--module-dir', join(FIXTURES, 'demo', 'modules'), '--puppet', join(FIXTURES, 'fake-puppet', 'puppet')], ['status'], ['history'], ['disable', '--puppet', join(FIXTURES, 'fake-puppet', 'puppet')]]) {
+      const result = await cli([...command, '--state-dir', state], {env})
+      t.is(result.exitCode, 65, `${command[0]} ${state}: ${result.stderr}`)
+      t.regex(result.stderr.split('\n')[0], new RegExp(`^localpuppet: state directory ${state}${message.source}`))
+    }
+  }
+})

@@ -4,6 +4,7 @@ import {PuppetUnavailableError} from '../errors.js'
 import {assertTrustedPaths, findTrustProblem} from '../util/trusted-path.js'
 import {findExecutable} from '../util/find-executable.js'
 import {disablePuppet, disabledMessage, enablePuppet} from './puppet-locks.js'
+import {assertStateDirShape} from '../state/state-dir.js'
 import {puppetLockPaths} from './puppet-paths.js'
 
 export interface AgentLockState {
@@ -19,6 +20,7 @@ async function paths(puppet: string, puppetArgs: string[], stateDir: string, all
   if (path === null) throw new PuppetUnavailableError(`puppet not found: ${puppet}`)
   // Asking Puppet where its locks are runs it, as root.
   const untrusted = assertTrustedPaths([{path: stateDir, what: 'state directory'}, {path, what: 'puppet executable', content: true}], allowUntrusted)
+  assertStateDirShape(stateDir)
   await mkdir(stateDir, {recursive: true, mode: 0o700})
   return {lockPaths: await puppetLockPaths(path, puppetArgs, stateDir), untrusted}
 }

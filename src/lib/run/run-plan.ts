@@ -9,7 +9,7 @@ import type {NodeInput} from '../input/node-input.js'
 import {findExecutable, scriptInterpreter} from '../util/find-executable.js'
 import {type ResolvedRelease, modulepathTrustPaths, realModuleDir, resolveRelease} from '../release/resolve.js'
 import {RUN_ID_PLACEHOLDER} from '../state/run-id.js'
-import {type RunFiles, runFiles, stateDirTrustPaths} from '../state/state-dir.js'
+import {type RunFiles, assertStateDirShape, runFiles, stateDirTrustPaths} from '../state/state-dir.js'
 import {assertNoTrustProblems, assertTrustedPaths} from '../util/trusted-path.js'
 
 import {DEFAULT_MANIFEST} from '../defaults.js'
@@ -108,6 +108,7 @@ export async function buildRunPlan(input: NodeInput, options: PlanOptions, runId
   // Judged as written (66 first when it is missing): a link on the way is judged too, so its real path cannot change after.
   await realModuleDir(options.moduleDir)
   untrusted.push(...assertTrustedPaths([...moduleDirTrustPaths(options.moduleDir), ...stateDirTrustPaths(stateDir)], allow, seen))
+  assertStateDirShape(stateDir)
   const resolution = await resolveRelease(options.moduleDir, input.app, {allowMutable: options.allowMutable, checkTrust: true, allowUntrusted: allow})
   // Every directory from the module directory down to each release root: a world-writable
   // <app>/tags lets anyone swap a tag. Then everything inside each release: Puppet reads

@@ -1,6 +1,9 @@
+import {statSync} from 'node:fs'
 import {homedir} from 'node:os'
 import {join, resolve} from 'node:path'
 
+import {InputError, describeFsError} from '../errors.js'
+import {displayPath} from '../util/shell-quote.js'
 import {type TrustOptions, assertTrustedPaths} from '../util/trusted-path.js'
 
 /**
@@ -36,7 +39,31 @@ export function stateDirTrustPaths(stateDir: string): Array<{path: string} & Tru
  * `allow` (--allow-untrusted); returns the problems allowed.
  */
 export function assertTrustedStateDir(stateDir: string, allow = false): string[] {
-  return assertTrustedPaths(stateDirTrustPaths(stateDir), allow)
+  const untrusted = assertTrustedPaths(stateDirTrustPaths(stateDir), allow)
+  assertStateDirShape(stateDir)
+  return untrusted
+}
+
+/**
+ * A state dir (or its runs/) that cannot be one: a file, a path through a file, links that
+ * loop. 65 naming it, rather than an error at the first mkdir or readdir. Not there yet is
+ * fine: it is made when a run needs it.
+ */
+export function assertStateDirShape(stateDir: string): void {
+  for (const path of [stateDir, runsDir(stateDir)]) {
+    let info
+    try {
+      info = statSync(path)
+    } catch (error) {
+      const code = (error as NodeJS.ErrnoException).code
+      if (code === 'ENOENT') return
+      if (code === 'ENOTDIR') throw new InputError(`state directory ${displayPath(stateDir)}: a file is on its path, where a directory should be`)
+      if (code === 'ELOOP') throw new InputError(`state directory ${displayPath(stateDir)}: too many levels of symbolic links`)
+      throw describeFsError(error, `state directory ${displayPath(stateDir)}`)
+    }
+
+    if (!info.isDirectory()) throw new InputError(`state directory ${displayPath(path)}: not a directory`)
+  }
 }
 
 export function runDir(stateDir: string, runId: string): string {
