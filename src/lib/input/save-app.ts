@@ -1,5 +1,5 @@
 import {constants} from 'node:fs'
-import {access, readFile, stat} from 'node:fs/promises'
+import {access, readFile, realpath, stat} from 'node:fs/promises'
 import {dirname} from 'node:path'
 
 import {Scalar, isMap, isScalar, parseDocument} from 'yaml'
@@ -16,7 +16,8 @@ export async function assertSavable(path: string): Promise<void> {
   if (path === '-') throw new UsageError('--save rewrites the input file; it cannot with standard input (-): name the input file')
   try {
     await access(path, constants.R_OK | constants.W_OK)
-    await access(dirname(path), constants.W_OK | constants.X_OK)
+    // The rewrite is a rename beside the file itself (a link's target, for a link).
+    await access(dirname(await realpath(path)), constants.W_OK | constants.X_OK)
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code
     if (code === 'EACCES' || code === 'EPERM' || code === 'EROFS') {
@@ -63,12 +64,15 @@ export function setInputApp(text: string, release: string, source: string): stri
 /**
  * --save: rewrites the input file's `app` to `release` atomically (temp file, fsync,
  * rename), keeping its mode and owner. Reads the file afresh, so an edit made since the
- * run read it is kept. Returns the path.
+ * run read it is kept. An input that is a link (`input.yaml -> nodes/web01.yaml`) has
+ * the file it leads to rewritten, and stays a link. Returns the path.
  */
-export async function saveInputApp(path: string, release: string): Promise<string> {
+export async function saveInputApp(written: string, release: string): Promise<string> {
   let text: string
   let info: Awaited<ReturnType<typeof stat>>
+  let path = written
   try {
+    path = await realpath(written)
     info = await stat(path)
     text = await readFile(path, 'utf8')
   } catch (error) {
@@ -76,7 +80,7 @@ export async function saveInputApp(path: string, release: string): Promise<strin
   }
 
   const updated = setInputApp(text, release, path)
-  if (updated === text) return path
+  if (updated === text) return written
   try {
     // Its owner kept through the new file's descriptor: a chown by path after the rename
     // would follow whatever link another user had put there meanwhile.
@@ -86,7 +90,7 @@ export async function saveInputApp(path: string, release: string): Promise<strin
     throw new IoError(`--save: cannot rewrite ${path}: ${(error as Error).message}`)
   }
 
-  return path
+  return written
 }
 
 function renderScalar(value: string, type: Scalar['type']): string {
