@@ -1,6 +1,6 @@
 import {createHash, randomBytes} from 'node:crypto'
 import {chmodSync, closeSync, fchmodSync, mkdirSync, openSync, writeSync} from 'node:fs'
-import {chmod, lstat, mkdir, readdir, rename, rm, rmdir} from 'node:fs/promises'
+import {chmod, lstat, mkdir, readdir, realpath, rename, rm, rmdir} from 'node:fs/promises'
 import {dirname, join} from 'node:path'
 
 import {ConflictError, LocalpuppetError, ReleaseError, describeFsError} from '../errors.js'
@@ -62,10 +62,13 @@ export class Staging {
   private readonly open = new Set<number>()
 
   /** Refuses (77) a module directory others could write, unless `allowUntrusted` (--allow-untrusted). */
-  static async open(moduleDir: string, options: {allowUntrusted?: boolean} = {}): Promise<Staging> {
+  static async open(written: string, options: {allowUntrusted?: boolean} = {}): Promise<Staging> {
     const allow = Boolean(options.allowUntrusted)
     const seen = new Set<string>()
-    const untrusted = assertTrustedModuleDir(moduleDir, allow, seen)
+    const untrusted = assertTrustedModuleDir(written, allow, seen)
+    // Judged as written, links on the way included; from here on the physical directory,
+    // so that `link/..` in it means what the kernel makes of it, not a folding by name.
+    const moduleDir = await realpath(written).catch(() => written)
     const own = localpuppetDir(moduleDir)
     let created = false
     try {
