@@ -1,9 +1,8 @@
-import {type Stats, lstatSync} from 'node:fs'
-import {resolve} from 'node:path'
+import type {Stats} from 'node:fs'
 
 import {InputError, LocalpuppetError, describeFsError} from '../errors.js'
 import {decodeUtf8Strict, readBoundedFile, readBoundedStream} from '../util/bounded-read.js'
-import {assertTrustedPaths, openedFileTrustProblem, refuseUnlessAllowed} from '../util/trusted-path.js'
+import {openedPathTrustProblem, refuseUnlessAllowed} from '../util/trusted-path.js'
 import {MAX_YAML_BYTES} from '../yaml.js'
 import {type NodeInput, parseNodeInput} from './node-input.js'
 
@@ -29,8 +28,8 @@ export interface InputText {
  * With `trust` (apply and plan: root applies what the input says, its classes, their
  * parameters and the release), the file and every directory leading to it must be owned
  * by root or the effective user and writable by nobody else: 77 naming it, before a byte
- * is read (`trust.allow`, --allow-untrusted, returns the line instead). Judged by path,
- * then the opened file by its fstat, so a file swapped in between is caught too.
+ * is read (`trust.allow`, --allow-untrusted, returns the line instead). Judged once open,
+ * by path and by the opened file's fstat, so a file swapped in between is caught too.
  */
 export async function readInputText(path: string, stdin: NodeJS.ReadableStream = process.stdin, trust?: {allow: boolean}): Promise<InputText> {
   const error = (message: string) => new InputError(message)
@@ -40,17 +39,12 @@ export async function readInputText(path: string, stdin: NodeJS.ReadableStream =
   }
 
   const untrusted: string[] = []
-  const judgePath = (allow: boolean) => untrusted.push(...assertTrustedPaths([{path, what: 'input file', content: true}], allow))
-  // Not there: the read says so (66); one made meanwhile is judged once it is open.
-  const judged = trust !== undefined && exists(path)
-  if (judged) judgePath(trust.allow)
+  // Judged once open, before anything else about it (not there: the open says so, 66).
   const inspect = trust
     ? (info: Stats) => {
-        if (!judged) judgePath(trust.allow)
-        const problem = openedFileTrustProblem(resolve(path), info, 'input file')
+        const problem = openedPathTrustProblem(path, info, {what: 'input file', content: true})
         refuseUnlessAllowed(problem, {allow: trust.allow, content: true})
-        // Once per input: the path check may have named it already (by its real path, for a link).
-        if (problem && untrusted.length === 0) untrusted.push(problem.message)
+        if (problem) untrusted.push(problem.message)
       }
     : undefined
   let bytes: Buffer
@@ -65,11 +59,3 @@ export async function readInputText(path: string, stdin: NodeJS.ReadableStream =
   return {text: decodeUtf8Strict(bytes, path, error), source: path, untrusted}
 }
 
-function exists(path: string): boolean {
-  try {
-    lstatSync(path)
-    return true
-  } catch {
-    return false
-  }
-}

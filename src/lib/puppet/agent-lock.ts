@@ -3,8 +3,8 @@ import {mkdir} from 'node:fs/promises'
 import {PuppetUnavailableError} from '../errors.js'
 import {assertTrustedPaths, findTrustProblem} from '../util/trusted-path.js'
 import {findExecutable} from '../util/find-executable.js'
-import {disablePuppet, disabledMessage, enablePuppet} from './puppet-locks.js'
 import {assertStateDirShape} from '../state/state-dir.js'
+import {disablePuppet, disabledMessage, enablePuppet} from './puppet-locks.js'
 import {puppetLockPaths} from './puppet-paths.js'
 
 export interface AgentLockState {

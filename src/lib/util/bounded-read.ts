@@ -14,7 +14,7 @@ export interface BoundedReadOptions {
   noFollow?: boolean
   /** What the file should be, for the message (default `a regular file`). */
   expected?: string
-  /** Called with the opened file's fstat before a byte is read; may throw (a trust check that no swap can dodge). */
+  /** Called with the opened file's fstat first, before it is judged or read; may throw (a trust check that no swap can dodge). */
   inspect?: (info: Stats) => void
 }
 
@@ -37,9 +37,9 @@ export async function readBoundedFile(path: string, options: BoundedReadOptions)
 
   try {
     const info = await handle.stat()
+    options.inspect?.(info)
     if (!info.isFile()) throw options.error(`${options.label}: ${describeFileType(info)}, expected ${options.expected ?? 'a regular file'}`)
     if (info.size > options.maxBytes) throw options.error(`${options.label}: larger than ${formatBytes(options.maxBytes)} (${info.size} bytes)`)
-    options.inspect?.(info)
     const buffer = Buffer.allocUnsafe(Math.min(info.size, options.maxBytes) + 1)
     let length = 0
     for (;;) {

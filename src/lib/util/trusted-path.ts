@@ -216,6 +216,15 @@ export function openedFileTrustProblem(path: string, info: Pick<Stats, 'uid' | '
 }
 
 /**
+ * A file already open, judged by its path (every directory and link on the way, now) and
+ * then by its own fstat: the file read is the file judged, whatever was swapped in
+ * between. One problem at most, the first found.
+ */
+export function openedPathTrustProblem(path: string, info: Pick<Stats, 'uid' | 'mode' | 'isDirectory'>, options: TrustOptions): TrustProblem | null {
+  return findTrustProblem(path, options) ?? openedFileTrustProblem(resolve(path), info, options.what, options.euid)
+}
+
+/**
  * Checks several paths; returns the problems allowed (empty when everything is trusted).
  * `seen`: directories already reported by an earlier call, to report each once.
  */
