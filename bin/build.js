@@ -70,7 +70,7 @@ const COMMON = {
 rmSync(join(root, 'dist'), {recursive: true, force: true})
 await build({
   ...COMMON,
-  entryPoints: {cli: 'src/cli.ts'},
+  entryPoints: {cli: 'src/commands/index.ts'},
   outdir: 'dist',
   outExtension: {'.js': '.cjs'},
   // Stack traces for bug reports (exit 70) map back to src/ with --enable-source-maps.

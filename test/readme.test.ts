@@ -3,7 +3,7 @@ import {readFile} from 'node:fs/promises'
 import test from 'ava'
 
 import {APPLY_EXIT_CODES, FETCH_EXIT_CODES, INSTALL_EXIT_CODES, STATUS_EXIT_CODES} from '../src/lib/exit-codes.js'
-import {COMMANDS} from '../src/commands.js'
+import {COMMANDS} from '../src/commands/index.js'
 
 const readme = await readFile(new URL('../README.md', import.meta.url), 'utf8')
 

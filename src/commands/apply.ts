@@ -1,7 +1,7 @@
 import {Flags} from '@oclif/core'
 
-import {BaseCommand, describeWithExitCodes} from '../base-command.js'
-import {inputArgs, metricsFlags, runFlags} from '../flags.js'
+import {BaseCommand, describeWithExitCodes} from '../cli/base-command.js'
+import {inputArgs, metricsFlags, runFlags} from '../cli/flags.js'
 import {LocalpuppetError} from '../lib/errors.js'
 import {APPLY_EXIT_CODES, ExitCode} from '../lib/exit-codes.js'
 import type {ApplyOptions} from '../lib/run/apply-run.js'
@@ -10,7 +10,7 @@ import type {RunFetch, RunPlan} from '../lib/run/run-plan.js'
 import type {AttemptContext} from '../lib/run/refusal.js'
 import type {RunRecord} from '../lib/state/run-record.js'
 import {defaultStateDir} from '../lib/state/state-dir.js'
-import {type RunFlagValues, resolvePuppetArgs} from '../run-options.js'
+import {type RunFlagValues, resolvePuppetArgs} from '../cli/run-options.js'
 
 /** The flags of a run: apply's, and rollback's (which is apply --replay of a run it picks). */
 export const attemptFlags = {
@@ -111,7 +111,7 @@ export abstract class AttemptCommand extends BaseCommand {
 
   /** The plan of this attempt: the input (or the replayed run), --app, the release, verified. */
   private async planAttempt(inputPath: string, flags: AttemptFlagValues, facts: Record<string, string>, context: AttemptContext): Promise<RunPlan> {
-    const {toPlanOptions} = await import('../run-options.js')
+    const {toPlanOptions} = await import('../cli/run-options.js')
     const json = this.jsonEnabled()
     const color = Boolean(process.stdout.isTTY) && !json && !flags.detach
     if (flags.save) {
@@ -137,7 +137,7 @@ export abstract class AttemptCommand extends BaseCommand {
     context.input = parseNodeInput(text, source)
     if (flags.app !== undefined) context.input = {...context.input, app: parseReleaseRef(flags.app, '--app')}
     if (flags.fetch) {
-      const {fetchForRun} = await import('../fetch-options.js')
+      const {fetchForRun} = await import('../cli/fetch-options.js')
       const result = await fetchForRun(context.input, flags, json)
       this.fetched = {fetched: result.fetched, release: result.release}
       this.untrustedBefore.push(...result.untrusted)
@@ -179,7 +179,7 @@ export abstract class AttemptCommand extends BaseCommand {
   private async runInForeground(plan: RunPlan, flags: AttemptFlagValues, inputPath: string, maxAgeMs: number | undefined): Promise<RunRecord> {
     const json = this.jsonEnabled()
     const {applyPlan} = await import('../lib/run/apply-run.js')
-    const {renderRunOutcome} = await import('../render/run-text.js')
+    const {renderRunOutcome} = await import('../cli/render/run-text.js')
     return this.withSignals(async (signal) => {
       const outcome = await applyPlan(plan, {
         ...(await applyOptions(flags, inputPath, maxAgeMs)),
@@ -227,10 +227,10 @@ export abstract class AttemptCommand extends BaseCommand {
       import('../lib/input/node-input.js'),
       import('../lib/run/run-plan.js'),
       import('../lib/run/apply-run.js'),
-      import('../run-options.js'),
+      import('../cli/run-options.js'),
       import('../lib/run/replay.js'),
       import('../lib/release/release-ref.js'),
-      import('../fetch-options.js'),
+      import('../cli/fetch-options.js'),
     ])
     const payload = await receivePayload()
     this.passThrough = payload.puppetArgs

@@ -1,7 +1,7 @@
 import {Args} from '@oclif/core'
 
-import {BaseCommand, describeWithExitCodes} from '../base-command.js'
-import {moduleDirFlags} from '../flags.js'
+import {BaseCommand, describeWithExitCodes} from '../cli/base-command.js'
+import {moduleDirFlags} from '../cli/flags.js'
 import type {ReleaseClasses} from '../lib/catalog/release-classes.js'
 
 export default class Classes extends BaseCommand {

@@ -1,4 +1,4 @@
-import {BaseCommand, describeWithExitCodes} from '../base-command.js'
+import {BaseCommand, describeWithExitCodes} from '../cli/base-command.js'
 import type {Setting, SettingKey} from '../lib/config/settings.js'
 
 interface ConfigResult {

@@ -1,10 +1,10 @@
 import {Args} from '@oclif/core'
 
-import {BaseCommand, describeWithExitCodes} from '../base-command.js'
-import {puppetFlags, stateFlags, trustFlags} from '../flags.js'
+import {BaseCommand, describeWithExitCodes} from '../cli/base-command.js'
+import {puppetFlags, stateFlags, trustFlags} from '../cli/flags.js'
 import type {AgentLockState} from '../lib/puppet/agent-lock.js'
 import {defaultStateDir} from '../lib/state/state-dir.js'
-import {resolvePuppetArgs} from '../run-options.js'
+import {resolvePuppetArgs} from '../cli/run-options.js'
 
 export const puppetLockFlags = {
   ...stateFlags,

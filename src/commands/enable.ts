@@ -1,7 +1,7 @@
-import {BaseCommand, describeWithExitCodes} from '../base-command.js'
+import {BaseCommand, describeWithExitCodes} from '../cli/base-command.js'
 import type {AgentLockState} from '../lib/puppet/agent-lock.js'
 import {defaultStateDir} from '../lib/state/state-dir.js'
-import {resolvePuppetArgs} from '../run-options.js'
+import {resolvePuppetArgs} from '../cli/run-options.js'
 import {puppetLockFlags} from './disable.js'
 
 export default class Enable extends BaseCommand {

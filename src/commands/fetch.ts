@@ -1,9 +1,9 @@
 import {Args, Flags} from '@oclif/core'
 
-import {BaseCommand, describeWithExitCodes} from '../base-command.js'
-import {moduleDirFlags, sourceFlags, trustFlags} from '../flags.js'
+import {BaseCommand, describeWithExitCodes} from '../cli/base-command.js'
+import {moduleDirFlags, sourceFlags, trustFlags} from '../cli/flags.js'
 import {FETCH_EXIT_CODES} from '../lib/exit-codes.js'
-import type {FetchResult} from '../lib/repository/fetch.js'
+import type {FetchResult} from '../lib/source/release-source.js'
 
 export default class Fetch extends BaseCommand {
   static override summary = 'Install releases from a release repository, downloading only what the node lacks.'
@@ -33,7 +33,7 @@ export default class Fetch extends BaseCommand {
 
   async run(): Promise<FetchResult> {
     const {argv, flags} = await this.parse(Fetch)
-    const {fetchFromSource, describeFetch} = await import('../fetch-options.js')
+    const {fetchFromSource, describeFetch} = await import('../cli/fetch-options.js')
     const json = this.jsonEnabled()
     const result = await fetchFromSource(argv as string[], flags, {timeoutSeconds: flags.timeout, progress: !json})
     this.warnUntrusted(result.untrusted ?? [])

@@ -1,12 +1,12 @@
 import {Flags} from '@oclif/core'
 
-import {BaseCommand, describeWithExitCodes} from '../base-command.js'
-import {stateFlags, trustFlags} from '../flags.js'
+import {BaseCommand, describeWithExitCodes} from '../cli/base-command.js'
+import {stateFlags, trustFlags} from '../cli/flags.js'
 import {DamagedRecordError, NotFoundError} from '../lib/errors.js'
 import {type RunRecord, settledRecord, listRunIds, readRunRecord} from '../lib/state/run-record.js'
 import {assertTrustedStateDir, defaultStateDir} from '../lib/state/state-dir.js'
 import {isProcessAlive} from '../lib/util/process.js'
-import {renderHistory} from '../render/run-text.js'
+import {renderHistory} from '../cli/render/run-text.js'
 
 export default class History extends BaseCommand {
   static override summary = 'List runs, newest first.'

@@ -1,10 +1,10 @@
 import {Args, Flags} from '@oclif/core'
 
-import {BaseCommand, describeWithExitCodes} from '../base-command.js'
-import {moduleDirFlags, trustFlags} from '../flags.js'
+import {BaseCommand, describeWithExitCodes} from '../cli/base-command.js'
+import {moduleDirFlags, trustFlags} from '../cli/flags.js'
 import {UsageError} from '../lib/errors.js'
 import {INSTALL_EXIT_CODES} from '../lib/exit-codes.js'
-import type {InstallResult} from '../lib/archive/install-archive.js'
+import type {InstallResult} from '../lib/install/install-archive.js'
 
 export default class Install extends BaseCommand {
   static override summary = 'Install a release archive (or a git tag) into the module directory, verified and atomically.'
@@ -40,11 +40,11 @@ export default class Install extends BaseCommand {
     if (flags.git !== undefined) {
       if (args.archive !== undefined) throw new UsageError('give an ARCHIVE or --git, not both')
       if (!flags.app || !flags.tag) throw new UsageError('--git needs --app NAME and --tag TAG')
-      const {installGitTag} = await import('../lib/archive/install-git.js')
+      const {installGitTag} = await import('../lib/install/install-git.js')
       result = await installGitTag({moduleDir, repo: flags.git, app: flags.app, tag: flags.tag, allowUntrusted: flags['allow-untrusted']})
     } else {
       if (args.archive === undefined) throw new UsageError('name an ARCHIVE (or - for standard input), or use --git')
-      const [{installArchive}, {openArchive}] = await Promise.all([import('../lib/archive/install-archive.js'), import('../lib/archive/open-archive.js')])
+      const [{installArchive}, {openArchive}] = await Promise.all([import('../lib/install/install-archive.js'), import('../lib/install/open-archive.js')])
       const {stream, label, trustProblem} = await openArchive(args.archive)
       const {settingList} = await import('../lib/config/settings.js')
       result = await installArchive(stream, label, {moduleDir, trust: await settingList('trust', flags.trust), allowUntrusted: flags['allow-untrusted'], archiveTrustProblem: trustProblem})

@@ -4,8 +4,8 @@ import {pipeline} from 'node:stream/promises'
 
 import {Args} from '@oclif/core'
 
-import {BaseCommand, describeWithExitCodes} from '../base-command.js'
-import {stateFlags, trustFlags} from '../flags.js'
+import {BaseCommand, describeWithExitCodes} from '../cli/base-command.js'
+import {stateFlags, trustFlags} from '../cli/flags.js'
 import {NotFoundError, describeFsError} from '../lib/errors.js'
 import {assertRunId} from '../lib/state/run-id.js'
 import {latestRunId, readRunRecord} from '../lib/state/run-record.js'

@@ -1,7 +1,7 @@
 import {Args, Flags} from '@oclif/core'
 
-import {BaseCommand, describeWithExitCodes} from '../base-command.js'
-import {moduleDirFlags} from '../flags.js'
+import {BaseCommand, describeWithExitCodes} from '../cli/base-command.js'
+import {moduleDirFlags} from '../cli/flags.js'
 import type {PackResult} from '../lib/archive/pack.js'
 import type {DebPackResult} from '../lib/deb/build-deb.js'
 import {UsageError} from '../lib/errors.js'

@@ -1,8 +1,8 @@
-import {BaseCommand, describeWithExitCodes} from '../base-command.js'
-import {inputArgs, runFlags} from '../flags.js'
+import {BaseCommand, describeWithExitCodes} from '../cli/base-command.js'
+import {inputArgs, runFlags} from '../cli/flags.js'
 import {APPLY_EXIT_CODES} from '../lib/exit-codes.js'
 import type {RunPlan} from '../lib/run/run-plan.js'
-import {resolvePuppetArgs} from '../run-options.js'
+import {resolvePuppetArgs} from '../cli/run-options.js'
 
 export default class Plan extends BaseCommand {
   static override summary = 'Show what apply would run: the release, modulepath, ENC document and puppet command. Runs nothing.'
@@ -29,7 +29,7 @@ export default class Plan extends BaseCommand {
       import('../lib/input/read-input.js'),
       import('../lib/input/node-input.js'),
       import('../lib/run/run-plan.js'),
-      import('../run-options.js'),
+      import('../cli/run-options.js'),
     ])
     const facts = parseFacts(flags.fact ?? [])
     // As apply: an input file others can write is refused (77) before it is read.
@@ -38,14 +38,14 @@ export default class Plan extends BaseCommand {
     let fetched = null
     let fetchUntrusted: string[] = []
     if (flags.fetch) {
-      const {fetchForRun} = await import('../fetch-options.js')
+      const {fetchForRun} = await import('../cli/fetch-options.js')
       ;({input, fetched, untrusted: fetchUntrusted} = await fetchForRun(input, flags, this.jsonEnabled()))
     }
 
     const options = toPlanOptions(flags, this.passThrough, facts, Boolean(process.stdout.isTTY) && !this.jsonEnabled(), fetched)
     const plan = await buildRunPlan(input, {...options, untrusted: [...read.untrusted, ...fetchUntrusted]})
     if (!this.jsonEnabled()) {
-      const {renderPlan} = await import('../render/plan-text.js')
+      const {renderPlan} = await import('../cli/render/plan-text.js')
       this.log(renderPlan(plan))
       this.warnLines(plan.warnings)
     }

@@ -1,6 +1,6 @@
 import {Args, Flags} from '@oclif/core'
 
-import {BaseCommand, describeWithExitCodes} from '../base-command.js'
+import {BaseCommand, describeWithExitCodes} from '../cli/base-command.js'
 import type {PublishResult} from '../lib/repository/publish.js'
 
 export default class Publish extends BaseCommand {

@@ -1,8 +1,8 @@
 import {Args} from '@oclif/core'
 
-import {BaseCommand, describeWithExitCodes} from '../base-command.js'
-import {moduleDirFlags, trustFlags} from '../flags.js'
-import type {AppReleases} from '../lib/release/releases.js'
+import {BaseCommand, describeWithExitCodes} from '../cli/base-command.js'
+import {moduleDirFlags, trustFlags} from '../cli/flags.js'
+import type {AppReleases} from '../lib/verify/releases.js'
 import {displayPath} from '../lib/util/shell-quote.js'
 
 export default class Releases extends BaseCommand {
@@ -22,7 +22,7 @@ export default class Releases extends BaseCommand {
 
   async run(): Promise<AppReleases[]> {
     const {args, flags} = await this.parse(Releases)
-    const {listReleases} = await import('../lib/release/releases.js')
+    const {listReleases} = await import('../lib/verify/releases.js')
     // Whether a tag verifies is only as good as its record and its tree: what others can change is not believed.
     const untrusted: string[] = []
     const apps = await listReleases(flags['module-dir'], args.app, {untrusted, allowUntrusted: flags['allow-untrusted']})

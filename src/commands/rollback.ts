@@ -1,6 +1,6 @@
 import {Args} from '@oclif/core'
 
-import {describeWithExitCodes} from '../base-command.js'
+import {describeWithExitCodes} from '../cli/base-command.js'
 import {settingString} from '../lib/config/settings.js'
 import {APPLY_EXIT_CODES} from '../lib/exit-codes.js'
 import type {RunRecord} from '../lib/state/run-record.js'

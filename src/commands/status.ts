@@ -1,7 +1,7 @@
 import {Args, Flags} from '@oclif/core'
 
-import {BaseCommand, describeWithExitCodes} from '../base-command.js'
-import {puppetFlags, stateFlags, trustFlags} from '../flags.js'
+import {BaseCommand, describeWithExitCodes} from '../cli/base-command.js'
+import {puppetFlags, stateFlags, trustFlags} from '../cli/flags.js'
 import {settingString} from '../lib/config/settings.js'
 import {NotFoundError, UntrustedPathError} from '../lib/errors.js'
 import {ExitCode, STATUS_EXIT_CODES} from '../lib/exit-codes.js'
@@ -10,7 +10,7 @@ import {assertRunId} from '../lib/state/run-id.js'
 import {type RunRecord, readRunRecord, settledRecord} from '../lib/state/run-record.js'
 import {assertTrustedStateDir, defaultStateDir} from '../lib/state/state-dir.js'
 import {isProcessAlive} from '../lib/util/process.js'
-import {renderRunRecord} from '../render/run-text.js'
+import {renderRunRecord} from '../cli/render/run-text.js'
 
 /** status --json: the record's fields, plus what an operator polling a fleet needs to know. */
 export type StatusResult = RunRecord & {
@@ -66,7 +66,7 @@ export default class Status extends BaseCommand {
     this.splitPassThrough()
     const {args, flags} = await this.parse(Status)
     // Where Puppet keeps its disable lock: the puppet_args setting when nothing follows `--`.
-    this.passThrough = await (await import('../run-options.js')).resolvePuppetArgs(this.passThrough)
+    this.passThrough = await (await import('../cli/run-options.js')).resolvePuppetArgs(this.passThrough)
     const stateDir = flags['state-dir'] ?? defaultStateDir()
     const [{readNodeState}, {disabledState}, {readPointer}] = await Promise.all([
       import('../lib/state/node-state.js'),

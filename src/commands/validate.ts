@@ -1,7 +1,7 @@
 import {Args, Flags} from '@oclif/core'
 
-import {BaseCommand, describeWithExitCodes} from '../base-command.js'
-import {moduleDirFlags, settingFlag} from '../flags.js'
+import {BaseCommand, describeWithExitCodes} from '../cli/base-command.js'
+import {moduleDirFlags, settingFlag} from '../cli/flags.js'
 import type {ValidateReport} from '../lib/validate/validate-inputs.js'
 
 export default class Validate extends BaseCommand {
@@ -67,15 +67,15 @@ export default class Validate extends BaseCommand {
       moduleDir: flags['module-dir'],
       puppet,
       // As apply: the arguments after `--`, else the puppet_args setting.
-      puppetArgs: await (await import('../run-options.js')).resolvePuppetArgs(this.passThrough),
+      puppetArgs: await (await import('../cli/run-options.js')).resolvePuppetArgs(this.passThrough),
       compile: flags.compile,
       facts: flags.facts,
       manifest: flags.manifest,
     })
     const format = this.jsonEnabled() ? 'json' : flags.format
     if (format === 'json' && !this.jsonEnabled()) this.log(JSON.stringify(report, null, 2))
-    if (format === 'junit') this.log((await import('../render/validate-report.js')).renderValidateJunit(report))
-    if (format === 'text') this.log((await import('../render/validate-report.js')).renderValidateText(report))
+    if (format === 'junit') this.log((await import('../cli/render/validate-report.js')).renderValidateJunit(report))
+    if (format === 'text') this.log((await import('../cli/render/validate-report.js')).renderValidateText(report))
     if (report.problems > 0) process.exitCode = 65
     return report
   }

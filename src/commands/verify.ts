@@ -1,8 +1,8 @@
 import {Args} from '@oclif/core'
 
-import {BaseCommand, describeWithExitCodes} from '../base-command.js'
-import {moduleDirFlags, trustFlags} from '../flags.js'
-import type {VerifyResult} from '../lib/archive/verify.js'
+import {BaseCommand, describeWithExitCodes} from '../cli/base-command.js'
+import {moduleDirFlags, trustFlags} from '../cli/flags.js'
+import type {VerifyResult} from '../lib/verify/verify.js'
 import {displayPath} from '../lib/util/shell-quote.js'
 
 export default class Verify extends BaseCommand {
@@ -24,7 +24,7 @@ export default class Verify extends BaseCommand {
 
   async run(): Promise<VerifyResult[]> {
     const {argv, flags} = await this.parse(Verify)
-    const {verifyInstalled} = await import('../lib/archive/verify-installed.js')
+    const {verifyInstalled} = await import('../lib/verify/verify-installed.js')
     const {results, untrusted} = await verifyInstalled(flags['module-dir'], argv as string[], {allowUntrusted: flags['allow-untrusted']})
     this.warnUntrusted(untrusted)
     for (const result of results) {

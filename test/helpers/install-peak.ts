@@ -3,8 +3,8 @@
  * archive in a process of its own and prints `{exitCode, message, maxRssMb}` as JSON, so
  * a test can see what a hostile archive costs in memory.
  */
-import {installArchive} from '../../src/lib/archive/install-archive.js'
-import {openArchive} from '../../src/lib/archive/open-archive.js'
+import {installArchive} from '../../src/lib/install/install-archive.js'
+import {openArchive} from '../../src/lib/install/open-archive.js'
 import {LocalpuppetError} from '../../src/lib/errors.js'
 
 const [archive, moduleDir] = process.argv.slice(2)

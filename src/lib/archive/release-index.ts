@@ -1,6 +1,6 @@
 import {ReleaseError} from '../errors.js'
 import {isValidVersionName} from '../release/release-ref.js'
-import {type TreeFile, compareBytes, treeDigest} from './release-tree.js'
+import {type TreeFile, compareBytes, treeDigest} from '../tree/release-tree.js'
 
 /** The archive's table of contents, its first entry. */
 export const RELEASE_INDEX = 'release.json'

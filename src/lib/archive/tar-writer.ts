@@ -5,9 +5,9 @@ import {Header} from 'tar/header'
 import {Pax} from 'tar/pax'
 
 import {ReleaseError} from '../errors.js'
-import {NO_FOLLOW_READ, oneShotHash} from './hash-files.js'
+import {NO_FOLLOW_READ, oneShotHash} from '../tree/hash-files.js'
 import type {IndexedRelease} from './release-index.js'
-import {type TreeEntry, type TreeFile, describeKind, treeDigest} from './release-tree.js'
+import {type TreeEntry, type TreeFile, describeKind, treeDigest} from '../tree/release-tree.js'
 import {SEGMENT_BYTES, type SegmentedGzip} from './segmented-gzip.js'
 
 /** One release to pack: its name, where it lies, and what it holds in archive order. */

@@ -1,4 +1,4 @@
-import type {TreeFile} from '../archive/release-tree.js'
+import type {TreeFile} from '../tree/release-tree.js'
 
 export interface PreinstParams {
   package: string

@@ -1,6 +1,6 @@
 import {readFile} from 'node:fs/promises'
 
-import type {ResourceCounts} from '../state/run-record.js'
+import type {ResourceCounts} from './resource-counts.js'
 
 export interface RunSummary {
   resources: ResourceCounts

@@ -3,7 +3,7 @@ import {readdir, realpath, stat} from 'node:fs/promises'
 import {dirname, join, relative, sep} from 'node:path'
 
 import {ImmutabilityError, NotFoundError, PathEscapeError, ReleaseError, UntrustedPathError, describeFsError} from '../errors.js'
-import {type TreeEntry, listEntries} from '../archive/release-tree.js'
+import {type TreeEntry, listEntries} from '../tree/release-tree.js'
 import {asIoError} from '../util/io-error.js'
 import {displayPath} from '../util/shell-quote.js'
 import {type TrustOptions, type TrustProblem, UNTRUSTED_TREE_HINTS, type UntrustedEntry, findTrustProblem, treeTrustProblem} from '../util/trusted-path.js'

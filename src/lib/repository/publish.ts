@@ -5,7 +5,7 @@ import {copyFile, mkdir, mkdtemp, open, readFile, rename, rm, stat, unlink} from
 import {tmpdir} from 'node:os'
 import {basename, dirname, join, resolve} from 'node:path'
 
-import {installArchive} from '../archive/install-archive.js'
+import {installArchive} from '../install/install-archive.js'
 import {keyId, loadSigningKey, signIndex} from '../archive/signature.js'
 import {ConflictError, LockHeldError, ReleaseError, UsageError, describeFsError} from '../errors.js'
 import {RunLock} from '../state/lock.js'

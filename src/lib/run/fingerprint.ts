@@ -1,8 +1,8 @@
 import {createHash} from 'node:crypto'
 import {readFile} from 'node:fs/promises'
 
-import {readInstallRecord} from '../archive/install-record.js'
-import {readReleaseTree, treeDigest} from '../archive/release-tree.js'
+import {readInstallRecord} from '../install/install-record.js'
+import {readReleaseTree, treeDigest} from '../tree/release-tree.js'
 import {stringifyJson} from '../util/json.js'
 import type {RunPlan} from './run-plan.js'
 

@@ -5,6 +5,7 @@ import {writeFileAtomic} from '../util/atomic-write.js'
 import {readBoundedFile} from '../util/bounded-read.js'
 import {asIoError} from '../util/io-error.js'
 import {stringifyJson} from '../util/json.js'
+import type {ResourceCounts} from '../puppet/resource-counts.js'
 import {readRunSummary} from '../puppet/run-summary.js'
 import {isProcessAlive, processStartTime} from '../util/process.js'
 import {isRunId} from './run-id.js'
@@ -20,13 +21,6 @@ export type RunState = 'running' | 'succeeded' | 'failed' | 'error' | 'interrupt
 
 /** States of an attempt that ran puppet, or decided it need not (skipped): what the node last did. */
 export const COMPLETED_STATES: readonly RunState[] = ['succeeded', 'failed', 'error', 'interrupted', 'skipped']
-
-export interface ResourceCounts {
-  changed: number
-  failed: number
-  outOfSync: number
-  total: number
-}
 
 /** run.json: everything a trigger needs to know about one run, written atomically. */
 export interface RunRecord {

@@ -1,8 +1,8 @@
 import {readFile, readdir, stat} from 'node:fs/promises'
 import {join, relative, resolve} from 'node:path'
 
-import {moduleDirTrustPaths} from '../archive/install-record.js'
-import {verifyModulepath} from '../archive/verify.js'
+import {moduleDirTrustPaths} from '../install/install-record.js'
+import {verifyModulepath} from '../verify/verify.js'
 import {ClassCatalog, METAPARAMETERS, classResourceName} from '../catalog/class-catalog.js'
 import {type LoadableDefinition, autoloadPath} from '../catalog/definitions.js'
 import {scanManifest} from '../catalog/manifest-scan.js'

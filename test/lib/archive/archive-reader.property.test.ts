@@ -7,7 +7,7 @@ import {gunzipSync, gzipSync} from 'node:zlib'
 import test from 'ava'
 import fc from 'fast-check'
 
-import {installArchive} from '../../../src/lib/archive/install-archive.js'
+import {installArchive} from '../../../src/lib/install/install-archive.js'
 import {packRelease} from '../../../src/lib/archive/pack.js'
 import {LocalpuppetError} from '../../../src/lib/errors.js'
 import {writeReleases, writeTree} from '../../helpers/temp.js'

@@ -4,7 +4,7 @@ import {join} from 'node:path'
 import test from 'ava'
 import {execa} from 'execa'
 
-import {readReleaseContent, treeDigest} from '../../../src/lib/archive/release-tree.js'
+import {readReleaseContent, treeDigest} from '../../../src/lib/tree/release-tree.js'
 import {preinstScript} from '../../../src/lib/deb/preinst.js'
 import {type Tree, tempDir, writeTree} from '../../helpers/temp.js'
 

@@ -3,7 +3,7 @@ import fc from 'fast-check'
 
 import {LocalpuppetError} from '../../../src/lib/errors.js'
 import {parseRepositoryIndex, serializeRepositoryIndex} from '../../../src/lib/repository/repository-index.js'
-import {sourceKind} from '../../../src/lib/repository/source.js'
+import {sourceKind} from '../../../src/lib/source/release-source.js'
 
 const digest = (c: string) => `sha256:${c.repeat(64)}`
 

@@ -1,0 +1,72 @@
+import chalk from 'chalk'
+
+import type {ValidateReport} from '../../lib/validate/validate-inputs.js'
+
+/** Human output: each input with its problems, then a count. */
+export function renderValidateText(report: ValidateReport): string {
+  const lines: string[] = []
+  for (const input of report.inputs) {
+    const compiled = input.compile?.status === 'compiled' ? `, compiled: ${input.compile.resources} resources` : ''
+    const release = input.release ? chalk.dim(` (${input.release}${compiled})`) : ''
+    if (input.problems.length === 0) {
+      lines.push(`${chalk.green('ok')}    ${input.file}${release}`)
+      continue
+    }
+
+    lines.push(`${chalk.red('FAIL')}  ${input.file}${release}`)
+    for (const problem of input.problems) lines.push(`  ${chalk.dim(problem.check.padEnd(10))} ${problem.message}`)
+  }
+
+  const failed = report.inputs.filter((input) => input.problems.length > 0).length
+  lines.push('', `${report.inputs.length} input(s), ${failed} with problems, ${report.problems} problem(s)`)
+  return lines.join('\n')
+}
+
+/**
+ * JUnit XML as CI systems read it: one testsuite per input, one testcase per check (with
+ * --compile, a `compile` one, skipped when the input could not be compiled), a failure
+ * element per problem so each shows inline with its file and line.
+ */
+export function renderValidateJunit(report: ValidateReport): string {
+  const out = ['<?xml version="1.0" encoding="UTF-8"?>']
+  const checks = report.checks
+  const failures = report.inputs.reduce((sum, input) => sum + checks.filter((check) => input.problems.some((p) => p.check === check)).length, 0)
+  const skipped = report.inputs.filter((input) => input.compile?.status === 'skipped' && !input.problems.some((p) => p.check === 'compile')).length
+  out.push(`<testsuites name="localpuppet validate" tests="${report.inputs.length * checks.length}" failures="${failures}"${skipped ? ` skipped="${skipped}"` : ''}>`)
+  for (const input of report.inputs) {
+    const failed = checks.filter((check) => input.problems.some((p) => p.check === check)).length
+    out.push(`  <testsuite name="${xml(input.file)}" tests="${checks.length}" failures="${failed}">`)
+    for (const check of checks) {
+      const problems = input.problems.filter((p) => p.check === check)
+      const attrs = `classname="${xml(input.file)}" name="${check}"${problems[0]?.file ? ` file="${xml(problems[0].file)}"` : ''}${problems[0]?.line ? ` line="${problems[0].line}"` : ''}`
+      if (check === 'compile' && problems.length === 0 && input.compile?.status === 'skipped') {
+        out.push(`    <testcase ${attrs}><skipped message="${xml(`not compiled: ${input.compile.reason}`)}"/></testcase>`)
+        continue
+      }
+
+      if (problems.length === 0) {
+        out.push(`    <testcase ${attrs}/>`)
+        continue
+      }
+
+      out.push(`    <testcase ${attrs}>`)
+      for (const problem of problems) out.push(`      <failure type="${check}" message="${xml(problem.message)}">${xml(problem.message)}</failure>`)
+      out.push('    </testcase>')
+    }
+
+    out.push('  </testsuite>')
+  }
+
+  out.push('</testsuites>')
+  return out.join('\n')
+}
+
+function xml(text: string): string {
+  return text
+    .replace(/[\u0000-\u0008\u000B\u000C\u000E-\u001F]/g, '')
+    .replaceAll('&', '&amp;')
+    .replaceAll('<', '&lt;')
+    .replaceAll('>', '&gt;')
+    .replaceAll('"', '&quot;')
+    .replaceAll("'", '&apos;')
+}

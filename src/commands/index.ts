@@ -1,0 +1,47 @@
+import {execute} from '@oclif/core'
+
+import Apply from './apply.js'
+import Classes from './classes.js'
+import Config from './config.js'
+import Disable from './disable.js'
+import Enable from './enable.js'
+import Fetch from './fetch.js'
+import History from './history.js'
+import Install from './install.js'
+import Log from './log.js'
+import PackCommand from './pack.js'
+import Plan from './plan.js'
+import Publish from './publish.js'
+import Releases from './releases.js'
+import Rollback from './rollback.js'
+import Status from './status.js'
+import Validate from './validate.js'
+import Verify from './verify.js'
+
+export {commandNotFound} from '../cli/hooks/command-not-found.js'
+
+/** oclif's explicit command discovery: no directory scan and no manifest to go stale. */
+export const COMMANDS = {
+  apply: Apply,
+  classes: Classes,
+  config: Config,
+  disable: Disable,
+  enable: Enable,
+  fetch: Fetch,
+  history: History,
+  install: Install,
+  log: Log,
+  pack: PackCommand,
+  plan: Plan,
+  publish: Publish,
+  releases: Releases,
+  rollback: Rollback,
+  status: Status,
+  validate: Validate,
+  verify: Verify,
+}
+
+/** The CLI's entry point, for bin/run.js (oclif reads COMMANDS and the hook from this module: package.json `oclif`). */
+export async function run(): Promise<void> {
+  await execute({dir: import.meta.url})
+}

@@ -1,0 +1,285 @@
+import {createHash} from 'node:crypto'
+import {type Readable, Transform, Writable} from 'node:stream'
+import {pipeline} from 'node:stream/promises'
+import {createGunzip} from 'node:zlib'
+
+import {LocalpuppetError, ReleaseError} from '../errors.js'
+import {faultPoint} from '../util/fault.js'
+import {type TrustProblem, UNSIGNED_HINT, refuseUnlessAllowed} from '../util/trusted-path.js'
+import {
+  type ReleaseIndex,
+  MAX_INDEX_BYTES,
+  RELEASE_INDEX,
+  SIGNATURE_FILE,
+  indexDirs,
+  indexFiles,
+  isSafeRelativePath,
+  parseIndex,
+  parseReleasePath,
+} from '../archive/release-index.js'
+import {type CommitResult, Staging, describeInstallError} from './staging.js'
+import {type EntrySink, TarFormatError, TarReader} from '../archive/tar-reader.js'
+import {loadTrustedKeys, verifyIndexSignature} from '../archive/signature.js'
+
+export interface InstallOptions {
+  moduleDir: string
+  /** --trust: key files or directories; the default trust directory is added when it exists. */
+  trust?: string[]
+  trustDir?: string | null
+  /** --allow-untrusted: install into a module directory others can write (see Staging.open), or an unsigned archive from a place others can write. */
+  allowUntrusted?: boolean
+  /** Why the archive's place does not vouch for it (openArchive): refused (77) unless a trusted key signs it or --allow-untrusted. */
+  archiveTrustProblem?: TrustProblem | null
+}
+
+export interface InstallResult extends CommitResult {
+  release: string
+  signedBy: string | null
+  /** The trust problems --allow-untrusted let through (module dir, `.localpuppet`, `<app>/tags`). */
+  untrusted: string[]
+}
+
+/** Entry types that are plain data; everything else (links, devices, FIFOs) is refused. */
+const FILE_TYPES = new Set(['File', 'OldFile', 'ContiguousFile'])
+
+/**
+ * Installs a release archive made by `pack`, reading it once as a stream. Every entry is
+ * checked before anything becomes visible: release.json first (and its signature, when
+ * keys are trusted), then each file must be listed there, with its size and sha256, as a
+ * regular file under a declared release. Any failure is a ReleaseError (65) naming the
+ * entry (an I/O failure such as a full disk is an IoError, 74), and the module
+ * directory is left exactly as it was.
+ */
+export async function installArchive(source: Readable, label: string, options: InstallOptions): Promise<InstallResult> {
+  try {
+    return await install(source, label, options)
+  } catch (error) {
+    // A refused archive is read no further: close it now, not when the GC finds its handle.
+    source.destroy()
+    throw error
+  }
+}
+
+async function install(source: Readable, label: string, options: InstallOptions): Promise<InstallResult> {
+  const trusted = await loadTrustedKeys(options.trust ?? [], options.trustDir)
+  // Unsigned, nothing but its place vouches for what root is about to install.
+  const archiveProblem = trusted.length === 0 ? (options.archiveTrustProblem ?? null) : null
+  refuseUnlessAllowed(archiveProblem, {allow: options.allowUntrusted, content: true, hints: [UNSIGNED_HINT]})
+  const staging = await Staging.open(options.moduleDir, options).catch((error: unknown) => {
+    throw describeInstallError(error, options.moduleDir)
+  })
+  try {
+    const {index, signedBy, sha256} = await extract(source, label, staging, trusted)
+    // Dependencies first: a release never appears before what it needs.
+    const releases = [...index.releases].reverse().map((entry) => ({...entry, dirs: entry.dirs ?? [], mutable: parseReleasePath(entry.release)?.kind !== 'tag'}))
+    const result = await staging.commit(releases, {type: 'archive', path: label, sha256}, signedBy)
+    return {...result, release: index.release, signedBy, untrusted: [...(archiveProblem ? [archiveProblem.message] : []), ...staging.untrusted]}
+  } catch (error) {
+    throw describeInstallError(error, options.moduleDir)
+  } finally {
+    await staging.close()
+  }
+}
+
+/** Raw bytes read past the end-of-archive marker (the gzip trailer, padding) before refusing. */
+const MAX_RAW_TRAILING_BYTES = 1024 * 1024
+
+/**
+ * Reads the archive once: gzip (or plain tar) decoded on another thread, tar entries
+ * parsed as they arrive, each file streamed into staging and hashed on the way. Work is
+ * bounded by what release.json declares: an entry larger than listed is refused at its
+ * header, the tar data may not exceed the declared files plus their headers, and the
+ * reading stops at the end-of-archive marker (trailing data is refused, not decompressed
+ * forever).
+ */
+async function extract(source: Readable, label: string, staging: Staging, trusted: Awaited<ReturnType<typeof loadTrustedKeys>>): Promise<{index: ReleaseIndex; signedBy: string | null; sha256: string}> {
+  let index: ReleaseIndex | null = null
+  let indexBytes: Buffer | null = null
+  let signature: Buffer | null = null
+  let signedBy: string | null = null
+  let expected: ReturnType<typeof indexFiles> | null = null
+  let dirs = new Set<string>()
+  let budget = Number.POSITIVE_INFINITY
+  const received = new Set<string>()
+  let entries = 0
+
+  /** release.json's signature is checked once it is known whether one follows. */
+  const checkSignature = () => {
+    if (trusted.length > 0 && signedBy === null) signedBy = verifyIndexSignature(indexBytes!, signature, trusted, label)
+  }
+
+  const reader = new TarReader((entry) => {
+    const position = entries++
+    const path = entry.path
+    if (reader.position > budget) throw refuse(`${label}: more data than ${RELEASE_INDEX} declares (entry ${JSON.stringify(path)})`)
+    if (position === 0) {
+      if (path !== RELEASE_INDEX || !FILE_TYPES.has(entry.type)) throw refuse(`${label}: does not start with ${RELEASE_INDEX}; not an archive made by localpuppet pack`)
+      if (entry.size > MAX_INDEX_BYTES) throw refuse(`${label}: ${RELEASE_INDEX} is too large`)
+      return collect(entry.size, (bytes) => {
+        indexBytes = bytes
+        index = parseIndex(bytes, label)
+        expected = indexFiles(index)
+        dirs = indexDirs(index)
+        budget = declaredTarBytes(index)
+      })
+    }
+
+    if (position === 1 && path === SIGNATURE_FILE && FILE_TYPES.has(entry.type)) {
+      if (entry.size > MAX_SIGNATURE_BYTES) throw refuse(`${label}: ${SIGNATURE_FILE} is too large`)
+      return collect(entry.size, (bytes) => {
+        signature = bytes
+        checkSignature()
+      })
+    }
+
+    checkSignature()
+    const archivePath = path.replace(/\/$/, '')
+    if (!isSafeRelativePath(archivePath)) throw refuse(`${label}: entry ${JSON.stringify(path)}: absolute or '..' path`)
+    if (entry.type === 'Directory') {
+      if (!index!.releases.some((r) => r.release === archivePath || r.release.startsWith(`${archivePath}/`) || archivePath.startsWith(`${r.release}/`))) {
+        throw refuse(`${label}: entry ${JSON.stringify(path)}: outside the releases the archive declares`)
+      }
+
+      if (entry.size !== 0) throw refuse(`${label}: entry ${JSON.stringify(path)}: a directory with data`)
+      // Empty directories are made from release.json's list; other entries are implied.
+      return null
+    }
+
+    if (!FILE_TYPES.has(entry.type)) throw refuse(`${label}: entry ${JSON.stringify(path)}: ${describeType(entry.type)}; release archives hold only regular files`)
+    const listed = expected!.get(archivePath)
+    if (!listed) throw refuse(`${label}: entry ${JSON.stringify(path)}: ${dirs.has(archivePath) ? 'listed as an empty directory' : `not listed in ${RELEASE_INDEX}`}`)
+    if (received.has(archivePath)) throw refuse(`${label}: entry ${JSON.stringify(path)}: appears twice`)
+    received.add(archivePath)
+    if (entry.size !== listed.file.size) throw refuse(`${label}: ${archivePath}: size ${entry.size} differs from ${listed.file.size} in ${RELEASE_INDEX}`)
+    const file = staging.createFile(archivePath, listed.file.executable, parseReleasePath(listed.release)?.kind === 'tag')
+    return {
+      data: (chunk) => file.write(chunk),
+      end() {
+        const written = file.finish()
+        if (written.size !== listed.file.size || written.sha256 !== listed.file.sha256) {
+          throw refuse(`${label}: ${archivePath}: content does not match its sha256 in ${RELEASE_INDEX}`)
+        }
+
+        if (received.size === 1) faultPoint('install:extracting')
+      },
+    }
+  })
+
+  const first = await peek(source)
+  if (first === null) throw refuse(`${label}: empty archive; no ${RELEASE_INDEX}`)
+  const archiveHash = createHash('sha256')
+  let raw = 0
+  let rawAtEnd = -1
+  const hashing = new Transform({
+    transform(chunk: Buffer, _encoding, callback) {
+      archiveHash.update(chunk)
+      raw += chunk.length
+      if (reader.ended && rawAtEnd < 0) rawAtEnd = raw
+      if (rawAtEnd >= 0 && raw - rawAtEnd > MAX_RAW_TRAILING_BYTES) return callback(refuse(`${label}: more than ${MAX_RAW_TRAILING_BYTES} bytes of data after the end of the archive`))
+      callback(null, chunk)
+    },
+  })
+  const consume = new Writable({
+    write(chunk: Buffer, _encoding, callback) {
+      try {
+        reader.push(chunk)
+        callback()
+      } catch (error) {
+        callback(error as Error)
+      }
+    },
+    final(callback) {
+      try {
+        reader.finish()
+        callback()
+      } catch (error) {
+        callback(error as Error)
+      }
+    },
+  })
+  const gzipped = first.length >= 2 && first[0] === 0x1f && first[1] === 0x8b
+  try {
+    await (gzipped ? pipeline(source, hashing, createGunzip({chunkSize: 64 * 1024}), consume) : pipeline(source, hashing, consume))
+  } catch (error) {
+    if (error instanceof LocalpuppetError) throw error
+    if (error instanceof TarFormatError) throw refuse(`${label}: not a valid release archive (${error.message})`)
+    const code = (error as NodeJS.ErrnoException).code
+    if (typeof code === 'string' && code.startsWith('Z_')) throw refuse(`${label}: not a valid release archive (${(error as Error).message})`)
+    throw error
+  }
+
+  if (index === null) throw refuse(`${label}: empty archive; no ${RELEASE_INDEX}`)
+  checkSignature()
+  const missing = [...expected!.keys()].filter((path) => !received.has(path))
+  if (missing.length > 0) throw refuse(`${label}: truncated or incomplete: ${missing.length} listed file(s) missing, first ${missing[0]}`)
+  return {index, signedBy, sha256: archiveHash.digest('hex')}
+}
+
+const MAX_SIGNATURE_BYTES = 64 * 1024
+
+/**
+ * The most tar data an archive of this index can hold before its end marker: release.json
+ * and a signature, then each file and empty directory with a header and a pax header of
+ * at most a few KiB (a path is at most 4096 bytes).
+ */
+function declaredTarBytes(index: ReleaseIndex): number {
+  const entry = (size: number) => 512 + 8192 + size + 511
+  let total = entry(MAX_INDEX_BYTES) + entry(MAX_SIGNATURE_BYTES) + 1024
+  for (const release of index.releases) {
+    for (const file of release.files) total += entry(file.size)
+    total += (release.dirs?.length ?? 0) * entry(0)
+  }
+
+  return total
+}
+
+/** The first chunk of a stream, put back so that the stream reads from its start. */
+async function peek(source: Readable): Promise<Buffer | null> {
+  return new Promise((resolve, reject) => {
+    const done = (chunk: Buffer | null, error?: Error) => {
+      source.off('readable', onReadable)
+      source.off('end', onEnd)
+      source.off('error', onError)
+      if (error) reject(error)
+      else resolve(chunk)
+    }
+
+    const onReadable = () => {
+      const chunk = source.read() as Buffer | null
+      if (chunk === null) return
+      source.unshift(chunk)
+      done(chunk)
+    }
+
+    const onEnd = () => done(null)
+    const onError = (error: Error) => done(null, error)
+    source.on('readable', onReadable)
+    source.on('end', onEnd)
+    source.on('error', onError)
+  })
+}
+
+/** Collects a small entry (release.json, its signature) and hands it over at its end. */
+function collect(size: number, onDone: (bytes: Buffer) => void): EntrySink {
+  const bytes = Buffer.alloc(size)
+  let fill = 0
+  return {
+    data(chunk) {
+      chunk.copy(bytes, fill)
+      fill += chunk.length
+    },
+    end: () => onDone(bytes),
+  }
+}
+
+function refuse(message: string): LocalpuppetError {
+  return new ReleaseError(message)
+}
+
+function describeType(type: string): string {
+  if (type === 'SymbolicLink') return 'a symbolic link'
+  if (type === 'Link') return 'a hard link'
+  if (type === 'CharacterDevice' || type === 'BlockDevice') return 'a device'
+  if (type === 'FIFO') return 'a FIFO'
+  return `an entry of type ${type}`
+}

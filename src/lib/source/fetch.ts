@@ -1,0 +1,69 @@
+import {fileURLToPath} from 'node:url'
+
+import {UsageError} from '../errors.js'
+import type {ReleaseRef} from '../release/release-ref.js'
+import {type FetchOptions, type FetchResult, type ReleaseSource, sourceKind} from './release-source.js'
+
+/**
+ * The one place a source is turned into something that fetches: every kind of source
+ * (a new kind, e.g. `apt`, is one more case here) goes through this function.
+ */
+export async function openSource(spec: string, options: Pick<FetchOptions, 'timeoutSeconds' | 'env'>): Promise<ReleaseSource> {
+  const {RepositorySource} = await import('./repository-source.js')
+  switch (sourceKind(spec)) {
+    case 'https':
+    case 'http': {
+      const {HttpTransport} = await import('../repository/http-transport.js')
+      return new RepositorySource(new HttpTransport(spec, {timeoutMs: options.timeoutSeconds ? options.timeoutSeconds * 1000 : undefined, env: options.env}))
+    }
+
+    case 'file': {
+      const {DirTransport} = await import('../repository/dir-transport.js')
+      let path: string
+      try {
+        path = fileURLToPath(spec)
+      } catch (error) {
+        throw new UsageError(`source ${spec}: ${(error as Error).message}`)
+      }
+
+      return new RepositorySource(new DirTransport(path))
+    }
+
+    case 'dir': {
+      const {DirTransport} = await import('../repository/dir-transport.js')
+      return new RepositorySource(new DirTransport(spec))
+    }
+
+    case 'apt': {
+      const {AptSource} = await import('./apt-source.js')
+      return new AptSource({env: options.env})
+    }
+  }
+}
+
+/**
+ * Fetches refs from a source (opened, used, closed): what `fetch` and `apply --fetch` call.
+ * The module directory must be trusted first (77, or --allow-untrusted): its install
+ * records decide what is already present.
+ */
+export async function fetchReleases(source: string, refs: string[], options: FetchOptions): Promise<FetchResult> {
+  const {assertTrustedModuleDir} = await import('../install/install-record.js')
+  const untrusted = assertTrustedModuleDir(options.moduleDir, options.allowUntrusted)
+  const opened = await openSource(source, options)
+  try {
+    const result = await opened.fetch(refs, options)
+    return {...result, untrusted: [...new Set([...untrusted, ...(result.untrusted ?? [])])]}
+  } finally {
+    await opened.close()
+  }
+}
+
+/**
+ * The reference a run resolves after a fetch: the tag fetched for it (a range means the
+ * newest matching tag in the repository, not the newest on the node), keeping the text
+ * as written for the record.
+ */
+export function pinToRelease(ref: ReleaseRef, release: string | undefined): ReleaseRef {
+  if (release === undefined || ref.kind === 'trunk' || ref.kind === 'branch' || !release.startsWith(`${ref.app}/tags/`)) return ref
+  return {kind: 'tag', app: ref.app, tag: release.slice(`${ref.app}/tags/`.length), text: ref.text}
+}

@@ -1,0 +1,58 @@
+import {UsageError} from '../errors.js'
+
+export interface FetchOptions {
+  moduleDir: string
+  /** Trusted keys: files or directories (--trust, the trust setting). */
+  trust?: string[]
+  /** The default trust directory, added when it exists; null for none (tests). */
+  trustDir?: string | null
+  /** Allow plain http:// with no trusted key. */
+  insecure?: boolean
+  timeoutSeconds?: number
+  /** Progress of each download: bytes so far of total. */
+  onProgress?: (progress: {release: string; bytes: number; total: number}) => void
+  env?: NodeJS.ProcessEnv
+  /** --allow-untrusted: install into a module directory others can write (see Staging.open). */
+  allowUntrusted?: boolean
+}
+
+export interface FetchedRelease {
+  /** The tag fetched: `foo/tags/1.5.0`. */
+  release: string
+  /** The reference it was asked for (`foo@^1.5`). */
+  ref: string
+  status: 'installed' | 'already present'
+  /** Bytes downloaded (0 when already present). */
+  bytes: number
+  /** Every release it brought, app first. */
+  modulepath: string[]
+}
+
+export interface FetchResult {
+  source: string
+  releases: FetchedRelease[]
+  /** The trusted key that signed the index, or null when no key is trusted. */
+  signedBy: string | null
+  /** The trust problems --allow-untrusted let through (module dir, `.localpuppet`, `<app>/tags`). */
+  untrusted?: string[]
+}
+
+/** Where releases come from: something that can install tags into a module directory. */
+export interface ReleaseSource {
+  /** What the run record and --json name as the source. */
+  readonly label: string
+  fetch(refs: string[], options: FetchOptions): Promise<FetchResult>
+  close(): Promise<void>
+}
+
+export type SourceKind = 'https' | 'http' | 'file' | 'dir' | 'apt'
+
+/** The kind of a source as written (`--source`, the `source` setting). */
+export function sourceKind(spec: string): SourceKind {
+  if (spec === 'apt') return 'apt'
+  if (/^https:\/\//i.test(spec)) return 'https'
+  if (/^http:\/\//i.test(spec)) return 'http'
+  if (/^file:\/\//i.test(spec)) return 'file'
+  if (/^[a-z][a-z0-9+.-]*:\/\//i.test(spec)) throw new UsageError(`source ${spec}: unsupported scheme; use https://, http://, file://, a directory or apt`)
+  return 'dir'
+}

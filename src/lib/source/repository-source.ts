@@ -1,0 +1,165 @@
+import {createReadStream} from 'node:fs'
+import {lstat, mkdir, rm} from 'node:fs/promises'
+import {join} from 'node:path'
+import {randomBytes} from 'node:crypto'
+
+import {type InstallResult, installArchive} from '../install/install-archive.js'
+import {localpuppetDir, readInstallRecord} from '../install/install-record.js'
+import {loadTrustedKeys, verifyIndexSignature} from '../archive/signature.js'
+import {ConflictError, NotFoundError, ReleaseError, RepositoryUnavailableError, UsageError, describeFsError} from '../errors.js'
+import {type ReleaseRef, maxSatisfyingTag, parseReleaseRef, sortTagsNewestFirst} from '../release/release-ref.js'
+import {UNSIGNED_HINT, refuseUnlessAllowed} from '../util/trusted-path.js'
+import {readArchiveHead} from '../repository/archive-head.js'
+import {type PublishedTag, type RepositoryIndex, MAX_REPOSITORY_INDEX_BYTES, REPOSITORY_INDEX, REPOSITORY_SIGNATURE, parseRepositoryIndex} from '../repository/repository-index.js'
+import type {FetchOptions, FetchResult, FetchedRelease, ReleaseSource} from './release-source.js'
+import type {Transport} from '../repository/transport.js'
+
+/** A release repository (index.json plus archives) read through a transport. */
+export class RepositorySource implements ReleaseSource {
+  readonly label: string
+
+  constructor(private readonly transport: Transport) {
+    this.label = transport.label
+  }
+
+  async close(): Promise<void> {
+    await (this.transport as {close?: () => Promise<void>}).close?.()
+  }
+
+  /**
+   * Resolves each reference against the repository's tags and installs what the module
+   * directory does not already have: the download is checked against the index (size,
+   * sha256), its release.json against the index entry, then installed by the usual
+   * verified, atomic install (with the archive's signature checked when keys are trusted).
+   */
+  async fetch(refs: string[], options: FetchOptions): Promise<FetchResult> {
+    const keys = await loadTrustedKeys(options.trust ?? [], options.trustDir)
+    if (keys.length === 0 && this.transport.kind === 'http' && !options.insecure) {
+      throw new UsageError(`source ${this.label}: plain http with no trusted key; anyone on the path could substitute releases`, [
+        'sign the repository (publish --sign) and trust its key (--trust or /etc/localpuppet/trusted-keys/), use https://, or pass --insecure',
+      ])
+    }
+
+    // Unsigned, a directory repository is only as good as its place: if others can write
+    // it, they can substitute releases, as anyone on the path can with plain http.
+    const placeProblem = keys.length === 0 ? (this.transport.trustProblem?.() ?? null) : null
+    refuseUnlessAllowed(placeProblem, {allow: options.allowUntrusted, content: true, hints: [UNSIGNED_HINT]})
+    const untrusted: string[] = placeProblem ? [placeProblem.message] : []
+    const {index, signedBy} = await this.readIndex(keys)
+    const wanted = refs.map((text) => this.resolve(index, parseReleaseRef(text, 'fetch')))
+    const releases: FetchedRelease[] = []
+    for (const {ref, app, tag} of wanted) {
+      const release = `${app}/tags/${tag}`
+      if (releases.some((r) => r.release === release)) continue
+      const published = index.apps[app].tags[tag]
+      if (await this.isPresent(options.moduleDir, published)) {
+        releases.push({release, ref, status: 'already present', bytes: 0, modulepath: published.modulepath})
+        continue
+      }
+
+      const installed = await this.install(release, published, options)
+      untrusted.push(...installed.untrusted.filter((problem) => !untrusted.includes(problem)))
+      // Tags put there by hand (no install record) with the same content are left as they are.
+      const status = installed.installed.length + installed.replaced.length > 0 ? 'installed' : 'already present'
+      releases.push({release, ref, status, bytes: published.size, modulepath: published.modulepath})
+    }
+
+    return {source: this.label, releases, signedBy, untrusted}
+  }
+
+  /** index.json (and, when keys are trusted, its signature, which must verify). */
+  private async readIndex(keys: Awaited<ReturnType<typeof loadTrustedKeys>>): Promise<{index: RepositoryIndex; signedBy: string | null}> {
+    const where = this.transport.locate(REPOSITORY_INDEX)
+    // A publisher replaces the signature, then the index: a reader caught in between sees
+    // them disagree, so one more read of both settles it.
+    for (let attempt = 0; ; attempt++) {
+      const bytes = await this.transport.read(REPOSITORY_INDEX, MAX_REPOSITORY_INDEX_BYTES)
+      if (bytes === null) throw new RepositoryUnavailableError(`no release repository at ${this.label}: ${where} not found`, ['check the source; publish creates the repository'])
+      let signedBy: string | null = null
+      if (keys.length > 0) {
+        const signature = await this.transport.read(REPOSITORY_SIGNATURE, 64 * 1024)
+        if (signature === null) throw new ReleaseError(`${where}: not signed, and trusted keys are configured`, ['publish with --sign KEY.pem'])
+        try {
+          signedBy = verifyIndexSignature(bytes, signature, keys, where)
+        } catch (error) {
+          if (attempt === 0) continue
+          throw error
+        }
+      }
+
+      return {index: parseRepositoryIndex(bytes, where), signedBy}
+    }
+  }
+
+  private resolve(index: RepositoryIndex, ref: ReleaseRef): {ref: string; app: string; tag: string} {
+    if (ref.kind === 'trunk' || ref.kind === 'branch') {
+      throw new UsageError(`${ref.text}: repositories hold tags only, not ${ref.kind === 'trunk' ? 'trunk' : 'branches'}`, [`fetch a tag (${ref.app}/tags/1.0.0) or a range (${ref.app}@^1)`])
+    }
+
+    const tags = Object.keys(index.apps[ref.app]?.tags ?? {})
+    const known = sortTagsNewestFirst(tags).slice(0, 5)
+    const shown = tags.length === 0 ? `; the repository has no tags of ${ref.app}` : `; it has ${known.join(', ')}${tags.length > known.length ? ', ...' : ''}`
+    if (ref.kind === 'tag') {
+      if (!tags.includes(ref.tag)) throw new NotFoundError(`${ref.text} is not in the repository ${this.label}${shown}`)
+      return {ref: ref.text, app: ref.app, tag: ref.tag}
+    }
+
+    const tag = tags.includes(ref.range) ? ref.range : maxSatisfyingTag(tags, ref.range)
+    if (tag === undefined) throw new NotFoundError(`${ref.text}: no tag of ${ref.app} in the repository ${this.label} satisfies ${JSON.stringify(ref.range)}${shown}`)
+    return {ref: ref.text, app: ref.app, tag}
+  }
+
+  /**
+   * Present when every release the archive holds is installed with the digest the index
+   * gives; a recorded tag with another digest is a conflict (73) found before downloading.
+   */
+  private async isPresent(moduleDir: string, published: PublishedTag): Promise<boolean> {
+    let present = true
+    for (const release of published.modulepath) {
+      const record = await readInstallRecord(moduleDir, release)
+      if (record === null) {
+        present = false
+        continue
+      }
+
+      if (record.digest !== published.digests[release]) {
+        throw new ConflictError(`${release} is installed with other content (${record.digest}) than the repository's (${published.digests[release]})`, [
+          'tags are immutable: publish a new tag',
+        ])
+      }
+
+      const exists = await lstat(join(moduleDir, release)).then(
+        (info) => info.isDirectory(),
+        () => false,
+      )
+      if (!exists) present = false
+    }
+
+    return present
+  }
+
+  private async install(release: string, published: PublishedTag, options: FetchOptions): Promise<InstallResult> {
+    const downloads = join(localpuppetDir(options.moduleDir), 'downloads')
+    try {
+      if (!(await lstat(options.moduleDir)).isDirectory()) throw Object.assign(new Error('not a directory'), {code: 'ENOTDIR'})
+      await mkdir(localpuppetDir(options.moduleDir), {recursive: true, mode: 0o755})
+      await mkdir(downloads, {recursive: true, mode: 0o700})
+    } catch (error) {
+      throw describeFsError(error, `module directory ${options.moduleDir}`)
+    }
+
+    const temp = join(downloads, `${process.pid}-${randomBytes(4).toString('hex')}.tar.gz`)
+    const where = this.transport.locate(published.archive)
+    try {
+      await this.transport.download(published.archive, temp, published, options.onProgress && ((bytes) => options.onProgress!({release, bytes, total: published.size})))
+      // The archive must hold what the index says it does, before anything is installed.
+      const {index} = await readArchiveHead(temp, where)
+      const digests = Object.fromEntries(index.releases.map((r) => [r.release, r.digest]))
+      const same = index.release === release && index.modulepath.length === published.modulepath.length && published.modulepath.every((r, i) => index.modulepath[i] === r && digests[r] === published.digests[r])
+      if (!same) throw new ReleaseError(`${where}: holds ${index.release} (${index.modulepath.join(', ')}), not what the index says for ${release}; refused`)
+      return await installArchive(createReadStream(temp, {highWaterMark: 1024 * 1024}), where, {moduleDir: options.moduleDir, trust: options.trust, trustDir: options.trustDir, allowUntrusted: options.allowUntrusted})
+    } finally {
+      await rm(temp, {force: true})
+    }
+  }
+}

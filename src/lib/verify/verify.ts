@@ -1,0 +1,125 @@
+import {lstatSync, readdirSync} from 'node:fs'
+import {join} from 'node:path'
+
+import {VerificationError} from '../errors.js'
+import {type UntrustedEntry, isTrustedEntry, treeTrustProblem} from '../util/trusted-path.js'
+import {type InstallRecord, readInstallRecord} from '../install/install-record.js'
+import {FileChecker, stopCheckThread} from '../tree/hash-files.js'
+import {compareBytes} from '../tree/release-tree.js'
+
+export interface VerifyResult {
+  release: string
+  /** False when the tag has no install record (installed by hand): nothing to compare. */
+  recorded: boolean
+  ok: boolean
+  modified: string[]
+  missing: string[]
+  extra: string[]
+  /**
+   * Files or directories in the tag that another user owns or can write, as one line
+   * naming the first (or null): what matches its record now could be rewritten the moment
+   * after. Not a mismatch: callers refuse it (77) unless --allow-untrusted.
+   */
+  untrusted: string | null
+}
+
+/**
+ * Compares an installed release with its install record: files whose bytes, size or
+ * executable bit changed, files that are gone, and anything added (links included).
+ */
+export async function verifyRelease(moduleDir: string, release: string, record?: InstallRecord | null, options: {judgeTrust?: boolean} = {}): Promise<VerifyResult> {
+  const recorded = record === undefined ? await readInstallRecord(moduleDir, release) : record
+  const result: VerifyResult = {release, recorded: recorded !== null, ok: true, modified: [], missing: [], extra: [], untrusted: null}
+  if (!recorded) return result
+  const root = join(moduleDir, release)
+  // Every recorded file is opened (never through a link) and its size and mode come from
+  // the open file: what is hashed is what was checked. Only a file of the recorded size is
+  // read. For a large release a second thread starts on them while this one walks the tree
+  // for added files.
+  const pending = new FileChecker(recorded.files.length, recorded.files.reduce((sum, file) => sum + file.size, 0)).begin(
+    recorded.files.map((file) => `${root}/${file.path}`),
+    recorded.files.map((file) => file.size),
+  )
+  const found = new Set<string>()
+  const emptyDirs = new Set<string>()
+  // undefined: not judged (apply has judged every entry of the modulepath already).
+  const untrusted: UntrustedEntry[] | undefined = options.judgeTrust === false ? undefined : []
+  try {
+    walk(root, '', found, emptyDirs, untrusted)
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'ENOENT') {
+      pending.cancel()
+      throw error
+    }
+  }
+
+  const checks = await pending.finish()
+  const expected = new Set<string>()
+  recorded.files.forEach((file, i) => {
+    expected.add(file.path)
+    const check = checks[i]
+    if (untrusted && check.uid !== undefined && check.mode !== undefined && !isTrustedEntry(check.uid, check.mode)) untrusted.push({path: `${root}/${file.path}`, uid: check.uid, mode: check.mode})
+    if (check.error === 'ENOENT') result.missing.push(file.path)
+    else if (check.error || check.size !== file.size || check.executable !== file.executable || check.sha256 !== file.sha256) result.modified.push(file.path)
+  })
+
+  for (const path of found) if (!expected.has(path)) result.extra.push(path)
+  // Empty directories are listed with a trailing slash; records made before they were
+  // kept list none, and an installed tag is read-only, so none can appear by accident.
+  const recordedDirs = new Set(recorded.dirs ?? [])
+  for (const dir of recordedDirs) if (!emptyDirs.has(dir)) result.missing.push(`${dir}/`)
+  for (const dir of emptyDirs) if (!recordedDirs.has(dir)) result.extra.push(`${dir}/`)
+  for (const list of [result.modified, result.missing, result.extra]) list.sort(compareBytes)
+  result.untrusted = (untrusted && treeTrustProblem(root, `release ${release}`, untrusted)?.message) ?? null
+  result.ok = result.modified.length === 0 && result.missing.length === 0 && result.extra.length === 0
+  return result
+}
+
+/** One line naming the first problem, for errors that refuse a run. */
+export function describeMismatch(result: VerifyResult): string {
+  const [kind, path] = result.modified.length > 0 ? ['modified', result.modified[0]] : result.missing.length > 0 ? ['missing', result.missing[0]] : ['added', result.extra[0]]
+  const count = result.modified.length + result.missing.length + result.extra.length
+  return `${result.release}/${path}: ${kind} since install${count > 1 ? ` (and ${count - 1} more)` : ''}`
+}
+
+/**
+ * Everything but directories under a root (links and other things too), and the empty
+ * directories, from directory entries; each directory is stat'ed for its owner and mode
+ * (the files' come from checking them).
+ */
+function walk(dir: string, prefix: string, into: Set<string>, dirs: Set<string>, untrusted: UntrustedEntry[] | undefined): void {
+  const entries = readdirSync(dir, {withFileTypes: true})
+  if (entries.length === 0 && prefix !== '') dirs.add(prefix)
+  for (const entry of entries) {
+    const path = prefix === '' ? entry.name : `${prefix}/${entry.name}`
+    if (entry.isDirectory()) {
+      const info = untrusted && lstatSync(`${dir}/${entry.name}`, {throwIfNoEntry: false})
+      if (info && !isTrustedEntry(info.uid, info.mode)) untrusted!.push({path: `${dir}/${entry.name}`, uid: info.uid, mode: info.mode})
+      walk(`${dir}/${entry.name}`, path, into, dirs, untrusted)
+    } else into.add(path)
+  }
+}
+
+/**
+ * A tagged release that was installed with a record must still be what was installed:
+ * every release on a modulepath that has a record is verified, and a mismatch is a
+ * VerificationError (65) naming the file. Returns the releases checked.
+ */
+export async function verifyModulepath(moduleDir: string, releases: Array<{release: string; kind: string}>): Promise<Array<{release: string; verified: boolean}>> {
+  const checked: Array<{release: string; verified: boolean}> = []
+  try {
+    for (const release of releases) {
+      if (release.kind !== 'tag') continue
+      // Who owns and can write each entry: judged with the whole modulepath before (run-plan).
+      const result = await verifyRelease(moduleDir, release.release, undefined, {judgeTrust: false})
+      if (!result.recorded) continue
+      if (!result.ok) throw new VerificationError(describeMismatch(result), [`localpuppet verify ${release.release} lists every difference`])
+      checked.push({release: release.release, verified: true})
+    }
+  } finally {
+    // apply goes on for as long as Puppet runs: the hashing thread's memory is not kept meanwhile.
+    stopCheckThread()
+  }
+
+  return checked
+}
