@@ -1,6 +1,7 @@
 import {Args, Flags} from '@oclif/core'
 
 import {type SettingKey, SETTINGS, settingString} from '../lib/config/settings.js'
+import {DEFAULT_MAX_AGE} from '../lib/run/defaults.js'
 
 /**
  * A flag backed by a node setting: when the flag is not given, the value comes from the
@@ -98,4 +99,22 @@ export const metricsFlags = {
     default: async () => (await settingString('metrics_file')) ?? undefined,
     noCacheDefault: true,
   }),
+}
+
+/** The flags of an attempt: apply's, and rollback's (which is apply --replay of a run it picks). */
+export const attemptFlags = {
+  ...runFlags,
+  ...metricsFlags,
+  save: Flags.boolean({description: "make this run's release the node's: rewrite the input's app (atomically, nothing else in the file changes) once the run has started"}),
+  detach: Flags.boolean({description: 'check what can fail fast, then run in the background: print the run id and exit 0 at once'}),
+  'if-changed': Flags.boolean({description: "skip the run (state: skipped) when nothing changed since the newest succeeded run, and that run is younger than --max-age"}),
+  'max-age': Flags.string({
+    description: `with --if-changed: skip only while the newest succeeded run is younger than this (e.g. 90m, 6h, 1d; default ${DEFAULT_MAX_AGE}); after that a full run corrects any drift`,
+    dependsOn: ['if-changed'],
+    helpValue: 'DURATION',
+  }),
+  splay: Flags.integer({description: 'wait a random 0..SECONDS before taking the lock, so a fleet on a timer does not stampede', min: 0, helpValue: 'SECONDS'}),
+  'on-finish': Flags.string({description: 'once the run record is final (refused attempts too), run CMD with /bin/sh: the record as JSON on stdin (a file: /dev/stdin works), LOCALPUPPET_RUN_ID and LOCALPUPPET_RUN_STATE set', helpValue: 'CMD'}),
+  keep: Flags.integer({description: 'run directories to keep (the newest; a running one is never removed)', min: 1, default: 100, helpValue: 'N'}),
+  'detached-child': Flags.boolean({hidden: true, description: 'internal: the background half of --detach'}),
 }

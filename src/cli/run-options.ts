@@ -1,8 +1,8 @@
 import {settingList} from '../lib/config/settings.js'
-import type {PlanOptions, RunFetch} from '../lib/run/run-plan.js'
+import type {AttemptOptions, RunOptions} from '../lib/attempt/options.js'
 import {defaultStateDir} from '../lib/state/state-dir.js'
 
-/** The flags plan and apply share, as the library's PlanOptions. */
+/** The flags plan and apply share. */
 export interface RunFlagValues {
   'module-dir': string
   manifest?: string
@@ -20,21 +20,54 @@ export interface RunFlagValues {
   insecure: boolean
 }
 
-export function toPlanOptions(flags: RunFlagValues, puppetArgs: string[], facts: Record<string, string>, color: boolean, fetched: RunFetch | null = null): PlanOptions {
+/** apply's and rollback's flags (see attemptFlags), with --app and --replay. */
+export type AttemptFlagValues = RunFlagValues & {
+  'if-changed': boolean
+  'max-age'?: string
+  splay?: number
+  'on-finish'?: string
+  keep: number
+  save: boolean
+  detach: boolean
+  'metrics-file'?: string
+  app?: string
+  replay?: string
+}
+
+/** plan's flags as the library's run options. */
+export function runOptions(flags: RunFlagValues & {app?: string; replay?: string}, input: string, puppetArgs: string[], color: boolean): RunOptions {
   return {
-    fetched,
+    input,
     moduleDir: flags['module-dir'],
     stateDir: flags['state-dir'] ?? defaultStateDir(),
     manifest: flags.manifest,
     puppet: flags.puppet,
-    noop: flags.noop,
-    color,
-    detailedExitcodes: flags['detailed-exitcodes'],
-    facts,
-    allowMutable: flags['allow-mutable'],
-    timeoutSeconds: flags.timeout,
     puppetArgs,
-    allowUntrusted: flags['allow-untrusted'],
+    noop: flags.noop,
+    detailedExitcodes: flags['detailed-exitcodes'],
+    facts: flags.fact ?? [],
+    timeoutSeconds: flags.timeout,
+    allowMutable: flags['allow-mutable'],
+    allowUntrusted: Boolean(flags['allow-untrusted']),
+    fetch: flags.fetch ? {source: flags.source, trust: flags.trust, insecure: flags.insecure} : undefined,
+    color,
+    app: flags.app,
+    replay: flags.replay,
+  }
+}
+
+/** apply's and rollback's flags as the library's attempt options. */
+export function attemptOptions(flags: AttemptFlagValues, input: string, puppetArgs: string[], color: boolean): AttemptOptions {
+  return {
+    ...runOptions(flags, input, puppetArgs, color),
+    save: flags.save,
+    detach: flags.detach,
+    ifChanged: flags['if-changed'],
+    maxAge: flags['max-age'],
+    splaySeconds: flags.splay,
+    onFinish: flags['on-finish'],
+    keep: flags.keep,
+    metricsFile: flags['metrics-file'],
   }
 }
 

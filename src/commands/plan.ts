@@ -2,7 +2,8 @@ import {BaseCommand, describeWithExitCodes} from '../cli/base-command.js'
 import {inputArgs, runFlags} from '../cli/flags.js'
 import {APPLY_EXIT_CODES} from '../lib/exit-codes.js'
 import type {RunPlan} from '../lib/run/run-plan.js'
-import {resolvePuppetArgs} from '../cli/run-options.js'
+import type {FetchResult} from '../lib/source/release-source.js'
+import {resolvePuppetArgs, runOptions} from '../cli/run-options.js'
 
 export default class Plan extends BaseCommand {
   static override summary = 'Show what apply would run: the release, modulepath, ENC document and puppet command. Runs nothing.'
@@ -25,26 +26,18 @@ export default class Plan extends BaseCommand {
     this.splitPassThrough()
     const {args, flags} = await this.parse(Plan)
     this.passThrough = await resolvePuppetArgs(this.passThrough)
-    const [{readInputText}, {parseNodeInput}, {buildRunPlan, parseFacts}, {toPlanOptions}] = await Promise.all([
-      import('../lib/input/read-input.js'),
-      import('../lib/input/node-input.js'),
+    const [{planAttempt}, {parseFacts}, {describeFetch, downloadProgress}] = await Promise.all([
+      import('../lib/attempt/plan-attempt.js'),
       import('../lib/run/run-plan.js'),
-      import('../cli/run-options.js'),
+      import('../cli/fetch-options.js'),
     ])
+    const json = this.jsonEnabled()
     const facts = parseFacts(flags.fact ?? [])
-    // As apply: an input file others can write is refused (77) before it is read.
-    const read = await readInputText(args.input, process.stdin, {allow: flags['allow-untrusted']})
-    let input = parseNodeInput(read.text, read.source)
-    let fetched = null
-    let fetchUntrusted: string[] = []
-    if (flags.fetch) {
-      const {fetchForRun} = await import('../cli/fetch-options.js')
-      ;({input, fetched, untrusted: fetchUntrusted} = await fetchForRun(input, flags, this.jsonEnabled()))
-    }
-
-    const options = toPlanOptions(flags, this.passThrough, facts, Boolean(process.stdout.isTTY) && !this.jsonEnabled(), fetched)
-    const plan = await buildRunPlan(input, {...options, untrusted: [...read.untrusted, ...fetchUntrusted]})
-    if (!this.jsonEnabled()) {
+    const options = runOptions(flags, args.input, this.passThrough, Boolean(process.stdout.isTTY) && !json)
+    const say = (line: string) => process.stderr.write(`localpuppet: ${line}\n`)
+    const io = json ? {stdin: process.stdin} : {stdin: process.stdin, progress: downloadProgress(true), fetched: (result: FetchResult) => describeFetch(result).forEach(say)}
+    const {plan} = await planAttempt(options, facts, io)
+    if (!json) {
       const {renderPlan} = await import('../cli/render/plan-text.js')
       this.log(renderPlan(plan))
       this.warnLines(plan.warnings)

@@ -1,11 +1,12 @@
 import {Args} from '@oclif/core'
 
+import {AttemptCommand} from '../cli/attempt-command.js'
 import {describeWithExitCodes} from '../cli/base-command.js'
+import {attemptFlags} from '../cli/flags.js'
 import {settingString} from '../lib/config/settings.js'
 import {APPLY_EXIT_CODES} from '../lib/exit-codes.js'
 import type {RunRecord} from '../lib/state/run-record.js'
 import {defaultStateDir} from '../lib/state/state-dir.js'
-import {AttemptCommand, attemptFlags} from './apply.js'
 
 export default class Rollback extends AttemptCommand {
   static override summary = 'Replay the newest succeeded run of another release than the current one.'
@@ -31,7 +32,7 @@ export default class Rollback extends AttemptCommand {
     const {findRollbackTarget} = await import('../lib/run/replay.js')
     const {from, target} = await findRollbackTarget(flags['state-dir'] ?? defaultStateDir())
     const say = `rolling back from ${from ?? '(no completed run)'} to ${target.release}: replaying run ${target.id}`
-    return this.attempt(args.input, {...flags, replay: target.id}, () => {
+    return this.runAttempt(args.input, {...flags, replay: target.id}, () => {
       if (!this.jsonEnabled()) process.stderr.write(`localpuppet: ${say}\n`)
     })
   }

@@ -2,24 +2,13 @@ import {Args, Flags} from '@oclif/core'
 
 import {BaseCommand, describeWithExitCodes} from '../cli/base-command.js'
 import {puppetFlags, stateFlags, trustFlags} from '../cli/flags.js'
-import {settingString} from '../lib/config/settings.js'
-import {NotFoundError, UntrustedPathError} from '../lib/errors.js'
-import {ExitCode, STATUS_EXIT_CODES} from '../lib/exit-codes.js'
-import {type CheckResult, DEFAULT_CHECK_CRIT, DEFAULT_CHECK_WARN} from '../lib/metrics/nagios-check.js'
-import {assertRunId} from '../lib/state/run-id.js'
-import {type RunRecord, readRunRecord, settledRecord} from '../lib/state/run-record.js'
-import {assertTrustedStateDir, defaultStateDir} from '../lib/state/state-dir.js'
-import {isProcessAlive} from '../lib/util/process.js'
 import {renderRunRecord} from '../cli/render/run-text.js'
-
-/** status --json: the record's fields, plus what an operator polling a fleet needs to know. */
-export type StatusResult = RunRecord & {
-  /** The newest run that ran puppet or was skipped, when the record shown is not one (refused, running). */
-  lastCompleted: RunRecord | null
-  puppetDisabled: {message: string} | null
-  /** The input's app: the node's release from now on. */
-  pointer: string | null
-}
+import {resolvePuppetArgs} from '../cli/run-options.js'
+import {settingString} from '../lib/config/settings.js'
+import {STATUS_EXIT_CODES} from '../lib/exit-codes.js'
+import {type CheckResult, DEFAULT_CHECK_CRIT, DEFAULT_CHECK_WARN} from '../lib/metrics/nagios-check.js'
+import {defaultStateDir} from '../lib/state/state-dir.js'
+import type {StatusResult} from '../lib/status/node-status.js'
 
 export default class Status extends BaseCommand {
   static override summary = 'Say how the node is: the run in progress or the last attempt (or the given run); --wait, --check.'
@@ -66,75 +55,26 @@ export default class Status extends BaseCommand {
     this.splitPassThrough()
     const {args, flags} = await this.parse(Status)
     // Where Puppet keeps its disable lock: the puppet_args setting when nothing follows `--`.
-    this.passThrough = await (await import('../cli/run-options.js')).resolvePuppetArgs(this.passThrough)
-    const stateDir = flags['state-dir'] ?? defaultStateDir()
-    const [{readNodeState}, {disabledState}, {readPointer}] = await Promise.all([
-      import('../lib/state/node-state.js'),
-      import('../lib/puppet/agent-lock.js'),
-      import('../lib/input/pointer.js'),
-    ])
-    if (flags.check) return this.check(stateDir, flags.warn ?? DEFAULT_CHECK_WARN, flags.crit ?? DEFAULT_CHECK_CRIT, flags.puppet, flags['allow-untrusted'])
-    // A forged record in a state dir others can write must not be believed (77).
-    this.warnUntrusted(assertTrustedStateDir(stateDir, flags['allow-untrusted']))
-
-    let id: string
-    let node = await readNodeState(stateDir)
-    if (args.runId === undefined) {
-      if (!node.current) throw new NotFoundError(`no runs yet in ${stateDir}`)
-      id = node.current.id
-    } else {
-      id = assertRunId(args.runId)
+    this.passThrough = await resolvePuppetArgs(this.passThrough)
+    const [{checkStatus, nodeStatus, statusExitCode}, {parseDuration}] = await Promise.all([import('../lib/status/node-status.js'), import('../lib/util/duration.js')])
+    const options = {
+      stateDir: flags['state-dir'] ?? defaultStateDir(),
+      puppet: flags.puppet,
+      puppetArgs: this.passThrough,
+      allowUntrusted: flags['allow-untrusted'],
+      onUntrusted: (problems: string[]) => this.warnUntrusted(problems),
+    }
+    if (flags.check) {
+      const [warnMs, critMs] = [parseDuration(flags.warn ?? DEFAULT_CHECK_WARN, '--warn'), parseDuration(flags.crit ?? DEFAULT_CHECK_CRIT, '--crit')]
+      const result = await checkStatus({...options, warnMs, critMs})
+      if (!this.jsonEnabled()) this.log(result.line)
+      process.exitCode = result.exitCode
+      return result
     }
 
-    const read = async () => settledRecord(stateDir, await readRunRecord(stateDir, id), isProcessAlive)
-    let record = await read()
-    if (flags.wait) {
-      const until = flags.timeout === undefined ? Number.POSITIVE_INFINITY : Date.now() + flags.timeout * 1000
-      while (record.state === 'running' && Date.now() < until) {
-        await new Promise((resolve) => setTimeout(resolve, Math.min(250, Math.max(0, until - Date.now()))))
-        record = await read()
-      }
-    }
-
-    // What the node did meanwhile: the wait may have lasted.
-    if (flags.wait) node = await readNodeState(stateDir)
-    const [puppetDisabled, pointer] = await Promise.all([disabledState(flags.puppet, this.passThrough, stateDir), readPointer(flags.input)])
-    const lastCompleted = node.lastCompleted && node.lastCompleted.id !== record.id ? node.lastCompleted : null
-    const result: StatusResult = {...record, lastCompleted, puppetDisabled, pointer}
-    if (!this.jsonEnabled()) this.log(renderRunRecord(record, {lastCompleted, puppetDisabled, pointer, pointerFile: flags.input}))
-    process.exitCode = statusExitCode(record)
+    const result = await nodeStatus({...options, runId: args.runId, wait: flags.wait, timeoutSeconds: flags.timeout, input: flags.input})
+    if (!this.jsonEnabled()) this.log(renderRunRecord(result, {...result, pointerFile: flags.input}))
+    process.exitCode = statusExitCode(result)
     return result
   }
-
-  /** --check: never throws; anything it cannot read is UNKNOWN (3), as plugins must. */
-  private async check(stateDir: string, warn: string, crit: string, puppet: string, allowUntrusted: boolean): Promise<CheckResult> {
-    const [{checkNode}, {readNodeState}, {disabledState}, {parseDuration}] = await Promise.all([
-      import('../lib/metrics/nagios-check.js'),
-      import('../lib/state/node-state.js'),
-      import('../lib/puppet/agent-lock.js'),
-      import('../lib/util/duration.js'),
-    ])
-    const [warnMs, critMs] = [parseDuration(warn, '--warn'), parseDuration(crit, '--crit')]
-    let result: CheckResult
-    try {
-      this.warnUntrusted(assertTrustedStateDir(stateDir, allowUntrusted))
-      const [node, disabled] = await Promise.all([readNodeState(stateDir), disabledState(puppet, this.passThrough, stateDir)])
-      result = checkNode(node, disabled, warnMs, critMs)
-    } catch (error) {
-      // An untrusted state dir names itself, its owner, mode and fix: that line as it is.
-      const what = error instanceof UntrustedPathError ? '' : `cannot read ${stateDir}: `
-      result = {status: 'UNKNOWN', exitCode: 3, line: `LOCALPUPPET UNKNOWN - ${what}${(error as Error).message}`, ageSeconds: null}
-    }
-
-    if (!this.jsonEnabled()) this.log(result.line)
-    process.exitCode = result.exitCode
-    return result
-  }
-}
-
-function statusExitCode(record: RunRecord): number {
-  if (record.state === 'succeeded' || record.state === 'skipped') return ExitCode.ok
-  if (record.state === 'running') return ExitCode.tempFail
-  if (record.state === 'busy') return ExitCode.locked
-  return ExitCode.failed
 }

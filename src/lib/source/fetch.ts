@@ -1,5 +1,6 @@
 import {fileURLToPath} from 'node:url'
 
+import {settingList, settingString} from '../config/settings.js'
 import {UsageError} from '../errors.js'
 import type {ReleaseRef} from '../release/release-ref.js'
 import {type FetchOptions, type FetchResult, type ReleaseSource, sourceKind} from './release-source.js'
@@ -56,6 +57,38 @@ export async function fetchReleases(source: string, refs: string[], options: Fet
   } finally {
     await opened.close()
   }
+}
+
+/** A command's fetch: the source and keys when given, else the node's settings. */
+export interface ConfiguredFetch {
+  moduleDir: string
+  /** --source; else the `source` setting (env, then the config file). */
+  source?: string
+  /** --trust; else the `trust` setting. */
+  trust?: string[]
+  insecure: boolean
+  allowUntrusted?: boolean
+}
+
+/**
+ * Fetches refs from the configured source (flag, env, config file): the one path from a
+ * command (fetch, apply --fetch, plan --fetch) to a source. 64 when no source is set.
+ */
+export async function fetchConfigured(refs: string[], fetch: ConfiguredFetch, options: Pick<FetchOptions, 'timeoutSeconds' | 'onProgress'> = {}): Promise<FetchResult> {
+  const source = await settingString('source', fetch.source)
+  if (source === null) {
+    throw new UsageError('no release source: give --source URL|DIR, or set source in /etc/localpuppet/config.yaml (env LOCALPUPPET_SOURCE)')
+  }
+
+  const trust = await settingList('trust', fetch.trust)
+  return fetchReleases(source, refs, {
+    moduleDir: fetch.moduleDir,
+    trust,
+    insecure: fetch.insecure,
+    timeoutSeconds: options.timeoutSeconds,
+    allowUntrusted: fetch.allowUntrusted,
+    onProgress: options.onProgress,
+  })
 }
 
 /**

@@ -50,3 +50,19 @@ export function onStop(cleanup: (signal: NodeJS.Signals | null) => void): () => 
     if (cleanups.size === 0) uninstall()
   }
 }
+
+/**
+ * Runs `fn` with a signal that SIGINT, SIGTERM or SIGHUP abort (its reason names the
+ * signal) instead of stopping the process: what is running (puppet, a hook) is stopped
+ * and recorded as interrupted, and the process then ends as the caller decides.
+ */
+export async function withStopSignals<T>(fn: (signal: AbortSignal) => Promise<T>): Promise<T> {
+  const controller = new AbortController()
+  const onSignal = (signal: NodeJS.Signals) => controller.abort(signal)
+  for (const signal of STOP_SIGNALS) process.on(signal, onSignal)
+  try {
+    return await fn(controller.signal)
+  } finally {
+    for (const signal of STOP_SIGNALS) process.off(signal, onSignal)
+  }
+}

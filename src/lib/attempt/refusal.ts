@@ -4,9 +4,11 @@ import {InterruptedError, type LocalpuppetError, LockHeldError} from '../errors.
 import type {NodeInput} from '../input/node-input.js'
 import {type RunRecord, newRunRecord, writeRunRecord} from '../state/run-record.js'
 import {runFiles} from '../state/state-dir.js'
+import {withStopSignals} from '../util/on-stop.js'
 import {findTrustProblem} from '../util/trusted-path.js'
-import {planRecord} from './apply-run.js'
-import type {RunPlan} from './run-plan.js'
+import {planRecord} from '../run/apply-run.js'
+import {runFinishHook} from '../run/finish-hook.js'
+import type {RunPlan} from '../run/run-plan.js'
 
 /** What an attempt knew when it was refused: as much as it got to. */
 export interface AttemptContext {
@@ -63,5 +65,20 @@ export async function recordRefusal(error: LocalpuppetError, context: AttemptCon
   await mkdir(files.dir, {recursive: true, mode: 0o700})
   await appendFile(files.log, `localpuppet: run ${record.id}: ${state}: ${error.message}\n`, {mode: 0o600})
   await writeRunRecord(context.stateDir, record)
+  return record
+}
+
+/**
+ * An attempt refused: recorded (see recordRefusal), then the finish hook told, unless it
+ * was busy (the run in progress will tell it). Null when there was nowhere to record it.
+ */
+export async function refuseAttempt(error: LocalpuppetError, context: AttemptContext, onFinish?: string): Promise<RunRecord | null> {
+  // No state directory to write to: the error itself is all there is.
+  const record = await recordRefusal(error, context).catch(() => null)
+  if (record && record.state !== 'busy' && onFinish) {
+    const files = runFiles(context.stateDir, record.id)
+    await withStopSignals((signal) => runFinishHook(onFinish, record, {log: files.log, recordFile: files.record, signal}))
+  }
+
   return record
 }

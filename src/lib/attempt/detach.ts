@@ -1,14 +1,21 @@
 import {execa, getOneMessage, sendMessage} from 'execa'
 
+import type {RunFetch} from '../run/run-plan.js'
 import type {RunRecord} from '../state/run-record.js'
+import type {AttemptOptions} from './options.js'
 
 /** What the parent sends the detached process: everything it needs, already checked. */
 export interface DetachPayload {
+  /** The attempt's options (puppet's arguments resolved), for the run itself. */
+  options: AttemptOptions
+  /** The input as the parent read and judged it: the background half does not read it again. */
   inputText: string
   source: string
   runId: string
-  flags: Record<string, unknown>
-  puppetArgs: string[]
+  /** What --allow-untrusted let through in the parent, for the run record. */
+  untrustedBefore: string[]
+  /** What the parent's --fetch brought, and the tag the input's reference is pinned to. */
+  fetched: {fetched: RunFetch; release: string} | null
 }
 
 /** The detached process's one reply: its run started (the record exists), or why not. */

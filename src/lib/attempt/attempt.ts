@@ -1,0 +1,123 @@
+import {LocalpuppetError} from '../errors.js'
+import {ExitCode} from '../exit-codes.js'
+import {afterAttempt} from '../metrics/attempt-metrics.js'
+import {applyPlan, preflight} from '../run/apply-run.js'
+import {type RunPlan, parseFacts} from '../run/run-plan.js'
+import {newRunId} from '../state/run-id.js'
+import type {RunRecord} from '../state/run-record.js'
+import {parseDuration} from '../util/duration.js'
+import {withStopSignals} from '../util/on-stop.js'
+import {startDetached} from './detach.js'
+import {type AttemptOptions, applyOptions} from './options.js'
+import {type PlanIo, type PlannedAttempt, planAttempt} from './plan-attempt.js'
+import {type AttemptContext, refuseAttempt} from './refusal.js'
+
+/** How an attempt talks to the person who started it; with --json only `warn` is given. */
+export interface AttemptIo extends PlanIo {
+  /** The CLI entry point the background half of --detach is started with (`node ENTRY apply --detached-child`). */
+  entry: string
+  /** The plan, before anything runs. */
+  planned?(plan: RunPlan): void
+  /** The run's record exists (state: running): in the foreground, or started in the background. */
+  started?(record: RunRecord, plan: RunPlan, how: {detached: boolean}): void
+  /** Puppet's output, as it writes it. */
+  output?(chunk: Buffer, stream: 'stdout' | 'stderr'): void
+  /** A run in the foreground ended: its final record. */
+  finished?(record: RunRecord): void
+  /** A warning that is not the attempt's outcome (the metrics file could not be written). */
+  warn(line: string): void
+}
+
+export interface AttemptResult {
+  /** The final record; `running` when the run went on in the background. */
+  record: RunRecord
+  /** What the process should exit with. */
+  exitCode: number
+}
+
+/**
+ * One attempt, from parsed options to its record, for apply and rollback (and a rollout's
+ * local side): whatever happens past the usage checks leaves a record (refused, busy, or
+ * the run's own), is counted, rewrites the metrics file, and tells the finish hook.
+ * Throws the LocalpuppetError that refused it, once recorded.
+ */
+export async function attempt(options: AttemptOptions, io: AttemptIo): Promise<AttemptResult> {
+  // Usage errors first: they are the command line's, not an attempt.
+  const facts = parseFacts(options.facts)
+  const maxAgeMs = options.maxAge === undefined ? undefined : parseDuration(options.maxAge, '--max-age')
+  if (options.save && options.input === '-') await assertSavable(options.input)
+  const context: AttemptContext = {
+    stateDir: options.stateDir,
+    runId: newRunId(),
+    startedAt: new Date(),
+    ref: options.app ?? null,
+    source: options.input === '-' ? '<stdin>' : options.input,
+    noop: options.noop,
+    allowMutable: options.allowMutable,
+    facts,
+    puppetArgs: options.puppetArgs,
+    replayOf: options.replay ?? null,
+    allowUntrusted: options.allowUntrusted,
+  }
+  let record: RunRecord | null = null
+  try {
+    if (options.save) await assertSavable(options.input)
+    const planned = await planAttempt(options, facts, io, context.runId, (input) => (context.input = input))
+    context.plan = planned.plan
+    io.planned?.(planned.plan)
+    const result = options.detach ? await startInBackground(planned, options, io, context) : await runInForeground(planned.plan, options, io, maxAgeMs)
+    record = result.record
+    return result
+  } catch (error) {
+    if (error instanceof LocalpuppetError && error.exitCode !== ExitCode.usage && !(error as {recorded?: boolean}).recorded) {
+      record = await refuseAttempt(error, context, options.onFinish)
+    }
+
+    throw error
+  } finally {
+    const warning = await afterAttempt(options.stateDir, record, {metricsFile: options.metricsFile, puppet: options.puppet, puppetArgs: options.puppetArgs})
+    if (warning) io.warn(warning)
+  }
+}
+
+/** --save: refused for standard input (64), and before anything runs when the file cannot be rewritten. */
+async function assertSavable(input: string): Promise<void> {
+  const {assertSavable} = await import('../input/save-app.js')
+  await assertSavable(input)
+}
+
+async function runInForeground(plan: RunPlan, options: AttemptOptions, io: AttemptIo, maxAgeMs: number | undefined): Promise<AttemptResult> {
+  return withStopSignals(async (signal) => {
+    const outcome = await applyPlan(plan, {
+      ...(await applyOptions(options, maxAgeMs)),
+      signal,
+      onOutput: io.output,
+      onStart: io.started ? (record) => io.started!(record, plan, {detached: false}) : undefined,
+    })
+    io.finished?.(outcome.record)
+    return {record: outcome.record, exitCode: outcome.exitCode}
+  })
+}
+
+/** --detach: what can fail fast is checked here (puppet, Puppet disabled, the lock); the run goes on in a process of its own. */
+async function startInBackground(planned: PlannedAttempt, options: AttemptOptions, io: AttemptIo, context: AttemptContext): Promise<AttemptResult> {
+  const {plan} = planned
+  await preflight(plan, {checkLock: true})
+  const reply = await startDetached(io.entry, {
+    options: {...options, detach: false},
+    inputText: planned.inputText ?? '',
+    source: context.input?.source ?? context.source ?? '-',
+    runId: plan.runId,
+    untrustedBefore: planned.untrusted,
+    fetched: planned.fetched,
+  })
+  if (reply.type === 'error') {
+    const error = new LocalpuppetError(reply.error.code, reply.error.exitCode, reply.error.message, reply.error.suggestions)
+    // The background half recorded it already.
+    Object.assign(error, {recorded: reply.recorded ?? false})
+    throw error
+  }
+
+  io.started?.(reply.record, plan, {detached: true})
+  return {record: reply.record, exitCode: ExitCode.ok}
+}

@@ -1,0 +1,78 @@
+import type {ApplyOptions} from '../run/apply-run.js'
+import type {PlanOptions, RunFetch} from '../run/run-plan.js'
+import type {ConfiguredFetch} from '../source/fetch.js'
+
+/** What decides the plan of a run: plan's options, and apply's and rollback's. */
+export interface RunOptions {
+  /** The input file, or `-` for standard input. */
+  input: string
+  moduleDir: string
+  stateDir: string
+  manifest?: string
+  puppet: string
+  /** Puppet's arguments: those after `--`, else the puppet_args setting (see resolvePuppetArgs). */
+  puppetArgs: string[]
+  noop: boolean
+  detailedExitcodes: boolean
+  /** --fact, as given: NAME=VALUE. */
+  facts: string[]
+  timeoutSeconds?: number
+  allowMutable: boolean
+  allowUntrusted: boolean
+  /** --fetch: where from (the settings fill in what is not given); absent without --fetch. */
+  fetch?: Omit<ConfiguredFetch, 'moduleDir' | 'allowUntrusted'>
+  /** Let puppet colour its output: a terminal watches it. */
+  color: boolean
+  /** --app: this release instead of the input's. */
+  app?: string
+  /** --replay: exactly what that run applied. */
+  replay?: string
+}
+
+/** One attempt's options: what decides its plan, and what apply does around the run. */
+export interface AttemptOptions extends RunOptions {
+  /** --save: the input's app follows this run's release once the run has started. */
+  save: boolean
+  /** --detach: check what can fail fast, then run in the background. */
+  detach: boolean
+  /** --if-changed, and --max-age as given. */
+  ifChanged: boolean
+  maxAge?: string
+  splaySeconds?: number
+  /** --on-finish: a shell command told of the final record, refused attempts too. */
+  onFinish?: string
+  /** Run directories to keep. */
+  keep: number
+  /** Where the node's metrics are rewritten after the attempt; none when absent. */
+  metricsFile?: string
+}
+
+/** The library's plan options for a run's options. */
+export function planOptions(options: RunOptions, facts: Record<string, string>, fetched: RunFetch | null = null): PlanOptions {
+  return {
+    fetched,
+    moduleDir: options.moduleDir,
+    stateDir: options.stateDir,
+    manifest: options.manifest,
+    puppet: options.puppet,
+    noop: options.noop,
+    color: options.color,
+    detailedExitcodes: options.detailedExitcodes,
+    facts,
+    allowMutable: options.allowMutable,
+    timeoutSeconds: options.timeoutSeconds,
+    puppetArgs: options.puppetArgs,
+    allowUntrusted: options.allowUntrusted,
+  }
+}
+
+/** apply's run options for an attempt: --if-changed, --splay, --on-finish, --keep, and --save's rewrite. */
+export async function applyOptions(options: AttemptOptions, maxAgeMs: number | undefined): Promise<ApplyOptions> {
+  const apply: ApplyOptions = {ifChanged: options.ifChanged, maxAgeMs, splaySeconds: options.splaySeconds, onFinish: options.onFinish, keep: options.keep}
+  if (options.save) {
+    const {saveInputApp} = await import('../input/save-app.js')
+    apply.save = (release) => saveInputApp(options.input, release)
+  }
+
+  return apply
+}
