@@ -12,7 +12,7 @@ export abstract class AttemptCommand extends BaseCommand {
     this.passThrough = puppetArgs
     const {attempt} = await import('../lib/attempt/attempt.js')
     const color = Boolean(process.stdout.isTTY) && !this.jsonEnabled() && !flags.detach
-    const result = await attempt(attemptOptions(flags, input, puppetArgs, color), await this.attemptIo(planned))
+    const result = await attempt(input, attemptOptions(flags, puppetArgs, color), await this.attemptIo(planned))
     process.exitCode = result.exitCode
     return result.record
   }

@@ -35,9 +35,8 @@ export type AttemptFlagValues = RunFlagValues & {
 }
 
 /** plan's flags as the library's run options. */
-export function runOptions(flags: RunFlagValues & {app?: string; replay?: string}, input: string, puppetArgs: string[], color: boolean): RunOptions {
+export function runOptions(flags: RunFlagValues & {app?: string; replay?: string}, puppetArgs: string[], color: boolean): RunOptions {
   return {
-    input,
     moduleDir: flags['module-dir'],
     stateDir: flags['state-dir'] ?? defaultStateDir(),
     manifest: flags.manifest,
@@ -57,9 +56,9 @@ export function runOptions(flags: RunFlagValues & {app?: string; replay?: string
 }
 
 /** apply's and rollback's flags as the library's attempt options. */
-export function attemptOptions(flags: AttemptFlagValues, input: string, puppetArgs: string[], color: boolean): AttemptOptions {
+export function attemptOptions(flags: AttemptFlagValues, puppetArgs: string[], color: boolean): AttemptOptions {
   return {
-    ...runOptions(flags, input, puppetArgs, color),
+    ...runOptions(flags, puppetArgs, color),
     save: flags.save,
     detach: flags.detach,
     ifChanged: flags['if-changed'],

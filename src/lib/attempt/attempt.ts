@@ -36,22 +36,23 @@ export interface AttemptResult {
 }
 
 /**
- * One attempt, from parsed options to its record, for apply and rollback (and a rollout's
- * local side): whatever happens past the usage checks leaves a record (refused, busy, or
+ * One attempt to apply `input` (a file, or `-` for standard input), from parsed options to
+ * its record, for apply and rollback (and a rollout's local side): what to apply is the
+ * input, how is the options. Whatever happens past the usage checks leaves a record (refused, busy, or
  * the run's own), is counted, rewrites the metrics file, and tells the finish hook.
  * Throws the LocalpuppetError that refused it, once recorded.
  */
-export async function attempt(options: AttemptOptions, io: AttemptIo): Promise<AttemptResult> {
+export async function attempt(input: string, options: AttemptOptions, io: AttemptIo): Promise<AttemptResult> {
   // Usage errors first: they are the command line's, not an attempt.
   const facts = parseFacts(options.facts)
   const maxAgeMs = options.maxAge === undefined ? undefined : parseDuration(options.maxAge, '--max-age')
-  if (options.save && options.input === '-') await assertSavable(options.input)
+  if (options.save && input === '-') await assertSavable(input)
   const context: AttemptContext = {
     stateDir: options.stateDir,
     runId: newRunId(),
     startedAt: new Date(),
     ref: options.app ?? null,
-    source: options.input === '-' ? '<stdin>' : options.input,
+    source: input === '-' ? '<stdin>' : input,
     noop: options.noop,
     allowMutable: options.allowMutable,
     facts,
@@ -61,11 +62,11 @@ export async function attempt(options: AttemptOptions, io: AttemptIo): Promise<A
   }
   let record: RunRecord | null = null
   try {
-    if (options.save) await assertSavable(options.input)
-    const planned = await planAttempt(options, facts, io, context.runId, (input) => (context.input = input))
+    if (options.save) await assertSavable(input)
+    const planned = await planAttempt(input, options, facts, io, context.runId, (parsed) => (context.input = parsed))
     context.plan = planned.plan
     io.planned?.(planned.plan)
-    const result = options.detach ? await startInBackground(planned, options, io, context) : await runInForeground(planned.plan, options, io, maxAgeMs)
+    const result = options.detach ? await startInBackground(input, planned, options, io, context) : await runInForeground(input, planned.plan, options, io, maxAgeMs)
     record = result.record
     return result
   } catch (error) {
@@ -86,10 +87,10 @@ async function assertSavable(input: string): Promise<void> {
   await assertSavable(input)
 }
 
-async function runInForeground(plan: RunPlan, options: AttemptOptions, io: AttemptIo, maxAgeMs: number | undefined): Promise<AttemptResult> {
+async function runInForeground(input: string, plan: RunPlan, options: AttemptOptions, io: AttemptIo, maxAgeMs: number | undefined): Promise<AttemptResult> {
   return withStopSignals(async (signal) => {
     const outcome = await applyPlan(plan, {
-      ...(await applyOptions(options, maxAgeMs)),
+      ...(await applyOptions(input, options, maxAgeMs)),
       signal,
       onOutput: io.output,
       onStart: io.started ? (record) => io.started!(record, plan, {detached: false}) : undefined,
@@ -100,10 +101,11 @@ async function runInForeground(plan: RunPlan, options: AttemptOptions, io: Attem
 }
 
 /** --detach: what can fail fast is checked here (puppet, Puppet disabled, the lock); the run goes on in a process of its own. */
-async function startInBackground(planned: PlannedAttempt, options: AttemptOptions, io: AttemptIo, context: AttemptContext): Promise<AttemptResult> {
+async function startInBackground(input: string, planned: PlannedAttempt, options: AttemptOptions, io: AttemptIo, context: AttemptContext): Promise<AttemptResult> {
   const {plan} = planned
   await preflight(plan, {checkLock: true})
   const reply = await startDetached(io.entry, {
+    input,
     options: {...options, detach: false},
     inputText: planned.inputText ?? '',
     source: context.input?.source ?? context.source ?? '-',

@@ -41,7 +41,7 @@ export async function attemptInBackground(io: {warn(line: string): void}): Promi
     const maxAgeMs = options.maxAge === undefined ? undefined : parseDuration(options.maxAge, '--max-age')
     return await withStopSignals(async (signal) => {
       const outcome = await applyPlan(plan, {
-        ...(await applyOptions(options, maxAgeMs)),
+        ...(await applyOptions(payload.input, options, maxAgeMs)),
         signal,
         onStart: (started) => {
           replied = true

@@ -6,6 +6,8 @@ import type {AttemptOptions} from './options.js'
 
 /** What the parent sends the detached process: everything it needs, already checked. */
 export interface DetachPayload {
+  /** The input file (--save rewrites it), or `-`. */
+  input: string
   /** The attempt's options (puppet's arguments resolved), for the run itself. */
   options: AttemptOptions
   /** The input as the parent read and judged it: the background half does not read it again. */

@@ -4,8 +4,6 @@ import type {ConfiguredFetch} from '../source/fetch.js'
 
 /** What decides the plan of a run: plan's options, and apply's and rollback's. */
 export interface RunOptions {
-  /** The input file, or `-` for standard input. */
-  input: string
   moduleDir: string
   stateDir: string
   manifest?: string
@@ -67,11 +65,11 @@ export function planOptions(options: RunOptions, facts: Record<string, string>, 
 }
 
 /** apply's run options for an attempt: --if-changed, --splay, --on-finish, --keep, and --save's rewrite. */
-export async function applyOptions(options: AttemptOptions, maxAgeMs: number | undefined): Promise<ApplyOptions> {
+export async function applyOptions(input: string, options: AttemptOptions, maxAgeMs: number | undefined): Promise<ApplyOptions> {
   const apply: ApplyOptions = {ifChanged: options.ifChanged, maxAgeMs, splaySeconds: options.splaySeconds, onFinish: options.onFinish, keep: options.keep}
   if (options.save) {
     const {saveInputApp} = await import('../input/save-app.js')
-    apply.save = (release) => saveInputApp(options.input, release)
+    apply.save = (release) => saveInputApp(input, release)
   }
 
   return apply

@@ -33,7 +33,7 @@ export interface PlannedAttempt {
  * resolved and verified; or, for --replay, exactly what that run applied. `onInput` sees
  * the input as soon as it is parsed, so that a refusal after it records what it was.
  */
-export async function planAttempt(options: RunOptions, facts: Record<string, string>, io: PlanIo, runId?: string, onInput?: (input: NodeInput) => void): Promise<PlannedAttempt> {
+export async function planAttempt(inputPath: string, options: RunOptions, facts: Record<string, string>, io: PlanIo, runId?: string, onInput?: (input: NodeInput) => void): Promise<PlannedAttempt> {
   if (options.replay) {
     const [{buildReplayPlan}, {assertRunId}] = await Promise.all([import('../run/replay.js'), import('../state/run-id.js')])
     return {plan: await buildReplayPlan(assertRunId(options.replay), planOptions(options, facts), runId!), untrusted: [], fetched: null}
@@ -44,7 +44,7 @@ export async function planAttempt(options: RunOptions, facts: Record<string, str
     import('../input/node-input.js'),
     import('../release/release-ref.js'),
   ])
-  const {text, source, untrusted} = await readInputText(options.input, io.stdin, {allow: options.allowUntrusted})
+  const {text, source, untrusted} = await readInputText(inputPath, io.stdin, {allow: options.allowUntrusted})
   let input = parseNodeInput(text, source)
   onInput?.(input)
   if (options.app !== undefined) onInput?.((input = {...input, app: parseReleaseRef(options.app, '--app')}))
