@@ -1,0 +1,127 @@
+import type {NodeReport, RolloutEngine, RolloutEvent, RunReport, StartAnswer} from './engine.js'
+import type {RolloutSettings} from './settings.js'
+
+/**
+ * What a rollout needs from a fleet, whatever carries it (MCollective today, a simulated
+ * fleet in tests). Each call answers for the nodes that answered; a node missing from the
+ * answer did not answer. A call that cannot be made at all (the broker is down) throws.
+ */
+export interface RolloutTransport {
+  /** How each node is: its pointer, applied release and newest attempt. */
+  survey(nodes: string[], signal?: AbortSignal): Promise<Record<string, NodeReport>>
+  /** Starts the rollout's run (apply of the settings' ref, or of each node's input) on each node. */
+  start(nodes: string[], settings: RolloutSettings, signal?: AbortSignal): Promise<Record<string, StartAnswer>>
+  /** Starts `rollback --to RELEASE` on each node (with --save where asked). */
+  revert(nodes: Array<{node: string; release: string; save: boolean}>, settings: RolloutSettings, signal?: AbortSignal): Promise<Record<string, StartAnswer>>
+  /** How each of these runs is; a node answers once its run is final or after waitMs. */
+  poll(runs: Array<{node: string; runId: string}>, waitMs: number, signal?: AbortSignal): Promise<Record<string, RunReport>>
+}
+
+export interface Clock {
+  now(): number
+  sleep(ms: number, signal?: AbortSignal): Promise<void>
+}
+
+export interface DriveOptions {
+  signal?: AbortSignal
+  /** Called with every event that changed the rollout, before anything else is sent: the record is written here. */
+  record(event: RolloutEvent): Promise<void>
+  /** After every event, for a progress display. */
+  progress?(engine: RolloutEngine): void
+}
+
+/**
+ * Carries out the engine's actions until it is done (or the signal stops it: then what was
+ * sent is recorded and the rollout can be resumed). A start is recorded as dispatched
+ * before it is sent, so that a rollout killed while waiting for the answer knows to ask
+ * the node about it rather than start it twice.
+ */
+export async function driveRollout(engine: RolloutEngine, transport: RolloutTransport, clock: Clock, options: DriveOptions): Promise<'done' | 'interrupted'> {
+  const {signal} = options
+  const take = async (event: RolloutEvent): Promise<void> => {
+    const kept = engine.handle(event)
+    if (kept) await options.record(kept)
+    options.progress?.(engine)
+  }
+
+  for (;;) {
+    if (signal?.aborted) return 'interrupted'
+    const actions = engine.next(clock.now())
+    for (const action of actions) {
+      if (signal?.aborted) return 'interrupted'
+      if (engine.done) return 'done'
+      try {
+        const outcome = await perform(action)
+        if (outcome) return outcome
+      } catch (error) {
+        // Stopped while a call was out: what was dispatched is recorded, and a resume asks the nodes.
+        if (signal?.aborted) return 'interrupted'
+        throw error
+      }
+    }
+  }
+
+  async function perform(action: ReturnType<RolloutEngine['next']>[number]): Promise<'done' | 'interrupted' | undefined> {
+    {
+      switch (action.kind) {
+        case 'done': {
+          return 'done'
+        }
+
+        case 'survey': {
+          const answers = await transport.survey(action.nodes, signal)
+          await take({kind: 'surveyed', at: clock.now(), answers})
+          break
+        }
+
+        case 'adopt': {
+          const answers = await transport.survey(action.nodes, signal)
+          await take({kind: 'adopted', at: clock.now(), nodes: action.nodes, answers})
+          break
+        }
+
+        case 'recheck': {
+          const answers = action.nodes.length > 0 ? await transport.survey(action.nodes, signal) : {}
+          await take({kind: 'rechecked', at: clock.now(), group: action.group, nodes: action.nodes, answers})
+          break
+        }
+
+        case 'start': {
+          await take({kind: 'dispatched', at: clock.now(), purpose: 'apply', nodes: action.nodes})
+          if (signal?.aborted) return 'interrupted'
+          const answers = await transport.start(action.nodes, engine.settings, signal)
+          await take({kind: 'started', at: clock.now(), purpose: 'apply', nodes: action.nodes, answers})
+          break
+        }
+
+        case 'revert': {
+          const nodes = action.nodes.map((entry) => entry.node)
+          await take({kind: 'dispatched', at: clock.now(), purpose: 'revert', nodes})
+          if (signal?.aborted) return 'interrupted'
+          const answers = await transport.revert(action.nodes, engine.settings, signal)
+          await take({kind: 'started', at: clock.now(), purpose: 'revert', nodes, answers})
+          break
+        }
+
+        case 'poll': {
+          const answers = await transport.poll(action.runs, action.waitMs, signal)
+          await take({kind: 'polled', at: clock.now(), nodes: action.runs.map((run) => run.node), answers})
+          break
+        }
+
+        case 'wait': {
+          await clock.sleep(Math.max(0, action.until - clock.now()), signal)
+          if (!signal?.aborted) await take({kind: 'tick', at: clock.now()})
+          break
+        }
+      }
+    }
+
+    return undefined
+  }
+}
+
+/** Replays a record's events into a fresh engine: the state the rollout had when the record was last written. */
+export function replayEvents(engine: RolloutEngine, events: RolloutEvent[]): void {
+  for (const event of events) engine.handle(event)
+}

@@ -1,0 +1,679 @@
+import {type RolloutSettings, cutBatches, formatStep, stepSize} from './settings.js'
+
+/*
+ * The rollout engine: a state machine with no I/O of its own, in the spirit of Nomad's
+ * deployment watcher. The fleet's answers come in as events (each with the time it was
+ * seen), the engine says what to do next as actions, and a driver (run-rollout.ts) carries
+ * them out over a transport. Every event that changed something is recorded, so that
+ * replaying a record's events into a fresh engine gives exactly the state it had: that is
+ * what makes `rollout --resume` exact.
+ *
+ * A node's life: pending -> starting (the start was sent) -> running (it answered with a
+ * run id) -> succeeded | failed | refused | deadline | no answer; busy (73, another run in
+ * progress) is tried once more later, then stays busy; up to date (--only-outdated) and not
+ * started (the rollout stopped before its turn) are decided without running anything.
+ */
+
+export type NodeState =
+  | 'pending'
+  | 'starting'
+  | 'running'
+  | 'busy'
+  | 'succeeded'
+  | 'failed'
+  | 'refused'
+  | 'deadline'
+  | 'no answer'
+  | 'up to date'
+  | 'not started'
+
+export type RevertState = 'pending' | 'starting' | 'running' | 'succeeded' | 'failed' | 'refused' | 'busy' | 'deadline' | 'no answer' | 'no target' | 'not needed'
+
+/** States that count against the failure budget. */
+export const COUNTED_STATES: readonly NodeState[] = ['failed', 'refused', 'deadline', 'no answer']
+export const FINAL_STATES: readonly NodeState[] = ['succeeded', 'failed', 'refused', 'deadline', 'no answer', 'up to date', 'not started', 'busy']
+const REVERT_FINAL: readonly RevertState[] = ['succeeded', 'failed', 'refused', 'busy', 'deadline', 'no answer', 'no target', 'not needed']
+/** Run record states that are a success, and those that are final. */
+const RUN_OK = new Set(['succeeded', 'skipped'])
+const RUN_FINAL = new Set(['succeeded', 'skipped', 'failed', 'error', 'interrupted', 'refused', 'busy'])
+/** A node two polls in a row silent while its run is going has stopped answering. */
+const SILENT_POLLS = 2
+/** How far a node's clock may be behind ours when a resumed rollout recognises a run it started. */
+const CLOCK_SKEW_MS = 120_000
+/** The longest a poll waits for runs to end before the engine looks again. */
+export const POLL_WAIT_MS = 10_000
+
+/** What a node says about one run: its run record, as much as the transport carries. */
+export interface RunReport {
+  runId: string
+  state: string
+  release: string | null
+  ref?: string | null
+  noop?: boolean
+  startedAt?: string | null
+  durationMs?: number | null
+  exitCode?: number | null
+  resources?: {changed: number; failed: number; outOfSync: number} | null
+  /** The error, Puppet's own first error line, or the reason of a skip. */
+  message?: string | null
+}
+
+/** What a node says about itself: before the rollout, after a soak, after a resume. */
+export interface NodeReport {
+  /** Its input's app. */
+  pointer: string | null
+  /** The release of its newest run that succeeded without --noop. */
+  applied: string | null
+  /** Its newest attempt, refused ones included. */
+  newest: RunReport | null
+  disabled?: string | null
+}
+
+/** The answer to a start (apply or revert): the run it started, or why not. */
+export type StartAnswer = {run: RunReport} | {exitCode: number; message: string; busy: boolean}
+
+export type RolloutEvent =
+  | {kind: 'surveyed'; at: number; answers: Record<string, NodeReport>}
+  | {kind: 'dispatched'; at: number; purpose: 'apply' | 'revert'; nodes: string[]}
+  | {kind: 'started'; at: number; purpose: 'apply' | 'revert'; nodes: string[]; answers: Record<string, StartAnswer>}
+  | {kind: 'polled'; at: number; nodes: string[]; answers: Record<string, RunReport>}
+  | {kind: 'rechecked'; at: number; group: number; nodes: string[]; answers: Record<string, NodeReport>}
+  | {kind: 'adopted'; at: number; nodes: string[]; answers: Record<string, NodeReport>}
+  | {kind: 'tick'; at: number}
+
+export type RolloutAction =
+  | {kind: 'survey'; nodes: string[]}
+  | {kind: 'start'; nodes: string[]}
+  | {kind: 'revert'; nodes: Array<{node: string; release: string; save: boolean}>}
+  | {kind: 'poll'; runs: Array<{node: string; runId: string}>; waitMs: number}
+  | {kind: 'recheck'; group: number; nodes: string[]}
+  | {kind: 'adopt'; nodes: string[]}
+  | {kind: 'wait'; until: number}
+  | {kind: 'done'}
+
+export interface RevertEntry {
+  state: RevertState
+  /** The release it goes back to (the node's applied release before the rollout). */
+  release: string | null
+  save: boolean
+  runId: string | null
+  dispatchedAt: number | null
+  finishedAt: number | null
+  message: string | null
+  silent: number
+}
+
+export interface RolloutNode {
+  node: string
+  state: NodeState
+  /** Which group it belongs to (0 is the canaries when there are any), or null (up to date). */
+  group: number | null
+  surveyed: boolean
+  /** What it had applied before the rollout (its newest succeeded run without --noop). */
+  before: string | null
+  pointerBefore: string | null
+  /** What it should run: REF, or its own input's app. */
+  wanted: string | null
+  runId: string | null
+  /** The release its run applied. */
+  release: string | null
+  dispatchedAt: number | null
+  finishedAt: number | null
+  durationMs: number | null
+  resources: {changed: number; failed: number; outOfSync: number} | null
+  noop: boolean
+  exitCode: number | null
+  message: string | null
+  busyTries: number
+  retryAt: number | null
+  silent: number
+  revert: RevertEntry | null
+}
+
+export type Phase = 'survey' | 'rolling' | 'reverting' | 'done'
+
+export interface RolloutState {
+  phase: Phase
+  nodes: RolloutNode[]
+  groups: number[][]
+  /** When each group's last node became final (soaks count from it). */
+  settledAt: Array<number | null>
+  rechecked: boolean[]
+  /** Why no further node is started, or null. */
+  stopped: string | null
+  allowedFailures: number
+  startedAt: number | null
+  finishedAt: number | null
+}
+
+/** Final: a busy node only once it will not be tried again. */
+const isFinal = (node: RolloutNode): boolean => FINAL_STATES.includes(node.state) && !(node.state === 'busy' && node.retryAt !== null)
+
+/**
+ * One rollout's decisions. `handle` takes an event and returns whether it changed
+ * anything (an event that changed nothing need not be recorded); `next` says what to do
+ * now and never changes the state.
+ */
+export class RolloutEngine {
+  readonly state: RolloutState
+  private readonly index = new Map<string, number>()
+
+  constructor(
+    readonly settings: RolloutSettings,
+    expected: string[],
+  ) {
+    const names = [...new Set(expected)].sort()
+    this.state = {
+      phase: 'survey',
+      nodes: names.map((node) => ({
+        node,
+        state: 'pending',
+        group: null,
+        surveyed: false,
+        before: null,
+        pointerBefore: null,
+        wanted: settings.ref,
+        runId: null,
+        release: null,
+        dispatchedAt: null,
+        finishedAt: null,
+        durationMs: null,
+        resources: null,
+        noop: settings.noop,
+        exitCode: null,
+        message: null,
+        busyTries: 0,
+        retryAt: null,
+        silent: 0,
+        revert: null,
+      })),
+      groups: [],
+      settledAt: [],
+      rechecked: [],
+      stopped: null,
+      allowedFailures: 0,
+      startedAt: null,
+      finishedAt: null,
+    }
+    names.forEach((node, i) => this.index.set(node, i))
+  }
+
+  node(name: string): RolloutNode | undefined {
+    const i = this.index.get(name)
+    return i === undefined ? undefined : this.state.nodes[i]
+  }
+
+  get done(): boolean {
+    return this.state.phase === 'done'
+  }
+
+  failures(): number {
+    let count = 0
+    for (const node of this.state.nodes) if (COUNTED_STATES.includes(node.state)) count++
+    return count
+  }
+
+  /** What to do now. Pure: the same state and time always give the same actions. */
+  next(now: number): RolloutAction[] {
+    const {state} = this
+    if (state.phase === 'done') return [{kind: 'done'}]
+    if (state.phase === 'survey') return [{kind: 'survey', nodes: state.nodes.map((node) => node.node)}]
+    const actions: RolloutAction[] = []
+    // Starts whose answer was lost (the process died between sending and recording): ask the node.
+    const orphans = state.nodes.filter((node) => node.state === 'starting' || node.revert?.state === 'starting').map((node) => node.node)
+    if (orphans.length > 0) return [{kind: 'adopt', nodes: orphans}]
+
+    if (state.phase === 'rolling' && state.stopped === null) {
+      const group = this.currentGroup()
+      if (group !== null) {
+        const members = state.groups[group].map((i) => state.nodes[i])
+        const settled = state.settledAt[group]
+        if (settled === null) {
+          const ready = members.filter((node) => node.state === 'pending' || (node.state === 'busy' && node.retryAt !== null && node.retryAt <= now))
+          const inFlight = members.filter((node) => node.state === 'running' || node.state === 'starting').length
+          const room = this.windowed(group) ? Math.max(0, (this.settings.window ?? 0) - inFlight) : ready.length
+          if (room > 0 && ready.length > 0) actions.push({kind: 'start', nodes: ready.slice(0, room).map((node) => node.node)})
+        } else if (now >= settled + this.settings.soakMs && !state.rechecked[group]) {
+          const succeeded = members.filter((node) => node.state === 'succeeded').map((node) => node.node)
+          actions.push({kind: 'recheck', group, nodes: succeeded})
+        }
+      }
+    }
+
+    if (state.phase === 'reverting') {
+      const reverts = state.nodes.filter((node) => node.revert?.state === 'pending')
+      if (reverts.length > 0) actions.push({kind: 'revert', nodes: reverts.map((node) => ({node: node.node, release: node.revert!.release!, save: node.revert!.save}))})
+    }
+
+    const runs: Array<{node: string; runId: string}> = []
+    for (const node of state.nodes) {
+      if (node.state === 'running' && node.runId) runs.push({node: node.node, runId: node.runId})
+      else if (node.revert?.state === 'running' && node.revert.runId) runs.push({node: node.node, runId: node.revert.runId})
+    }
+
+    const wake = this.nextWake(now)
+    if (runs.length > 0) actions.push({kind: 'poll', runs, waitMs: Math.max(1000, Math.min(POLL_WAIT_MS, (wake ?? Number.POSITIVE_INFINITY) - now))})
+    if (actions.length === 0) {
+      // Nothing to send: wait for the next moment something is due (a soak's end, a busy node's retry).
+      if (wake === null) throw new Error(`rollout engine stalled in phase ${state.phase} (a bug)`)
+      actions.push({kind: 'wait', until: wake})
+    }
+
+    return actions
+  }
+
+  /**
+   * Applies one event. Returns the event as it must be recorded (an event that changed
+   * nothing need not be, and a poll keeps only the answers that changed something), or
+   * null when it changed nothing.
+   */
+  handle(event: RolloutEvent): RolloutEvent | null {
+    const listed = 'nodes' in event ? event.nodes : []
+    const before = this.signature()
+    const nodesBefore = listed.map((name) => JSON.stringify(this.node(name) ?? null))
+    if (this.state.startedAt === null) this.state.startedAt = event.at
+    switch (event.kind) {
+      case 'surveyed': {
+        this.onSurveyed(event.answers)
+        break
+      }
+
+      case 'dispatched': {
+        this.onDispatched(event)
+        break
+      }
+
+      case 'started': {
+        this.onStarted(event)
+        break
+      }
+
+      case 'polled': {
+        this.onPolled(event)
+        break
+      }
+
+      case 'rechecked': {
+        this.onRechecked(event)
+        break
+      }
+
+      case 'adopted': {
+        this.onAdopted(event)
+        break
+      }
+
+      case 'tick': {
+        break
+      }
+    }
+
+    this.checkDeadlines(event.at)
+    this.advance(event.at)
+    const changedNodes = listed.filter((name, i) => JSON.stringify(this.node(name) ?? null) !== nodesBefore[i])
+    if (changedNodes.length === 0 && this.signature() === before) return null
+    if (event.kind !== 'polled') return event
+    const answers: Record<string, RunReport> = {}
+    for (const name of changedNodes) if (Object.hasOwn(event.answers, name)) answers[name] = event.answers[name]
+    return {...event, nodes: changedNodes, answers}
+  }
+
+  /** What every event may change besides the nodes it names: phase, groups, stop, and how many nodes are in each state. */
+  private signature(): string {
+    const counts: Record<string, number> = {}
+    for (const node of this.state.nodes) {
+      counts[node.state] = (counts[node.state] ?? 0) + 1
+      if (node.revert) counts[`revert ${node.revert.state}`] = (counts[`revert ${node.revert.state}`] ?? 0) + 1
+    }
+
+    const {phase, stopped, settledAt, rechecked, finishedAt} = this.state
+    return JSON.stringify([phase, stopped, settledAt, rechecked, finishedAt, counts])
+  }
+
+  // ---- events ----
+
+  private onSurveyed(answers: Record<string, NodeReport>): void {
+    if (this.state.phase !== 'survey') return
+    const {settings} = this
+    const toRun: number[] = []
+    this.state.nodes.forEach((node, i) => {
+      const answer = Object.hasOwn(answers, node.node) ? answers[node.node] : undefined
+      if (answer) {
+        node.surveyed = true
+        node.before = answer.applied
+        node.pointerBefore = answer.pointer
+        node.wanted = settings.ref ?? answer.pointer
+      }
+
+      if (settings.onlyOutdated && answer && upToDate(node.wanted, answer)) {
+        node.state = 'up to date'
+        node.release = node.wanted
+        node.runId = answer.newest?.runId ?? null
+        node.message = `its last completed run already succeeded on ${node.wanted}`
+        return
+      }
+
+      toRun.push(i)
+    })
+    const canaries = toRun.slice(0, settings.canary)
+    const rest = toRun.slice(canaries.length)
+    const groups = canaries.length > 0 ? [canaries] : []
+    if (settings.window !== null) {
+      if (rest.length > 0) groups.push(rest)
+    } else {
+      groups.push(...cutBatches(rest, settings.batch))
+    }
+
+    groups.forEach((members, g) => {
+      for (const i of members) this.state.nodes[i].group = g
+    })
+    this.state.groups = groups
+    this.state.settledAt = groups.map(() => null)
+    this.state.rechecked = groups.map(() => false)
+    this.state.allowedFailures = stepSize(settings.maxFailures, toRun.length, 0)
+    this.state.phase = 'rolling'
+  }
+
+  private onDispatched(event: Extract<RolloutEvent, {kind: 'dispatched'}>): void {
+    for (const name of event.nodes) {
+      const node = this.node(name)
+      if (!node) continue
+      if (event.purpose === 'apply' && (node.state === 'pending' || node.state === 'busy')) {
+        node.state = 'starting'
+        node.dispatchedAt = event.at
+        node.retryAt = null
+      } else if (event.purpose === 'revert' && node.revert?.state === 'pending') {
+        node.revert.state = 'starting'
+        node.revert.dispatchedAt = event.at
+      }
+    }
+  }
+
+  private onStarted(event: Extract<RolloutEvent, {kind: 'started'}>): void {
+    for (const name of event.nodes) {
+      const node = this.node(name)
+      if (!node) continue
+      const answer = Object.hasOwn(event.answers, name) ? event.answers[name] : undefined
+      if (event.purpose === 'apply') {
+        if (node.state !== 'starting') continue
+        if (!answer) {
+          this.finish(node, 'no answer', event.at, 'did not answer the apply request (a run may or may not have started)')
+        } else if ('run' in answer) {
+          node.runId = answer.run.runId
+          node.state = 'running'
+          node.silent = 0
+          this.report(node, answer.run, event.at, true)
+        } else if (answer.busy) {
+          node.busyTries++
+          node.exitCode = answer.exitCode
+          node.message = answer.message
+          node.state = 'busy'
+          node.retryAt = node.busyTries <= 1 ? event.at + this.settings.busyRetryMs : null
+          if (node.retryAt === null) node.finishedAt = event.at
+        } else {
+          node.exitCode = answer.exitCode
+          this.finish(node, 'refused', event.at, answer.message)
+        }
+      } else {
+        const revert = node.revert
+        if (!revert || revert.state !== 'starting') continue
+        if (!answer) {
+          revert.state = 'no answer'
+          revert.message = 'did not answer the rollback request'
+          revert.finishedAt = event.at
+        } else if ('run' in answer) {
+          revert.runId = answer.run.runId
+          revert.state = 'running'
+          this.reportRevert(revert, answer.run, event.at)
+        } else {
+          revert.state = answer.busy ? 'busy' : 'refused'
+          revert.message = `exit ${answer.exitCode}: ${answer.message}`
+          revert.finishedAt = event.at
+        }
+      }
+    }
+  }
+
+  private onPolled(event: Extract<RolloutEvent, {kind: 'polled'}>): void {
+    for (const name of event.nodes) {
+      const node = this.node(name)
+      if (!node) continue
+      const answer = Object.hasOwn(event.answers, name) ? event.answers[name] : undefined
+      if (node.state === 'running') {
+        if (!answer) {
+          node.silent++
+          if (node.silent >= SILENT_POLLS) this.finish(node, 'no answer', event.at, `stopped answering while run ${node.runId} was running`)
+        } else if (answer.runId === node.runId) {
+          node.silent = 0
+          this.report(node, answer, event.at)
+        }
+      } else if (node.revert?.state === 'running') {
+        const revert = node.revert
+        if (!answer) {
+          revert.silent++
+          if (revert.silent >= SILENT_POLLS) {
+            revert.state = 'no answer'
+            revert.message = `stopped answering while run ${revert.runId} was running`
+            revert.finishedAt = event.at
+          }
+        } else if (answer.runId === revert.runId) {
+          revert.silent = 0
+          this.reportRevert(revert, answer, event.at)
+        }
+      }
+    }
+  }
+
+  private onRechecked(event: Extract<RolloutEvent, {kind: 'rechecked'}>): void {
+    if (event.group >= this.state.groups.length || this.state.rechecked[event.group]) return
+    for (const name of event.nodes) {
+      const node = this.node(name)
+      if (!node || node.group !== event.group || node.state !== 'succeeded') continue
+      const answer = Object.hasOwn(event.answers, name) ? event.answers[name] : undefined
+      if (!answer) {
+        this.finish(node, 'no answer', event.at, 'did not answer after the soak')
+        continue
+      }
+
+      const newest = answer.newest
+      if (newest && newest.runId !== node.runId && RUN_FINAL.has(newest.state) && !RUN_OK.has(newest.state) && newest.state !== 'busy') {
+        this.finish(node, 'failed', event.at, `after the soak: run ${newest.runId} ${newest.state}${newest.message ? `: ${newest.message}` : ''}`)
+      }
+    }
+
+    this.state.rechecked[event.group] = true
+  }
+
+  private onAdopted(event: Extract<RolloutEvent, {kind: 'adopted'}>): void {
+    for (const name of event.nodes) {
+      const node = this.node(name)
+      if (!node) continue
+      const answer = Object.hasOwn(event.answers, name) ? event.answers[name] : undefined
+      const newest = answer?.newest ?? null
+      if (node.state === 'starting') {
+        if (answer && newest && this.startedSince(newest, node.dispatchedAt) && (newest.release === node.wanted || newest.ref === node.wanted || node.wanted === null)) {
+          node.runId = newest.runId
+          node.state = 'running'
+          this.report(node, newest, event.at, true)
+        } else {
+          // The start never reached it (or it does not say): it is started again, and a
+          // node that is really gone is "no answer" to that start, as it would have been.
+          node.state = 'pending'
+          node.dispatchedAt = null
+        }
+      } else if (node.revert?.state === 'starting') {
+        const revert = node.revert
+        if (answer && newest && this.startedSince(newest, revert.dispatchedAt) && newest.release === revert.release) {
+          revert.runId = newest.runId
+          revert.state = 'running'
+          this.reportRevert(revert, newest, event.at)
+        } else {
+          revert.state = 'pending'
+          revert.dispatchedAt = null
+        }
+      }
+    }
+  }
+
+  private startedSince(run: RunReport, dispatchedAt: number | null): boolean {
+    const started = run.startedAt ? Date.parse(run.startedAt) : Number.NaN
+    return dispatchedAt !== null && Number.isFinite(started) && started >= dispatchedAt - CLOCK_SKEW_MS && run.state !== 'busy'
+  }
+
+  // ---- reports ----
+
+  /** A run's report: kept when the run is final (or `always`, for the answer to a start). */
+  private report(node: RolloutNode, run: RunReport, at: number, always = false): void {
+    const final = RUN_FINAL.has(run.state)
+    if (!final && !always) return
+    node.release = run.release ?? node.release
+    if (run.resources) node.resources = {changed: run.resources.changed, failed: run.resources.failed, outOfSync: run.resources.outOfSync}
+    if (run.durationMs !== undefined && run.durationMs !== null) node.durationMs = run.durationMs
+    if (run.exitCode !== undefined && run.exitCode !== null) node.exitCode = run.exitCode
+    if (run.noop !== undefined) node.noop = run.noop
+    if (!final) return
+    if (RUN_OK.has(run.state)) this.finish(node, 'succeeded', at, run.state === 'skipped' ? (run.message ?? 'skipped') : null)
+    else if (run.state === 'refused') this.finish(node, 'refused', at, run.message ?? 'refused')
+    else if (run.state === 'busy') this.finish(node, 'busy', at, run.message ?? 'another run was in progress')
+    else this.finish(node, 'failed', at, run.message ?? `run ${run.state}`)
+  }
+
+  private reportRevert(revert: RevertEntry, run: RunReport, at: number): void {
+    if (!RUN_FINAL.has(run.state)) return
+    revert.state = RUN_OK.has(run.state) ? 'succeeded' : run.state === 'refused' ? 'refused' : run.state === 'busy' ? 'busy' : 'failed'
+    revert.message = RUN_OK.has(run.state) ? null : (run.message ?? `run ${run.state}`)
+    revert.finishedAt = at
+  }
+
+  private finish(node: RolloutNode, state: NodeState, at: number, message: string | null): void {
+    node.state = state
+    node.finishedAt = at
+    node.retryAt = null
+    if (message !== null || state === 'succeeded') node.message = message
+  }
+
+  // ---- time and progress ----
+
+  private checkDeadlines(at: number): void {
+    const limit = this.settings.deadlineMs
+    const minutes = `${Math.round(limit / 1000)}s`
+    for (const node of this.state.nodes) {
+      if ((node.state === 'starting' || node.state === 'running') && node.dispatchedAt !== null && at >= node.dispatchedAt + limit) {
+        this.finish(node, 'deadline', at, `no final run within --deadline ${minutes}${node.runId ? ` (run ${node.runId} still running)` : ''}`)
+      }
+
+      const revert = node.revert
+      if (revert && (revert.state === 'starting' || revert.state === 'running') && revert.dispatchedAt !== null && at >= revert.dispatchedAt + limit) {
+        revert.state = 'deadline'
+        revert.message = `no final run within --deadline ${minutes}`
+        revert.finishedAt = at
+      }
+    }
+  }
+
+  /** The first group not yet done (settled, soaked and rechecked), or null. */
+  private currentGroup(): number | null {
+    const {state} = this
+    for (let g = 0; g < state.groups.length; g++) {
+      if (state.settledAt[g] === null) return g
+      if (!state.rechecked[g]) return g
+    }
+
+    return null
+  }
+
+  private windowed(group: number): boolean {
+    return this.settings.window !== null && !(this.settings.canary > 0 && group === 0)
+  }
+
+  /** The next moment something is due without any answer: a deadline, a busy retry, a soak's end. */
+  private nextWake(now: number): number | null {
+    const {state} = this
+    let wake = Number.POSITIVE_INFINITY
+    for (const node of state.nodes) {
+      if ((node.state === 'starting' || node.state === 'running') && node.dispatchedAt !== null) wake = Math.min(wake, node.dispatchedAt + this.settings.deadlineMs)
+      if (node.state === 'busy' && node.retryAt !== null && state.stopped === null) wake = Math.min(wake, node.retryAt)
+      const revert = node.revert
+      if (revert && (revert.state === 'starting' || revert.state === 'running') && revert.dispatchedAt !== null) wake = Math.min(wake, revert.dispatchedAt + this.settings.deadlineMs)
+    }
+
+    const group = state.phase === 'rolling' && state.stopped === null ? this.currentGroup() : null
+    if (group !== null && state.settledAt[group] !== null && !state.rechecked[group]) wake = Math.min(wake, state.settledAt[group]! + this.settings.soakMs)
+    return Number.isFinite(wake) ? Math.max(wake, now) : null
+  }
+
+  private advance(at: number): void {
+    const {state, settings} = this
+    if (state.phase === 'survey' || state.phase === 'done') return
+    if (state.phase === 'rolling') {
+      if (state.stopped === null && this.failures() > state.allowedFailures) {
+        const failed = state.nodes.filter((node) => COUNTED_STATES.includes(node.state))
+        state.stopped = `${failed.length} node${failed.length === 1 ? '' : 's'} did not succeed (${failed
+          .slice(0, 5)
+          .map((node) => `${node.node} ${node.state}`)
+          .join(', ')}${failed.length > 5 ? ', ...' : ''}), more than --max-failures ${formatStep(settings.maxFailures)} allows (${state.allowedFailures})`
+      }
+
+      // Groups whose nodes are all final are settled: their soak starts now.
+      for (let g = 0; g < state.groups.length; g++) {
+        if (state.settledAt[g] !== null) continue
+        if (state.groups[g].every((i) => isFinal(state.nodes[i]))) {
+          state.settledAt[g] = at
+          // No soak, or nothing succeeded to ask again about: the group is done.
+          if (settings.soakMs === 0 || !state.groups[g].some((i) => state.nodes[i].state === 'succeeded')) state.rechecked[g] = true
+        }
+
+        break
+      }
+
+      const inFlight = state.nodes.some((node) => node.state === 'starting' || node.state === 'running')
+      const allDone = this.currentGroup() === null
+      if (inFlight || (!allDone && state.stopped === null)) return
+      // Stopped (or done): nothing more starts. A busy node waiting for its retry stays busy.
+      for (const node of state.nodes) {
+        if (node.state === 'pending') this.finish(node, 'not started', at, state.stopped ? 'not started: the rollout stopped' : null)
+        else if (node.state === 'busy' && node.retryAt !== null) this.finish(node, 'busy', at, `${node.message ?? 'busy'} (not tried again: the rollout stopped)`)
+      }
+
+      this.planReverts()
+      state.phase = state.nodes.some((node) => node.revert?.state === 'pending') ? 'reverting' : 'done'
+    }
+
+    if (state.phase === 'reverting' && state.nodes.every((node) => !node.revert || REVERT_FINAL.includes(node.revert.state))) state.phase = 'done'
+    if (state.phase === 'done') state.finishedAt = at
+  }
+
+  /**
+   * Who goes back: with `failed`, every node whose run of the release failed (or did not end
+   * within its deadline, or failed after the soak); with `all`, when the rollout stopped,
+   * every node it moved too. A node goes back only to the release it had before, and only
+   * when that is another release than the one that failed (no revert loops); no release
+   * before is "no target", said, not an error. A --noop rollout changed nothing.
+   */
+  private planReverts(): void {
+    const {settings, state} = this
+    if (settings.revert === 'none' || settings.noop) return
+    for (const node of state.nodes) {
+      const failed = node.state === 'failed' || node.state === 'deadline'
+      const moved = node.state === 'succeeded' && settings.revert === 'all' && state.stopped !== null
+      if (!failed && !moved) continue
+      const entry: RevertEntry = {state: 'pending', release: node.before, save: settings.save && node.state === 'succeeded', runId: null, dispatchedAt: null, finishedAt: null, message: null, silent: 0}
+      if (node.before === null) {
+        entry.state = 'no target'
+        entry.message = 'no release succeeded on it before this rollout: nothing to go back to'
+      } else if (node.before === node.release || (node.release === null && node.before === node.wanted)) {
+        entry.state = 'not needed'
+        entry.message = `it was on ${node.before} before this rollout`
+      }
+
+      node.revert = entry
+    }
+  }
+}
+
+/** --only-outdated: the node's newest attempt is a completed success, not noop, of exactly what is wanted. */
+function upToDate(wanted: string | null, answer: NodeReport): boolean {
+  const newest = answer.newest
+  if (wanted === null || !/\/tags\//.test(wanted) || !newest) return false
+  return RUN_OK.has(newest.state) && newest.noop !== true && newest.release === wanted && answer.applied === wanted
+}

@@ -1,0 +1,380 @@
+import {strict as assert} from 'node:assert'
+
+import test from 'ava'
+import fc from 'fast-check'
+
+import {driveRollout, replayEvents} from '../../../src/lib/rollout/drive.js'
+import {FINAL_STATES, type NodeState, type RolloutEvent, RolloutEngine} from '../../../src/lib/rollout/engine.js'
+import {type RolloutSettings, cutBatches, parseBatch, parseStep, stepSize} from '../../../src/lib/rollout/settings.js'
+import {type Behaviour, Killed, type SimNodeSpec, SimulatedFleet, VirtualClock} from '../../helpers/simulated-fleet.js'
+
+const REF = 'app/tags/1.1.0'
+const BEFORE = 'app/tags/1.0.0'
+
+function settings(overrides: Partial<RolloutSettings> = {}): RolloutSettings {
+  return {
+    ref: REF,
+    canary: 0,
+    batch: [{percent: 100}],
+    window: null,
+    maxFailures: {count: 0},
+    soakMs: 0,
+    deadlineMs: 600_000,
+    revert: 'failed',
+    onlyOutdated: false,
+    noop: false,
+    fetch: false,
+    save: false,
+    timeoutSeconds: null,
+    busyRetryMs: 30_000,
+    ...overrides,
+  }
+}
+
+const specs = (behaviours: Behaviour[], runMs = 5000): SimNodeSpec[] =>
+  behaviours.map((behaviour, i) => ({name: `n${String(i).padStart(5, '0')}`, behaviour, runMs, before: BEFORE}))
+
+interface Outcome {
+  engine: RolloutEngine
+  fleet: SimulatedFleet
+  events: RolloutEvent[]
+  /** Nodes in flight above what the batch or window allows, and starts after the budget was spent. */
+  violations: string[]
+}
+
+/** The largest number of nodes that may be in flight at once in the group the engine is on. */
+function limit(engine: RolloutEngine, group: number): number {
+  const {settings: s, state} = engine
+  if (s.window !== null && !(s.canary > 0 && group === 0)) return s.window
+  return state.groups[group]?.length ?? 0
+}
+
+async function simulate(specList: SimNodeSpec[], s: RolloutSettings, options: {stopAfter?: number; fleet?: SimulatedFleet; engine?: RolloutEngine; events?: RolloutEvent[]} = {}): Promise<Outcome> {
+  const clock = options.fleet?.clock ?? new VirtualClock()
+  const fleet = options.fleet ?? new SimulatedFleet(specList, clock)
+  const engine = options.engine ?? new RolloutEngine(s, specList.map((spec) => spec.name))
+  const events = options.events ?? []
+  const violations: string[] = []
+  const controller = new AbortController()
+  let stoppedSeen = engine.state.stopped !== null
+  await driveRollout(engine, fleet, clock, {
+    signal: controller.signal,
+    async record(event) {
+      if (event.kind === 'dispatched' && event.purpose === 'apply' && stoppedSeen) violations.push(`started ${event.nodes.join(',')} after the budget was spent`)
+      stoppedSeen ||= engine.state.stopped !== null
+      events.push(structuredClone(event))
+      if (options.stopAfter !== undefined && events.length >= options.stopAfter) controller.abort()
+    },
+    progress(current) {
+      const byGroup = new Map<number, number>()
+      for (const node of current.state.nodes) {
+        if ((node.state === 'starting' || node.state === 'running') && node.group !== null) byGroup.set(node.group, (byGroup.get(node.group) ?? 0) + 1)
+      }
+
+      if (byGroup.size > 1) violations.push(`nodes of ${byGroup.size} groups in flight at once`)
+      for (const [group, count] of byGroup) if (count > limit(current, group)) violations.push(`${count} in flight in group ${group}, limit ${limit(current, group)}`)
+    },
+  })
+  return {engine, fleet, events, violations}
+}
+
+const finalStates = (engine: RolloutEngine) => engine.state.nodes.map((node) => [node.node, node.state, node.runId, node.revert?.state ?? null])
+const stateOf = (engine: RolloutEngine, name: string): NodeState => engine.node(name)!.state
+
+// ---- settings ----
+
+test('--batch is Ansible serial: sizes in turn, the last repeated; percentages of the nodes, rounded down but never empty', (t) => {
+  t.deepEqual(parseBatch('1,5,25%,100%'), [{count: 1}, {count: 5}, {percent: 25}, {percent: 100}])
+  const nodes = Array.from({length: 40}, (_, i) => i)
+  t.deepEqual(cutBatches(nodes, parseBatch('1,5,25%,100%')).map((group) => group.length), [1, 5, 10, 24])
+  t.deepEqual(cutBatches(nodes, parseBatch('10')).map((group) => group.length), [10, 10, 10, 10])
+  t.deepEqual(cutBatches([1, 2, 3], parseBatch('1%')).map((group) => group.length), [1, 1, 1])
+  t.is(stepSize(parseStep('5%', '--max-failures', true), 200, 0), 10)
+  t.is(stepSize(parseStep('5%', '--max-failures', true), 10, 0), 0)
+  for (const bad of ['', '0', '1,,2', '101%', 'x', '-1', '2.5']) t.throws(() => parseBatch(bad), {message: /--batch/}, bad)
+})
+
+// ---- examples ----
+
+test('a canary that fails stops the rollout: it is reverted to the release it had, and no other node starts', async (t) => {
+  const {engine, fleet, violations} = await simulate(specs(['fail', 'succeed', 'succeed', 'succeed']), settings({canary: 1, batch: [{count: 2}]}))
+  t.deepEqual(violations, [])
+  t.is(stateOf(engine, 'n00000'), 'failed')
+  t.regex(engine.node('n00000')!.message!, /Error: Evaluation Error/)
+  t.deepEqual(engine.node('n00000')!.revert?.state, 'succeeded')
+  t.is(engine.node('n00000')!.revert?.release, BEFORE)
+  for (const name of ['n00001', 'n00002', 'n00003']) t.is(stateOf(engine, name), 'not started')
+  t.deepEqual(fleet.started, [['n00000', 'apply', REF], ['n00000', 'revert', BEFORE]])
+  t.regex(engine.state.stopped!, /n00000 failed.*--max-failures 0/)
+})
+
+test('--max-failures 1 with one disabled node: the rollout goes on to the end and says the budget held', async (t) => {
+  const {engine} = await simulate(specs(['succeed', 'refuse', 'succeed', 'succeed', 'succeed']), settings({batch: [{count: 2}], maxFailures: {count: 1}}))
+  t.is(engine.state.stopped, null)
+  t.deepEqual(engine.state.nodes.map((node) => node.state), ['succeeded', 'refused', 'succeeded', 'succeeded', 'succeeded'])
+  t.is(engine.node('n00001')!.exitCode, 73)
+  t.is(engine.node('n00001')!.revert, null, 'a refused node ran nothing: nothing to put back')
+})
+
+test('a busy node is tried once more later and not counted; busy twice, it stays busy (its own state, never refused)', async (t) => {
+  const {engine, fleet} = await simulate(specs(['busy-once', 'busy-always', 'succeed']), settings({maxFailures: {count: 0}}))
+  t.is(stateOf(engine, 'n00000'), 'succeeded')
+  t.is(stateOf(engine, 'n00001'), 'busy')
+  t.is(stateOf(engine, 'n00002'), 'succeeded')
+  t.is(engine.state.stopped, null, 'busy does not spend the budget')
+  t.is(fleet.nodes.get('n00001')!.starts, 2, 'tried exactly twice')
+})
+
+test('a node whose run never finishes is failed at its deadline, and one that never answers is "no answer"; both count', async (t) => {
+  const clock = new VirtualClock()
+  const fleet = new SimulatedFleet(specs(['hang', 'silent', 'succeed']), clock)
+  const start = clock.now()
+  const {engine} = await simulate([], settings({deadlineMs: 120_000, maxFailures: {count: 5}}), {fleet, engine: new RolloutEngine(settings({deadlineMs: 120_000, maxFailures: {count: 5}}), ['n00000', 'n00001', 'n00002'])})
+  t.is(stateOf(engine, 'n00000'), 'deadline')
+  t.regex(engine.node('n00000')!.message!, /--deadline 120s/)
+  t.is(stateOf(engine, 'n00001'), 'no answer')
+  t.is(stateOf(engine, 'n00002'), 'succeeded')
+  t.true(engine.state.finishedAt! - start < 120_000 + 30_000, 'the rollout ends soon after the deadline')
+})
+
+test('a node that stops answering while its run goes on is "no answer" after two silent polls', async (t) => {
+  const {engine} = await simulate(specs(['vanish', 'succeed'], 60_000), settings({maxFailures: {count: 1}}))
+  t.is(stateOf(engine, 'n00000'), 'no answer')
+  t.regex(engine.node('n00000')!.message!, /stopped answering while run n00000-1/)
+})
+
+test('--soak: a node whose newest attempt failed after its batch succeeded counts as failed, and stops the rollout', async (t) => {
+  const {engine, fleet} = await simulate(specs(['sours', 'succeed', 'succeed']), settings({batch: [{count: 1}], soakMs: 60_000}))
+  t.is(stateOf(engine, 'n00000'), 'failed')
+  t.regex(engine.node('n00000')!.message!, /after the soak: run n00000-1-timer failed/)
+  t.is(stateOf(engine, 'n00001'), 'not started')
+  t.deepEqual(fleet.started.filter(([, purpose]) => purpose === 'revert'), [['n00000', 'revert', BEFORE]])
+})
+
+test('--soak waits between batches: the second batch starts no earlier than the soak after the first settled', async (t) => {
+  const {engine, events} = await simulate(specs(['succeed', 'succeed']), settings({batch: [{count: 1}], soakMs: 300_000}))
+  const dispatches = events.filter((event) => event.kind === 'dispatched')
+  t.is(dispatches.length, 2)
+  t.true(dispatches[1].at - engine.node('n00000')!.finishedAt! >= 300_000)
+})
+
+test('--only-outdated: a node whose newest attempt succeeded on REF is "up to date" and not run', async (t) => {
+  const nodes = specs(['succeed', 'succeed'])
+  nodes[0].before = REF
+  const clock = new VirtualClock()
+  const fleet = new SimulatedFleet(nodes, clock)
+  // n00000 already ran REF: its newest attempt is a succeeded run of it.
+  await fleet.start(['n00000'], settings())
+  clock.time += 10_000
+  fleet.started.length = 0
+  const {engine} = await simulate(nodes, settings({onlyOutdated: true}), {fleet})
+  t.is(stateOf(engine, 'n00000'), 'up to date')
+  t.is(stateOf(engine, 'n00001'), 'succeeded')
+  t.deepEqual(fleet.started, [['n00001', 'apply', REF]])
+})
+
+test('--revert all: when the rollout stops, the nodes it moved go back too; a node with no release before is "no target"', async (t) => {
+  const nodes = specs(['succeed', 'succeed', 'fail', 'succeed'])
+  nodes[1].before = null
+  const {engine, fleet} = await simulate(nodes, settings({batch: [{count: 3}], revert: 'all', save: true}))
+  t.is(stateOf(engine, 'n00003'), 'not started')
+  t.is(engine.node('n00000')!.revert?.state, 'succeeded')
+  t.true(engine.node('n00000')!.revert?.save, 'a node whose pointer moved (--save, succeeded) has it put back')
+  t.is(engine.node('n00001')!.revert?.state, 'no target')
+  t.is(engine.node('n00002')!.revert?.state, 'succeeded')
+  t.false(engine.node('n00002')!.revert?.save, 'a failed run never moved the pointer')
+  t.deepEqual(fleet.started.filter(([, purpose]) => purpose === 'revert').map(([name]) => name), ['n00000', 'n00002'])
+})
+
+test('no revert loop: a node that was on REF before and failed on it again is not "reverted" to REF', async (t) => {
+  const nodes = specs(['fail'])
+  nodes[0].before = REF
+  const {engine, fleet} = await simulate(nodes, settings())
+  t.is(engine.node('n00000')!.revert?.state, 'not needed')
+  t.deepEqual(fleet.started.filter(([, purpose]) => purpose === 'revert'), [])
+})
+
+test('a --noop rollout reverts nothing', async (t) => {
+  const {engine, fleet} = await simulate(specs(['fail']), settings({noop: true}))
+  t.is(stateOf(engine, 'n00000'), 'failed')
+  t.is(engine.node('n00000')!.revert, null)
+  t.is(fleet.started.length, 1)
+})
+
+test('--window 3 keeps three nodes running, starting the next as soon as one finishes', async (t) => {
+  const nodes = specs(Array.from({length: 10}, () => 'succeed' as Behaviour))
+  nodes.forEach((node, i) => (node.runMs = 1000 * (1 + (i % 4))))
+  const {engine, violations, events} = await simulate(nodes, settings({window: 3}))
+  t.deepEqual(violations, [])
+  t.true(engine.state.nodes.every((node) => node.state === 'succeeded'))
+  t.true(events.filter((event) => event.kind === 'dispatched').length > 3, 'started in several waves')
+})
+
+test('a reply from another node, for another run, or twice, changes nothing', (t) => {
+  const engine = new RolloutEngine(settings(), ['a', 'b'])
+  engine.handle({kind: 'surveyed', at: 1, answers: {a: {pointer: BEFORE, applied: BEFORE, newest: null}}})
+  engine.handle({kind: 'dispatched', at: 2, purpose: 'apply', nodes: ['a']})
+  engine.handle({kind: 'started', at: 3, purpose: 'apply', nodes: ['a'], answers: {a: {run: {runId: 'r1', state: 'running', release: REF}}, b: {run: {runId: 'r9', state: 'running', release: REF}}}})
+  t.is(engine.node('b')!.state, 'pending', 'b was not asked in that call: its answer is not taken')
+  t.is(engine.handle({kind: 'polled', at: 4, nodes: ['a'], answers: {a: {runId: 'r-other', state: 'succeeded', release: REF}}}), null)
+  t.is(engine.node('a')!.state, 'running')
+  engine.handle({kind: 'polled', at: 5, nodes: ['a'], answers: {a: {runId: 'r1', state: 'failed', release: REF, message: 'Error: boom'}}})
+  t.is(engine.node('a')!.state, 'failed')
+  t.is(engine.handle({kind: 'polled', at: 6, nodes: ['a'], answers: {a: {runId: 'r1', state: 'succeeded', release: REF}}}), null, 'a second answer for a final run changes nothing')
+  t.is(engine.node('a')!.state, 'failed')
+})
+
+// ---- properties ----
+
+/** Assertions that throw, so that fast-check sees a failure, shrinks it and prints the counterexample. */
+const check = {
+  is: (actual: unknown, expected: unknown, message?: string) => assert.strictEqual(actual, expected, message),
+  true: (value: boolean, message?: string) => assert.ok(value, message),
+  deepEqual: (actual: unknown, expected: unknown, message?: string) => assert.deepStrictEqual(actual, expected, message),
+}
+
+const BEHAVIOURS: Behaviour[] = ['succeed', 'succeed', 'succeed', 'succeed', 'fail', 'refuse', 'busy-once', 'busy-always', 'silent', 'hang', 'vanish', 'sours']
+
+const fleetArbitrary = (maxNodes: number): fc.Arbitrary<FleetInput> =>
+  fc.record({
+    behaviours: fc.array(fc.constantFrom(...BEHAVIOURS), {minLength: 1, maxLength: maxNodes}),
+    runMs: fc.array(fc.integer({min: 500, max: 90_000}), {minLength: 1, maxLength: 8}),
+    noBefore: fc.array(fc.boolean(), {minLength: 1, maxLength: 5}),
+    canary: fc.integer({min: 0, max: 3}),
+    batch: fc.constantFrom('1', '2', '5', '1,5,25%,100%', '10%', '100%', '3,50%'),
+    window: fc.option(fc.integer({min: 1, max: 8}), {nil: null}),
+    maxFailures: fc.constantFrom('0', '1', '3', '5%', '50%', '100%'),
+    soakMs: fc.constantFrom(0, 0, 30_000),
+    revert: fc.constantFrom<RolloutSettings['revert']>('failed', 'all', 'none'),
+    save: fc.boolean(),
+  })
+
+interface FleetInput {
+  behaviours: Behaviour[]
+  runMs: number[]
+  noBefore: boolean[]
+  canary: number
+  batch: string
+  window: number | null
+  maxFailures: string
+  soakMs: number
+  revert: RolloutSettings['revert']
+  save: boolean
+}
+
+function build(input: FleetInput): {specList: SimNodeSpec[]; s: RolloutSettings} {
+  const specList = input.behaviours.map((behaviour, i) => ({
+    name: `n${String(i).padStart(5, '0')}`,
+    behaviour,
+    runMs: input.runMs[i % input.runMs.length],
+    before: input.noBefore[i % input.noBefore.length] ? null : BEFORE,
+  }))
+  const s = settings({
+    canary: input.canary,
+    batch: parseBatch(input.batch),
+    window: input.window,
+    maxFailures: parseStep(input.maxFailures, '--max-failures', true),
+    soakMs: input.soakMs,
+    revert: input.revert,
+    save: input.save,
+    deadlineMs: 120_000,
+  })
+  return {specList, s}
+}
+
+/** The nodes that must have been put back, from their final states alone. */
+function expectedReverts(engine: RolloutEngine): string[] {
+  const {settings: s, state} = engine
+  if (s.revert === 'none' || s.noop) return []
+  return state.nodes
+    .filter((node) => node.state === 'failed' || node.state === 'deadline' || (s.revert === 'all' && state.stopped !== null && node.state === 'succeeded'))
+    .filter((node) => node.before !== null && node.before !== node.release)
+    .map((node) => node.node)
+}
+
+test('property: within the batch or window, nothing started after the budget is spent, the right nodes reverted, every node final once', async (t) => {
+  await fc.assert(
+    fc.asyncProperty(fleetArbitrary(60), async (input) => {
+      const {specList, s} = build(input)
+      const {engine, fleet, violations} = await simulate(specList, s)
+      check.deepEqual(violations, [])
+      check.true(engine.done)
+      for (const node of engine.state.nodes) check.true(FINAL_STATES.includes(node.state), `${node.node} ended ${node.state}`)
+      const counted = engine.state.nodes.filter((node) => ['failed', 'refused', 'deadline', 'no answer'].includes(node.state)).length
+      check.is(engine.state.stopped !== null, counted > engine.state.allowedFailures)
+      // Reverted: exactly the nodes the rules name, each once, to the release it had before.
+      const reverted = fleet.started.filter(([, purpose]) => purpose === 'revert')
+      const reachable = expectedReverts(engine).filter((name) => !['silent', 'vanish'].includes(fleet.nodes.get(name)!.behaviour))
+      check.deepEqual(reverted.map(([name]) => name).sort(), reachable.sort())
+      for (const [name, , release] of reverted) check.is(release, engine.node(name)!.before)
+      // No node ran the release twice (a busy node was refused before it ran).
+      const applies = fleet.started.filter(([, purpose]) => purpose === 'apply').map(([name]) => name)
+      check.is(new Set(applies).size, applies.length)
+    }),
+    {numRuns: 150},
+  )
+  t.pass()
+})
+
+test('property: a rollout stopped after any event and resumed from its record ends exactly as one never stopped', async (t) => {
+  await fc.assert(
+    fc.asyncProperty(fleetArbitrary(25), fc.integer({min: 1, max: 400}), async (input, cut) => {
+      const {specList, s} = build(input)
+      const whole = await simulate(specList, s)
+      const stopAfter = 1 + (cut % whole.events.length)
+      const first = await simulate(specList, s, {stopAfter})
+      // The record: replaying its events gives exactly the state the stopped rollout had.
+      const resumed = new RolloutEngine(s, specList.map((spec) => spec.name))
+      replayEvents(resumed, first.events)
+      check.deepEqual(resumed.state, first.engine.state)
+      first.fleet.nextSurveyFree = true
+      const rest = await simulate(specList, s, {fleet: first.fleet, engine: resumed, events: [...first.events]})
+      check.deepEqual(finalStates(rest.engine), finalStates(whole.engine))
+      check.deepEqual(first.fleet.started, whole.fleet.started, 'the same runs, none twice')
+    }),
+    {numRuns: 120},
+  )
+  t.pass()
+})
+
+test('property: killed after a start reached the nodes but before their answers were recorded, a resume asks them and runs no node twice', async (t) => {
+  await fc.assert(
+    fc.asyncProperty(fleetArbitrary(25), fc.integer({min: 1, max: 6}), async (input, killAt) => {
+      const {specList, s} = build(input)
+      const clock = new VirtualClock()
+      const fleet = new SimulatedFleet(specList, clock)
+      fleet.killAfterStart = killAt
+      const events: RolloutEvent[] = []
+      const engine = new RolloutEngine(s, specList.map((spec) => spec.name))
+      try {
+        await simulate(specList, s, {fleet, engine, events})
+      } catch (error) {
+        if (!(error instanceof Killed)) throw error
+        const resumed = new RolloutEngine(s, specList.map((spec) => spec.name))
+        replayEvents(resumed, events)
+        fleet.nextSurveyFree = true
+        await simulate(specList, s, {fleet, engine: resumed, events})
+        for (const node of resumed.state.nodes) check.true(FINAL_STATES.includes(node.state), `${node.node} ended ${node.state}`)
+      }
+
+      const applies = fleet.started.filter(([, purpose]) => purpose === 'apply').map(([name]) => name)
+      check.is(new Set(applies).size, applies.length, `ran twice: ${applies.join(',')}`)
+    }),
+    {numRuns: 100},
+  )
+  t.pass()
+})
+
+test('property: 10,000 nodes with random outcomes, batches or a window: every rule holds', async (t) => {
+  t.timeout(120_000)
+  await fc.assert(
+    fc.asyncProperty(fleetArbitrary(1).map((input) => ({...input, behaviours: Array.from({length: 10_000}, (_, i) => BEHAVIOURS[(i * 7919 + input.runMs[0]) % 40 === 0 ? 4 + (i % 8) : 0])})), async (input) => {
+      const {specList, s} = build({...input, maxFailures: '5%', window: input.window === null ? null : input.window * 50})
+      const {engine, violations} = await simulate(specList, s)
+      check.deepEqual(violations, [])
+      check.true(engine.state.nodes.every((node) => FINAL_STATES.includes(node.state)))
+    }),
+    {numRuns: 3},
+  )
+  t.pass()
+})
