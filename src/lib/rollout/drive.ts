@@ -44,20 +44,19 @@ export async function driveRollout(engine: RolloutEngine, transport: RolloutTran
     options.progress?.(engine)
   }
 
+  // One action at a time, the next decided afresh from the state its answer left: so that
+  // a rollout resumed from its record takes exactly the steps it would have taken.
   for (;;) {
     if (signal?.aborted) return 'interrupted'
-    const actions = engine.next(clock.now())
-    for (const action of actions) {
+    if (engine.done) return 'done'
+    const [action] = engine.next(clock.now())
+    try {
+      const outcome = await perform(action)
+      if (outcome) return outcome
+    } catch (error) {
+      // Stopped while a call was out: what was dispatched is recorded, and a resume asks the nodes.
       if (signal?.aborted) return 'interrupted'
-      if (engine.done) return 'done'
-      try {
-        const outcome = await perform(action)
-        if (outcome) return outcome
-      } catch (error) {
-        // Stopped while a call was out: what was dispatched is recorded, and a resume asks the nodes.
-        if (signal?.aborted) return 'interrupted'
-        throw error
-      }
+      throw error
     }
   }
 
