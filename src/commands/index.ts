@@ -6,6 +6,7 @@ import Config from './config.js'
 import Disable from './disable.js'
 import Enable from './enable.js'
 import Fetch from './fetch.js'
+import FleetStatus from './fleet/status.js'
 import History from './history.js'
 import Install from './install.js'
 import Log from './log.js'
@@ -14,6 +15,9 @@ import Plan from './plan.js'
 import Publish from './publish.js'
 import Releases from './releases.js'
 import Rollback from './rollback.js'
+import Rollout from './rollout/index.js'
+import RolloutList from './rollout/list.js'
+import RolloutShow from './rollout/show.js'
 import Status from './status.js'
 import Validate from './validate.js'
 import Verify from './verify.js'
@@ -28,6 +32,7 @@ export const COMMANDS = {
   disable: Disable,
   enable: Enable,
   fetch: Fetch,
+  'fleet:status': FleetStatus,
   history: History,
   install: Install,
   log: Log,
@@ -36,6 +41,9 @@ export const COMMANDS = {
   publish: Publish,
   releases: Releases,
   rollback: Rollback,
+  rollout: Rollout,
+  'rollout:list': RolloutList,
+  'rollout:show': RolloutShow,
   status: Status,
   validate: Validate,
   verify: Verify,

@@ -1,4 +1,4 @@
-import {Args} from '@oclif/core'
+import {Args, Flags} from '@oclif/core'
 
 import {AttemptCommand} from '../cli/attempt-command.js'
 import {describeWithExitCodes} from '../cli/base-command.js'
@@ -19,20 +19,27 @@ export default class Rollback extends AttemptCommand {
   )
 
   static override usage = '<%= command.id %> [INPUT] [FLAGS] [-- PUPPET_ARGS...]'
-  static override examples = ['<%= config.bin %> rollback', '<%= config.bin %> rollback --save', '<%= config.bin %> rollback --detach --json']
+  static override examples = ['<%= config.bin %> rollback', '<%= config.bin %> rollback --save', '<%= config.bin %> rollback --detach --json', '<%= config.bin %> rollback --to web/tags/1.0.0 --save']
   static override args = {
     input: Args.string({description: 'the input whose app --save rewrites (env LOCALPUPPET_INPUT, config input)', default: async () => (await settingString('input')) as string}),
   }
 
-  static override flags = attemptFlags
+  static override flags = {
+    ...attemptFlags,
+    to: Flags.string({
+      description: 'roll back to exactly this release (its newest succeeded run), not the newest other one: what a fleet rollout reverts with',
+      helpValue: 'RELEASE',
+    }),
+  }
 
   async run(): Promise<RunRecord> {
     this.splitPassThrough()
     const {args, flags} = await this.parse(Rollback)
     const {findRollbackTarget} = await import('../lib/run/replay.js')
-    const {from, target} = await findRollbackTarget(flags['state-dir'] ?? defaultStateDir())
+    const {from, target} = await findRollbackTarget(flags['state-dir'] ?? defaultStateDir(), flags.to)
     const say = `rolling back from ${from ?? '(no completed run)'} to ${target.release}: replaying run ${target.id}`
-    return this.runAttempt(args.input, {...flags, replay: target.id}, () => {
+    const {to: _to, ...runFlags} = flags
+    return this.runAttempt(args.input, {...runFlags, replay: target.id}, () => {
       if (!this.jsonEnabled()) process.stderr.write(`localpuppet: ${say}\n`)
     })
   }

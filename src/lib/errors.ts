@@ -174,3 +174,10 @@ export function describeFsError(error: unknown, what: string): LocalpuppetError 
   if (code === 'ENAMETOOLONG') return new InputError(`${what.length > 200 ? `${what.slice(0, 200)}...` : what}: a name or path too long for the file system`)
   throw error
 }
+
+/** The fleet's transport cannot be used at all (mco missing, the broker unreachable): 69; a rollout stays resumable. */
+export class FleetUnavailableError extends LocalpuppetError {
+  constructor(message: string, suggestions: string[] = []) {
+    super('fleet-unavailable', ExitCode.unavailable, message, suggestions)
+  }
+}

@@ -38,7 +38,7 @@ test('the demo release applies with both notices, and status and log tell how it
   )
   t.is(record.exitCode, 0)
   t.is(record.puppetExitCode, 2)
-  t.deepEqual(record.resources, {changed: 3, failed: 0, outOfSync: 3, total: record.resources.total})
+  t.like(record.resources, {changed: 3, failed: 0, outOfSync: 3, total: record.resources.total})
   t.regex(record.inputDigest, /^sha256:[0-9a-f]{64}$/)
   t.is(typeof record.durationMs, 'number')
 

@@ -149,7 +149,7 @@ test('kill -9 of apply mid-run: status says running while the orphaned puppet li
   const after = await statusJson(state)
   t.is(after.record.state, 'succeeded')
   t.is(after.exitCode, 0)
-  t.deepEqual(after.record.resources, {changed: 1, failed: 0, outOfSync: 1, total: 5})
+  t.like(after.record.resources, {changed: 1, failed: 0, outOfSync: 1, total: 5})
   t.regex(after.record.error, /result is taken from puppet's summary/)
 })
 

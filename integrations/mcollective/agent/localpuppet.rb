@@ -35,6 +35,8 @@ module MCollective
 
       action 'rollback' do
         args = ['rollback', '--detach', '--json', *run_flags]
+        # A fleet's revert names the release each node had before (never "the previous one").
+        args += ['--to', request[:to]] if request[:to]
         start_run(args)
       end
 
@@ -78,6 +80,15 @@ module MCollective
         reply[:last_completed] = summarize_record(record['lastCompleted']).compact if record['lastCompleted'].is_a?(Hash)
         reply[:puppet_disabled] = record['puppetDisabled']['message'].to_s if record['puppetDisabled'].is_a?(Hash)
         reply[:pointer] = record['pointer']
+        if record['applied'].is_a?(Hash)
+          reply[:applied] = record['applied']['release']
+          reply[:applied_run_id] = record['applied']['runId']
+          reply[:applied_at] = record['applied']['finishedAt']
+        end
+        if record['drift'].is_a?(Hash)
+          reply[:drift] = record['drift']['count']
+          reply[:drift_noop] = record['drift']['noop']
+        end
         # The question was answered, but the answer is a run that went wrong: say so in the
         # status, so `mco rpc` counts the node as failed and exits non-zero.
         reply.fail("run #{record['id']} #{record['state']}: #{record['error'] || failure_summary(record)}") if result[:exit_code] == 1
@@ -246,6 +257,7 @@ module MCollective
           out_of_sync: resources['outOfSync'],
           total: resources['total'],
           error: record['error'],
+          first_error: record['firstError'],
           reason: record['reason'],
           log: record['log'],
         }

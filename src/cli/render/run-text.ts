@@ -7,6 +7,7 @@ export interface NodeContext {
   puppetDisabled: {message: string} | null
   pointer: string | null
   pointerFile: string
+  applied?: {release: string | null; runId: string} | null
 }
 
 /** `localpuppet status`: one run, in full (and, with no run id, what else the node's operator must know). */
@@ -28,6 +29,7 @@ export function renderRunRecord(record: RunRecord, node?: NodeContext): string {
   if (record.replayOf) rows.push(['replay of', record.replayOf])
   if (record.saved) rows.push(['saved', `${record.saved} now names ${record.release}`])
   if (record.error) rows.push(['error', record.error])
+  if (record.firstError && record.firstError !== record.error) rows.push(['puppet said', record.firstError])
   rows.push(['log', record.log])
   if (node) {
     if (node.lastCompleted) {
@@ -37,6 +39,7 @@ export function renderRunRecord(record: RunRecord, node?: NodeContext): string {
       rows.push(['last completed', 'none'])
     }
 
+    if (node.applied !== undefined) rows.push(['applied', node.applied ? `${node.applied.release}  (run ${node.applied.runId}, the newest succeeded without --noop)` : 'none (no run has succeeded without --noop)'])
     if (node.puppetDisabled) rows.push(['puppet', colorState('disabled') + `: ${node.puppetDisabled.message}`])
     rows.push(['input app', node.pointer === null ? `- (${node.pointerFile} unreadable)` : `${node.pointer}  (${node.pointerFile})`])
   }

@@ -9,4 +9,6 @@ export interface ResourceCounts {
   /** Resources that differed from the catalog: what a --noop run would have changed. */
   outOfSync: number
   total: number
+  /** Changes that put back what had drifted from the catalog (Puppet's corrective_change); absent in older records. */
+  correctiveChange?: number
 }

@@ -66,6 +66,8 @@ export interface NodeReport {
   /** Its newest attempt, refused ones included. */
   newest: RunReport | null
   disabled?: string | null
+  /** The newest noop run's out-of-sync count, or the newest run's corrective changes. */
+  drift?: number | null
 }
 
 /** The answer to a start (apply or revert): the run it started, or why not. */

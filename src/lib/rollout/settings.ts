@@ -1,4 +1,5 @@
 import {UsageError} from '../errors.js'
+import {parseDuration} from '../util/duration.js'
 
 /** One step of `--batch`: a number of nodes, or a percentage of the nodes after the canaries. */
 export type BatchStep = {count: number} | {percent: number}
@@ -75,4 +76,43 @@ export function cutBatches<T>(nodes: T[], steps: BatchStep[]): T[][] {
   }
 
   return groups
+}
+
+/** The rollout's settings from its flags, checked: a usage error (64) names the flag at fault. */
+export function rolloutSettings(flags: {
+  ref: string | null
+  canary?: number
+  batch?: string
+  window?: number
+  'max-failures'?: string
+  soak?: string
+  deadline?: string
+  revert?: string
+  'only-outdated'?: boolean
+  noop?: boolean
+  fetch?: boolean
+  save?: boolean
+  timeout?: number
+}): RolloutSettings {
+  if (flags.save && flags.ref === null) throw new UsageError('--save needs a REF: the release that becomes each node\'s release')
+  if (flags.save && flags.noop) throw new UsageError('--save with --noop: a dry run never moves a node\'s release; drop one of them')
+  const revert = flags.revert ?? 'failed'
+  if (!['failed', 'all', 'none'].includes(revert)) throw new UsageError(`--revert ${JSON.stringify(revert)}: expected failed, all or none`)
+  const timeoutSeconds = flags.timeout ?? null
+  return {
+    ref: flags.ref,
+    canary: flags.canary ?? 0,
+    batch: flags.batch === undefined ? [{percent: 100}] : parseBatch(flags.batch),
+    window: flags.window ?? null,
+    maxFailures: parseStep(flags['max-failures'] ?? '0', '--max-failures', true),
+    soakMs: flags.soak === undefined ? 0 : parseDuration(flags.soak, '--soak'),
+    deadlineMs: flags.deadline === undefined ? (timeoutSeconds === null ? DEFAULT_DEADLINE_MS : timeoutSeconds * 1000 + 5 * 60_000) : parseDuration(flags.deadline, '--deadline'),
+    revert: revert as RevertMode,
+    onlyOutdated: flags['only-outdated'] ?? false,
+    noop: flags.noop ?? false,
+    fetch: flags.fetch ?? false,
+    save: flags.save ?? false,
+    timeoutSeconds,
+    busyRetryMs: DEFAULT_BUSY_RETRY_MS,
+  }
 }

@@ -236,7 +236,7 @@ async function run(
     const succeeded = puppetExit === 0 || puppetExit === 2
     const exitCode = plan.detailedExitcodes && puppetExit !== null ? honestDetailedExit(puppetExit, plan.noop, resources) : succeeded ? ExitCode.ok : ExitCode.failed
     const error = succeeded ? null : puppetExit === null ? `puppet was killed by ${outcome.exit.signal}` : describePuppetFailure(puppetExit, summary !== null)
-    return await finish(succeeded ? 'succeeded' : 'failed', exitCode, {puppetExitCode: puppetExit, resources, error})
+    return await finish(succeeded ? 'succeeded' : 'failed', exitCode, {puppetExitCode: puppetExit, resources, error, firstError: outcome.firstError})
   } catch (caught) {
     // A full disk in the state directory is the machine's fault (74), not a bug.
     const error = asIoError(caught) ?? caught
@@ -303,15 +303,35 @@ async function writeRunFiles(plan: RunPlan, record: RunRecord): Promise<void> {
 interface PuppetOutcome {
   exit: ChildExit
   stoppedBy: 'timeout' | NodeJS.Signals | null
+  /** Puppet's own first `Error:` line, for a fleet's table: the operator sees why without fetching the log. */
+  firstError: string | null
+}
+
+/** Finds the first line of Puppet's output that starts with `Error:`, across chunks, looking no further once found. */
+function firstErrorFinder(): {feed(text: string): void; found(): string | null} {
+  let found: string | null = null
+  let partial = ''
+  return {
+    feed(text) {
+      if (found !== null) return
+      const lines = (partial + text).split('\n')
+      partial = (lines.pop() ?? '').slice(-4096)
+      found = lines.find((line) => line.startsWith('Error: '))?.slice(0, 1000).trimEnd() ?? null
+    },
+    found: () => found ?? (partial.startsWith('Error: ') ? partial.slice(0, 1000).trimEnd() : null),
+  }
 }
 
 async function runPuppet(plan: RunPlan, writeLog: (text: string) => void, options: ApplyOptions): Promise<PuppetOutcome> {
+  const errors = firstErrorFinder()
   const output = (stream: 'stdout' | 'stderr') => {
     // The log is for reading later with any pager: no terminal colour codes in it. The
     // decoder keeps a character split across two chunks whole.
     const decoder = new StringDecoder('utf8')
     return (chunk: Buffer) => {
-      writeLog(decoder.write(chunk).replaceAll(ANSI_SGR, ''))
+      const text = decoder.write(chunk).replaceAll(ANSI_SGR, '')
+      writeLog(text)
+      errors.feed(text)
       options.onOutput?.(chunk, stream)
     }
   }
@@ -344,7 +364,7 @@ async function runPuppet(plan: RunPlan, writeLog: (text: string) => void, option
     const exit = await child.exited
     // Puppet may exit on SIGTERM before the commands it started do: they go too.
     if (stoppedBy !== null) await child.reapTree(grace)
-    return {exit, stoppedBy}
+    return {exit, stoppedBy, firstError: errors.found()}
   } finally {
     clearTimeout(timer)
     clearTimeout(forceKill)

@@ -73,15 +73,20 @@ export async function buildReplayPlan(replayId: string, options: PlanOptions, ru
 
 /**
  * `localpuppet rollback`: the run to replay. The current release is that of the newest
- * completed run; the target is the newest succeeded (not noop) run of any other release.
- * 66 when there is none.
+ * completed run; the target is the newest succeeded (not noop) run of any other release,
+ * or, with `to`, of exactly that release (a fleet's revert names each node's own release
+ * before, so that no node goes further back than it was). 66 when there is none.
  */
-export async function findRollbackTarget(stateDir: string): Promise<{from: string | null; target: RunRecord}> {
+export async function findRollbackTarget(stateDir: string, to?: string): Promise<{from: string | null; target: RunRecord}> {
   const state = await readNodeState(stateDir)
   const from = state.lastCompleted?.release ?? null
-  const target = newestRecord(state.records, (record) => record.state === 'succeeded' && !record.noop && record.release !== null && record.release !== from)
+  const target = newestRecord(
+    state.records,
+    (record) => record.state === 'succeeded' && !record.noop && record.release !== null && (to === undefined ? record.release !== from : record.release === to),
+  )
   if (!target) {
-    throw new NotFoundError(`no succeeded run of a release other than ${from ?? 'the current one'} in ${stateDir}: nothing to roll back to`, [
+    const what = to === undefined ? `a release other than ${from ?? 'the current one'}` : to
+    throw new NotFoundError(`no succeeded run of ${what} in ${stateDir}: nothing to roll back to`, [
       'localpuppet history lists the runs; apply --app REF applies a release by name',
     ])
   }

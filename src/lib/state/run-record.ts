@@ -61,6 +61,8 @@ export interface RunRecord {
   puppetExitCode: number | null
   resources: ResourceCounts | null
   error: string | null
+  /** Puppet's own first `Error:` line when the run ran Puppet (a failure's cause, without the log). */
+  firstError?: string | null
   /** Why a run was skipped (--if-changed), or null. */
   reason: string | null
   /** What the run depends on (see runFingerprint); --if-changed compares it. */

@@ -13,6 +13,29 @@ export type StatusResult = RunRecord & {
   puppetDisabled: {message: string} | null
   /** The input's app: the node's release from now on. */
   pointer: string | null
+  /** The newest run that succeeded without --noop: what the node has applied (a noop or failed run never counts). */
+  applied: {release: string | null; runId: string; finishedAt: string | null} | null
+  /**
+   * How far the node had drifted from its catalog, by the newest completed run that counted
+   * resources: a noop run's out-of-sync count, or a real run's corrective changes.
+   */
+  drift: {count: number; runId: string; noop: boolean} | null
+}
+
+/** applied and drift, from the node's records. */
+export function appliedAndDrift(records: RunRecord[]): Pick<StatusResult, 'applied' | 'drift'> {
+  let applied: StatusResult['applied'] = null
+  let drift: StatusResult['drift'] = null
+  for (let i = records.length - 1; i >= 0 && (applied === null || drift === null); i--) {
+    const record = records[i]
+    if (applied === null && record.state === 'succeeded' && !record.noop) applied = {release: record.release, runId: record.id, finishedAt: record.finishedAt}
+    if (drift === null && record.resources && record.state !== 'running') {
+      const count = record.noop ? record.resources.outOfSync : record.resources.correctiveChange
+      if (count !== undefined) drift = {count, runId: record.id, noop: record.noop}
+    }
+  }
+
+  return {applied, drift}
 }
 
 export interface StatusOptions {
@@ -70,7 +93,7 @@ export async function nodeStatus(options: StatusOptions): Promise<StatusResult> 
 
   const [puppetDisabled, pointer] = await Promise.all([disabledState(options.puppet, options.puppetArgs, stateDir), readPointer(options.input)])
   const lastCompleted = node.lastCompleted && node.lastCompleted.id !== record.id ? node.lastCompleted : null
-  return {...record, lastCompleted, puppetDisabled, pointer}
+  return {...record, lastCompleted, puppetDisabled, pointer, ...appliedAndDrift(node.records)}
 }
 
 /** status --check, a Nagios/Icinga plugin: never throws; anything it cannot read is UNKNOWN (3), as plugins must. */

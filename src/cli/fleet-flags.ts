@@ -1,0 +1,64 @@
+import {resolve} from 'node:path'
+
+import {Flags} from '@oclif/core'
+
+import type {TransportSpec} from '../lib/rollout/record.js'
+
+/**
+ * How a fleet command reaches the fleet. The discovery flags are MCollective's own, spelt
+ * as `mco` spells them, and passed to it as given; `mco localpuppet` hands its command line
+ * over unchanged.
+ */
+export const mcoFlags = {
+  via: Flags.string({description: 'how to reach the fleet', options: ['mco'], default: 'mco'}),
+  'with-identity': Flags.string({char: 'I', aliases: ['wi'], description: 'mco discovery: nodes with this identity (repeatable)', multiple: true, helpValue: 'IDENT'}),
+  with: Flags.string({char: 'W', description: 'mco discovery: combined classes and facts filter (repeatable)', multiple: true, helpValue: 'FILTER'}),
+  'with-fact': Flags.string({char: 'F', aliases: ['wf'], description: 'mco discovery: nodes with this fact (fact=value, repeatable)', multiple: true, helpValue: 'FACT=VALUE'}),
+  'with-class': Flags.string({char: 'C', aliases: ['wc'], description: 'mco discovery: nodes with this class (repeatable)', multiple: true, helpValue: 'CLASS'}),
+  'with-agent': Flags.string({char: 'A', aliases: ['wa'], description: 'mco discovery: nodes with this agent (repeatable)', multiple: true, helpValue: 'AGENT'}),
+  select: Flags.string({char: 'S', description: 'mco discovery: compound filter', helpValue: 'FILTER'}),
+  nodes: Flags.string({description: 'the fleet is exactly the nodes in FILE (one per line): one that does not answer is "no answer"', helpValue: 'FILE'}),
+  dt: Flags.integer({aliases: ['discovery-timeout'], description: 'mco discovery timeout', min: 1, helpValue: 'SECONDS'}),
+  target: Flags.string({char: 'T', description: 'mco sub-collective', helpValue: 'COLLECTIVE'}),
+  'mco-config': Flags.string({description: "mco's client configuration (mco --config)", helpValue: 'FILE'}),
+  'reply-timeout': Flags.integer({char: 't', description: 'seconds a node has to answer a start (mco -t) [default: 30, 120 with --fetch]', min: 1, helpValue: 'SECONDS'}),
+  mco: Flags.string({description: 'the mco executable', default: 'mco', env: 'LOCALPUPPET_MCO', helpValue: 'PATH'}),
+}
+
+export type McoFlagValues = {
+  via: string
+  'with-identity'?: string[]
+  with?: string[]
+  'with-fact'?: string[]
+  'with-class'?: string[]
+  'with-agent'?: string[]
+  select?: string
+  nodes?: string
+  dt?: number
+  target?: string
+  'mco-config'?: string
+  'reply-timeout'?: number
+  mco: string
+}
+
+/** The flags as mco takes them. */
+export function transportSpec(flags: McoFlagValues): TransportSpec {
+  const discovery: string[] = []
+  for (const [flag, values] of [
+    ['-I', flags['with-identity']],
+    ['-W', flags.with],
+    ['-F', flags['with-fact']],
+    ['-C', flags['with-class']],
+    ['-A', flags['with-agent']],
+  ] as const) {
+    for (const value of values ?? []) discovery.push(flag, value)
+  }
+
+  if (flags.select) discovery.push('-S', flags.select)
+  // Absolute: a resumed rollout may run from another directory.
+  if (flags.nodes) discovery.push('--nodes', resolve(flags.nodes))
+  const connection: string[] = []
+  if (flags['mco-config']) connection.push('--config', flags['mco-config'])
+  if (flags.target) connection.push('-T', flags.target)
+  return {via: 'mco', mco: flags.mco, connection, discovery, replyTimeout: flags['reply-timeout'] ?? null, discoveryTimeout: flags.dt ?? null}
+}

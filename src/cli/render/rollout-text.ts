@@ -1,0 +1,173 @@
+import chalk from 'chalk'
+
+import type {FleetStatus} from '../../lib/fleet/fleet-status.js'
+import type {RolloutEngine, RolloutNode} from '../../lib/rollout/engine.js'
+import type {RolloutRecord} from '../../lib/rollout/record.js'
+import {formatStep} from '../../lib/rollout/settings.js'
+import {formatAge} from '../../lib/util/duration.js'
+import {formatDuration} from './format.js'
+
+const OK_STATES = new Set(['succeeded', 'up to date'])
+
+/** Columns padded to their widest cell; the last column is not padded. */
+export function columns(headers: string[], rows: Array<Array<string | number | null | undefined>>): string {
+  const cells = rows.map((row) => row.map((cell) => (cell === null || cell === undefined || cell === '' ? '-' : String(cell))))
+  const widths = headers.map((header, i) => Math.max(header.length, ...cells.map((row) => row[i].length)))
+  return [headers, ...cells].map((row) => row.map((cell, i) => (i === row.length - 1 ? cell : cell.padEnd(widths[i]))).join('  ').trimEnd()).join('\n')
+}
+
+const firstLine = (text: string | null): string => (text ?? '').split('\n')[0].trim()
+
+/** What the rollout knows of one node, as --json gives it. */
+export function rolloutNodeJson(node: RolloutNode) {
+  return {
+    node: node.node,
+    before: node.before,
+    wanted: node.wanted,
+    applied: node.state === 'succeeded' || node.state === 'up to date' ? node.release : null,
+    release: node.release,
+    state: node.state,
+    runId: node.runId,
+    changed: node.resources?.changed ?? null,
+    failed: node.resources?.failed ?? null,
+    outOfSync: node.resources?.outOfSync ?? null,
+    durationMs: node.durationMs,
+    exitCode: node.exitCode,
+    noop: node.noop,
+    message: node.message,
+    revert: node.revert ? {state: node.revert.state, release: node.revert.release, runId: node.revert.runId, saved: node.revert.save, message: node.revert.message} : null,
+  }
+}
+
+/** `rollout --json` and `rollout show --json`. */
+export function rolloutJson(record: RolloutRecord, path: string) {
+  const {state} = record
+  const nodes = state.nodes.map((node) => rolloutNodeJson(node))
+  const byState: Record<string, number> = {}
+  for (const node of nodes) byState[node.state] = (byState[node.state] ?? 0) + 1
+  return {
+    id: record.id,
+    ref: record.settings.ref,
+    status: record.status,
+    ok: record.exitCode === 0,
+    exitCode: record.exitCode,
+    stopped: state.stopped,
+    interruption: record.interruption,
+    startedAt: record.createdAt,
+    elapsedSeconds: state.startedAt !== null ? Math.round(((state.finishedAt ?? Date.parse(record.updatedAt)) - state.startedAt) / 100) / 10 : null,
+    expectedFrom: record.expectedFrom,
+    settings: record.settings,
+    nodes,
+    summary: {total: nodes.length, byState, failures: nodes.filter((node) => ['failed', 'refused', 'deadline', 'no answer'].includes(node.state)).length, allowedFailures: state.allowedFailures},
+    notSucceeded: nodes.filter((node) => !OK_STATES.has(node.state)).map((node) => node.node),
+    reverted: nodes.filter((node) => node.revert).map((node) => node.node),
+    record: path,
+  }
+}
+
+function stateText(node: RolloutNode): string {
+  const text = node.state === 'succeeded' ? chalk.green(node.state) : node.state === 'up to date' ? chalk.green.dim(node.state) : ['not started', 'busy'].includes(node.state) ? chalk.yellow(node.state) : node.state === 'running' || node.state === 'starting' ? chalk.cyan(node.state) : chalk.red(node.state)
+  return text
+}
+
+function message(node: RolloutNode): string {
+  const text = firstLine(node.message)
+  if (node.state === 'refused' || node.state === 'busy') return node.exitCode ? `exit ${node.exitCode}: ${text}` : text
+  return text
+}
+
+/** The table, one line per node, then what happened to the rollout as a whole. */
+export function renderRollout(record: RolloutRecord, path: string): string {
+  const {state, settings} = record
+  const json = rolloutJson(record, path)
+  const anyRevert = state.nodes.some((node) => node.revert)
+  const headers = ['NODE', 'BEFORE', 'WANTED', 'APPLIED', 'STATE', 'CHANGED', 'FAILED', 'OUT_OF_SYNC', 'DURATION', ...(anyRevert ? ['REVERT'] : []), 'MESSAGE']
+  const rows = state.nodes.map((node) => {
+    const entry = rolloutNodeJson(node)
+    const revert = node.revert ? `${node.revert.state}${node.revert.release && ['succeeded', 'running', 'starting', 'pending'].includes(node.revert.state) ? ` to ${node.revert.release}` : ''}` : null
+    return [
+      node.node,
+      node.before,
+      node.wanted,
+      entry.applied ?? (node.release && node.state !== 'not started' ? chalk.dim(node.release) : null),
+      stateText(node),
+      entry.changed,
+      entry.failed,
+      entry.outOfSync,
+      node.durationMs === null ? null : formatDuration(node.durationMs),
+      ...(anyRevert ? [revert] : []),
+      message(node) || (node.revert?.message ? firstLine(node.revert.message) : ''),
+    ]
+  })
+  const counts = Object.entries(json.summary.byState).map(([name, n]) => `${n} ${name}`)
+  const lines = [
+    columns(headers, rows),
+    '',
+    `${json.nodes.length} node${json.nodes.length === 1 ? '' : 's'}${settings.ref ? ` to ${settings.ref}` : ' (each its own input)'}${settings.noop ? ' (noop)' : ''}: ${counts.join(', ')}${json.elapsedSeconds === null ? '' : ` (${json.elapsedSeconds} s)`}; failures ${json.summary.failures} of ${json.summary.allowedFailures} allowed (--max-failures ${formatStep(settings.maxFailures)})`,
+  ]
+  if (state.stopped) lines.push(`Stopped: ${state.stopped}`)
+  const notOk = state.nodes.filter((node) => !OK_STATES.has(node.state))
+  if (notOk.length > 0) lines.push(`Not succeeded: ${notOk.map((node) => `${node.node} (${node.state})`).join(', ')}`)
+  const reverted = state.nodes.filter((node) => node.revert)
+  if (reverted.length > 0) lines.push(`Reverted: ${reverted.map((node) => `${node.node} ${node.revert!.state}${node.revert!.release ? ` (${node.revert!.release})` : ''}`).join(', ')}`)
+  if (record.status === 'interrupted') {
+    const going = state.nodes.filter((node) => node.state === 'running' || node.state === 'starting' || node.revert?.state === 'running')
+    lines.push(
+      `Interrupted${record.interruption ? ` (${record.interruption})` : ''}: ${going.length === 0 ? 'no run is going on' : `runs still going: ${going.map((node) => `${node.node} (${node.revert?.state === 'running' ? `revert run ${node.revert.runId}` : `run ${node.runId ?? 'starting'}`})`).join(', ')}`}`,
+      `Resume it: localpuppet rollout --resume ${record.id}`,
+    )
+  }
+
+  lines.push(`Record: ${path}`)
+  return lines.join('\n')
+}
+
+/** One line, rewritten in place on a terminal while the rollout runs. */
+export function progressLine(engine: RolloutEngine): string {
+  const count = (states: string[]) => engine.state.nodes.filter((node) => states.includes(node.state)).length
+  const reverted = engine.state.nodes.filter((node) => node.revert?.state === 'succeeded').length
+  const group = engine.state.groups.findIndex((_, g) => engine.state.settledAt[g] === null || !engine.state.rechecked[g])
+  const label =
+    engine.state.phase === 'reverting' ? 'reverting' : engine.state.phase === 'survey' ? 'asking the fleet' : group === -1 ? 'finishing' : engine.settings.canary > 0 && group === 0 ? 'canaries' : `group ${group + (engine.settings.canary > 0 ? 0 : 1)} of ${engine.state.groups.length - (engine.settings.canary > 0 ? 1 : 0)}`
+  const left = Math.max(0, engine.state.allowedFailures - engine.failures())
+  return `${label}: ${count(['succeeded', 'up to date'])} done, ${count(['running', 'starting'])} running, ${count(['failed', 'refused', 'deadline'])} failed, ${reverted} reverted, ${count(['no answer'])} no answer, ${count(['busy'])} busy; budget left ${left}`
+}
+
+/** `rollout list`: one line per rollout, newest first. */
+export function renderRolloutList(records: RolloutRecord[]): string {
+  return columns(
+    ['ROLLOUT', 'STATUS', 'REF', 'NODES', 'SUCCEEDED', 'NOT SUCCEEDED', 'STARTED', 'EXIT'],
+    records.map((record) => {
+      const ok = record.state.nodes.filter((node) => OK_STATES.has(node.state)).length
+      return [record.id, record.status, record.settings.ref ?? '(each input)', record.state.nodes.length, ok, record.state.nodes.length - ok, record.createdAt, record.exitCode]
+    }),
+  )
+}
+
+/** `fleet status`: one line per node, then counts. */
+export function renderFleetStatus(status: FleetStatus, now = Date.now()): string {
+  const rows = status.nodes.map((row) => [
+    row.node,
+    row.wanted,
+    row.applied,
+    row.onWanted === false ? chalk.red('no') : row.onWanted ? 'yes' : null,
+    row.state === 'succeeded' ? chalk.green(row.state) : ['no answer', 'failed', 'error', 'refused', 'interrupted'].includes(row.state) ? chalk.red(row.state) : row.state,
+    row.release,
+    row.at ? formatAge(now - Date.parse(row.at)) : null,
+    row.drift,
+    [row.noop ? 'noop' : '', row.disabled ? `disabled: ${row.disabled}` : '', firstLine(row.message)].filter(Boolean).join('; '),
+  ])
+  const by = (counts: Record<string, number>) =>
+    Object.entries(counts)
+      .sort()
+      .map(([name, n]) => `${name} = ${n}`)
+      .join(', ')
+  const lines = [columns(['NODE', 'WANTED', 'APPLIED', 'ON_WANTED', 'NEWEST', 'RELEASE', 'AGE', 'DRIFT', 'NOTE'], rows), '']
+  if (Object.keys(status.byApplied).length > 0) lines.push(`By applied release: ${by(status.byApplied)}`, `By state (newest attempt): ${by(status.byState)}`)
+  if (status.disabled > 0) lines.push(`Puppet disabled: ${status.disabled}`)
+  if (status.noAnswer.length > 0) lines.push(`No answer: ${status.noAnswer.join(', ')}`)
+  const off = status.offWanted.filter((node) => !status.noAnswer.includes(node))
+  if (off.length > 0) lines.push(`Not on their wanted release: ${off.join(', ')}`)
+  lines.push(`Nodes: ${status.expectedFrom}`)
+  return lines.join('\n')
+}

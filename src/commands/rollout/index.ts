@@ -1,0 +1,96 @@
+import {Args, Flags} from '@oclif/core'
+
+import {BaseCommand, describeWithExitCodes} from '../../cli/base-command.js'
+import {type McoFlagValues, mcoFlags, transportSpec} from '../../cli/fleet-flags.js'
+import {stateFlags, trustFlags} from '../../cli/flags.js'
+import {UsageError} from '../../lib/errors.js'
+import {ROLLOUT_EXIT_CODES} from '../../lib/exit-codes.js'
+import {defaultStateDir} from '../../lib/state/state-dir.js'
+
+/** Flags that decide a rollout: a resumed one keeps those it was started with. */
+const SETTING_FLAGS = ['canary', 'batch', 'window', 'max-failures', 'soak', 'deadline', 'revert', 'only-outdated', 'noop', 'fetch', 'save', 'timeout'] as const
+
+export default class Rollout extends BaseCommand {
+  static override summary = 'Roll a release out over a fleet: canaries, batches or a window, a failure budget, deadlines, soak, revert, resume.'
+  static override description = describeWithExitCodes(
+    'Starts REF (or, without it, each node\'s own input) on the nodes the discovery flags find, the --canary nodes first, then in ' +
+      '--batch sizes (1,5,25%,100%: Ansible\'s serial) or a --window of nodes kept running. Nodes that fail, are refused, miss ' +
+      'their --deadline or do not answer count against --max-failures; once it is spent no further node starts, and --revert puts ' +
+      'nodes back on the release they had before. A busy node (73: another run in progress) is tried once more later and not ' +
+      'counted. The rollout is recorded in rollouts/<id>.json in the state directory after every event: --resume ID continues it.',
+    ROLLOUT_EXIT_CODES,
+  )
+
+  static override usage = ['<%= command.id %> [REF] --via mco [DISCOVERY FLAGS] [FLAGS]', '<%= command.id %> --resume ID']
+  static override examples = [
+    '<%= config.bin %> rollout foo/tags/1.5.0 -W role=web --canary 1 --batch 1,5,25%,100% --max-failures 5%',
+    '<%= config.bin %> rollout foo/tags/1.5.0 --nodes fleet.txt --window 10 --deadline 30m --fetch --save',
+    '<%= config.bin %> rollout foo/tags/1.5.0 -I web1 -I web2 --soak 10m --revert all --json',
+    '<%= config.bin %> rollout --resume 20261125T120000.000Z-1a2b',
+  ]
+
+  static override args = {
+    ref: Args.string({description: "the release to apply (foo/tags/1.5.0, foo@^1.5); default: each node's own input"}),
+  }
+
+  static override flags = {
+    ...mcoFlags,
+    canary: Flags.integer({description: 'run the first N nodes on their own first', min: 1, helpValue: 'N'}),
+    batch: Flags.string({description: 'batch sizes in turn, the last repeated: N, N% or a list (1,5,25%,100%) [default: all at once]', exclusive: ['window'], helpValue: 'LIST'}),
+    window: Flags.integer({description: 'keep N nodes running, starting the next as one finishes', min: 1, helpValue: 'N'}),
+    'max-failures': Flags.string({description: 'nodes that may fail (N or N%) before no further node starts', default: '0', helpValue: 'N|N%'}),
+    soak: Flags.string({description: 'wait this long after each group, then ask its nodes again: one whose newest run failed since counts as failed (90s, 10m, 1h)', helpValue: 'DURATION'}),
+    deadline: Flags.string({description: 'a node with no final run this long after it was started has failed (deadline) [default: 1h, or --timeout + 5m]', helpValue: 'DURATION'}),
+    revert: Flags.string({description: 'on stop, put back on the release they had before: the nodes that failed, every node moved (all), or none', options: ['failed', 'all', 'none'], default: 'failed'}),
+    'only-outdated': Flags.boolean({description: 'skip nodes whose newest run already succeeded on REF (listed as up to date)'}),
+    noop: Flags.boolean({description: 'run Puppet with --noop on every node (nothing is reverted)'}),
+    fetch: Flags.boolean({description: "each node first fetches the release from its configured source"}),
+    save: Flags.boolean({description: "REF becomes each node's release (its input's app), once its run succeeded"}),
+    timeout: Flags.integer({description: "each run's own limit (apply --timeout)", min: 1, helpValue: 'SECONDS'}),
+    resume: Flags.string({description: 'continue an interrupted rollout exactly where its record left it', helpValue: 'ID'}),
+    ...stateFlags,
+    ...trustFlags,
+  }
+
+  async run(): Promise<unknown> {
+    const {args, flags, raw} = await this.parse(Rollout)
+    const stateDir = flags['state-dir'] ?? defaultStateDir()
+    const [{startRollout, resumeRollout}, {rolloutSettings}, {withStopSignals}, render] = await Promise.all([
+      import('../../lib/rollout/rollout.js'),
+      import('../../lib/rollout/settings.js'),
+      import('../../lib/util/on-stop.js'),
+      import('../../cli/render/rollout-text.js'),
+    ])
+    const given = new Set(raw.filter((token) => token.type === 'flag').map((token) => (token as {flag: string}).flag))
+    if (flags.resume !== undefined) {
+      const extra = [...SETTING_FLAGS, ...Object.keys(mcoFlags)].filter((name) => given.has(name))
+      if (args.ref !== undefined || extra.length > 0) {
+        throw new UsageError(`--resume continues a rollout with the settings and nodes it was recorded with: ${args.ref === undefined ? '' : 'REF, '}${extra.map((name) => `--${name}`).join(', ')} cannot be given with it`)
+      }
+    }
+
+    const settings = flags.resume === undefined ? rolloutSettings({...flags, ref: args.ref ?? null}) : null
+    const tty = !this.jsonEnabled() && process.stderr.isTTY
+    let shown = false
+    const io = {
+      warn: (line: string) => this.warnLines([line]),
+      progress: tty
+        ? (engine: Parameters<typeof render.progressLine>[0]) => {
+            process.stderr.write(`\r\u001B[2K${render.progressLine(engine)}`)
+            shown = true
+          }
+        : undefined,
+    }
+    const result = await withStopSignals((signal) =>
+      flags.resume === undefined
+        ? startRollout(settings!, transportSpec(flags as McoFlagValues), {stateDir, allowUntrusted: flags['allow-untrusted'], signal}, io)
+        : resumeRollout(flags.resume, {stateDir, allowUntrusted: flags['allow-untrusted'], signal}, io),
+    )
+    if (shown) process.stderr.write('\r\u001B[2K')
+    const {rolloutsDir} = await import('../../lib/rollout/record.js')
+    const path = `${rolloutsDir(stateDir)}/${result.record.id}.json`
+    if (!this.jsonEnabled()) this.log(render.renderRollout(result.record, path))
+    process.exitCode = result.exitCode
+    return render.rolloutJson(result.record, path)
+  }
+}
