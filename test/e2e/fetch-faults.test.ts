@@ -257,6 +257,29 @@ test('an archive that is not what the index says (another tag behind the right d
   await refused(t, s, fetchArgs(s, s.repo), 65, /holds foo\/tags\/1\.3\.0 .*not what the index says for foo\/tags\/1\.4\.0; refused/)
 })
 
+test('source mistakes get one line naming the source and the fix: no scheme (66), https:// against a plain-http port (69)', async (t) => {
+  const s = await scenario(t)
+  const cwd = await tempDir(t)
+  for (const source of ['releases.example.com/puppet', 'localhost:8080/repo']) {
+    const result = await cli(fetchArgs(s, source), {cwd})
+    t.is(result.exitCode, 66, result.stderr)
+    t.is(result.stderr, `localpuppet: source ${source}: no such directory, and it reads as a host: did you mean https://${source} (or http://${source})?`)
+    // apply --fetch takes the same path.
+    const applied = await cli(['apply', join(cwd, 'none.yaml'), '--fetch', '--source', source, '--module-dir', s.modules, '--state-dir', join(cwd, 'state')], {cwd, input: ''})
+    t.is(applied.exitCode, 66)
+  }
+
+  const server = await serve(t, s.repo)
+  const https = server.url.replace(/^http:/, 'https:')
+  const plain = await refused(t, s, fetchArgs(s, https), 69, /answers plain HTTP/)
+  t.is(plain.stderr, `localpuppet: source ${https}/: 127.0.0.1:${server.port} answers plain HTTP, not HTTPS, on that port: did you mean ${server.url}/ (with a trusted key, or --insecure)?`)
+  t.is(server.requests.length, 0)
+
+  // A relative directory that exists is still a directory.
+  await copyRepository(s.repo, join(cwd, 'repo.example.com'))
+  t.is((await cli(['fetch', 'foo@^1.4', '--source', 'repo.example.com', '--module-dir', s.modules], {cwd})).exitCode, 0)
+})
+
 test('HTTP_PROXY is honoured; NO_PROXY bypasses it', async (t) => {
   const s = await scenario(t)
   // A proxy gets the absolute URL; this one serves the repository's parent, so /repo/ is the repository.
