@@ -3,7 +3,7 @@ import {join} from 'node:path'
 
 import test from 'ava'
 
-import {FIXTURES, cli} from '../helpers/cli.js'
+import {FAKE_PUPPET, FIXTURES, cli} from '../helpers/cli.js'
 import {tempDir, writeTree} from '../helpers/temp.js'
 
 const DEMO = join(FIXTURES, 'demo')
@@ -51,6 +51,29 @@ test('bad input is one line naming the file and key, exit 65; plan writes nothin
   const status = await cli(['status', '--state-dir', state, '--json'])
   t.is(status.exitCode, 1)
   t.like(JSON.parse(status.stdout), {state: 'refused', exitCode: 65, release: null})
+})
+
+test('a class the release does not provide: plan and apply refuse it (65) in validate\'s words before Puppet runs; apply records the refusal', async (t) => {
+  const dir = await tempDir(t)
+  // foo@^1.4 provides foo and platform (dist); site.pp, the main manifest, defines mysite.
+  await writeTree(dir, {'input.yaml': 'app: foo@^1.4\nclasses:\n  fooo:\n  platform:\n  mysite:\n', 'site.pp': 'class mysite {}\n'})
+  const state = join(dir, 'state')
+  const line = `localpuppet: ${join(dir, 'input.yaml')}: release foo/tags/1.4.0: class fooo is not defined on the modulepath (Puppet looks in fooo/manifests/init.pp); did you mean foo?`
+  for (const command of ['plan', 'apply']) {
+    const result = await cli([command, join(dir, 'input.yaml'), '--module-dir', join(DEMO, 'modules'), '--state-dir', state, '--manifest', join(dir, 'site.pp'), '--puppet', FAKE_PUPPET], {env: {FAKE_PUPPET_DIR: dir}})
+    t.is(result.exitCode, 65, result.stderr)
+    t.is(result.stderr.split('\n')[0], line)
+    t.is(result.stdout, '')
+  }
+
+  t.false(existsSync(join(dir, 'args')), 'puppet never ran')
+  const status = await cli(['status', '--state-dir', state, '--json'])
+  t.like(JSON.parse(status.stdout), {state: 'refused', exitCode: 65, error: line.slice('localpuppet: '.length)})
+
+  // Classes of the modulepath and of the main manifest are found.
+  await writeTree(dir, {'input.yaml': 'app: foo@^1.4\nclasses:\n  - foo\n  - platform\n  - mysite\n'})
+  const found = await cli(['plan', join(dir, 'input.yaml'), '--module-dir', join(DEMO, 'modules'), '--state-dir', state, '--manifest', join(dir, 'site.pp')])
+  t.is(found.exitCode, 0, found.stderr)
 })
 
 test('a YAML syntax error names the line; --json gives an error object', async (t) => {

@@ -101,7 +101,8 @@ function safeReaddir(dir: string): string[] {
   }
 }
 
-function isDir(path: string): boolean {
+/** Whether a directory is there (links followed); false for anything unreadable. */
+export function isDir(path: string): boolean {
   try {
     return statSync(path).isDirectory()
   } catch {

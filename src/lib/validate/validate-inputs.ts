@@ -4,7 +4,8 @@ import {join, relative, resolve} from 'node:path'
 import {moduleDirTrustPaths} from '../install/install-record.js'
 import {verifyModulepath} from '../verify/verify.js'
 import {ClassCatalog, METAPARAMETERS, classResourceName} from '../catalog/class-catalog.js'
-import {type LoadableDefinition, autoloadPath} from '../catalog/definitions.js'
+import type {LoadableDefinition} from '../catalog/definitions.js'
+import {unknownClassMessage} from '../catalog/find-classes.js'
 import {scanManifest} from '../catalog/manifest-scan.js'
 import {isInstance, parseType, valueLabel} from '../catalog/puppet-types.js'
 import {DEFAULT_MANIFEST} from '../defaults.js'
@@ -223,14 +224,7 @@ function checkClasses(classes: unknown, catalog: ClassCatalog, text: string, fil
 
     const definition = catalog.find('class', name)
     if (!definition) {
-      const misplaced = catalog.definitions.definitions.find((d) => d.kind === 'class' && d.name === name)
-      const guess = closest(name, catalog.names('class'))
-      const why = catalog.find('define', name)
-        ? `${name} is a defined type, not a class`
-        : misplaced
-          ? `class ${name} cannot be loaded (Puppet: Could not find class ${name}): ${misplaced.notLoadable}`
-          : `class ${name} is not defined on the modulepath (Puppet looks in ${autoloadPath(name)})${guess ? `; did you mean ${guess}?` : ''}`
-      report('classes', [name], why)
+      report('classes', [name], unknownClassMessage(catalog, name))
       continue
     }
 
