@@ -142,3 +142,33 @@ test('--help shows the exit-code table', async (t) => {
   t.regex(help.stdout, /EXIT CODES/)
   t.regex(help.stdout, /73\s+another run holds the lock/)
 })
+
+test('localpuppet help [COMMAND] shows help and exits 0; an unknown one is 64 with a did-you-mean', async (t) => {
+  const root = await cli(['help'])
+  t.is(root.exitCode, 0, root.stderr)
+  t.regex(root.stdout, /^USAGE\n {2}\$ localpuppet \[COMMAND\]$/m)
+  t.regex(root.stdout, /^ {2}apply /m)
+  const apply = await cli(['help', 'apply'])
+  t.is(apply.exitCode, 0, apply.stderr)
+  t.is(apply.stdout, (await cli(['apply', '--help'])).stdout)
+  const typo = await cli(['help', 'aply'])
+  t.is(typo.exitCode, 64)
+  t.is(typo.stderr, 'localpuppet: unknown command "aply" (did you mean apply?); see localpuppet --help')
+})
+
+test('the exit-code table in --help keeps its columns at 80 columns: a long meaning continues under the meaning', async (t) => {
+  for (const command of ['apply', 'fetch', 'install', 'status']) {
+    const help = await cli([command, '--help'], {env: {OCLIF_COLUMNS: '80'}})
+    const table = help.stdout.split('EXIT CODES\n')[1].split('\n\n')[0].split('\n')
+    const hang = /^ {2}\S+ +/.exec(table[0])![0].length
+    t.true(table.length > 3, command)
+    for (const line of table) {
+      t.true(line.length <= 80, `${command}: ${line}`)
+      t.regex(line, new RegExp(`^ {2}\\S+ +\\S|^ {${hang}}\\S`), `${command}: every line is a row or a continuation under its meaning`)
+      t.is(/^ {2}\S+ +/.exec(line)?.[0].length ?? hang, hang, `${command}: one column for the meanings`)
+    }
+  }
+
+  const apply = await cli(['apply', '--help'], {env: {OCLIF_COLUMNS: '80'}})
+  t.regex(apply.stdout, /^ {2}65 {9}invalid input or release \(YAML, schema, mutable, path\); --fetch:\n {13}bad signature or digest$/m)
+})
