@@ -156,6 +156,16 @@ test('localpuppet help [COMMAND] shows help and exits 0; an unknown one is 64 wi
   t.is(typo.stderr, 'localpuppet: unknown command "aply" (did you mean apply?); see localpuppet --help')
 })
 
+test('an unknown flag gets a did-you-mean among the command\'s own flags (64)', async (t) => {
+  const result = await cli(['apply', '--noopp'])
+  t.is(result.exitCode, 64)
+  t.is(result.stderr.split('\n')[0], 'localpuppet: Nonexistent flag: --noopp (did you mean --noop?)')
+  const two = await cli(['plan', '--modul-dir', 'x', '--zzzzzz'])
+  t.is(two.stderr.split('\n')[0], 'localpuppet: Nonexistent flags: --modul-dir (did you mean --module-dir?), --zzzzzz')
+  const json = await cli(['fetch', 'foo@^1', '--sorce', 'x', '--json'])
+  t.is(JSON.parse(json.stdout).error.message, 'Nonexistent flag: --sorce (did you mean --source?)')
+})
+
 test('the exit-code table in --help keeps its columns at 80 columns: a long meaning continues under the meaning', async (t) => {
   for (const command of ['apply', 'fetch', 'install', 'status']) {
     const help = await cli([command, '--help'], {env: {OCLIF_COLUMNS: '80'}})
