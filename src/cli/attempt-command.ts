@@ -6,6 +6,8 @@ import {type AttemptFlagValues, attemptOptions, resolvePuppetArgs} from './run-o
 
 /** apply and rollback: one attempt (lib/attempt), and what a person sees of it. */
 export abstract class AttemptCommand extends BaseCommand {
+  static override allowUntrustedHint = 'or pass --allow-untrusted to use it anyway (with a warning; the run record lists it)'
+
   /** Runs the attempt, sets the exit code, returns the record (--json prints it). `planned` sees the plan before it runs. */
   protected async runAttempt(input: string, flags: AttemptFlagValues, planned?: (plan: RunPlan) => void): Promise<RunRecord> {
     const puppetArgs = await resolvePuppetArgs(this.passThrough)

@@ -6,6 +6,8 @@ import {FETCH_EXIT_CODES} from '../lib/exit-codes.js'
 import type {FetchResult} from '../lib/source/release-source.js'
 
 export default class Fetch extends BaseCommand {
+  static override allowUntrustedHint = 'or pass --allow-untrusted to fetch anyway (with a warning; --json lists it as untrusted)'
+
   static override summary = 'Install releases from a release repository, downloading only what the node lacks.'
   static override description = describeWithExitCodes(
     'Resolves each REF against the repository\'s index (a range picks the newest tag there), skips tags already installed ' +

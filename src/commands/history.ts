@@ -9,6 +9,8 @@ import {isProcessAlive} from '../lib/util/process.js'
 import {renderHistory} from '../cli/render/run-text.js'
 
 export default class History extends BaseCommand {
+  static override allowUntrustedHint = 'or pass --allow-untrusted to read its records anyway (with a warning)'
+
   static override summary = 'List runs, newest first.'
   static override description = describeWithExitCodes('One line per run: id, state, release, start, duration, changed and failed counts. `--json` gives the run records.', [
     {code: 0, meaning: 'listed (also when there are no runs)'},

@@ -23,6 +23,7 @@ import Validate from './validate.js'
 import Verify from './verify.js'
 
 export {commandNotFound} from '../cli/hooks/command-not-found.js'
+export {LocalpuppetHelp} from '../cli/help.js'
 
 /** oclif's explicit command discovery: no directory scan and no manifest to go stale. */
 export const COMMANDS = {

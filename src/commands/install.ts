@@ -7,6 +7,8 @@ import {INSTALL_EXIT_CODES} from '../lib/exit-codes.js'
 import type {InstallResult} from '../lib/install/install-archive.js'
 
 export default class Install extends BaseCommand {
+  static override allowUntrustedHint = 'or pass --allow-untrusted to install anyway (with a warning; --json lists it as untrusted)'
+
   static override summary = 'Install a release archive (or a git tag) into the module directory, verified and atomically.'
   static override description = describeWithExitCodes(
     'Every entry is checked against release.json (and its signature, with --trust or keys in ' +

@@ -12,6 +12,8 @@ import {latestRunId, readRunRecord} from '../lib/state/run-record.js'
 import {assertTrustedStateDir, defaultStateDir, runFiles} from '../lib/state/state-dir.js'
 
 export default class Log extends BaseCommand {
+  static override allowUntrustedHint = 'or pass --allow-untrusted to read its records anyway (with a warning)'
+
   static override enableJsonFlag = false
   static override summary = "Print a run's full log: Puppet's output as it was streamed."
   static override description = describeWithExitCodes("Prints the newest run's log, or the given run's.", [

@@ -6,6 +6,8 @@ import type {FetchResult} from '../lib/source/release-source.js'
 import {resolvePuppetArgs, runOptions} from '../cli/run-options.js'
 
 export default class Plan extends BaseCommand {
+  static override allowUntrustedHint = 'or pass --allow-untrusted to use it anyway (with a warning; apply records it in the run record)'
+
   static override summary = 'Show what apply would run: the release, modulepath, ENC document and puppet command. Runs nothing.'
   static override description = describeWithExitCodes(
     'Builds exactly the plan `apply` executes and prints it: the resolved release, the real modulepath, the ENC document ' +

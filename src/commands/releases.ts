@@ -6,6 +6,8 @@ import type {AppReleases} from '../lib/verify/releases.js'
 import {displayPath} from '../lib/util/shell-quote.js'
 
 export default class Releases extends BaseCommand {
+  static override allowUntrustedHint = 'or pass --allow-untrusted to list anyway (with a warning)'
+
   static override summary = 'List apps with their trunk, branches and tags, and whether each tag verifies.'
   static override description = describeWithExitCodes('Tags are listed newest semver first. A tag installed by localpuppet has a record and is verified against it.', [
     {code: 0, meaning: 'listed'},

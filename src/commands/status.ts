@@ -11,6 +11,8 @@ import {defaultStateDir} from '../lib/state/state-dir.js'
 import type {StatusResult} from '../lib/status/node-status.js'
 
 export default class Status extends BaseCommand {
+  static override allowUntrustedHint = 'or pass --allow-untrusted to read its records anyway (with a warning)'
+
   static override summary = 'Say how the node is: the run in progress or the last attempt (or the given run); --wait, --check.'
   static override description = describeWithExitCodes(
     'With no RUN_ID: the run in progress, else the newest attempt that ended (refused attempts included; an attempt that ' +

@@ -9,8 +9,8 @@ export default class Validate extends BaseCommand {
   static override description = describeWithExitCodes(
     'For every input (files, or directories of *.yaml): YAML and schema errors, a release that cannot be resolved or ' +
       'breaks immutability or verification, classes not defined on the modulepath and class parameters they do not ' +
-      'declare (with did-you-mean), and Puppet syntax errors from one `puppet parser validate` over every manifest ' +
-      'involved. Each with file and line. No run record; nothing is written.\n\n' +
+      'declare (with did-you-mean), and Puppet syntax errors of every manifest involved, each file on its own, in ' +
+      'one Puppet process. Each with file and line. No run record; nothing is written.\n\n' +
       'Classes count as defined only where Puppet\'s autoloader finds them; metaparameters (stage, require, tag...) are ' +
       "accepted on every class; a required parameter the input does not give is reported unless the module's own Hiera " +
       'data gives it (or might, on some node); a value that certainly does not match its parameter\'s type is reported.\n\n' +
@@ -22,7 +22,7 @@ export default class Validate extends BaseCommand {
       {code: 64, meaning: 'usage error'},
       {code: 65, meaning: 'problems were found (listed)'},
       {code: 66, meaning: 'an input path, the module dir, --manifest or --facts does not exist'},
-      {code: 69, meaning: 'puppet is not available for the syntax check (--puppet none skips it) or --compile'},
+      {code: 69, meaning: 'puppet cannot be run for the syntax check (--puppet none skips it) or --compile; every input is still reported'},
       {code: 77, meaning: 'run as root: the puppet executable or its Ruby (or a directory or link leading to them) is owned by another user or writable by others'},
     ],
   )
@@ -77,6 +77,11 @@ export default class Validate extends BaseCommand {
     if (format === 'junit') this.log((await import('../cli/render/validate-report.js')).renderValidateJunit(report))
     if (format === 'text') this.log((await import('../cli/render/validate-report.js')).renderValidateText(report))
     if (report.problems > 0) process.exitCode = 65
+    if (report.puppetUnavailable !== null) {
+      // The report is out (CI gets its JUnit); the syntax check and --compile did not run.
+      process.stderr.write(`localpuppet: ${report.puppetUnavailable}\n`)
+      process.exitCode = 69
+    }
     return report
   }
 }

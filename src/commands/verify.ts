@@ -6,6 +6,8 @@ import type {VerifyResult} from '../lib/verify/verify.js'
 import {displayPath} from '../lib/util/shell-quote.js'
 
 export default class Verify extends BaseCommand {
+  static override allowUntrustedHint = 'or pass --allow-untrusted to report anyway (with a warning; --json lists it as untrusted)'
+
   static override summary = 'Check installed tags against what was installed: modified, missing and extra files.'
   static override description = describeWithExitCodes('Recomputes every installed tag (or the ones named) against its install record.', [
     {code: 0, meaning: 'every tag checked matches its record'},

@@ -67,7 +67,7 @@ export const FETCH_EXIT_CODES: ExitCodeRow[] = [
   {code: 0, meaning: 'fetched, or already present'},
   {code: 64, meaning: 'usage error; no source configured; plain http with no trusted key and no --insecure; trunk or a branch'},
   {code: 65, meaning: 'bad signature or digest, hostile index or archive, a redirect from https to http'},
-  {code: 66, meaning: 'the tag or range is not in the repository'},
+  {code: 66, meaning: 'the tag or range is not in the repository; a source without a scheme that reads as a host and is no directory here'},
   {code: 69, meaning: 'the repository cannot be reached (after retries), or lacks a file its index names'},
   {code: 73, meaning: 'a tag is installed with other content, or another install is running'},
   {code: 77, meaning: 'the module dir, its .localpuppet or the <app>/tags (or <app>) it writes into, or an unsigned directory repository (or its index), is owned by another user or writable by others (--allow-untrusted)'},

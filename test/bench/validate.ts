@@ -3,7 +3,7 @@
  * bin/setup installs the ones the tests use, and every installed one is taken here):
  *
  *   validate 50 / puppet strings        `localpuppet validate` of 50 inputs (static checks and
- *                                        one `puppet parser validate`) against `puppet strings
+ *                                        one Puppet syntax check) against `puppet strings
  *                                        generate` of the same modules (what a tool that
  *                                        wanted classes and parameters from Puppet would run)
  *   validate --compile 50 / 50 x compile `localpuppet validate --compile` of 50 inputs (one
@@ -106,7 +106,7 @@ export function validateBench(dir: string, isolate: string[], bin: string, repo:
   // What is timed must be the work, not a refusal: the inputs are chosen to be clean.
   const check = spawnSync('node', [bin, 'validate', inputs, '--module-dir', join(root, 'modules'), '--puppet', 'none'], {encoding: 'utf8'})
   if (check.status !== 0) throw new Error(`validate bench: the inputs are not clean (exit ${check.status}):\n${(check.stdout + check.stderr).slice(0, 2000)}`)
-  // Static: localpuppet validate (its default: static checks and one puppet parser validate) vs puppet strings.
+  // Static: localpuppet validate (its default: static checks and the syntax check in one Puppet process) vs puppet strings.
   const strings = join(root, 'strings')
   mkdirSync(strings)
   const pattern = `${release}/*/manifests/**/*.pp`
@@ -121,7 +121,7 @@ export function validateBench(dir: string, isolate: string[], bin: string, repo:
     stringsRuns.push(generated)
   }
 
-  report(`validate ${count} / puppet strings`, null, staticRuns, stringsRuns, 'the default static pass, with one puppet parser validate of every manifest')
+  report(`validate ${count} / puppet strings`, null, staticRuns, stringsRuns, 'the default static pass, with the syntax check of every manifest in one Puppet process')
   report(`validate --puppet none ${count} / puppet strings`, null, noSyntaxRuns, stringsRuns, 'the static checks without the syntax check')
 
   // Compile: one localpuppet validate --compile against one puppet catalog compile per input,

@@ -106,10 +106,11 @@ test('facts given with --fact reach puppet as facts', async (t) => {
 
 test('a catalog that does not compile exits 1 and is recorded as failed with no stale summary', async (t) => {
   const dir = await tempDir(t)
-  await writeTree(dir, {'input.yaml': 'app: foo/trunk\nclasses: [nosuchclass]\n'})
+  // A class that does not exist is refused before Puppet runs; a value of the wrong type only Puppet finds.
+  await writeTree(dir, {'input.yaml': 'app: foo/trunk\nclasses:\n  foo:\n    port: eighty\n'})
   const {state, result} = await applyDemo(t, [], join(dir, 'input.yaml'))
   t.is(result.exitCode, 1)
-  t.regex(result.stderr, /Could not find class nosuchclass/)
+  t.regex(result.stderr, /Class\[Foo\]: parameter 'port' expects an Integer value, got String/)
   const {exitCode, record} = await statusJson(state)
   t.is(exitCode, 1)
   t.is(record.state, 'failed')

@@ -1,5 +1,5 @@
 import {existsSync} from 'node:fs'
-import {appendFile, chmod, mkdir} from 'node:fs/promises'
+import {appendFile, chmod, cp, mkdir} from 'node:fs/promises'
 import {join} from 'node:path'
 
 import test from 'ava'
@@ -103,7 +103,11 @@ test('an archive signed with an OpenSSL Ed25519 key installs only where that key
   t.is(wrongKey.result.exitCode, 65)
   t.regex(wrongKey.result.stderr, /does not verify with any trusted key/)
   t.false(existsSync(join(wrongKey.modules, 'foo')))
-  const notSigned = await install(unsigned, dir)
+  // A directory of trusted keys holds public keys only (a private key there is refused, 64).
+  const keys = join(dir, 'keys')
+  await mkdir(keys)
+  await cp(pub, join(keys, 'release-key.pub.pem'))
+  const notSigned = await install(unsigned, keys)
   t.is(notSigned.result.exitCode, 65)
   t.regex(notSigned.result.stderr, /not signed, and trusted keys are configured/)
   const notEd25519 = join(dir, 'rsa.pem')

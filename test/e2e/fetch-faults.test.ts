@@ -1,4 +1,5 @@
 import {execFile} from 'node:child_process'
+import {existsSync} from 'node:fs'
 import {createServer as createHttpsServer} from 'node:https'
 import {mkdir, readFile, readdir, writeFile} from 'node:fs/promises'
 import {join} from 'node:path'
@@ -105,6 +106,34 @@ test('an index signed by a key that is not trusted is refused (65); an unsigned 
   const { rm } = await import('node:fs/promises')
   await rm(join(s.repo, 'index.json.sig'))
   await refused(t, s, fetchArgs(s, server.url, '--trust', base.pub), 65, /index\.json: not signed, and trusted keys are configured/)
+})
+
+test('--trust given a private key is refused (64) naming it, with the command that gives its public key: fetch, install, apply and plan --fetch, the trust setting', async (t) => {
+  const s = await scenario(t)
+  const dir = await tempDir(t)
+  const input = join(dir, 'input.yaml')
+  await writeFile(input, 'app: foo/tags/1.4.0\n')
+  const line = `localpuppet: trusted key ${base.key} is a private key: pass its public key instead (openssl pkey -in ${base.key} -pubout -out ${base.key.replace(/\.pem$/, '.pub.pem')}), and keep the private key off the nodes`
+  const runArgs = ['--fetch', '--source', s.repo, '--module-dir', s.modules, '--state-dir', join(dir, 'state'), '--puppet', '/bin/false']
+  for (const args of [
+    fetchArgs(s, s.repo, '--trust', base.key),
+    ['install', join(base.dir, 'foo-1.4.0.tar.gz'), '--module-dir', s.modules, '--trust', base.key],
+    ['apply', input, ...runArgs, '--trust', base.key],
+    ['plan', input, ...runArgs, '--trust', base.key],
+  ]) {
+    const result = await refused(t, s, args, 64, /is a private key/)
+    t.is(result.stderr.split('\n')[0], line, args[0])
+  }
+
+  // A usage error, not an attempt: nothing recorded.
+  t.false(existsSync(join(dir, 'state', 'runs')), 'no run record')
+  const setting = await refused(t, s, fetchArgs(s, s.repo), 64, /is a private key/, {LOCALPUPPET_TRUST: base.key})
+  t.is(setting.stderr.split('\n')[0], line)
+  // In a directory of trusted keys, the same.
+  const keys = join(dir, 'keys')
+  await mkdir(keys)
+  await writeFile(join(keys, 'release.pem'), await readFile(base.key))
+  await refused(t, s, fetchArgs(s, s.repo, '--trust', keys), 64, new RegExp(`trusted key ${join(keys, 'release.pem')} is a private key`))
 })
 
 test('an archive larger than declared, an endless body, and a short body are refused (65)', async (t) => {
@@ -226,6 +255,29 @@ test('an archive that is not what the index says (another tag behind the right d
   tags['1.4.0'] = {...tags['1.4.0'], archive: tags['1.3.0'].archive, size: tags['1.3.0'].size, sha256: tags['1.3.0'].sha256}
   await s.saveIndex(s.index)
   await refused(t, s, fetchArgs(s, s.repo), 65, /holds foo\/tags\/1\.3\.0 .*not what the index says for foo\/tags\/1\.4\.0; refused/)
+})
+
+test('source mistakes get one line naming the source and the fix: no scheme (66), https:// against a plain-http port (69)', async (t) => {
+  const s = await scenario(t)
+  const cwd = await tempDir(t)
+  for (const source of ['releases.example.com/puppet', 'localhost:8080/repo']) {
+    const result = await cli(fetchArgs(s, source), {cwd})
+    t.is(result.exitCode, 66, result.stderr)
+    t.is(result.stderr, `localpuppet: source ${source}: no such directory, and it reads as a host: did you mean https://${source} (or http://${source})?`)
+    // apply --fetch takes the same path.
+    const applied = await cli(['apply', join(cwd, 'none.yaml'), '--fetch', '--source', source, '--module-dir', s.modules, '--state-dir', join(cwd, 'state')], {cwd, input: ''})
+    t.is(applied.exitCode, 66)
+  }
+
+  const server = await serve(t, s.repo)
+  const https = server.url.replace(/^http:/, 'https:')
+  const plain = await refused(t, s, fetchArgs(s, https), 69, /answers plain HTTP/)
+  t.is(plain.stderr, `localpuppet: source ${https}/: 127.0.0.1:${server.port} answers plain HTTP, not HTTPS, on that port: did you mean ${server.url}/ (with a trusted key, or --insecure)?`)
+  t.is(server.requests.length, 0)
+
+  // A relative directory that exists is still a directory.
+  await copyRepository(s.repo, join(cwd, 'repo.example.com'))
+  t.is((await cli(['fetch', 'foo@^1.4', '--source', 'repo.example.com', '--module-dir', s.modules], {cwd})).exitCode, 0)
 })
 
 test('HTTP_PROXY is honoured; NO_PROXY bypasses it', async (t) => {

@@ -3,7 +3,7 @@ import {join} from 'node:path'
 
 import test from 'ava'
 
-import {FIXTURES, cli} from '../helpers/cli.js'
+import {FAKE_PUPPET, FIXTURES, cli} from '../helpers/cli.js'
 import {tempDir, writeTree} from '../helpers/temp.js'
 
 const DEMO = join(FIXTURES, 'demo')
@@ -51,6 +51,29 @@ test('bad input is one line naming the file and key, exit 65; plan writes nothin
   const status = await cli(['status', '--state-dir', state, '--json'])
   t.is(status.exitCode, 1)
   t.like(JSON.parse(status.stdout), {state: 'refused', exitCode: 65, release: null})
+})
+
+test('a class the release does not provide: plan and apply refuse it (65) in validate\'s words before Puppet runs; apply records the refusal', async (t) => {
+  const dir = await tempDir(t)
+  // foo@^1.4 provides foo and platform (dist); site.pp, the main manifest, defines mysite.
+  await writeTree(dir, {'input.yaml': 'app: foo@^1.4\nclasses:\n  fooo:\n  platform:\n  mysite:\n', 'site.pp': 'class mysite {}\n'})
+  const state = join(dir, 'state')
+  const line = `localpuppet: ${join(dir, 'input.yaml')}: release foo/tags/1.4.0: class fooo is not defined on the modulepath (Puppet looks in fooo/manifests/init.pp); did you mean foo?`
+  for (const command of ['plan', 'apply']) {
+    const result = await cli([command, join(dir, 'input.yaml'), '--module-dir', join(DEMO, 'modules'), '--state-dir', state, '--manifest', join(dir, 'site.pp'), '--puppet', FAKE_PUPPET], {env: {FAKE_PUPPET_DIR: dir}})
+    t.is(result.exitCode, 65, result.stderr)
+    t.is(result.stderr.split('\n')[0], line)
+    t.is(result.stdout, '')
+  }
+
+  t.false(existsSync(join(dir, 'args')), 'puppet never ran')
+  const status = await cli(['status', '--state-dir', state, '--json'])
+  t.like(JSON.parse(status.stdout), {state: 'refused', exitCode: 65, error: line.slice('localpuppet: '.length)})
+
+  // Classes of the modulepath and of the main manifest are found.
+  await writeTree(dir, {'input.yaml': 'app: foo@^1.4\nclasses:\n  - foo\n  - platform\n  - mysite\n'})
+  const found = await cli(['plan', join(dir, 'input.yaml'), '--module-dir', join(DEMO, 'modules'), '--state-dir', state, '--manifest', join(dir, 'site.pp')])
+  t.is(found.exitCode, 0, found.stderr)
 })
 
 test('a YAML syntax error names the line; --json gives an error object', async (t) => {
@@ -118,4 +141,44 @@ test('--help shows the exit-code table', async (t) => {
   t.is(help.exitCode, 0)
   t.regex(help.stdout, /EXIT CODES/)
   t.regex(help.stdout, /73\s+another run holds the lock/)
+})
+
+test('localpuppet help [COMMAND] shows help and exits 0; an unknown one is 64 with a did-you-mean', async (t) => {
+  const root = await cli(['help'])
+  t.is(root.exitCode, 0, root.stderr)
+  t.regex(root.stdout, /^USAGE\n {2}\$ localpuppet \[COMMAND\]$/m)
+  t.regex(root.stdout, /^ {2}apply /m)
+  const apply = await cli(['help', 'apply'])
+  t.is(apply.exitCode, 0, apply.stderr)
+  t.is(apply.stdout, (await cli(['apply', '--help'])).stdout)
+  const typo = await cli(['help', 'aply'])
+  t.is(typo.exitCode, 64)
+  t.is(typo.stderr, 'localpuppet: unknown command "aply" (did you mean apply?); see localpuppet --help')
+})
+
+test('an unknown flag gets a did-you-mean among the command\'s own flags (64)', async (t) => {
+  const result = await cli(['apply', '--noopp'])
+  t.is(result.exitCode, 64)
+  t.is(result.stderr.split('\n')[0], 'localpuppet: Nonexistent flag: --noopp (did you mean --noop?)')
+  const two = await cli(['plan', '--modul-dir', 'x', '--zzzzzz'])
+  t.is(two.stderr.split('\n')[0], 'localpuppet: Nonexistent flags: --modul-dir (did you mean --module-dir?), --zzzzzz')
+  const json = await cli(['fetch', 'foo@^1', '--sorce', 'x', '--json'])
+  t.is(JSON.parse(json.stdout).error.message, 'Nonexistent flag: --sorce (did you mean --source?)')
+})
+
+test('the exit-code table in --help keeps its columns at 80 columns: a long meaning continues under the meaning', async (t) => {
+  for (const command of ['apply', 'fetch', 'install', 'status']) {
+    const help = await cli([command, '--help'], {env: {OCLIF_COLUMNS: '80'}})
+    const table = help.stdout.split('EXIT CODES\n')[1].split('\n\n')[0].split('\n')
+    const hang = /^ {2}\S+ +/.exec(table[0])![0].length
+    t.true(table.length > 3, command)
+    for (const line of table) {
+      t.true(line.length <= 80, `${command}: ${line}`)
+      t.regex(line, new RegExp(`^ {2}\\S+ +\\S|^ {${hang}}\\S`), `${command}: every line is a row or a continuation under its meaning`)
+      t.is(/^ {2}\S+ +/.exec(line)?.[0].length ?? hang, hang, `${command}: one column for the meanings`)
+    }
+  }
+
+  const apply = await cli(['apply', '--help'], {env: {OCLIF_COLUMNS: '80'}})
+  t.regex(apply.stdout, /^ {2}65 {9}invalid input or release \(YAML, schema, mutable, path\); --fetch:\n {13}bad signature or digest$/m)
 })

@@ -641,3 +641,20 @@ asRoot('verify and releases refuse a tag holding a file others can write (77), a
   t.is(swapped.exitCode, 77, swapped.stderr)
   t.is(swapped.stderr.split('\n')[0], `localpuppet: release foo/tags/1.4.0's parent directory ${tags} is not trusted: writable by group and others (owner uid 0, mode 0777); fix: chmod go-w ${tags}`)
 })
+
+test('the --allow-untrusted hint fits the command: history and log read records, fetch fetches, apply records it', async (t) => {
+  const dir = await tempDir(t)
+  const open = join(dir, 'open')
+  await mkdir(open)
+  await chmod(open, 0o777)
+  const hint = async (...args: string[]) => {
+    const result = await cli(args)
+    t.is(result.exitCode, 77, result.stderr)
+    return result.stderr.split('\n').filter((line) => line.includes('--allow-untrusted'))
+  }
+
+  t.deepEqual(await hint('history', '--state-dir', open), ['  hint: or pass --allow-untrusted to read its records anyway (with a warning)'])
+  t.deepEqual(await hint('log', '--state-dir', open), ['  hint: or pass --allow-untrusted to read its records anyway (with a warning)'])
+  t.deepEqual(await hint('fetch', 'foo@^1', '--source', open, '--module-dir', join(DEMO, 'modules')), ['  hint: or pass --allow-untrusted to fetch anyway (with a warning; --json lists it as untrusted)'])
+  t.deepEqual(await hint('apply', join(DEMO, 'input.yaml'), '--module-dir', join(DEMO, 'modules'), '--state-dir', open), ['  hint: or pass --allow-untrusted to use it anyway (with a warning; the run record lists it)'])
+})

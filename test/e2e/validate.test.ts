@@ -6,7 +6,7 @@ import test from 'ava'
 import {XMLParser} from 'fast-xml-parser'
 
 import {FIXTURES, REPO, cli, isolatePuppet} from '../helpers/cli.js'
-import {tempDir} from '../helpers/temp.js'
+import {type Tree, tempDir, writeTree} from '../helpers/temp.js'
 
 const CI = join(FIXTURES, 'ci')
 const inputs = (name: string) => join(CI, 'inputs', name)
@@ -126,4 +126,58 @@ test('a directory copied elsewhere validates the same (no paths baked in)', asyn
   await cp(join(CI, 'inputs', 'good.yaml'), join(dir, 'good.yaml'))
   const result = await cli(['validate', dir, '--module-dir', join(CI, 'modules'), '--puppet', 'none'])
   t.is(result.exitCode, 0, result.stdout)
+})
+
+/** Three tags of one app carrying the same module (a class and a defined type); 1.2.0 has a syntax error. */
+async function twoTagsOfOneApp(dir: string): Promise<{modules: string; nodes: string}> {
+  const tree: Tree = {}
+  for (const tag of ['1.0.0', '1.1.0', '1.2.0']) {
+    tree[`modules/site/tags/${tag}/web/manifests/init.pp`] = tag === '1.2.0' ? 'class web(Integer $port = 80) {\n  web::vhost { "x": port => $port\n}\n' : 'class web(Integer $port = 80) {\n  web::vhost { "x": port => $port }\n}\n'
+    tree[`modules/site/tags/${tag}/web/manifests/vhost.pp`] = 'define web::vhost(Integer $port) {\n  notify { "${title}:${port}": }\n}\n'
+  }
+
+  tree['facts.json'] = '{"os": {"family": "Debian"}}\n'
+  for (const [node, tag] of [['a', '1.0.0'], ['b', '1.1.0'], ['c', '1.2.0']]) tree[`nodes/${node}.yaml`] = `app: site/tags/${tag}\nclasses:\n  web:\n`
+  await writeTree(dir, tree)
+  return {modules: join(dir, 'modules'), nodes: join(dir, 'nodes')}
+}
+
+const junitSuites = (stdout: string) =>
+  new XMLParser({ignoreAttributes: false, attributeNamePrefix: '', isArray: (name) => ['testsuite', 'testcase', 'failure'].includes(name)}).parse(stdout).testsuites
+
+test('two tags of one app with the same module: each input is checked and reported on its own (text, JUnit, --compile)', async (t) => {
+  const dir = await tempDir(t)
+  const {modules, nodes} = await twoTagsOfOneApp(dir)
+  const result = await cli(['validate', nodes, '--module-dir', modules, '--format', 'json', '--', ...isolatePuppet(dir)])
+  t.is(result.exitCode, 65, result.stderr)
+  const report = JSON.parse(result.stdout)
+  t.deepEqual(
+    report.inputs.map((input: {file: string; release: string; problems: Array<{check: string; file: string; line: number}>}) => [input.file.split('/').pop(), input.release, input.problems.map((p) => [p.check, p.file, p.line])]),
+    [
+      ['a.yaml', 'site/tags/1.0.0', []],
+      ['b.yaml', 'site/tags/1.1.0', []],
+      ['c.yaml', 'site/tags/1.2.0', [['syntax', 'site/tags/1.2.0/web/manifests/init.pp', 3]]],
+    ],
+  )
+  t.is(report.puppetUnavailable, null)
+
+  const compiled = await cli(['validate', nodes, '--module-dir', modules, '--compile', '--facts', join(dir, 'facts.json'), '--format', 'junit', '--', ...isolatePuppet(dir)])
+  t.is(compiled.exitCode, 65, compiled.stderr)
+  const suites = junitSuites(compiled.stdout).testsuite as Array<{name: string; testcase: Array<{name: string; failure?: unknown[]; skipped?: unknown}>}>
+  t.deepEqual(suites.map((suite) => [suite.name.split('/').pop(), suite.testcase.filter((c) => c.failure).map((c) => c.name)]), [['a.yaml', []], ['b.yaml', []], ['c.yaml', ['syntax', 'compile']]])
+  for (const suite of suites.slice(0, 2)) t.is(suite.testcase.find((c) => c.name === 'compile')!.skipped, undefined, `${suite.name} was compiled`)
+})
+
+test('Puppet that cannot be run: 69, and every input is still reported (JUnit written, syntax an error)', async (t) => {
+  const dir = await tempDir(t)
+  const {modules, nodes} = await twoTagsOfOneApp(dir)
+  const ruby = join(dir, 'bin', 'ruby')
+  const puppet = join(dir, 'bin', 'puppet')
+  await writeTree(dir, {'bin/ruby': {mode: 0o755, content: '#!/bin/sh\necho "Error: cannot load such file -- puppet" >&2\nexit 1\n'}, 'bin/puppet': {mode: 0o755, content: `#!${ruby}\n`}})
+  const result = await cli(['validate', nodes, '--module-dir', modules, '--puppet', puppet, '--format', 'junit'])
+  t.is(result.exitCode, 69, result.stderr)
+  const xml = junitSuites(result.stdout)
+  t.is(xml.testsuite.length, 3)
+  t.is(xml.errors, '3')
+  t.regex(result.stderr, /^localpuppet: could not load Puppet with .*bin\/ruby \(the interpreter of .*bin\/puppet\): Error: cannot load such file -- puppet$/m)
 })

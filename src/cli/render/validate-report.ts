@@ -19,20 +19,23 @@ export function renderValidateText(report: ValidateReport): string {
 
   const failed = report.inputs.filter((input) => input.problems.length > 0).length
   lines.push('', `${report.inputs.length} input(s), ${failed} with problems, ${report.problems} problem(s)`)
+  if (report.puppetUnavailable !== null) lines.push(`not checked (${report.checks.includes('compile') ? 'syntax, compile' : 'syntax'}): ${report.puppetUnavailable}`)
   return lines.join('\n')
 }
 
 /**
  * JUnit XML as CI systems read it: one testsuite per input, one testcase per check (with
  * --compile, a `compile` one, skipped when the input could not be compiled), a failure
- * element per problem so each shows inline with its file and line.
+ * element per problem so each shows inline with its file and line. When Puppet could
+ * not be run, `syntax` is an error (not a pass) and `compile` skipped, with the reason.
  */
 export function renderValidateJunit(report: ValidateReport): string {
   const out = ['<?xml version="1.0" encoding="UTF-8"?>']
   const checks = report.checks
   const failures = report.inputs.reduce((sum, input) => sum + checks.filter((check) => input.problems.some((p) => p.check === check)).length, 0)
   const skipped = report.inputs.filter((input) => input.compile?.status === 'skipped' && !input.problems.some((p) => p.check === 'compile')).length
-  out.push(`<testsuites name="localpuppet validate" tests="${report.inputs.length * checks.length}" failures="${failures}"${skipped ? ` skipped="${skipped}"` : ''}>`)
+  const errors = report.puppetUnavailable === null ? 0 : report.inputs.length
+  out.push(`<testsuites name="localpuppet validate" tests="${report.inputs.length * checks.length}" failures="${failures}"${errors ? ` errors="${errors}"` : ''}${skipped ? ` skipped="${skipped}"` : ''}>`)
   for (const input of report.inputs) {
     const failed = checks.filter((check) => input.problems.some((p) => p.check === check)).length
     out.push(`  <testsuite name="${xml(input.file)}" tests="${checks.length}" failures="${failed}">`)
@@ -41,6 +44,11 @@ export function renderValidateJunit(report: ValidateReport): string {
       const attrs = `classname="${xml(input.file)}" name="${check}"${problems[0]?.file ? ` file="${xml(problems[0].file)}"` : ''}${problems[0]?.line ? ` line="${problems[0].line}"` : ''}`
       if (check === 'compile' && problems.length === 0 && input.compile?.status === 'skipped') {
         out.push(`    <testcase ${attrs}><skipped message="${xml(`not compiled: ${input.compile.reason}`)}"/></testcase>`)
+        continue
+      }
+
+      if (problems.length === 0 && report.puppetUnavailable !== null && check === 'syntax') {
+        out.push(`    <testcase ${attrs}><error message="${xml(report.puppetUnavailable)}"/></testcase>`)
         continue
       }
 

@@ -61,6 +61,13 @@ export async function loadTrustedKeys(paths: string[], defaultDir: string | null
       throw describeFsError(error, `trusted key ${path}`)
     }
 
+    // Node derives the public key from a private one without a word: a private key here
+    // is a mistake (the help says PUB.pem), and a secret spread to every node.
+    if (/-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----/.test(pem)) {
+      const pub = path.endsWith('.pem') ? `${path.slice(0, -'.pem'.length)}.pub.pem` : `${path}.pub.pem`
+      throw new UsageError(`trusted key ${path} is a private key: pass its public key instead (openssl pkey -in ${path} -pubout -out ${pub}), and keep the private key off the nodes`)
+    }
+
     try {
       const key = createPublicKey(pem)
       if (key.asymmetricKeyType !== 'ed25519') throw new Error('not ed25519')

@@ -14,7 +14,7 @@ export interface LoadableDefinition extends PuppetDefinition {
 export interface ModuleDefinitions {
   /** Every class and defined type, each module taken from the first modulepath entry that has it (as Puppet does). */
   definitions: LoadableDefinition[]
-  /** The manifest files of the modules Puppet loads (absolute), for `puppet parser validate`. */
+  /** The manifest files of the modules Puppet loads (absolute), for the syntax check. */
   manifests: string[]
   /** Module name to its absolute directory, for the modules Puppet loads. */
   modules: Map<string, string>
@@ -101,7 +101,8 @@ function safeReaddir(dir: string): string[] {
   }
 }
 
-function isDir(path: string): boolean {
+/** Whether a directory is there (links followed); false for anything unreadable. */
+export function isDir(path: string): boolean {
   try {
     return statSync(path).isDirectory()
   } catch {

@@ -137,7 +137,7 @@ export class HttpTransport implements Transport {
       try {
         response = await request(url, {method: 'GET', dispatcher: this.dispatcher, headersTimeout: this.timeoutMs, bodyTimeout: this.timeoutMs})
       } catch (error) {
-        throw transient(error) ?? new RepositoryUnavailableError(`${url.href}: ${(error as Error).message}`)
+        throw transient(error) ?? tlsMistake(error, url, hop === 0 ? this.label : url.href) ?? new RepositoryUnavailableError(`${url.href}: ${(error as Error).message}`)
       }
 
       const status = response.statusCode
@@ -170,6 +170,22 @@ function transient(error: unknown): TransientError | null {
   const code = (error as {code?: string})?.code
   if (code && TRANSIENT_CODES.has(code)) return new TransientError(describeNetworkError(code, error as Error))
   return null
+}
+
+/**
+ * TLS refused for a reason that is the source's, not the network's: one line naming the
+ * source and the likely fix, never OpenSSL's own (`...:ssl3_get_record:wrong version number:...`).
+ */
+function tlsMistake(error: unknown, url: URL, source: string): RepositoryUnavailableError | null {
+  const {code, reason} = error as {code?: string; reason?: string}
+  if (typeof code !== 'string' || !code.startsWith('ERR_SSL_')) return null
+  // What an https client reads from a plain-http port: an HTTP answer where a TLS record should be.
+  if (code === 'ERR_SSL_WRONG_VERSION_NUMBER' || code === 'ERR_SSL_PACKET_LENGTH_TOO_LONG' || code === 'ERR_SSL_HTTP_REQUEST') {
+    const plain = source.replace(/^https:/i, 'http:')
+    return new RepositoryUnavailableError(`source ${source}: ${url.host} answers plain HTTP, not HTTPS, on that port: did you mean ${plain} (with a trusted key, or --insecure)?`)
+  }
+
+  return new RepositoryUnavailableError(`source ${source}: TLS with ${url.host} failed: ${reason ?? code}`)
 }
 
 function describeNetworkError(code: string, error: Error): string {

@@ -2,9 +2,10 @@ import {stat} from 'node:fs/promises'
 import {basename, dirname, resolve} from 'node:path'
 
 import {type EncDocument, buildEncDocument, renderEncYaml} from '../enc/enc-document.js'
+import {missingClasses} from '../catalog/find-classes.js'
 import {moduleDirTrustPaths} from '../install/install-record.js'
 import {verifyModulepath} from '../verify/verify.js'
-import {NotFoundError, UsageError, describeFsError} from '../errors.js'
+import {InputError, NotFoundError, UsageError, describeFsError} from '../errors.js'
 import type {NodeInput} from '../input/node-input.js'
 import {findExecutable, scriptInterpreter} from '../util/find-executable.js'
 import {type ResolvedRelease, modulepathTrustPaths, realModuleDir, resolveRelease} from '../release/resolve.js'
@@ -123,6 +124,11 @@ export async function buildRunPlan(input: NodeInput, options: PlanOptions, runId
   const manifest = await chooseManifest(options, files)
   // The main manifest is code root runs, as much as the releases are.
   if (manifest.source !== 'empty') untrusted.push(...assertTrustedPaths([{path: manifest.path, what: 'manifest', content: true}], allow, seen))
+  // A class Puppet cannot find fails the run inside Puppet after seconds of start-up: refused
+  // here instead (65, recorded), in validate's words, before anything runs.
+  const classes = input.classes === undefined || input.classes === null ? [] : Array.isArray(input.classes) ? input.classes : Object.keys(input.classes)
+  const missing = await missingClasses(classes, resolution.modulepath.map((entry) => entry.path), manifest.source === 'empty' ? null : manifest.path)
+  if (missing.length > 0) throw new InputError(`${input.source}: release ${app.release}: ${missing.length === 1 ? missing[0].message : missing.map((found, n) => `(${n + 1}) ${found.message}`).join(' ')}`, [`localpuppet classes ${app.release} lists the classes it provides`])
   const facts = options.facts ?? {}
   const puppetPath = findExecutable(options.puppet, options.env)
   // Root runs it: a puppet others could rewrite would run their code as root.

@@ -1,9 +1,10 @@
+import {stat} from 'node:fs/promises'
 import {fileURLToPath} from 'node:url'
 
 import {settingList, settingString} from '../config/settings.js'
-import {UsageError} from '../errors.js'
+import {NotFoundError, UsageError} from '../errors.js'
 import type {ReleaseRef} from '../release/release-ref.js'
-import {type FetchOptions, type FetchResult, type ReleaseSource, sourceKind} from './release-source.js'
+import {type FetchOptions, type FetchResult, type ReleaseSource, looksLikeHost, sourceKind} from './release-source.js'
 
 /**
  * The one place a source is turned into something that fetches: every kind of source
@@ -32,6 +33,11 @@ export async function openSource(spec: string, options: Pick<FetchOptions, 'time
 
     case 'dir': {
       const {DirTransport} = await import('../repository/dir-transport.js')
+      // `releases.example.com/puppet` is a URL without its scheme far more often than a relative directory.
+      if (looksLikeHost(spec) && !(await stat(spec).then(() => true, () => false))) {
+        throw new NotFoundError(`source ${spec}: no such directory, and it reads as a host: did you mean https://${spec} (or http://${spec})?`)
+      }
+
       return new RepositorySource(new DirTransport(spec))
     }
 

@@ -56,3 +56,12 @@ export function sourceKind(spec: string): SourceKind {
   if (/^[a-z][a-z0-9+.-]*:\/\//i.test(spec)) throw new UsageError(`source ${spec}: unsupported scheme; use https://, http://, file://, a directory or apt`)
   return 'dir'
 }
+
+/**
+ * Whether a directory source reads as a host without its scheme: `releases.example.com/puppet`,
+ * `localhost:8080/repo`, `10.0.0.5/repo` (a relative path whose first name is a host name,
+ * `localhost` or an IPv4 address, with or without a port).
+ */
+export function looksLikeHost(spec: string): boolean {
+  return /^(?:localhost|\d{1,3}(?:\.\d{1,3}){3}|(?:[a-z0-9](?:[a-z0-9-]*[a-z0-9])?\.)+[a-z]{2,})(?::\d{1,5})?(?:\/|$)/i.test(spec)
+}

@@ -39,7 +39,8 @@ export interface TrustOptions {
 
 const euidNow = (): number => process.geteuid?.() ?? 0
 
-const ALLOW_HINT = 'or pass --allow-untrusted to use it anyway (apply records it in the run record)'
+/** The override a refusal offers; each command says what it means there (BaseCommand.allowUntrustedHint). */
+export const ALLOW_HINT = 'or pass --allow-untrusted to use it anyway (with a warning)'
 
 /** For a release tree others could write: the permissions are the fix, but what it holds may already have been changed. */
 export const UNTRUSTED_TREE_HINTS = ['others may already have changed what it holds: after the fix, reinstall the tag (or review the checkout)', ALLOW_HINT] as const

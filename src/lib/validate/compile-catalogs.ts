@@ -1,9 +1,5 @@
-import {basename} from 'node:path'
-
-import {PuppetUnavailableError} from '../errors.js'
-import {startChild} from '../util/child.js'
-import {findExecutable, scriptInterpreter} from '../util/find-executable.js'
-import {assertTrustedPath} from '../util/trusted-path.js'
+import {type SyntaxProblem, SYNTAX_CHECK, syntaxProblems, validateManifests} from '../catalog/parser-validate.js'
+import {PUPPET_PRELUDE, runPuppetRuby} from '../catalog/puppet-ruby.js'
 
 /** One catalog to compile: what `apply` would hand Puppet for one input. */
 export interface CompileJob {
@@ -28,7 +24,7 @@ export interface CompileResult {
 }
 
 /**
- * The program the Ruby that runs Puppet loads once to compile every job, as `puppet apply`
+ * After PUPPET_PRELUDE (and SYNTAX_CHECK): compiles every job, as `puppet apply`
  * does (Puppet::Application::Apply#main up to the catalog: the exec node terminus's own
  * translation of the ENC document into a node, its facts, the environment with the
  * modulepath and main manifest, then the compiler terminus and the conversion to a RAL
@@ -36,25 +32,9 @@ export interface CompileResult {
  * report, no state file; Puppet's settings are initialised but their directories are not
  * created (no `Puppet.settings.use`). One JSON line per job on stdout.
  */
-const PROGRAM = String.raw`
-require 'json'
-require 'puppet'
-module Puppet; module Test; class LogCollector
-  def initialize(logs); @logs = logs; end
-  def <<(message); @logs << message; end
-end; end; end unless defined?(Puppet::Test::LogCollector)
-
-request = JSON.parse(STDIN.read)
-out = STDOUT.dup
-out.sync = true
-$stdout = STDERR
-Puppet.initialize_settings(request['puppet_args'])
+const COMPILE = String.raw`
 Puppet[:default_file_terminus] = :file_server
 Puppet[:write_catalog_summary] = false
-logs = []
-Puppet::Util::Log.close_all
-Puppet::Util::Log.newdestination(Puppet::Test::LogCollector.new(logs))
-Puppet::Util::Log.level = :warning
 require 'puppet/indirector/node/exec'
 exec = Puppet::Node::Exec.new
 certname = Puppet[:node_name_value]
@@ -105,47 +85,20 @@ end
 
 /**
  * Compiles every job's catalog in one Ruby process that loads Puppet once (Puppet takes
- * seconds to start; compiling is a fraction of that). `puppet` is the puppet executable:
- * its interpreter (from its #! line) runs the program, so it is that Puppet's library.
- * `puppetArgs` are Puppet settings as on its command line (`--confdir`, ...).
+ * seconds to start; compiling is a fraction of that), after checking the syntax of every
+ * file of `syntaxFiles` each on its own (see SYNTAX_CHECK) in the same process. `puppet`
+ * is the puppet executable: its interpreter (from its #! line) runs the program, so it is
+ * that Puppet's library. `puppetArgs` are Puppet settings as on its command line
+ * (`--confdir`, ...).
  */
-export async function compileCatalogs(puppet: string, jobs: CompileJob[], puppetArgs: string[] = []): Promise<CompileResult[]> {
-  if (jobs.length === 0) return []
-  const [interpreter, ...rubyArgs] = interpreterOf(puppet)
-  // Started by the path judged, not looked up again. Run as root, the Ruby that loads
-  // Puppet is code root runs as much as puppet itself (77).
-  const ruby = findExecutable(interpreter)
-  if (ruby === null) throw new PuppetUnavailableError(`could not find ${interpreter} (the interpreter of ${puppet}) on PATH`)
-  if ((process.geteuid?.() ?? 0) === 0) assertTrustedPath(ruby, {what: `interpreter of ${puppet}`, content: true, overridable: false})
-  let stdout = ''
-  let stderr = ''
-  const child = startChild(ruby, [...rubyArgs, '-e', PROGRAM], {
-    input: JSON.stringify({puppet_args: puppetArgs, jobs}),
-    onStdout: (chunk) => (stdout += chunk),
-    onStderr: (chunk) => (stderr += chunk),
-  })
-  const exit = await child.exited
-  if (exit.spawnError) throw new PuppetUnavailableError(`could not start ${ruby} (the interpreter of ${puppet}): ${exit.spawnError.message}`)
+export async function compileCatalogs(puppet: string, jobs: CompileJob[], puppetArgs: string[] = [], syntaxFiles: string[] = []): Promise<{results: CompileResult[]; syntax: SyntaxProblem[]}> {
+  if (jobs.length === 0) return {results: [], syntax: await validateManifests(puppet, syntaxFiles, puppetArgs)}
+  const {answers, ended} = await runPuppetRuby(puppet, PUPPET_PRELUDE + SYNTAX_CHECK + COMPILE, {puppet_args: puppetArgs, syntax: syntaxFiles, jobs})
   const results = new Map<string, CompileResult>()
-  for (const line of stdout.split('\n')) {
-    if (!line.startsWith('{')) continue
-    try {
-      const result = JSON.parse(line) as CompileResult
-      results.set(result.id, result)
-    } catch {}
+  for (const answer of answers) if (typeof answer.id === 'string') results.set(answer.id, answer as unknown as CompileResult)
+  const stopped = `Puppet stopped before compiling this input (${ended})`
+  return {
+    results: jobs.map((job) => results.get(job.id) ?? {id: job.id, ok: false, resources: null, error: {message: stopped, file: null, line: null, column: null}}),
+    syntax: syntaxProblems(syntaxFiles, answers, ended),
   }
-
-  if (results.size === 0) {
-    const why = stderr.split('\n').find((l) => /Error|error/.test(l)) ?? `exit ${exit.exitCode ?? exit.signal}`
-    throw new PuppetUnavailableError(`could not load Puppet with ${ruby} (the interpreter of ${puppet}): ${why.trim()}`)
-  }
-
-  const stopped = `Puppet stopped before compiling this input (exit ${exit.exitCode ?? exit.signal})`
-  return jobs.map((job) => results.get(job.id) ?? {id: job.id, ok: false, resources: null, error: {message: stopped, file: null, line: null, column: null}})
-}
-
-/** The command line that runs a Ruby script the way `puppet`'s own #! line runs it (else the ruby on PATH). */
-function interpreterOf(puppet: string): string[] {
-  const found = scriptInterpreter(puppet)
-  return found?.path && /ruby/.test(basename(found.path)) ? [found.path, ...found.args] : ['ruby']
 }

@@ -4,13 +4,13 @@ import {join, relative, resolve} from 'node:path'
 import {moduleDirTrustPaths} from '../install/install-record.js'
 import {verifyModulepath} from '../verify/verify.js'
 import {ClassCatalog, METAPARAMETERS, classResourceName} from '../catalog/class-catalog.js'
-import {type LoadableDefinition, autoloadPath} from '../catalog/definitions.js'
+import type {LoadableDefinition} from '../catalog/definitions.js'
+import {unknownClassMessage} from '../catalog/find-classes.js'
 import {scanManifest} from '../catalog/manifest-scan.js'
 import {isInstance, parseType, valueLabel} from '../catalog/puppet-types.js'
-import {validateManifests} from '../catalog/parser-validate.js'
 import {DEFAULT_MANIFEST} from '../defaults.js'
 import {buildEncDocument, renderEncYaml} from '../enc/enc-document.js'
-import {InputError, LocalpuppetError, NotFoundError, UsageError, describeFsError} from '../errors.js'
+import {InputError, LocalpuppetError, NotFoundError, PuppetUnavailableError, UsageError, describeFsError} from '../errors.js'
 import {checkNodeInput} from '../input/node-input.js'
 import {readInputText} from '../input/read-input.js'
 import {type Resolution, modulepathTrustPaths, realModuleDir, resolveRelease} from '../release/resolve.js'
@@ -49,11 +49,13 @@ export interface ValidateReport {
   checks: CheckName[]
   inputs: InputReport[]
   problems: number
+  /** Why Puppet could not be run for the syntax check and --compile (exit 69), or null: those checks did not run. */
+  puppetUnavailable: string | null
 }
 
 export interface ValidateOptions {
   moduleDir: string
-  /** The puppet executable for `puppet parser validate` and --compile; null skips the syntax check. */
+  /** The puppet executable (its Ruby) for the syntax check and --compile; null skips the syntax check. */
   puppet: string | null
   puppetArgs?: string[]
   /** The main manifest, as apply's --manifest; default: DEFAULT_MANIFEST when it exists, else none. */
@@ -71,9 +73,9 @@ export interface ValidateOptions {
  * verification of installed tags), classes Puppet's autoloader cannot find, class
  * parameters they do not declare (metaparameters aside), required parameters neither the
  * input nor the module's data gives, values certainly of the wrong type, and Puppet
- * syntax errors from one `puppet parser validate` over every manifest involved. With
- * `compile`, each input's catalog is also compiled by Puppet, all in one process, as
- * apply would. Writes nothing.
+ * syntax errors of every manifest involved, each file checked on its own. With `compile`,
+ * each input's catalog is also compiled by Puppet, as apply would; both in one process
+ * that loads Puppet once. Writes nothing.
  */
 export async function validateInputs(paths: string[], options: ValidateOptions): Promise<ValidateReport> {
   const files = await expandInputs(paths)
@@ -158,11 +160,21 @@ export async function validateInputs(paths: string[], options: ValidateOptions):
   }
 
   if (options.compile && jobs.length > 0 && options.puppet === null) throw new UsageError('--compile needs puppet (--puppet none only skips the syntax check)')
-  // The syntax check and the compile are separate Puppet processes: run them side by side.
-  const manifests = [...new Set(reports.flatMap((report) => report.manifests))].sort()
-  const syntaxCheck = options.puppet === null ? Promise.resolve([]) : validateManifests(options.puppet, manifests, options.puppetArgs)
-  const compiling = options.compile && jobs.length > 0 ? compileCatalogs(options.puppet!, jobs.map(({report: _report, text: _text, ...job}) => job), options.puppetArgs) : Promise.resolve([])
-  const [syntax, results] = await Promise.all([syntaxCheck, compiling])
+  // One Ruby process loads Puppet once for the syntax check and the compile alike.
+  const manifests = options.puppet === null ? [] : [...new Set(reports.flatMap((report) => report.manifests))].sort()
+  const compileJobs = options.compile ? jobs.map(({report: _report, text: _text, ...job}) => job) : []
+  let checked: Awaited<ReturnType<typeof compileCatalogs>> = {syntax: [], results: []}
+  let puppetUnavailable: string | null = null
+  try {
+    if (options.puppet !== null) checked = await compileCatalogs(options.puppet, compileJobs, options.puppetArgs, manifests)
+  } catch (error) {
+    // Every input is still reported (CI gets its JUnit): only what needed Puppet is missing.
+    if (!(error instanceof PuppetUnavailableError)) throw error
+    puppetUnavailable = error.message
+    for (const {report} of jobs) report.compile = {status: 'skipped', resources: null, reason: error.message}
+  }
+
+  const {syntax, results} = checked
   for (const report of reports) {
     const mine = new Set(report.manifests)
     for (const found of syntax.filter((entry) => mine.has(entry.file))) {
@@ -195,7 +207,7 @@ export async function validateInputs(paths: string[], options: ValidateOptions):
 
   const inputs = reports.map(({manifests: _manifests, ...report}) => report)
   const checks = CHECKS.filter((check) => check !== 'compile' || options.compile)
-  return {checks, inputs, problems: inputs.reduce((sum, report) => sum + report.problems.length, 0)}
+  return {checks, inputs, problems: inputs.reduce((sum, report) => sum + report.problems.length, 0), puppetUnavailable}
 }
 
 function checkClasses(classes: unknown, catalog: ClassCatalog, text: string, file: string): Problem[] {
@@ -212,14 +224,7 @@ function checkClasses(classes: unknown, catalog: ClassCatalog, text: string, fil
 
     const definition = catalog.find('class', name)
     if (!definition) {
-      const misplaced = catalog.definitions.definitions.find((d) => d.kind === 'class' && d.name === name)
-      const guess = closest(name, catalog.names('class'))
-      const why = catalog.find('define', name)
-        ? `${name} is a defined type, not a class`
-        : misplaced
-          ? `class ${name} cannot be loaded (Puppet: Could not find class ${name}): ${misplaced.notLoadable}`
-          : `class ${name} is not defined on the modulepath (Puppet looks in ${autoloadPath(name)})${guess ? `; did you mean ${guess}?` : ''}`
-      report('classes', [name], why)
+      report('classes', [name], unknownClassMessage(catalog, name))
       continue
     }
 

@@ -1,0 +1,84 @@
+import {basename} from 'node:path'
+
+import {PuppetUnavailableError} from '../errors.js'
+import {startChild} from '../util/child.js'
+import {findExecutable, scriptInterpreter} from '../util/find-executable.js'
+import {assertTrustedPath} from '../util/trusted-path.js'
+
+/**
+ * The start of every program run by `runPuppetRuby`: loads Puppet once, reads the request
+ * (JSON on stdin) into `request`, keeps the real stdout as `out` for one JSON line per
+ * answer (whatever Puppet or a module prints goes to stderr), initialises Puppet's
+ * settings from `request['puppet_args']` without creating their directories, and
+ * collects Puppet's log messages in `logs` instead of printing them.
+ */
+export const PUPPET_PRELUDE = String.raw`
+require 'json'
+require 'puppet'
+module Puppet; module Test; class LogCollector
+  def initialize(logs); @logs = logs; end
+  def <<(message); @logs << message; end
+end; end; end unless defined?(Puppet::Test::LogCollector)
+
+request = JSON.parse(STDIN.read)
+out = STDOUT.dup
+out.sync = true
+$stdout = STDERR
+Puppet.initialize_settings(request['puppet_args'])
+logs = []
+Puppet::Util::Log.close_all
+Puppet::Util::Log.newdestination(Puppet::Test::LogCollector.new(logs))
+Puppet::Util::Log.level = :warning
+`
+
+export interface PuppetRubyRun {
+  /** Every line of stdout that is a JSON object, parsed, in order. */
+  answers: Array<Record<string, unknown>>
+  /** How the process ended, for a message: `exit 1`, `SIGKILL`. */
+  ended: string
+}
+
+/**
+ * Runs a Ruby program (PUPPET_PRELUDE and what follows it) with the interpreter of
+ * `puppet`'s own #! line, so that it is that Puppet's library, loaded once however much
+ * the program does with it (Puppet takes seconds to start). Run as root, that Ruby is code
+ * root runs as much as puppet itself: it must pass the trust rules (77). Throws
+ * PuppetUnavailableError (69) when the interpreter cannot be started or no answer came.
+ */
+export async function runPuppetRuby(puppet: string, program: string, request: Record<string, unknown>): Promise<PuppetRubyRun> {
+  const [interpreter, ...rubyArgs] = interpreterOf(puppet)
+  // Started by the path judged, not looked up again.
+  const ruby = findExecutable(interpreter)
+  if (ruby === null) throw new PuppetUnavailableError(`could not find ${interpreter} (the interpreter of ${puppet}) on PATH`)
+  if ((process.geteuid?.() ?? 0) === 0) assertTrustedPath(ruby, {what: `interpreter of ${puppet}`, content: true, overridable: false})
+  let stdout = ''
+  let stderr = ''
+  const child = startChild(ruby, [...rubyArgs, '-e', program], {
+    input: JSON.stringify(request),
+    onStdout: (chunk) => (stdout += chunk),
+    onStderr: (chunk) => (stderr += chunk),
+  })
+  const exit = await child.exited
+  if (exit.spawnError) throw new PuppetUnavailableError(`could not start ${ruby} (the interpreter of ${puppet}): ${exit.spawnError.message}`)
+  const answers: Array<Record<string, unknown>> = []
+  for (const line of stdout.split('\n')) {
+    if (!line.startsWith('{')) continue
+    try {
+      answers.push(JSON.parse(line) as Record<string, unknown>)
+    } catch {}
+  }
+
+  const ended = exit.exitCode === null ? String(exit.signal) : `exit ${exit.exitCode}`
+  if (answers.length === 0) {
+    const why = stderr.split('\n').find((l) => /Error|error/.test(l)) ?? ended
+    throw new PuppetUnavailableError(`could not load Puppet with ${ruby} (the interpreter of ${puppet}): ${why.trim()}`)
+  }
+
+  return {answers, ended}
+}
+
+/** The command line that runs a Ruby script the way `puppet`'s own #! line runs it (else the ruby on PATH). */
+function interpreterOf(puppet: string): string[] {
+  const found = scriptInterpreter(puppet)
+  return found?.path && /ruby/.test(basename(found.path)) ? [found.path, ...found.args] : ['ruby']
+}
