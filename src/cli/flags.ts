@@ -105,7 +105,7 @@ export const metricsFlags = {
 export const attemptFlags = {
   ...runFlags,
   ...metricsFlags,
-  save: Flags.boolean({description: "make this run's release the node's: rewrite the input's app (atomically, nothing else in the file changes) once the run has started"}),
+  save: Flags.boolean({description: "make this run's release the node's: rewrite the input's app (atomically, nothing else in the file changes) once the run succeeded; a run that fails leaves it alone"}),
   detach: Flags.boolean({description: 'check what can fail fast, then run in the background: print the run id and exit 0 at once'}),
   'if-changed': Flags.boolean({description: "skip the run (state: skipped) when nothing changed since the newest succeeded run, and that run is younger than --max-age"}),
   'max-age': Flags.string({

@@ -29,7 +29,9 @@ export default class Rollback extends AttemptCommand {
   async run(): Promise<RunRecord> {
     this.splitPassThrough()
     const {args, flags} = await this.parse(Rollback)
-    const {findRollbackTarget} = await import('../lib/run/replay.js')
+    // Usage first: before looking for a run to roll back to (66).
+    const [{assertAttemptUsage}, {findRollbackTarget}] = await Promise.all([import('../lib/attempt/options.js'), import('../lib/run/replay.js')])
+    assertAttemptUsage(flags)
     const {from, target} = await findRollbackTarget(flags['state-dir'] ?? defaultStateDir())
     const say = `rolling back from ${from ?? '(no completed run)'} to ${target.release}: replaying run ${target.id}`
     return this.runAttempt(args.input, {...flags, replay: target.id}, () => {
