@@ -34,8 +34,15 @@ export default class Rollback extends AttemptCommand {
     assertAttemptUsage(flags)
     const {from, target} = await findRollbackTarget(flags['state-dir'] ?? defaultStateDir())
     const say = `rolling back from ${from ?? '(no completed run)'} to ${target.release}: replaying run ${target.id}`
-    return this.runAttempt(args.input, {...flags, replay: target.id}, () => {
+    // Without --save the input still names the release rolled back from: the next (timer) run undoes this one.
+    const pointer = flags.save || flags.noop ? null : await (await import('../lib/input/pointer.js')).readPointer(args.input)
+    const record = await this.runAttempt(args.input, {...flags, replay: target.id}, () => {
       if (!this.jsonEnabled()) process.stderr.write(`localpuppet: ${say}\n`)
     })
+    if (pointer !== null && pointer !== target.release) {
+      this.warnLines([`${args.input} still names ${pointer}: the next run without --app applies that again; rollback --save makes ${target.release} the node's release`])
+    }
+
+    return record
   }
 }

@@ -219,6 +219,31 @@ test('--save with --noop is a usage error (64) for apply and rollback, naming bo
   t.is((await history()).length, 2)
 })
 
+test('rollback without --save says on stderr that the input still names the newer release; with --save it does not', async (t) => {
+  const {dir, modules, state, env, apply} = await setup(t)
+  const input = join(dir, 'input.yaml')
+  t.is((await apply('--app', 'foo/tags/1.3.0')).exitCode, 0)
+  t.is((await apply()).exitCode, 0)
+  const rollback = async (...extra: string[]) => cli(['rollback', input, '--module-dir', modules, '--state-dir', state, '--puppet', FAKE_PUPPET, ...extra], {env})
+  const warned = `${input} still names foo/tags/1.4.0: the next run without --app applies that again; rollback --save makes foo/tags/1.3.0 the node's release`
+  const plain = await rollback()
+  t.is(plain.exitCode, 0, plain.stderr)
+  t.true(plain.stderr.split('\n').includes(`localpuppet: warning: ${warned}`), plain.stderr)
+
+  // --json: the line is on stderr, never in the record printed.
+  t.is((await apply()).exitCode, 0)
+  const json = await rollback('--json')
+  t.is(json.exitCode, 0, json.stderr)
+  t.true(json.stderr.includes(warned), json.stderr)
+  t.is(JSON.parse(json.stdout).release, 'foo/tags/1.3.0')
+
+  t.is((await apply()).exitCode, 0)
+  const saved = await rollback('--save')
+  t.is(saved.exitCode, 0, saved.stderr)
+  t.false(saved.stderr.includes('still names'), saved.stderr)
+  t.regex(await readFile(input, 'utf8'), /^app: foo\/tags\/1\.3\.0$/m)
+})
+
 test('replay applies exactly what a run applied, after a newer release; refused when a tag on it was tampered; rollback picks it', async (t) => {
   const {dir, modules, state, apply, history} = await setup(t, 'app: foo/tags/1.3.0\nclasses:\n  foo:\n    port: 8080\n  platform:\n')
   const first = JSON.parse((await apply('--fact', 'role=web', '--json', '--', '--verbose')).stdout)
