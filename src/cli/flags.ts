@@ -78,7 +78,7 @@ export const runFlags = {
   }),
   timeout: Flags.integer({description: 'stop puppet and everything it started after this many seconds (exit 75)', min: 1, helpValue: 'SECONDS'}),
   'allow-mutable': Flags.boolean({description: 'let a tagged release depend on trunk, branches or ranges (recorded in the run record)'}),
-  fetch: Flags.boolean({description: "first fetch the input's release (a range: the newest matching tag in the repository) and its dependencies from the source"}),
+  fetch: Flags.boolean({description: "first fetch the input's release (a range: the newest matching tag in the repository) and its dependencies from the source; when the source cannot be reached (69), run the installed release if it verifies, with a warning (recorded)"}),
   ...sourceFlags,
 }
 

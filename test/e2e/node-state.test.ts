@@ -43,7 +43,8 @@ test('refused attempts of every kind are recorded; status exits 1 and names the 
     ['invalid input', async () => cli(['apply', join(dir, 'bad.yaml'), '--module-dir', modules, '--state-dir', state, '--puppet', FAKE_PUPPET]), 65, /unknown key "clases"/],
     ['release missing', async () => apply('--app', 'foo/tags/9.9.9'), 66, /foo\/tags\/9\.9\.9/],
     ['puppet missing', async () => cli(['apply', join(dir, 'input.yaml'), '--module-dir', modules, '--state-dir', state, '--puppet', join(dir, 'nope')]), 69, /puppet not found/],
-    ['fetch failure', async () => apply('--fetch', '--source', join(dir, 'no-repository')), 69, /no release repository at .*no-repository/],
+    // (A release not installed: with one, --fetch falls back to it.)
+    ['fetch failure', async () => apply('--fetch', '--source', join(dir, 'no-repository'), '--app', 'foo/tags/1.5.0'), 69, /no release repository at .*no-repository.*nothing installed here to fall back on/],
     ['puppet disabled', async () => {
       await writeFile(join(fake, 'agent_disabled.lock'), JSON.stringify({disabled_message: 'kernel upgrade (ops)'}))
       const result = await apply()
