@@ -7,6 +7,9 @@ import test from 'ava'
 
 import {FAKE_PUPPET, FIXTURES, cli, isolatePuppet, startCli, statusJson} from '../helpers/cli.js'
 import {tempDir, writeTree} from '../helpers/temp.js'
+import {testNeeding} from '../helpers/packages.js'
+
+const jqTest = await testNeeding(['jq'])
 
 const DEMO = join(FIXTURES, 'demo')
 
@@ -312,7 +315,7 @@ test('--if-changed corrects drift: a file changed by hand is put back once the c
   t.is((await cli([...args, '--max-age', 'soon'])).exitCode, 64)
 })
 
-test('--on-finish reads the record from /dev/stdin, and a hook that leaves a process behind does not hold apply', async (t) => {
+jqTest('--on-finish reads the record from /dev/stdin, and a hook that leaves a process behind does not hold apply', async (t) => {
   const {dir, apply} = await setup(t)
   const out = join(dir, 'hook-state')
   const result = await apply('--on-finish', `jq -r .state /dev/stdin > ${out}; setsid sleep 1000 & sleep 1000 &`)

@@ -8,10 +8,13 @@ import {BIN, FIXTURES, cli, isolatePuppet, statusJson} from '../helpers/cli.js'
 import {startNginx} from '../helpers/nginx.js'
 import {DEMO_MODULES, demoRepository, keyPair} from '../helpers/repository.js'
 import {tempDir, writeTree} from '../helpers/temp.js'
+import {testNeeding} from '../helpers/packages.js'
+
+const nginxTest = await testNeeding(['nginx-light'])
 
 const INPUT = join(FIXTURES, 'demo', 'input.yaml')
 
-test('pack, publish (signed), fetch from nginx into an empty module dir, verify, apply with real puppet', async (t) => {
+nginxTest('pack, publish (signed), fetch from nginx into an empty module dir, verify, apply with real puppet', async (t) => {
   const dir = await tempDir(t)
   const {key, pub} = await keyPair(dir, 'release')
   const {repo} = await demoRepository(join(dir, 'build'), key)
@@ -46,7 +49,7 @@ test('pack, publish (signed), fetch from nginx into an empty module dir, verify,
   t.regex(applied.stdout, /Notice: platform class/)
 })
 
-test('apply --fetch: the newest matching tag in the repository is fetched and applied, and recorded', async (t) => {
+nginxTest('apply --fetch: the newest matching tag in the repository is fetched and applied, and recorded', async (t) => {
   const dir = await tempDir(t)
   const {key, pub} = await keyPair(dir, 'release')
   const {repo} = await demoRepository(join(dir, 'build'), key)
