@@ -1,4 +1,6 @@
+import {execFileSync} from 'node:child_process'
 import {readFile} from 'node:fs/promises'
+import {fileURLToPath} from 'node:url'
 
 import test from 'ava'
 
@@ -20,6 +22,22 @@ test('the README documents every command with an example', (t) => {
   }
 })
 
-test('the README quick start has the two set-up command lines', (t) => {
-  t.regex(readme, /## Quick start[\s\S]*bin\/setup && npm run demo[\s\S]*bin\/setup && npm test/)
+test('the README quick start has the two set-up command lines, and CI runs exactly the test one', async (t) => {
+  t.regex(readme, /## Quick start[\s\S]*\nbin\/setup && npm run demo +#[\s\S]*\nbin\/setup --tests && npm test +#/)
+  const ci = (await readFile(new URL('../.ci/run', import.meta.url), 'utf8')).trim().split('\n')
+  t.is(ci.at(-1), 'bin/setup --tests && npm test')
+})
+
+// Issue 27, item 8: the README says exactly which Debian packages each set-up command installs.
+test('the README names exactly the Debian packages bin/setup and bin/setup --tests install', async (t) => {
+  const setup = fileURLToPath(new URL('../bin/setup', import.meta.url))
+  const list = (...args: string[]) => execFileSync(setup, [...args, '--list'], {encoding: 'utf8'}).trim().split('\n')
+  const bullet = (start: string) => {
+    const match = new RegExp(`^- \`${start.replace(/[-/]/g, '\\$&')}\`, [^:]*:([^\\n]*(?:\\n  [^\\n]*)*)`, 'm').exec(readme)
+    return [...(match?.[1] ?? '').matchAll(/`([a-z0-9][a-z0-9+.-]*)`/g)].map((m) => m[1])
+  }
+  const run = list()
+  t.deepEqual(bullet('bin/setup'), run)
+  t.deepEqual(bullet('bin/setup --tests'), list('--tests').filter((name) => !run.includes(name)))
+  t.false(run.includes('rabbitmq-server'), 'running the tool needs no message broker')
 })

@@ -14,7 +14,7 @@ export abstract class AttemptCommand extends BaseCommand {
     this.passThrough = puppetArgs
     const {attempt} = await import('../lib/attempt/attempt.js')
     const color = Boolean(process.stdout.isTTY) && !this.jsonEnabled() && !flags.detach
-    const result = await attempt(input, attemptOptions(flags, puppetArgs, color), await this.attemptIo(planned))
+    const result = await attempt(input, attemptOptions(flags, puppetArgs, color), await this.attemptIo(planned, flags.save ? input : null))
     process.exitCode = result.exitCode
     return result.record
   }
@@ -28,7 +28,7 @@ export abstract class AttemptCommand extends BaseCommand {
   }
 
   /** With --json: warnings only. Otherwise: puppet's output, progress, and a line for each step on stderr (the run id alone on stdout for --detach). */
-  private async attemptIo(planned?: (plan: RunPlan) => void): Promise<AttemptIo> {
+  private async attemptIo(planned?: (plan: RunPlan) => void, saving: string | null = null): Promise<AttemptIo> {
     const base = {stdin: process.stdin, entry: `${this.config.root}/bin/run.js`, warn: (line: string) => this.warnLines([line])}
     if (this.jsonEnabled()) return base
     const [{describeFetch, downloadProgress}, {renderRunOutcome}] = await Promise.all([import('./fetch-options.js'), import('./render/run-text.js')])
@@ -45,7 +45,11 @@ export abstract class AttemptCommand extends BaseCommand {
         say(`run ${record.id} of ${record.release} started in the background; localpuppet status ${record.id} --wait`)
       },
       output: (chunk, stream) => process[stream].write(chunk),
-      finished: (record) => process.stderr.write(renderRunOutcome(record) + '\n'),
+      finished: (record) => {
+        process.stderr.write(renderRunOutcome(record) + '\n')
+        // --save moves the pointer only when the run succeeded: say when it did not.
+        if (saving !== null && !record.saved) say(`--save: ${saving} was left as it was (the run ${record.state}); the next run applies what it names`)
+      },
     }
   }
 }

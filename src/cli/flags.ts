@@ -78,7 +78,7 @@ export const runFlags = {
   }),
   timeout: Flags.integer({description: 'stop puppet and everything it started after this many seconds (exit 75)', min: 1, helpValue: 'SECONDS'}),
   'allow-mutable': Flags.boolean({description: 'let a tagged release depend on trunk, branches or ranges (recorded in the run record)'}),
-  fetch: Flags.boolean({description: "first fetch the input's release (a range: the newest matching tag in the repository) and its dependencies from the source"}),
+  fetch: Flags.boolean({description: "first fetch the input's release (a range: the newest matching tag in the repository) and its dependencies from the source; when the source cannot be reached (69), run the installed release if it verifies, with a warning (recorded)"}),
   ...sourceFlags,
 }
 
@@ -105,7 +105,7 @@ export const metricsFlags = {
 export const attemptFlags = {
   ...runFlags,
   ...metricsFlags,
-  save: Flags.boolean({description: "make this run's release the node's: rewrite the input's app (atomically, nothing else in the file changes) once the run has started"}),
+  save: Flags.boolean({description: "make this run's release the node's: rewrite the input's app (atomically, nothing else in the file changes) once the run succeeded; a run that fails leaves it alone"}),
   detach: Flags.boolean({description: 'check what can fail fast, then run in the background: print the run id and exit 0 at once'}),
   'if-changed': Flags.boolean({description: "skip the run (state: skipped) when nothing changed since the newest succeeded run, and that run is younger than --max-age"}),
   'max-age': Flags.string({

@@ -37,7 +37,8 @@ export default class Plan extends BaseCommand {
     const facts = parseFacts(flags.fact ?? [])
     const options = runOptions(flags, this.passThrough, Boolean(process.stdout.isTTY) && !json)
     const say = (line: string) => process.stderr.write(`localpuppet: ${line}\n`)
-    const io = json ? {stdin: process.stdin} : {stdin: process.stdin, progress: downloadProgress(true), fetched: (result: FetchResult) => describeFetch(result).forEach(say)}
+    const warn = (line: string) => this.warnLines([line])
+    const io = json ? {stdin: process.stdin, warn} : {stdin: process.stdin, warn, progress: downloadProgress(true), fetched: (result: FetchResult) => describeFetch(result).forEach(say)}
     const {plan} = await planAttempt(args.input, options, facts, io)
     if (!json) {
       const {renderPlan} = await import('../cli/render/plan-text.js')

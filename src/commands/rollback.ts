@@ -35,12 +35,21 @@ export default class Rollback extends AttemptCommand {
   async run(): Promise<RunRecord> {
     this.splitPassThrough()
     const {args, flags} = await this.parse(Rollback)
-    const {findRollbackTarget} = await import('../lib/run/replay.js')
+    // Usage first: before looking for a run to roll back to (66).
+    const [{assertAttemptUsage}, {findRollbackTarget}] = await Promise.all([import('../lib/attempt/options.js'), import('../lib/run/replay.js')])
+    assertAttemptUsage(flags)
     const {from, target} = await findRollbackTarget(flags['state-dir'] ?? defaultStateDir(), flags.to)
     const say = `rolling back from ${from ?? '(no completed run)'} to ${target.release}: replaying run ${target.id}`
+    // Without --save the input still names the release rolled back from: the next (timer) run undoes this one.
+    const pointer = flags.save || flags.noop ? null : await (await import('../lib/input/pointer.js')).readPointer(args.input)
     const {to: _to, ...runFlags} = flags
-    return this.runAttempt(args.input, {...runFlags, replay: target.id}, () => {
+    const record = await this.runAttempt(args.input, {...runFlags, replay: target.id}, () => {
       if (!this.jsonEnabled()) process.stderr.write(`localpuppet: ${say}\n`)
     })
+    if (pointer !== null && pointer !== target.release) {
+      this.warnLines([`${args.input} still names ${pointer}: the next run without --app applies that again; rollback --save makes ${target.release} the node's release`])
+    }
+
+    return record
   }
 }

@@ -31,7 +31,7 @@ export const APPLY_EXIT_CODES: ExitCodeRow[] = [
   {code: 64, meaning: 'usage error (unknown command or flag, bad flag value)'},
   {code: 65, meaning: 'invalid input or release (YAML, schema, mutable, path); --fetch: bad signature or digest'},
   {code: 66, meaning: 'input, module dir or release not found; no tag fits range'},
-  {code: 69, meaning: 'puppet is not available; --fetch: the release repository cannot be reached'},
+  {code: 69, meaning: "puppet is not available; --fetch: the release repository cannot be reached and the input's release is not installed"},
   {code: 70, meaning: 'internal error: a bug; please report it with the trace'},
   {code: 73, meaning: 'another run holds the lock (recorded as busy), or Puppet is disabled'},
   {code: 74, meaning: 'an I/O error: the state directory (or another file) could not be written, e.g. the disk is full; with --save, the input cannot be rewritten'},

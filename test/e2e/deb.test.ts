@@ -7,6 +7,9 @@ import test, {type ExecutionContext} from 'ava'
 import {cli, isolatePuppet} from '../helpers/cli.js'
 import {dpkg, knownPackages, localAptRepository, purgeAfter, uniqueApps} from '../helpers/dpkg.js'
 import {type Tree, tempDir, writeTree} from '../helpers/temp.js'
+import {testNeeding} from '../helpers/packages.js'
+
+const aptRepositoryTest = await testNeeding(['apt-utils'], test.serial)
 
 /**
  * A two-release fixture with names of its own: app `web` (tags 1.4.0, 1.5.0) on top of
@@ -141,7 +144,7 @@ test.serial('a tag installed by localpuppet install: the package takes over the 
   t.deepEqual(after.map((r: any) => r.app), [web], 'the package took its release with it; the archive-installed one stays')
 })
 
-test.serial('fetch --source apt and apply --fetch with source: apt in the node configuration, from a local apt repository', async (t) => {
+aptRepositoryTest('fetch --source apt and apply --fetch with source: apt in the node configuration, from a local apt repository', async (t) => {
   const {dir, web, base, modules, debs} = await packed(t, {tags: ['1.4.0', '1.5.0']})
   const repo = await localAptRepository(dir, ['1.4.0', '1.5.0'].map((tag) => join(debs, `localpuppet-${web}-${tag}_${tag}_all.deb`)).concat(join(debs, `localpuppet-${base}-2.0.1_2.0.1_all.deb`)))
   t.is((await repo.update()).exitCode, 0)

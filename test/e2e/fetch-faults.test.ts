@@ -1,13 +1,13 @@
 import {execFile} from 'node:child_process'
 import {existsSync} from 'node:fs'
 import {createServer as createHttpsServer} from 'node:https'
-import {mkdir, readFile, readdir, writeFile} from 'node:fs/promises'
+import {appendFile, chmod, mkdir, readFile, readdir, writeFile} from 'node:fs/promises'
 import {join} from 'node:path'
 import {promisify} from 'node:util'
 
 import test, {type ExecutionContext} from 'ava'
 
-import {cli} from '../helpers/cli.js'
+import {FAKE_PUPPET, cli} from '../helpers/cli.js'
 import {type Handler, copyRepository, demoRepository, keyPair, testServer} from '../helpers/repository.js'
 import {tempDir} from '../helpers/temp.js'
 
@@ -343,4 +343,76 @@ test('a tag installed with other content is a conflict (73) found before downloa
   t.is(result.exitCode, 73, result.stderr)
   t.regex(result.stderr, /dist\/tags\/2\.0\.1 is installed with other content \(sha256:\w+\) than the repository's \(sha256:\w+\)/)
   t.deepEqual(server.requests, ['/index.json'], 'nothing downloaded')
+})
+
+// Issue 27, item 3: a web-server outage must not stop a timer fleet from enforcing what it has.
+test('apply --fetch with the repository down runs the installed release, warns, and records, shows and counts the failed fetch; a range resolves among installed tags', async (t) => {
+  const s = await scenario(t)
+  const dir = await tempDir(t)
+  const state = join(dir, 'state')
+  const fake = join(dir, 'fake')
+  await mkdir(fake)
+  let down = false
+  const server = await serve(t, s.repo, (_req, res) => {
+    if (!down) return false
+    res.writeHead(503).end('maintenance')
+    return true
+  })
+  const input = join(dir, 'input.yaml')
+  const metrics = join(dir, 'node.prom')
+  const hooked = join(dir, 'hook.json')
+  const apply = async (app: string, ...extra: string[]) => {
+    await writeFile(input, `app: ${app}\nclasses: [foo, platform]\n`)
+    return cli(['apply', input, '--fetch', '--source', server.url, '--trust', base.pub, '--module-dir', s.modules, '--state-dir', state, '--puppet', FAKE_PUPPET, '--metrics-file', metrics, '--on-finish', `cp /dev/stdin ${hooked}`, ...extra], {env: {FAKE_PUPPET_DIR: fake, FAKE_PUPPET_SLEEP: '0'}})
+  }
+
+  const check = async () => cli(['status', '--check', '--state-dir', state])
+
+  // The repository is up: foo 1.3.0 is fetched and applied.
+  const first = await apply('foo/tags/1.3.0')
+  t.is(first.exitCode, 0, first.stderr)
+  t.regex(await readFile(metrics, 'utf8'), /^localpuppet_fetch_failed 0$/m)
+
+  // Down (HTTP 503 after retries, 69): the installed tag runs, with a warning.
+  down = true
+  const fallback = await apply('foo/tags/1.3.0', '--json')
+  t.is(fallback.exitCode, 0, fallback.stderr)
+  t.regex(fallback.stderr, /localpuppet: warning: --fetch: .*HTTP 503.*; applying foo\/tags\/1\.3\.0 as installed here \(verified\)/)
+  const record = JSON.parse(fallback.stdout)
+  t.like(record, {state: 'succeeded', release: 'foo/tags/1.3.0', fetch: {source: server.url, releases: [], fallback: true}})
+  t.regex(record.fetch.error, /HTTP 503/)
+  t.like(JSON.parse(await readFile(hooked, 'utf8')), {id: record.id, fetch: {fallback: true}}, 'the finish hook sees it')
+  t.regex(await readFile(metrics, 'utf8'), /^localpuppet_fetch_failed 1$/m)
+  const status = await cli(['status', '--state-dir', state])
+  t.regex(status.stdout, /fetch\s+failed, ran the installed release: .*HTTP 503/)
+  const warning = await check()
+  t.is(warning.exitCode, 1, `WARNING, not CRITICAL: ${warning.stdout}`)
+  t.regex(warning.stdout, /^LOCALPUPPET WARNING - fetch failed, ran the installed foo\/tags\/1\.3\.0: /)
+
+  // A range: the newest installed tag that fits (1.3.0), not the repository's (1.4.0).
+  const range = await apply('foo@^1.3', '--json')
+  t.is(range.exitCode, 0, range.stderr)
+  t.like(JSON.parse(range.stdout), {release: 'foo/tags/1.3.0', ref: 'foo@^1.3', fetch: {fallback: true}})
+
+  // A tag that is not installed: nothing to fall back on, the fetch's own 69.
+  const missing = await apply('foo/tags/1.4.0')
+  t.is(missing.exitCode, 69, missing.stderr)
+  t.regex(missing.stderr, /HTTP 503.*nothing installed here to fall back on/)
+
+  // Up again, but the index tampered with: still a refusal (65), never a fallback.
+  down = false
+  s.index.apps.foo.tags['1.3.0'].publishedAt = '2020-01-01T00:00:00.000Z'
+  await s.saveIndex(s.index)
+  const tampered = await apply('foo/tags/1.3.0')
+  t.is(tampered.exitCode, 65, tampered.stderr)
+  t.notRegex(tampered.stderr, /as installed here/)
+
+  // Down, and the installed tag modified since install: it does not verify, refused (65).
+  down = true
+  const file = join(s.modules, 'foo/tags/1.3.0/foo/manifests/init.pp')
+  await chmod(file, 0o644)
+  await appendFile(file, '# changed\n')
+  const modified = await apply('foo/tags/1.3.0')
+  t.is(modified.exitCode, 65, modified.stderr)
+  t.regex(modified.stderr, /modified since install/)
 })

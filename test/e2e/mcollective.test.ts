@@ -187,6 +187,14 @@ fleetTest(`fast failures become failed replies with localpuppet's exit code; the
   t.is(notNamed.replies[0].statuscode, 1)
   t.regex(notNamed.replies[0].statusmsg, /no run named for db1/)
 
+  // A dry run never moves the node's release: save with noop is localpuppet's usage error, passed through.
+  for (const action of ['apply', 'rollback']) {
+    const noopSave = await rpc(action, ['noop=true', 'save=true', '-I', 'db1'])
+    t.is(noopSave.replies[0].statuscode, 1, action)
+    t.like(noopSave.replies[0].data, {exit_code: 64, error_code: 'usage'}, action)
+    t.regex(noopSave.replies[0].statusmsg, /--save with --noop/, action)
+  }
+
   // A source in the request only where the node allows it.
   const source = await rpc('fetch', ['ref=foo@^1.5', 'source=http://127.0.0.1:9/repo', '-I', 'db1'])
   t.is(source.replies[0].statuscode, 1)

@@ -8,6 +8,9 @@ import {execa} from 'execa'
 import {FAKE_PUPPET, cli} from '../helpers/cli.js'
 import {freePort} from '../helpers/net.js'
 import {tempDir, writeTree} from '../helpers/temp.js'
+import {testNeeding} from '../helpers/packages.js'
+
+const exporterTest = await testNeeding(['prometheus', 'prometheus-node-exporter'])
 
 async function setup(t: Parameters<typeof tempDir>[0]) {
   const dir = await tempDir(t)
@@ -37,7 +40,7 @@ function samples(text: string): Map<string, number> {
   return map
 }
 
-test('after every attempt the metrics file passes promtool and is scraped through a real node exporter', async (t) => {
+exporterTest('after every attempt the metrics file passes promtool and is scraped through a real node exporter', async (t) => {
   const {textfiles, metrics, apply} = await setup(t)
   t.is((await apply()).exitCode, 0)
   t.is((await apply('--app', 'web/tags/9.9.9')).exitCode, 66, 'refused: counted, and the metrics say so')

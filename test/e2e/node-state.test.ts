@@ -1,5 +1,5 @@
 import {existsSync} from 'node:fs'
-import {appendFile, chmod, mkdir, readFile, writeFile} from 'node:fs/promises'
+import {appendFile, chmod, mkdir, readFile, rm, writeFile} from 'node:fs/promises'
 import {join} from 'node:path'
 import {setTimeout as sleep} from 'node:timers/promises'
 
@@ -7,6 +7,9 @@ import test from 'ava'
 
 import {FAKE_PUPPET, FIXTURES, cli, isolatePuppet, startCli, statusJson} from '../helpers/cli.js'
 import {tempDir, writeTree} from '../helpers/temp.js'
+import {testNeeding} from '../helpers/packages.js'
+
+const jqTest = await testNeeding(['jq'])
 
 const DEMO = join(FIXTURES, 'demo')
 
@@ -43,7 +46,8 @@ test('refused attempts of every kind are recorded; status exits 1 and names the 
     ['invalid input', async () => cli(['apply', join(dir, 'bad.yaml'), '--module-dir', modules, '--state-dir', state, '--puppet', FAKE_PUPPET]), 65, /unknown key "clases"/],
     ['release missing', async () => apply('--app', 'foo/tags/9.9.9'), 66, /foo\/tags\/9\.9\.9/],
     ['puppet missing', async () => cli(['apply', join(dir, 'input.yaml'), '--module-dir', modules, '--state-dir', state, '--puppet', join(dir, 'nope')]), 69, /puppet not found/],
-    ['fetch failure', async () => apply('--fetch', '--source', join(dir, 'no-repository')), 69, /no release repository at .*no-repository/],
+    // (A release not installed: with one, --fetch falls back to it.)
+    ['fetch failure', async () => apply('--fetch', '--source', join(dir, 'no-repository'), '--app', 'foo/tags/1.5.0'), 69, /no release repository at .*no-repository.*nothing installed here to fall back on/],
     ['puppet disabled', async () => {
       await writeFile(join(fake, 'agent_disabled.lock'), JSON.stringify({disabled_message: 'kernel upgrade (ops)'}))
       const result = await apply()
@@ -148,6 +152,102 @@ test('--save refuses an input it cannot write, before anything runs', async (t) 
   t.regex(result.stderr, /--save: cannot rewrite .*input\.yaml/)
 })
 
+test('--save moves the pointer only once the run succeeded: a failed, timed-out or detached failing run leaves the input byte for byte', async (t) => {
+  const original = '# node\napp: foo/tags/1.3.0   # pinned\nclasses: [foo, platform]\n'
+  const {dir, fake, state, apply, history} = await setup(t, original)
+  const input = join(dir, 'input.yaml')
+
+  // Puppet fails (exit 4: failures): nothing saved, and it says so in the record, the log and on stderr.
+  const failed = await cli(['apply', input, '--module-dir', join(dir, 'modules'), '--state-dir', state, '--puppet', FAKE_PUPPET, '--app', 'foo/tags/1.4.0', '--save'], {env: {FAKE_PUPPET_DIR: fake, FAKE_PUPPET_SLEEP: '0', FAKE_PUPPET_EXIT: '4'}})
+  t.is(failed.exitCode, 1, failed.stderr)
+  t.is(await readFile(input, 'utf8'), original)
+  t.regex(failed.stderr, new RegExp(`--save: ${input.replaceAll('/', '\\/')} was left as it was \\(the run failed\\)`))
+  const record = (await history())[0]
+  t.like(record, {state: 'failed', saved: null})
+  t.regex(await readFile(record.log, 'utf8'), /--save: the run failed: the input was left as it was/)
+
+  // Timed out (interrupted, 75): the same.
+  const timedOut = await cli(['apply', input, '--module-dir', join(dir, 'modules'), '--state-dir', state, '--puppet', FAKE_PUPPET, '--app', 'foo/tags/1.4.0', '--save', '--timeout', '1'], {env: {FAKE_PUPPET_DIR: fake, FAKE_PUPPET_SLEEP: '30'}})
+  t.is(timedOut.exitCode, 75, timedOut.stderr)
+  t.is(await readFile(input, 'utf8'), original)
+  t.like((await history())[0], {state: 'interrupted', saved: null})
+
+  // --detach: the background half saves nothing for a run that fails.
+  const detached = await cli(['apply', input, '--module-dir', join(dir, 'modules'), '--state-dir', state, '--puppet', FAKE_PUPPET, '--app', 'foo/tags/1.4.0', '--save', '--detach'], {env: {FAKE_PUPPET_DIR: fake, FAKE_PUPPET_SLEEP: '0', FAKE_PUPPET_EXIT: '1'}})
+  t.is(detached.exitCode, 0, detached.stderr)
+  const waited = await cli(['status', detached.stdout.trim(), '--wait', '--timeout', '60', '--state-dir', state, '--json'])
+  t.like(JSON.parse(waited.stdout), {state: 'failed', saved: null})
+  t.is(await readFile(input, 'utf8'), original)
+
+  // The run that succeeds moves it, and only the value's bytes change.
+  const good = await apply('--app', 'foo/tags/1.4.0', '--save', '--json')
+  t.is(good.exitCode, 0, good.stderr)
+  t.is(JSON.parse(good.stdout).saved, input)
+  t.is(await readFile(input, 'utf8'), original.replace('1.3.0', '1.4.0'))
+})
+
+test('--save refuses, before Puppet runs, an input whose app it could not rewrite (a merge key)', async (t) => {
+  const original = 'base: &base\n  app: foo/tags/1.3.0\n<<: *base\nclasses: [foo]\n'
+  const {dir, fake, apply} = await setup(t, original)
+  const plain = await apply('--json')
+  // The input itself is fine without --save (skip when this build reads no merge keys there).
+  if (plain.exitCode !== 0) return t.pass(`merge keys in input.yaml are refused by this build: ${plain.stderr}`)
+  await rm(join(fake, 'args'))
+  const refused = await apply('--app', 'foo/tags/1.4.0', '--save')
+  t.is(refused.exitCode, 65, refused.stderr)
+  t.regex(refused.stderr, /--save needs a top-level "app: REF"/)
+  t.false(existsSync(join(fake, 'args')), 'puppet never ran')
+  t.is(await readFile(join(dir, 'input.yaml'), 'utf8'), original)
+})
+
+test('--save with --noop is a usage error (64) for apply and rollback, naming both flags; nothing is recorded', async (t) => {
+  const {dir, modules, state, env, apply, history} = await setup(t)
+  const input = join(dir, 'input.yaml')
+  const before = await readFile(input, 'utf8')
+  const applied = await apply('--app', 'foo/tags/1.3.0', '--save', '--noop')
+  t.is(applied.exitCode, 64, applied.stderr)
+  t.regex(applied.stderr, /--save with --noop/)
+  t.is(await readFile(input, 'utf8'), before)
+  t.is(existsSync(join(state, 'runs')) ? (await history()).length : 0, 0, 'nothing recorded')
+  const first = await cli(['rollback', input, '--module-dir', modules, '--state-dir', state, '--puppet', FAKE_PUPPET, '--noop', '--save'], {env})
+  t.is(first.exitCode, 64, 'usage first, before looking for a run to roll back to (66)')
+
+  // rollback: with a run to roll back to, the same refusal (--json: the error object).
+  t.is((await apply('--app', 'foo/tags/1.3.0')).exitCode, 0)
+  t.is((await apply()).exitCode, 0)
+  const rollback = await cli(['rollback', input, '--module-dir', modules, '--state-dir', state, '--puppet', FAKE_PUPPET, '--save', '--noop', '--json'], {env})
+  t.is(rollback.exitCode, 64, rollback.stderr)
+  t.like(JSON.parse(rollback.stdout).error, {code: 'usage', exitCode: 64})
+  t.regex(JSON.parse(rollback.stdout).error.message, /--save with --noop/)
+  t.is(await readFile(input, 'utf8'), before)
+  t.is((await history()).length, 2)
+})
+
+test('rollback without --save says on stderr that the input still names the newer release; with --save it does not', async (t) => {
+  const {dir, modules, state, env, apply} = await setup(t)
+  const input = join(dir, 'input.yaml')
+  t.is((await apply('--app', 'foo/tags/1.3.0')).exitCode, 0)
+  t.is((await apply()).exitCode, 0)
+  const rollback = async (...extra: string[]) => cli(['rollback', input, '--module-dir', modules, '--state-dir', state, '--puppet', FAKE_PUPPET, ...extra], {env})
+  const warned = `${input} still names foo/tags/1.4.0: the next run without --app applies that again; rollback --save makes foo/tags/1.3.0 the node's release`
+  const plain = await rollback()
+  t.is(plain.exitCode, 0, plain.stderr)
+  t.true(plain.stderr.split('\n').includes(`localpuppet: warning: ${warned}`), plain.stderr)
+
+  // --json: the line is on stderr, never in the record printed.
+  t.is((await apply()).exitCode, 0)
+  const json = await rollback('--json')
+  t.is(json.exitCode, 0, json.stderr)
+  t.true(json.stderr.includes(warned), json.stderr)
+  t.is(JSON.parse(json.stdout).release, 'foo/tags/1.3.0')
+
+  t.is((await apply()).exitCode, 0)
+  const saved = await rollback('--save')
+  t.is(saved.exitCode, 0, saved.stderr)
+  t.false(saved.stderr.includes('still names'), saved.stderr)
+  t.regex(await readFile(input, 'utf8'), /^app: foo\/tags\/1\.3\.0$/m)
+})
+
 test('replay applies exactly what a run applied, after a newer release; refused when a tag on it was tampered; rollback picks it', async (t) => {
   const {dir, modules, state, apply, history} = await setup(t, 'app: foo/tags/1.3.0\nclasses:\n  foo:\n    port: 8080\n  platform:\n')
   const first = JSON.parse((await apply('--fact', 'role=web', '--json', '--', '--verbose')).stdout)
@@ -215,7 +315,7 @@ test('--if-changed corrects drift: a file changed by hand is put back once the c
   t.is((await cli([...args, '--max-age', 'soon'])).exitCode, 64)
 })
 
-test('--on-finish reads the record from /dev/stdin, and a hook that leaves a process behind does not hold apply', async (t) => {
+jqTest('--on-finish reads the record from /dev/stdin, and a hook that leaves a process behind does not hold apply', async (t) => {
   const {dir, apply} = await setup(t)
   const out = join(dir, 'hook-state')
   const result = await apply('--on-finish', `jq -r .state /dev/stdin > ${out}; setsid sleep 1000 & sleep 1000 &`)

@@ -8,10 +8,13 @@ import {BIN, FIXTURES, cli, isolatePuppet, statusJson} from '../helpers/cli.js'
 import {startNginx} from '../helpers/nginx.js'
 import {DEMO_MODULES, demoRepository, keyPair} from '../helpers/repository.js'
 import {tempDir, writeTree} from '../helpers/temp.js'
+import {testNeeding} from '../helpers/packages.js'
+
+const nginxTest = await testNeeding(['nginx-light'])
 
 const INPUT = join(FIXTURES, 'demo', 'input.yaml')
 
-test('pack, publish (signed), fetch from nginx into an empty module dir, verify, apply with real puppet', async (t) => {
+nginxTest('pack, publish (signed), fetch from nginx into an empty module dir, verify, apply with real puppet', async (t) => {
   const dir = await tempDir(t)
   const {key, pub} = await keyPair(dir, 'release')
   const {repo} = await demoRepository(join(dir, 'build'), key)
@@ -46,7 +49,7 @@ test('pack, publish (signed), fetch from nginx into an empty module dir, verify,
   t.regex(applied.stdout, /Notice: platform class/)
 })
 
-test('apply --fetch: the newest matching tag in the repository is fetched and applied, and recorded', async (t) => {
+nginxTest('apply --fetch: the newest matching tag in the repository is fetched and applied, and recorded', async (t) => {
   const dir = await tempDir(t)
   const {key, pub} = await keyPair(dir, 'release')
   const {repo} = await demoRepository(join(dir, 'build'), key)
@@ -74,11 +77,19 @@ test('apply --fetch: the newest matching tag in the repository is fetched and ap
   // --detach --fetch: the fetch happens in the caller, so an unreachable repository is reported at once.
   const port = nginx.port
   await nginx.stop()
-  const detached = await cli(['apply', input, '--fetch', '--detach', '--source', `http://127.0.0.1:${port}`, '--', ...isolatePuppet(dir)], {env})
+  // (A release the node does not have: nothing to fall back on.)
+  const detached = await cli(['apply', input, '--app', 'foo@^2', '--fetch', '--detach', '--source', `http://127.0.0.1:${port}`, '--', ...isolatePuppet(dir)], {env})
   t.is(detached.exitCode, 69, detached.stderr)
-  t.regex(detached.stderr, /repository http:\/\/127\.0\.0\.1:\d+\/: connection refused \(4 attempts\)/)
+  t.regex(detached.stderr, /repository http:\/\/127\.0\.0\.1:\d+\/: connection refused \(4 attempts\); and nothing installed here to fall back on/)
   // No new run started: the refused attempt is recorded as such (issue 9), the last completed run is the one before.
   t.like((await statusJson(join(dir, 'state'))).record, {state: 'refused', exitCode: 69, lastCompleted: {id: record.id}})
+
+  // The input's own release is installed and verifies: the background run applies it, the fallback recorded.
+  const fellBack = await cli(['apply', input, '--fetch', '--detach', '--json', '--source', `http://127.0.0.1:${port}`, '--', ...isolatePuppet(dir)], {env})
+  t.is(fellBack.exitCode, 0, fellBack.stderr)
+  t.regex(fellBack.stderr, /warning: --fetch: .*connection refused.*applying foo\/tags\/1\.4\.0 as installed here/)
+  const fallbackRun = await cli(['status', JSON.parse(fellBack.stdout).id, '--wait', '--timeout', '100', '--json'], {env})
+  t.like(JSON.parse(fallbackRun.stdout), {state: 'succeeded', release: 'foo/tags/1.4.0', fetch: {source: `http://127.0.0.1:${port}`, releases: [], fallback: true}})
 
   // With the repository on disk (file://), --detach --fetch hands the pinned release to the background run.
   const started = await cli(['apply', input, '--fetch', '--detach', '--json', '--source', `file://${repo}`, '--', ...isolatePuppet(dir)], {env})

@@ -6,6 +6,9 @@ import {execa} from 'execa'
 
 import {BIN, REPO} from '../helpers/cli.js'
 import {tempDir} from '../helpers/temp.js'
+import {testNeeding} from '../helpers/packages.js'
+
+const analyzeTest = await testNeeding(['systemd'])
 
 const COMMAND = '/usr/local/bin/localpuppet'
 const UNITS = ['localpuppet.service', 'localpuppet.timer', 'localpuppet-bootstrap.service']
@@ -13,7 +16,7 @@ const unit = async (name: string) => readFile(join(REPO, 'integrations/systemd',
 /** `Key=value` lines of a unit, in order. */
 const settings = (text: string, key: string) => [...text.matchAll(new RegExp(`^${key}=(.*)$`, 'gm'))].map((match) => match[1])
 
-test('the systemd service, timer and bootstrap unit pass systemd-analyze verify', async (t) => {
+analyzeTest('the systemd service, timer and bootstrap unit pass systemd-analyze verify', async (t) => {
   const dir = await tempDir(t)
   for (const name of UNITS) {
     // verify checks that ExecStart's command is executable: point it at this checkout's.

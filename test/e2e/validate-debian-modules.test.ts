@@ -1,14 +1,22 @@
 import {cp, mkdir, writeFile, readdir} from 'node:fs/promises'
 import {join} from 'node:path'
 
-import test from 'ava'
-
 import {dumpYaml} from '../../src/lib/yaml.js'
 import {FIXTURES, cli, isolatePuppet} from '../helpers/cli.js'
+import {testNeeding} from '../helpers/packages.js'
 import {tempDir} from '../helpers/temp.js'
 
-/** Debian's puppet-module-* packages (bin/setup installs the ones named here): real code nobody here wrote. */
+/** Debian's puppet-module-* packages (bin/setup --tests installs these): real code nobody here wrote. */
 const DEBIAN = '/usr/share/puppet/modules'
+const modulesTest = await testNeeding([
+  'puppet-module-puppetlabs-ntp',
+  'puppet-module-puppetlabs-apache',
+  'puppet-module-puppetlabs-apt',
+  'puppet-module-nova',
+  'puppet-module-camptocamp-augeas',
+  'puppet-module-saz-rsyslog',
+  'puppet-module-camptocamp-systemd',
+])
 
 /** Each input, what the static pass says, and what Puppet says when it compiles it. */
 const CASES: Record<string, {classes: unknown; static: RegExp | null; compile: RegExp | null}> = {
@@ -30,7 +38,7 @@ const CASES: Record<string, {classes: unknown; static: RegExp | null; compile: R
   rsyslog: {classes: ['rsyslog'], static: /module directory saz-rsyslog is not a valid module name/, compile: /Could not find class (::)?rsyslog /},
 }
 
-test('static checks and --compile agree with Puppet on Debian\'s own modules', async (t) => {
+modulesTest('static checks and --compile agree with Puppet on Debian\'s own modules', async (t) => {
   const dir = await tempDir(t)
   const release = join(dir, 'modules', 'debian', 'tags', '1.0.0')
   await mkdir(release, {recursive: true})

@@ -1,5 +1,5 @@
 import {spawn} from 'node:child_process'
-import {closeSync, existsSync, openSync} from 'node:fs'
+import {closeSync, openSync} from 'node:fs'
 import {appendFile, copyFile, cp, mkdir, mkdtemp, readFile, readdir, rm, symlink, writeFile} from 'node:fs/promises'
 import {tmpdir} from 'node:os'
 import {join} from 'node:path'
@@ -9,6 +9,7 @@ import {execa} from 'execa'
 
 import {BIN, FIXTURES, REPO, isolatePuppet} from './cli.js'
 import {freePort, portOpen} from './net.js'
+import {needPackages} from './packages.js'
 import {writeTree} from './temp.js'
 
 /*
@@ -26,12 +27,8 @@ const RABBITMQ_SERVER = '/usr/lib/rabbitmq/bin/rabbitmq-server'
 const MCOLLECTIVED = '/usr/sbin/mcollectived'
 export const MCO = '/usr/bin/mco'
 const EPMD = '/usr/bin/epmd'
-const PACKAGES: Array<[string, string]> = [
-  [RABBITMQ_SERVER, 'rabbitmq-server'],
-  [EPMD, 'erlang-base'],
-  [MCOLLECTIVED, 'mcollective'],
-  [MCO, 'mcollective-client'],
-]
+/** What the fleet starts: RabbitMQ (and Erlang's epmd), mcollectived, mco, and nginx for a release repository. */
+const PACKAGES = ['rabbitmq-server', 'erlang-base', 'mcollective', 'mcollective-client', 'nginx-light']
 export const RUN_ID = /^\d{8}T\d{6}\.\d{3}Z-[0-9a-f]{4}$/
 
 export interface Node {
@@ -69,15 +66,9 @@ process.once('exit', () => {
 export let base = ''
 export const nodes: Node[] = []
 
-/** Installs what is missing when we are root (bin/setup does the same); otherwise says why the fleet cannot run. */
+/** Installs what is missing when we are root (bin/setup --tests does the same); otherwise says why the fleet cannot run. */
 export async function missingPackages(): Promise<string | undefined> {
-  const missing = () => PACKAGES.filter(([path]) => !existsSync(path)).map(([, pkg]) => pkg)
-  if (missing().length === 0) return undefined
-  if (process.getuid?.() !== 0) return `missing Debian packages ${missing().join(', ')} and not root to install them (run bin/setup as root)`
-  const env = {...process.env, DEBIAN_FRONTEND: 'noninteractive'}
-  const update = await execa('apt-get', ['update', '-qq'], {reject: false, env, timeout: 120_000})
-  const install = await execa('apt-get', ['install', '-y', '-qq', '--no-install-recommends', ...missing()], {reject: false, env, timeout: 180_000})
-  return missing().length === 0 ? undefined : `missing Debian packages ${missing().join(', ')}; apt-get failed: ${String(update.stderr || install.stderr).trim().split('\n').pop()}`
+  return needPackages(PACKAGES)
 }
 
 

@@ -28,6 +28,7 @@ export function renderRunRecord(record: RunRecord, node?: NodeContext): string {
   if (record.reason) rows.push(['reason', record.reason])
   if (record.replayOf) rows.push(['replay of', record.replayOf])
   if (record.saved) rows.push(['saved', `${record.saved} now names ${record.release}`])
+  if (record.fetch?.fallback) rows.push(['fetch', `failed, ran the installed release: ${record.fetch.source}: ${record.fetch.error ?? 'unreachable'}`])
   if (record.error) rows.push(['error', record.error])
   if (record.firstError && record.firstError !== record.error) rows.push(['puppet said', record.firstError])
   rows.push(['log', record.log])

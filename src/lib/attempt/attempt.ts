@@ -8,7 +8,7 @@ import type {RunRecord} from '../state/run-record.js'
 import {parseDuration} from '../util/duration.js'
 import {withStopSignals} from '../util/on-stop.js'
 import {startDetached} from './detach.js'
-import {type AttemptOptions, applyOptions} from './options.js'
+import {type AttemptOptions, applyOptions, assertAttemptUsage} from './options.js'
 import {type PlanIo, type PlannedAttempt, planAttempt} from './plan-attempt.js'
 import {type AttemptContext, refuseAttempt} from './refusal.js'
 
@@ -46,6 +46,7 @@ export async function attempt(input: string, options: AttemptOptions, io: Attemp
   // Usage errors first: they are the command line's, not an attempt.
   const facts = parseFacts(options.facts)
   const maxAgeMs = options.maxAge === undefined ? undefined : parseDuration(options.maxAge, '--max-age')
+  assertAttemptUsage(options)
   if (options.save && input === '-') await assertSavable(input)
   const context: AttemptContext = {
     stateDir: options.stateDir,
@@ -65,6 +66,7 @@ export async function attempt(input: string, options: AttemptOptions, io: Attemp
     if (options.save) await assertSavable(input)
     const planned = await planAttempt(input, options, facts, io, context.runId, (parsed) => (context.input = parsed))
     context.plan = planned.plan
+    if (options.save) await assertAppEditable(input, planned, options, io)
     io.planned?.(planned.plan)
     const result = options.detach ? await startInBackground(input, planned, options, io, context) : await runInForeground(input, planned.plan, options, io, maxAgeMs)
     record = result.record
@@ -85,6 +87,17 @@ export async function attempt(input: string, options: AttemptOptions, io: Attemp
 async function assertSavable(input: string): Promise<void> {
   const {assertSavable} = await import('../input/save-app.js')
   await assertSavable(input)
+}
+
+/**
+ * --save rewrites the input only once the run succeeded: an `app` it could not rewrite
+ * (an alias, a merge key) is refused now (65), before Puppet runs, not after.
+ */
+async function assertAppEditable(input: string, planned: PlannedAttempt, options: AttemptOptions, io: AttemptIo): Promise<void> {
+  const [{setInputApp}, {readInputText}] = await Promise.all([import('../input/save-app.js'), import('../input/read-input.js')])
+  // --replay and rollback did not read the input: read (and judge) it as apply would.
+  const text = planned.inputText ?? (await readInputText(input, io.stdin, {allow: options.allowUntrusted})).text
+  setInputApp(text, planned.plan.release, input)
 }
 
 async function runInForeground(input: string, plan: RunPlan, options: AttemptOptions, io: AttemptIo, maxAgeMs: number | undefined): Promise<AttemptResult> {

@@ -16,8 +16,8 @@ export interface DetachPayload {
   runId: string
   /** What --allow-untrusted let through in the parent, for the run record. */
   untrustedBefore: string[]
-  /** What the parent's --fetch brought, and the tag the input's reference is pinned to. */
-  fetched: {fetched: RunFetch; release: string} | null
+  /** What the parent's --fetch brought, and the tag the input's reference is pinned to (none: it fell back to what is installed). */
+  fetched: {fetched: RunFetch; release?: string} | null
 }
 
 /** The detached process's one reply: its run started (the record exists), or why not. */

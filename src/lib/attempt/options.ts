@@ -1,3 +1,4 @@
+import {UsageError} from '../errors.js'
 import type {ApplyOptions} from '../run/apply-run.js'
 import type {PlanOptions, RunFetch} from '../run/run-plan.js'
 import type {ConfiguredFetch} from '../source/fetch.js'
@@ -29,7 +30,7 @@ export interface RunOptions {
 
 /** One attempt's options: what decides its plan, and what apply does around the run. */
 export interface AttemptOptions extends RunOptions {
-  /** --save: the input's app follows this run's release once the run has started. */
+  /** --save: the input's app follows this run's release once the run succeeded (refused with --noop). */
   save: boolean
   /** --detach: check what can fail fast, then run in the background. */
   detach: boolean
@@ -43,6 +44,14 @@ export interface AttemptOptions extends RunOptions {
   keep: number
   /** Where the node's metrics are rewritten after the attempt; none when absent. */
   metricsFile?: string
+}
+
+/**
+ * Combinations of options no attempt takes (64, never recorded): --save with --noop, since
+ * a dry run must never change what the node's next run applies.
+ */
+export function assertAttemptUsage(options: Pick<AttemptOptions, 'save' | 'noop'>): void {
+  if (options.save && options.noop) throw new UsageError("--save with --noop: a dry run must not change the node's release; drop --save (or --noop)")
 }
 
 /** The library's plan options for a run's options. */

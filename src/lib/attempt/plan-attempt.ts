@@ -1,3 +1,4 @@
+import {LocalpuppetError, NotFoundError} from '../errors.js'
 import type {NodeInput} from '../input/node-input.js'
 import {type RunFetch, type RunPlan, buildRunPlan} from '../run/run-plan.js'
 import type {ReleaseRef} from '../release/release-ref.js'
@@ -12,6 +13,8 @@ export interface PlanIo {
   progress?: {update(progress: {release: string; bytes: number; total: number}): void; done(): void}
   /** What --fetch brought, once it is installed. */
   fetched?(result: FetchResult): void
+  /** A warning for a person (the source could not be reached: the installed release runs). */
+  warn?(line: string): void
 }
 
 /** A plan, and what was read on the way to it (for the run record and the background half of --detach). */
@@ -23,8 +26,8 @@ export interface PlannedAttempt {
   inputText?: string
   /** What --allow-untrusted let through before the plan (the input file, an unsigned repository's place). */
   untrusted: string[]
-  /** What --fetch brought, and the tag its reference was pinned to. */
-  fetched: {fetched: RunFetch; release: string} | null
+  /** What --fetch brought, and the tag its reference was pinned to (none when it fell back to what is installed). */
+  fetched: {fetched: RunFetch; release?: string} | null
 }
 
 /**
@@ -50,15 +53,32 @@ export async function planAttempt(inputPath: string, options: RunOptions, facts:
   if (options.app !== undefined) onInput?.((input = {...input, app: parseReleaseRef(options.app, '--app')}))
   const before = [...untrusted]
   let fetched: PlannedAttempt['fetched'] = null
+  let unreachable: LocalpuppetError | null = null
   if (options.fetch) {
     const result = await fetchForRun(input.app, options, io)
-    fetched = {fetched: toRunFetch(result), release: result.releases[0].release}
-    // What --allow-untrusted let through while fetching (an unsigned repository others can write): the plan records it.
-    before.push(...(result.untrusted ?? []))
-    onInput?.((input = await pinInput(input, fetched.release)))
+    if ('unreachable' in result) {
+      // The repository cannot be reached: a timer fleet keeps enforcing what it has. The
+      // input's release resolves among the installed tags, verified as for any run.
+      unreachable = result.unreachable
+      fetched = {fetched: {source: result.source, releases: [], error: result.unreachable.message, fallback: true}}
+    } else {
+      fetched = {fetched: toRunFetch(result), release: result.releases[0].release}
+      // What --allow-untrusted let through while fetching (an unsigned repository others can write): the plan records it.
+      before.push(...(result.untrusted ?? []))
+      onInput?.((input = await pinInput(input, fetched.release)))
+    }
   }
 
-  const plan = await buildRunPlan(input, {...planOptions(options, facts, fetched?.fetched), untrusted: before}, runId)
+  let plan: RunPlan
+  try {
+    plan = await buildRunPlan(input, {...planOptions(options, facts, fetched?.fetched), untrusted: before}, runId)
+  } catch (error) {
+    // Nothing installed to fall back on: the fetch's own failure (69) is the answer.
+    if (unreachable && error instanceof NotFoundError) throw new LocalpuppetError(unreachable.code, unreachable.exitCode, `${unreachable.message}; and nothing installed here to fall back on: ${error.message}`, unreachable.suggestions)
+    throw error
+  }
+
+  if (unreachable) io.warn?.(`--fetch: ${unreachable.message}; applying ${plan.release} as installed here (verified)`)
   return {plan, input, inputText: text, untrusted: before, fetched}
 }
 
@@ -68,12 +88,16 @@ export async function pinInput<T extends {app: ReleaseRef}>(input: T, release: s
   return {...input, app: pinToRelease(input.app, release)}
 }
 
-async function fetchForRun(app: ReleaseRef, options: RunOptions, io: PlanIo): Promise<FetchResult> {
-  const {fetchConfigured} = await import('../source/fetch.js')
+/** The fetch before a run: what it brought, or, when the source could not be reached (69), that error and the source. */
+async function fetchForRun(app: ReleaseRef, options: RunOptions, io: PlanIo): Promise<FetchResult | {unreachable: LocalpuppetError; source: string}> {
+  const {configuredSource, fetchConfigured, isUnreachable} = await import('../source/fetch.js')
   const fetch = {...options.fetch!, moduleDir: options.moduleDir, allowUntrusted: options.allowUntrusted}
   let result: FetchResult
   try {
     result = await fetchConfigured([app.text], fetch, {onProgress: io.progress ? (progress) => io.progress!.update(progress) : undefined})
+  } catch (error) {
+    if (!isUnreachable(error)) throw error
+    return {unreachable: error, source: await configuredSource(fetch)}
   } finally {
     io.progress?.done()
   }

@@ -37,6 +37,8 @@ export function checkNode(state: NodeState, disabled: {message: string} | null, 
   const problems: Array<[CheckStatus, string]> = []
   if (newest && ['failed', 'error', 'refused'].includes(newest.state)) problems.push(['CRITICAL', `${newest.state}: ${newest.release ?? newest.ref ?? '-'}: ${newest.error ?? `exit ${newest.exitCode}`}`])
   if (newest?.state === 'interrupted') problems.push(['WARNING', `interrupted: ${newest.error ?? ''}`])
+  // The node enforced what it had: the repository outage is worth a look, not a page.
+  if (newest?.fetch?.fallback) problems.push(['WARNING', `fetch failed, ran the installed ${newest.release}: ${newest.fetch.error ?? newest.fetch.source}`])
   if (disabled) problems.push(['WARNING', `puppet is disabled: ${disabled.message}`])
   if (ageMs === null) problems.push(['CRITICAL', 'no successful run yet'])
   else if (ageMs >= critMs) problems.push(['CRITICAL', `last success ${formatAge(ageMs)} ago (critical at ${formatAge(critMs)})`])

@@ -105,6 +105,12 @@ export function nodeMetrics(state: NodeState, counts: Record<string, number>, di
       samples: [{labels: {message: disabled?.message ?? ''}, value: disabled ? 1 : 0}],
     },
     {
+      name: 'localpuppet_fetch_failed',
+      help: 'Whether the newest attempt with --fetch could not reach the release source and ran the installed release instead: 1, or 0.',
+      type: 'gauge',
+      samples: [{value: newestRecord(state.records, (record) => Boolean(record.fetch))?.fetch?.fallback ? 1 : 0}],
+    },
+    {
       name: 'localpuppet_runs_total',
       help: 'Attempts to run, by final state (busy: another run was in progress).',
       type: 'counter',

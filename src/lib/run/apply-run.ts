@@ -26,6 +26,9 @@ import {runFingerprint} from './fingerprint.js'
 import {runFinishHook} from './finish-hook.js'
 import type {RunPlan} from './run-plan.js'
 
+/** How a run record's error begins when the run succeeded but --save could not rewrite the input. */
+const SAVE_FAILED = '--save failed'
+
 // eslint-disable-next-line no-control-regex
 const ANSI_SGR = /\u001B\[[0-9;]*m/g
 
@@ -44,7 +47,11 @@ export interface ApplyOptions {
   ifChanged?: boolean
   /** --max-age: with ifChanged, skip only while that run is younger than this (ms); DEFAULT_MAX_AGE_MS when absent. */
   maxAgeMs?: number
-  /** --save: once the run has the lock, rewrite this input's app to the run's release (see saveInputApp). */
+  /**
+   * --save: once the run succeeded (or was skipped: the same as a run that succeeded),
+   * rewrite this input's app to the run's release (see saveInputApp). Any other outcome
+   * leaves the input alone, and the log says so.
+   */
   save?: (release: string) => Promise<string>
   /** For tests and --replay: now. */
   now?: () => Date
@@ -133,6 +140,10 @@ async function run(
 
   await mkdir(files.dir, {mode: 0o700})
   const finish = async (state: RunState, exitCode: number, fields: Partial<RunRecord> = {}): Promise<ApplyOutcome> => {
+    if (options.save && !record.saved && state !== 'succeeded' && state !== 'skipped' && !fields.error?.startsWith(SAVE_FAILED)) {
+      writeLog(`localpuppet: --save: the run ${state}: the input was left as it was\n`)
+    }
+
     const finished = new Date()
     Object.assign(record, fields, {state, exitCode, finishedAt: finished.toISOString(), durationMs: finished.getTime() - started.getTime()})
     await writeRunRecord(plan.stateDir, record)
@@ -153,6 +164,25 @@ async function run(
     }
   }
 
+  // --save, once the run succeeded: the input's app follows. When the input cannot be
+  // rewritten after all (it was checked before the run), the run is an error (74): Puppet
+  // applied, but the node's next run would not stay on this release.
+  const save = async (fields: Partial<RunRecord>): Promise<ApplyOutcome | null> => {
+    if (!options.save) return null
+    try {
+      record.saved = await options.save(plan.release)
+    } catch (caught) {
+      const error = asIoError(caught) ?? caught
+      if (!(error instanceof LocalpuppetError)) throw error
+      const message = `${SAVE_FAILED}: ${error.message}; puppet applied ${plan.release}, but the input still names its earlier release`
+      writeLog(`localpuppet: ${message}\n`)
+      return finish('error', error.exitCode, {...fields, error: message})
+    }
+
+    writeLog(`localpuppet: --save: ${record.saved} now names ${plan.release}\n`)
+    return null
+  }
+
   try {
     await writeRunRecord(plan.stateDir, record)
     log = openSync(files.log, 'a', 0o600)
@@ -166,12 +196,6 @@ async function run(
       await assertEnabled(puppetLocks)
     }
 
-    if (options.save) {
-      record.saved = await options.save(plan.release)
-      await writeRunRecord(plan.stateDir, record)
-      writeLog(`localpuppet: --save: ${record.saved} now names ${plan.release}\n`)
-    }
-
     // From here on the run reads its releases: an install must not replace one meanwhile.
     unmark = await markReleasesInUse(plan.moduleDir, plan.runId, plan.releases.map((release) => release.release))
     const fingerprint = await runFingerprint(plan)
@@ -183,7 +207,7 @@ async function run(
       if (previous?.state === 'succeeded' && previous.fingerprint === fingerprint && age !== null && age < maxAgeMs) {
         const reason = `nothing changed since run ${previous.id}, ${formatAge(age)} ago (same releases, ENC document, facts, manifest and options; --max-age ${formatAge(maxAgeMs)})`
         writeLog(`localpuppet: skipped: ${reason}\n`)
-        return await finish('skipped', ExitCode.ok, {reason})
+        return (await save({})) ?? (await finish('skipped', ExitCode.ok, {reason}))
       }
 
       if (previous?.state === 'succeeded' && previous.fingerprint === fingerprint) {
@@ -236,6 +260,11 @@ async function run(
     const succeeded = puppetExit === 0 || puppetExit === 2
     const exitCode = plan.detailedExitcodes && puppetExit !== null ? honestDetailedExit(puppetExit, plan.noop, resources) : succeeded ? ExitCode.ok : ExitCode.failed
     const error = succeeded ? null : puppetExit === null ? `puppet was killed by ${outcome.exit.signal}` : describePuppetFailure(puppetExit, summary !== null)
+    if (succeeded) {
+      const unsaved = await save({puppetExitCode: puppetExit, resources})
+      if (unsaved) return unsaved
+    }
+
     return await finish(succeeded ? 'succeeded' : 'failed', exitCode, {puppetExitCode: puppetExit, resources, error, firstError: outcome.firstError})
   } catch (caught) {
     // A full disk in the state directory is the machine's fault (74), not a bug.

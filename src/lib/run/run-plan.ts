@@ -42,10 +42,16 @@ export interface PlanOptions {
   untrusted?: string[]
 }
 
-/** --fetch: the source and, per release, whether it was installed or already present. */
+/**
+ * --fetch: the source and, per release, whether it was installed or already present. When
+ * the source could not be reached (69) and the run used what is installed instead:
+ * `releases` is empty, `error` says why, and `fallback` is true.
+ */
 export interface RunFetch {
   source: string
   releases: Array<{release: string; status: string; bytes: number}>
+  error?: string
+  fallback?: boolean
 }
 
 /**

@@ -2,7 +2,8 @@ import {stat} from 'node:fs/promises'
 import {fileURLToPath} from 'node:url'
 
 import {settingList, settingString} from '../config/settings.js'
-import {NotFoundError, UsageError} from '../errors.js'
+import {LocalpuppetError, NotFoundError, UsageError} from '../errors.js'
+import {ExitCode} from '../exit-codes.js'
 import type {ReleaseRef} from '../release/release-ref.js'
 import {type FetchOptions, type FetchResult, type ReleaseSource, looksLikeHost, sourceKind} from './release-source.js'
 
@@ -81,11 +82,7 @@ export interface ConfiguredFetch {
  * command (fetch, apply --fetch, plan --fetch) to a source. 64 when no source is set.
  */
 export async function fetchConfigured(refs: string[], fetch: ConfiguredFetch, options: Pick<FetchOptions, 'timeoutSeconds' | 'onProgress'> = {}): Promise<FetchResult> {
-  const source = await settingString('source', fetch.source)
-  if (source === null) {
-    throw new UsageError('no release source: give --source URL|DIR, or set source in /etc/localpuppet/config.yaml (env LOCALPUPPET_SOURCE)')
-  }
-
+  const source = await configuredSource(fetch)
   const trust = await settingList('trust', fetch.trust)
   return fetchReleases(source, refs, {
     moduleDir: fetch.moduleDir,
@@ -95,6 +92,27 @@ export async function fetchConfigured(refs: string[], fetch: ConfiguredFetch, op
     allowUntrusted: fetch.allowUntrusted,
     onProgress: options.onProgress,
   })
+}
+
+/** The source a command fetches from: --source, else the `source` setting (env, then the config file); 64 when none. */
+export async function configuredSource(fetch: Pick<ConfiguredFetch, 'source'>): Promise<string> {
+  const source = await settingString('source', fetch.source)
+  if (source === null) {
+    throw new UsageError('no release source: give --source URL|DIR, or set source in /etc/localpuppet/config.yaml (env LOCALPUPPET_SOURCE)')
+  }
+
+  return source
+}
+
+/**
+ * Whether a fetch failed because the source could not be reached (69: connection, timeout,
+ * HTTP 5xx after retries, a missing repository or archive, apt unable to download): what
+ * apply --fetch may fall back from to the releases already installed. Never a bad
+ * signature or tampered index (65), a tag not in the repository (66), a conflict (73) or
+ * a trust problem (77): those stay refusals.
+ */
+export function isUnreachable(error: unknown): error is LocalpuppetError {
+  return error instanceof LocalpuppetError && error.exitCode === ExitCode.unavailable
 }
 
 /**

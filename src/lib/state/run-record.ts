@@ -78,8 +78,12 @@ export interface RunRecord {
   replayOf?: string | null
   /** --save: the input file whose app was rewritten to this run's release, or null. */
   saved?: string | null
-  /** With --fetch: the source and what was fetched (installed or already present). */
-  fetch?: {source: string; releases: Array<{release: string; status: string; bytes: number}>} | null
+  /**
+   * With --fetch: the source and what was fetched (installed or already present); when the
+   * source could not be reached and the installed release ran instead, `error` and
+   * `fallback: true` (releases empty).
+   */
+  fetch?: {source: string; releases: Array<{release: string; status: string; bytes: number}>; error?: string; fallback?: boolean} | null
 }
 
 /** A record of an attempt just started by this process, with `fields` set and everything unknown empty. */

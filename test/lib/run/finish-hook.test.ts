@@ -7,6 +7,9 @@ import {runFinishHook} from '../../../src/lib/run/finish-hook.js'
 import type {RunRecord} from '../../../src/lib/state/run-record.js'
 import {processesWithEnv} from '../../../src/lib/util/process-tree.js'
 import {tempDir} from '../../helpers/temp.js'
+import {testNeeding} from '../../helpers/packages.js'
+
+const hookToolsTest = await testNeeding(['jq', 'curl'])
 
 async function setup(t: Parameters<typeof tempDir>[0]) {
   const dir = await tempDir(t)
@@ -86,7 +89,7 @@ test("a hook's memory is bounded: one that allocates too much is stopped, and it
   t.notRegex(text, /^on-finish: allocated/m)
 })
 
-test('the default memory bound lets ordinary hooks run: sh, jq, curl, ruby, and a modest allocation', async (t) => {
+hookToolsTest('the default memory bound lets ordinary hooks run: sh, jq, curl, ruby, and a modest allocation', async (t) => {
   const {record, recordFile, log} = await setup(t)
   await runFinishHook(`jq -r .state /dev/stdin && curl --version >/dev/null && ruby -e 'puts "ruby ok"' && ${allocate(64)} && ulimit -v`, record, {log, recordFile})
   const text = await readFile(log, 'utf8')

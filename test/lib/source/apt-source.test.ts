@@ -11,8 +11,11 @@ import {LocalpuppetError} from '../../../src/lib/errors.js'
 import {listReleases} from '../../../src/lib/verify/releases.js'
 import {dpkg, knownPackages, localAptRepository, purgeAfter, uniqueApps} from '../../helpers/dpkg.js'
 import {tempDir, writeReleases} from '../../helpers/temp.js'
+import {testNeeding} from '../../helpers/packages.js'
 
-test.serial('a local apt repository as a source: a range picks the newest tag, apt brings its dependencies, removal cleans up', async (t) => {
+const aptRepositoryTest = await testNeeding(['apt-utils'], test.serial)
+
+aptRepositoryTest('a local apt repository as a source: a range picks the newest tag, apt brings its dependencies, removal cleans up', async (t) => {
   const dir = await tempDir(t, 'localpuppet-apt-')
   const [web, base] = uniqueApps('web', 'base')
   purgeAfter(t, [web, base])
@@ -66,7 +69,7 @@ test.serial('a local apt repository as a source: a range picks the newest tag, a
   t.deepEqual(existsSync(modules) ? await listReleases(modules) : [], [])
 })
 
-test.serial('a package built for another module directory is reported, not mistaken for installed', async (t) => {
+aptRepositoryTest('a package built for another module directory is reported, not mistaken for installed', async (t) => {
   const dir = await tempDir(t, 'localpuppet-apt-')
   const [app] = uniqueApps('solo')
   purgeAfter(t, [app])
@@ -100,7 +103,7 @@ test('apt failures keep apt\'s message and get the documented exit codes', (t) =
   }
 })
 
-test.serial('a package changed in the repository after apt read its lists is refused by apt\'s hash check, 65, nothing installed', async (t) => {
+aptRepositoryTest('a package changed in the repository after apt read its lists is refused by apt\'s hash check, 65, nothing installed', async (t) => {
   const dir = await tempDir(t, 'localpuppet-apt-')
   const [app] = uniqueApps('tampered')
   purgeAfter(t, [app])
@@ -127,7 +130,7 @@ test.serial('a package changed in the repository after apt read its lists is ref
   t.false(existsSync(join(modules, app)))
 })
 
-test('an unsigned repository (no key, no [trusted=yes]): apt lists none of its packages, so fetch installs nothing (66)', async (t) => {
+aptRepositoryTest('an unsigned repository (no key, no [trusted=yes]): apt lists none of its packages, so fetch installs nothing (66)', async (t) => {
   const dir = await tempDir(t, 'localpuppet-apt-')
   const [app] = uniqueApps('unsigned')
   purgeAfter(t, [app])
