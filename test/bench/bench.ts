@@ -18,9 +18,11 @@
  *                    (test/bench/status.ts) vs `node -e 0`
  *   pack deb / dpkg-deb   pack --format deb vs dpkg-deb --build of the same tree (deb.ts)
  *   fleet            mco localpuppet apply vs mco rpc + a polling loop on 5 mcollectived,
- *                    and the status summary with --nodes (test/bench/fleet.ts)
+ *                    the status summary with --nodes, and a real rollout's wall time over
+ *                    the slowest run per batch on 5 and 20 nodes (test/bench/fleet.ts)
+ *   engine           the rollout engine's decisions for 10,000 simulated nodes
  *
- * BENCH=apply, apply-real, delivery, triggers, validate, fetch, deb, status or fleet runs one
+ * BENCH=apply, apply-real, delivery, triggers, validate, fetch, deb, status, fleet or engine runs one
  * part; BENCH_SETS, BENCH_FILES and BENCH_FILE_KB choose and size the delivery data sets.
  */
 import {execFileSync, spawnSync} from 'node:child_process'
@@ -114,6 +116,7 @@ try {
   if (!process.env.BENCH || process.env.BENCH === 'fetch') await (await import('./fetch.js')).fetchBench(dir, time, compare, Math.max(3, Math.floor(ROUNDS / 2)))
   if (!process.env.BENCH || process.env.BENCH === 'status') statusBench(BIN, dir, ROUNDS)
   if (!process.env.BENCH || process.env.BENCH === 'deb') (await import('./deb.js')).debBench(dir, BIN, {time, compare, rounds: Math.max(3, Math.floor(ROUNDS / 2))})
+  if (!process.env.BENCH || process.env.BENCH === 'engine') await (await import('./fleet.js')).engineBench()
   if (!process.env.BENCH || process.env.BENCH === 'fleet') await (await import('./fleet.js')).fleetBench()
 } finally {
   rmSync(dir, {recursive: true, force: true})

@@ -8,10 +8,19 @@
  *        started as final. Target: no slower (ratio <= 1).
  *   mco localpuppet status   the status summary of 5 nodes with --nodes discovery.
  *        Target: < 1.5 s.
+ *   rollout / slowest run per batch   `localpuppet rollout --batch N` on 5 and 20 nodes: the
+ *        rollout's wall time over the sum, batch by batch, of the slowest node's own run
+ *        (its run record's duration). Target: <= 1.3.
+ *   engine   the rollout engine's decisions (handle + next) for 10,000 simulated nodes, in
+ *        batches and in a window (`BENCH=engine`). Target: < 1 s each.
  */
 import {setTimeout as sleep} from 'node:timers/promises'
 
-import {app, missingPackages, nodesFile, rpc, startFleet, stopFleet} from '../helpers/fleet.js'
+import {driveRollout} from '../../src/lib/rollout/drive.js'
+import {RolloutEngine} from '../../src/lib/rollout/engine.js'
+import {parseBatch, rolloutSettings} from '../../src/lib/rollout/settings.js'
+import {app, missingPackages, nodesFile, operator, rpc, startFleet, stopFleet} from '../helpers/fleet.js'
+import {type Behaviour, SimulatedFleet, VirtualClock} from '../helpers/simulated-fleet.js'
 
 const ROUNDS = Math.max(3, Math.floor(Number(process.env.BENCH_ROUNDS ?? 7) / 2))
 
@@ -42,6 +51,61 @@ async function handWrittenLoop(): Promise<void> {
     const final = status.replies.filter((reply) => reply.data.run_id === started.get(reply.sender) && reply.data.state !== 'running')
     if (final.length === started.size) return
   }
+}
+
+/** The engine alone: 10,000 simulated nodes (1 % misbehaving), its own time only (the simulated fleet's is not counted). */
+export async function engineBench(): Promise<void> {
+  const odd: Behaviour[] = ['fail', 'refuse', 'busy-once', 'busy-always', 'silent', 'hang', 'vanish', 'sours']
+  for (const [label, flags] of [
+    ['batches 1,5,25%,100%', {batch: '1,5,25%,100%'}],
+    ['batches of 10%, soak', {batch: '10%', soak: '5m'}],
+    ['window 100', {window: 100}],
+    ['window 10', {window: 10}],
+  ] as const) {
+    const specs = Array.from({length: 10_000}, (_, i) => ({name: `n${String(i).padStart(5, '0')}`, behaviour: (i % 97 === 0 ? odd[i % odd.length] : 'succeed') as Behaviour, runMs: 1000 + ((i * 37) % 60_000), before: 'app/tags/1.0.0'}))
+    const settings = {...rolloutSettings({ref: 'app/tags/1.1.0', canary: 1, 'max-failures': '5%', deadline: '2m', ...flags}), batch: 'batch' in flags ? parseBatch(flags.batch) : [{percent: 100}]}
+    const clock = new VirtualClock()
+    const engine = new RolloutEngine(settings, specs.map((spec) => spec.name))
+    let spent = 0
+    let events = 0
+    for (const method of ['handle', 'next'] as const) {
+      const original = engine[method].bind(engine) as (...args: unknown[]) => unknown
+      ;(engine as unknown as Record<string, unknown>)[method] = (...args: unknown[]) => {
+        const start = performance.now()
+        try {
+          return original(...args)
+        } finally {
+          spent += performance.now() - start
+        }
+      }
+    }
+
+    const wall = performance.now()
+    await driveRollout(engine, new SimulatedFleet(specs, clock), clock, {record: async () => void events++})
+    const total = performance.now() - wall
+    console.log(`${`engine, ${label}`.padEnd(32)} ${spent.toFixed(0).padStart(5)} ms deciding, ${total.toFixed(0)} ms with the simulated fleet; ${events} events recorded (10,000 nodes; target < 1000 ms, ${spent < 1000 ? 'ok' : 'OVER TARGET'})`)
+  }
+}
+
+/** A real rollout: its wall time over the sum of each batch's slowest run (the runs' own durations, from their records). */
+async function rolloutOverhead(count: number, batch: number): Promise<void> {
+  const ratios: number[] = []
+  const walls: number[] = []
+  for (let i = 0; i < ROUNDS; i++) {
+    let answer: Awaited<ReturnType<typeof operator>> | undefined
+    const wall = await ms(async () => {
+      answer = await operator(['rollout', '--batch', String(batch), '--nodes', nodesFile(), '--json'])
+    })
+    if (answer?.exitCode !== 0) throw new Error(`rollout exited ${answer?.exitCode}: ${answer?.stdout}${answer?.stderr}`)
+    const nodes = answer.json.nodes as Array<{durationMs: number}>
+    let ideal = 0
+    for (let at = 0; at < nodes.length; at += batch) ideal += Math.max(...nodes.slice(at, at + batch).map((node) => node.durationMs))
+    ratios.push(wall / ideal)
+    walls.push(wall)
+  }
+
+  const ratio = median(ratios)
+  console.log(`${`rollout ${count} nodes --batch ${batch} / slowest run per batch`.padEnd(32)} ${median(walls).toFixed(0)} ms; ratio ${ratio.toFixed(2)}  (target <= 1.3, ${ratio <= 1.3 ? 'ok' : 'OVER TARGET'}; median of ${ROUNDS})`)
 }
 
 export async function fleetBench(): Promise<void> {
@@ -92,6 +156,25 @@ export async function fleetBench(): Promise<void> {
     console.log(
       `${'mco localpuppet status --nodes'.padEnd(16)} ${summary.toFixed(0)} ms  (5 nodes; target < 1500 ms, ${summary < 1500 ? 'ok' : 'OVER TARGET'}; median of 7; mco rpc localpuppet status --nodes: ${median(bare).toFixed(0)} ms)`,
     )
+    await rolloutOverhead(5, 2)
+  } finally {
+    await stopFleet()
+  }
+
+  // Twenty nodes, where memory allows (each mcollectived is a Ruby process of ~60 MB).
+  const {freemem} = await import('node:os')
+  if (freemem() < 4 * 1024 ** 3) {
+    console.log('rollout 20 nodes: skipped (less than 4 GiB free)')
+    return
+  }
+
+  await startFleet(
+    Array.from({length: 20}, (_, i) => [`node${String(i + 1).padStart(2, '0')}`, i % 2 ? 'web' : 'db', 8100 + i] as const),
+    60 * 60_000,
+  )
+  try {
+    await operator(['rollout', '--nodes', nodesFile(), '--json'])
+    await rolloutOverhead(20, 5)
   } finally {
     await stopFleet()
   }

@@ -9,6 +9,7 @@ import {cli} from '../helpers/cli.js'
 import {
   RUN_ID,
   app,
+  operator,
   base,
   missingPackages,
   node,
@@ -18,6 +19,7 @@ import {
   rpc,
   runIds,
   startFleet,
+  startOperator,
   stop,
   stopFleet,
   waitFor,
@@ -62,7 +64,7 @@ test.before(async () => {
 test.after.always(stopFleet)
 
 
-fleetTest(`mco localpuppet apply --batch 2: the first batch succeeds, a disabled node in the second stops the rollout, the fifth never starts; status counts match${unavailable ? ` (${unavailable})` : ''}`, async (t) => {
+fleetTest(`mco localpuppet apply --batch 2: the first batch succeeds, a disabled node in the second spends the budget (0) and stops the rollout, the fifth never starts; fleet status counts match${unavailable ? ` (${unavailable})` : ''}`, async (t) => {
   t.timeout(OVERALL_MS)
   const disabled = await rpc('disable', ['message=kernel upgrade until 15:00 (ops)', '-I', 'web1'])
   t.is(disabled.exitCode, 0, disabled.stderr)
@@ -82,21 +84,29 @@ fleetTest(`mco localpuppet apply --batch 2: the first batch succeeds, a disabled
       ['web3', 'not started'],
     ],
   )
-  t.is(row(rollout, 'web1').exit_code, 73)
+  t.is(row(rollout, 'web1').exitCode, 73)
   t.regex(row(rollout, 'web1').message, /kernel upgrade until 15:00/)
-  t.is(rollout.json.stopped, 'stopped after batch 2 of 3: web1 refused')
-  t.deepEqual(rollout.json.not_succeeded, ['web1', 'web3'])
+  t.regex(rollout.json.stopped, /^1 node did not succeed \(web1 refused\), more than --max-failures 0 allows \(0\)$/)
+  t.deepEqual(rollout.json.notSucceeded, ['web1', 'web3'])
+  t.is(row(rollout, 'web1').revert, null, 'a refused node ran nothing: nothing to put back')
   for (const name of ['db1', 'db2', 'web2']) {
     const entry = row(rollout, name)
-    t.regex(entry.run_id, RUN_ID, name)
+    t.regex(entry.runId, RUN_ID, name)
     t.is(entry.release, 'foo/tags/1.3.0', name)
     t.is(entry.changed, 3, name)
     t.is(entry.failed, 0, name)
     // Each node's own run: the id the node replied with, and its record says succeeded.
-    t.deepEqual(await runIds(name), [entry.run_id], name)
+    t.deepEqual(await runIds(name), [entry.runId], name)
   }
 
   t.deepEqual(await runIds('web3'), [], 'the fifth node was never started')
+
+  // The rollout is recorded: rollout list and show tell it again.
+  const list = await operator(['rollout', 'list', '--json'])
+  t.is(list.json[0].id, rollout.json.id)
+  const shown = await operator(['rollout', 'show', rollout.json.id])
+  t.is(shown.exitCode, 1)
+  t.regex(shown.stdout, /^Stopped: 1 node did not succeed \(web1 refused\)/m)
 
   // The same fleet as a table: one line per node, the summary, the nodes that did not succeed.
   const status = await app(['status', '--json'])
@@ -116,15 +126,18 @@ fleetTest(`mco localpuppet apply --batch 2: the first batch succeeds, a disabled
 
   const expected: Record<string, number> = {}
   for (const state of Object.values(states) as string[]) expected[state] = (expected[state] ?? 0) + 1
-  t.deepEqual(status.json.by_state, expected)
-  t.is(status.json.by_release['foo/tags/1.3.0'], 3)
-  t.deepEqual(status.json.no_answer, [])
+  t.deepEqual(status.json.byState, expected)
+  t.is(status.json.byApplied['foo/tags/1.3.0'], 3)
+  t.deepEqual(status.json.noAnswer, [])
+  t.deepEqual(status.json.offWanted, ['web1', 'web3'])
+  t.is(row(status, 'db1').applied, 'foo/tags/1.3.0')
+  t.is(row(status, 'db1').wanted, 'foo/tags/1.3.0')
 
   const table = await app(['status'])
   t.is(table.exitCode, 1)
-  t.regex(table.stdout, /^NODE +POINTS_AT +NEWEST +RELEASE +AGE +LAST_COMPLETED +NOTE$/m)
-  t.regex(table.stdout, /^db1 .*succeeded +foo\/tags\/1\.3\.0 +\d+s ago/m)
-  t.regex(table.stdout, /^By release \(last completed run\): .*foo\/tags\/1\.3\.0 = 3/m)
+  t.regex(table.stdout, /^NODE +WANTED +APPLIED +ON_WANTED +NEWEST +RELEASE +AGE +DRIFT +NOTE$/m)
+  t.regex(table.stdout, /^db1 +foo\/tags\/1\.3\.0 +foo\/tags\/1\.3\.0 +yes +succeeded +foo\/tags\/1\.3\.0 +\d+s/m)
+  t.regex(table.stdout, /^By applied release: .*foo\/tags\/1\.3\.0 = 3/m)
   t.regex(table.stdout, /^By state \(newest attempt\): /m)
 
   const enabled = await rpc('enable', ['-I', 'web1'])
@@ -241,7 +254,7 @@ appTest(`apply app= maps to --app (no text edits), save= makes it the node's rel
   }
 
   const status = await app(['status', '--json', '-W', 'role=db'])
-  for (const name of ['db1', 'db2']) t.is(row(status, name).pointer, 'foo/tags/1.4.0', name)
+  for (const name of ['db1', 'db2']) t.is(row(status, name).wanted, 'foo/tags/1.4.0', name)
   if (!HAS_ROLLBACK) return
 
   // Back to the newest succeeded run of another release (1.3.0, the first rollout), saved.
@@ -318,30 +331,182 @@ fleetTest(`web nodes fetch foo 1.5.0 from a release repository served by nginx; 
   }
 })
 
+/** Points every node at a release repository served by nginx (replacing any source set before). */
+async function pointNodesAt(url: string, pub: string): Promise<void> {
+  for (const entry of nodes) {
+    const path = join(entry.dir, 'config.yaml')
+    const kept = (await readFile(path, 'utf8')).split('\n').filter((line) => line !== '' && !/^(source|trust):/.test(line))
+    await writeFile(path, [...kept, `source: ${JSON.stringify(url)}`, `trust: [${JSON.stringify(pub)}]`, ''].join('\n'))
+  }
+}
+
+/** The releases each node's run records name, oldest first. */
+async function releasesRun(name: string): Promise<string[]> {
+  const records = await Promise.all((await runIds(name)).map(async (id) => JSON.parse(await readFile(join(node(name).state, 'runs', id, 'run.json'), 'utf8'))))
+  return records.map((record) => `${record.state} ${record.release}`)
+}
+
+fleetTest(`rollouts that protect themselves, with releases fetched from nginx: a canary that fails to compile is stopped and reverted; --max-failures 1 rides out a disabled node; --only-outdated skips nodes on REF${unavailable ? ` (${unavailable})` : ''}`, async (t) => {
+  t.timeout(OVERALL_MS)
+  const work = await mkdtemp(join(tmpdir(), 'localpuppet-mco-rollout-'))
+  t.teardown(() => rm(work, {recursive: true, force: true}))
+  const modules = join(work, 'modules')
+  await cp(DEMO_MODULES, modules, {recursive: true})
+  for (const [tag, body] of [
+    ['1.6.0', "  notify { 'foo 1.6.0': }\n"],
+    ['1.7.0', "  fail('foo 1.7.0 is broken')\n"],
+  ]) {
+    await cp(join(modules, 'foo/tags/1.4.0'), join(modules, `foo/tags/${tag}`), {recursive: true})
+    await writeFile(join(modules, `foo/tags/${tag}/foo/manifests/init.pp`), `class foo (Integer $port = 80) {\n${body}}\n`)
+  }
+
+  const {key, pub} = await keyPair(work, 'release')
+  for (const tag of ['1.6.0', '1.7.0']) {
+    const archive = join(work, `foo-${tag}.tar.gz`)
+    t.is((await cli(['pack', `foo/tags/${tag}`, '--module-dir', modules, '-o', archive, '--sign', key])).exitCode, 0)
+    const published = await cli(['publish', archive, '--repo', join(work, 'repo'), '--sign', key])
+    t.is(published.exitCode, 0, published.stderr)
+  }
+
+  const nginx = await startNginx(join(work, 'repo'), join(work, 'nginx'))
+  t.teardown(() => nginx.stop())
+  await pointNodesAt(nginx.url, pub)
+  const inputs = Object.fromEntries(await Promise.all(nodes.map(async (entry) => [entry.name, await readFile(join(entry.dir, 'input.yaml'), 'utf8')] as const)))
+  const before = Object.fromEntries(await Promise.all(nodes.map(async (entry) => [entry.name, await runIds(entry.name)] as const)))
+  const fleet = await app(['status', '--json', '--nodes', nodesFile()])
+  const applied = Object.fromEntries(fleet.json.nodes.map((entry: {node: string; applied: string}) => [entry.node, entry.applied]))
+
+  // 1. Through mco's door, the older flags: the canary (db1, first by name) fails to compile 1.7.0.
+  const broken = await app(['apply', 'foo/tags/1.7.0', '--fetch', '--save', '--canary', '1', '--batch', '2', '--nodes', nodesFile(), '--json'])
+  t.is(broken.exitCode, 1, broken.stderr)
+  const canary = row(broken, 'db1')
+  t.is(canary.state, 'failed')
+  t.regex(canary.message, /^Error: .*foo 1\.7\.0 is broken/, "Puppet's own first error line")
+  t.like(canary.revert, {state: 'succeeded', release: applied.db1, saved: false})
+  t.regex(broken.json.stopped, /db1 failed/)
+  for (const name of ['db2', 'web1', 'web2', 'web3']) {
+    t.is(row(broken, name).state, 'not started', name)
+    t.deepEqual(await runIds(name), before[name], `${name} never started`)
+  }
+
+  t.deepEqual((await releasesRun('db1')).slice(-2), ['failed foo/tags/1.7.0', `succeeded ${applied.db1}`], 'the failed run, then the revert')
+  t.is(await readFile(join(node('db1').dir, 'input.yaml'), 'utf8'), inputs.db1, '--save never moved the pointer of a node whose run failed')
+  const afterRevert = await app(['status', '--json', '-I', 'db1'])
+  t.is(row(afterRevert, 'db1').applied, applied.db1)
+
+  // 2. The engine's own door: one disabled node within --max-failures 1; the rollout goes to the end and says so.
+  t.is((await rpc('disable', ['message=maintenance (ops)', '-I', 'web1'])).exitCode, 0)
+  const tolerated = await operator(['rollout', 'foo/tags/1.6.0', '--via', 'mco', '--fetch', '--batch', '2', '--max-failures', '1', '--nodes', nodesFile(), '--json'])
+  t.is(tolerated.exitCode, 1, 'not every node is on 1.6.0')
+  t.is(tolerated.json.stopped, null)
+  t.like(row(tolerated, 'web1'), {state: 'refused', exitCode: 73})
+  t.regex(row(tolerated, 'web1').message, /maintenance \(ops\)/)
+  for (const name of ['db1', 'db2', 'web2', 'web3']) t.like(row(tolerated, name), {state: 'succeeded', applied: 'foo/tags/1.6.0'}, name)
+  t.deepEqual(tolerated.json.summary, {total: 5, byState: {succeeded: 4, refused: 1}, failures: 1, allowedFailures: 1})
+  const table = await operator(['rollout', 'show', tolerated.json.id])
+  t.regex(table.stdout, /^NODE +BEFORE +WANTED +APPLIED +STATE +CHANGED +FAILED +OUT_OF_SYNC +DURATION +MESSAGE$/m)
+  t.regex(table.stdout, /^web1 .* refused .*exit 73: .*maintenance/m)
+  t.regex(table.stdout, /failures 1 of 1 allowed/)
+  t.is((await rpc('enable', ['-I', 'web1'])).exitCode, 0)
+
+  // 3. --only-outdated: only web1 runs.
+  const counts = Object.fromEntries(await Promise.all(nodes.map(async (entry) => [entry.name, (await runIds(entry.name)).length] as const)))
+  const outdated = await operator(['rollout', 'foo/tags/1.6.0', '--only-outdated', '--nodes', nodesFile(), '--json'])
+  t.is(outdated.exitCode, 0, outdated.stdout + outdated.stderr)
+  t.is(row(outdated, 'web1').state, 'succeeded')
+  for (const name of ['db1', 'db2', 'web2', 'web3']) {
+    t.is(row(outdated, name).state, 'up to date', name)
+    t.is((await runIds(name)).length, counts[name], `${name} did not run`)
+  }
+
+  const status = await operator(['fleet', 'status', '--nodes', nodesFile(), '--json'])
+  t.is(status.json.byApplied['foo/tags/1.6.0'], 5)
+})
+
+fleetTest(`a rollout killed with SIGKILL in the middle is resumed from its record: runs in flight are polled, no node runs twice${unavailable ? ` (${unavailable})` : ''}`, async (t) => {
+  t.timeout(OVERALL_MS)
+  // A release whose run takes a few seconds, on every node: foo 1.8.0 naps.
+  for (const entry of nodes) {
+    const dir = join(entry.dir, 'modules', 'foo', 'tags', '1.8.0')
+    await cp(join(entry.dir, 'modules', 'foo', 'tags', '1.4.0'), dir, {recursive: true})
+    await writeFile(
+      join(dir, 'foo', 'manifests', 'init.pp'),
+      "class foo (Integer $port = 80) {\n  exec { 'nap': command => '/bin/sleep 6', path => ['/bin', '/usr/bin'] }\n}\n",
+    )
+  }
+
+  const counts = Object.fromEntries(await Promise.all(nodes.map(async (entry) => [entry.name, (await runIds(entry.name)).length] as const)))
+  const first = startOperator(['rollout', 'foo/tags/1.8.0', '--batch', '2', '--nodes', nodesFile(), '--json'])
+  // Killed once the first batch is running: its record says so.
+  const id = await waitFor(
+    'the rollout to record running nodes',
+    async () => {
+      if (first.exitCode !== null && first.exitCode !== undefined) throw new Error(`the rollout ended first (${first.exitCode}): ${(await first).stdout}${(await first).stderr}`)
+      const list = await operator(['rollout', 'list', '--json'])
+      const newest = list.json?.[0]
+      return newest?.ref === 'foo/tags/1.8.0' && newest.nodes.some((entry: {state: string}) => entry.state === 'running') ? (newest.id as string) : undefined
+    },
+    120_000,
+    200,
+  )
+  first.kill('SIGKILL')
+  await first
+  const shown = await operator(['rollout', 'show', id, '--json'])
+  t.is(shown.exitCode, 75, 'not finished')
+  t.is(shown.json.status, 'running', 'killed: nobody could say otherwise')
+
+  const resumed = await operator(['rollout', '--resume', id, '--json'])
+  t.is(resumed.exitCode, 0, resumed.stdout + resumed.stderr)
+  t.is(resumed.json.id, id)
+  for (const entry of nodes) {
+    t.is(row(resumed, entry.name).state, 'succeeded', entry.name)
+    const runs = (await releasesRun(entry.name)).slice(counts[entry.name])
+    t.deepEqual(runs, ['succeeded foo/tags/1.8.0'], `${entry.name} ran once`)
+  }
+
+  const again = await operator(['rollout', '--resume', id])
+  t.is(again.exitCode, 64, 'a finished rollout is not resumed')
+  t.regex(again.stderr, /is finished/)
+})
+
 fleetTest(`a node whose daemon is stopped mid-rollout is "no answer", not success${unavailable ? ` (${unavailable})` : ''}`, async (t) => {
   t.timeout(OVERALL_MS)
+  // The fleet as broadcast discovery finds it now, remembered.
+  t.deepEqual((await app(['status', '--json'])).json.noAnswer, [])
   const web3 = node('web3')
   await writeFile(join(web3.dir, 'input.yaml'), 'app: slow/tags/1.0.0\nclasses: [slow]\n')
+  const logged = (await readFile(join(web3.dir, 'mcollective.log'), 'utf8')).length
   const rollout = app(['apply', '--json', '-I', 'web3'])
   // Once web3 reports on its run (the rollout is waiting for it), its mcollectived goes
   // away; the run itself carries on.
   await waitFor(
     'the rollout to wait for the run web3 started',
-    async () => (/localpuppet: running \[.*"status", "\d{8}T/.test(await readFile(join(web3.dir, 'mcollective.log'), 'utf8')) ? true : undefined),
+    async () => (/localpuppet: running \[.*"status", "\d{8}T/.test((await readFile(join(web3.dir, 'mcollective.log'), 'utf8')).slice(logged)) ? true : undefined),
     120_000,
     100,
   )
   await stop(web3.daemon!)
   const answer = await rollout
-  t.is(answer.exitCode, 1, answer.stderr)
+  t.is(answer.exitCode, 1, answer.stdout + answer.stderr)
   t.is(row(answer, 'web3').state, 'no answer')
   // The daemon may go between its run starting and its apply reply leaving: no answer either way.
   t.regex(row(answer, 'web3').message, /stopped answering while run \S+ was running|did not answer the apply request/)
-  t.deepEqual(answer.json.not_succeeded, ['web3'])
+  t.deepEqual(answer.json.notSucceeded, ['web3'])
 
-  // Broadcast discovery cannot know a node that is gone; a list of nodes can.
-  const status = await app(['status', '--json', '--nodes', nodesFile()])
-  t.is(status.exitCode, 1)
-  t.deepEqual(status.json.no_answer, ['web3'])
-  t.is(row(status, 'web3').state, 'no answer')
+  // A list of nodes knows a node that is gone; so does broadcast discovery, from what it found before.
+  for (const filters of [['--nodes', nodesFile()], []]) {
+    const status = await app(['status', '--json', ...filters])
+    t.is(status.exitCode, 1)
+    t.deepEqual(status.json.noAnswer, ['web3'], filters.join(' '))
+    t.is(row(status, 'web3').state, 'no answer')
+  }
+
+  // A rollout to the whole fleet does not leave it out either: web3 is "no answer" within its deadline, and counts.
+  const started = Date.now()
+  const whole = await operator(['rollout', 'foo/tags/1.3.0', '--deadline', '40s', '--max-failures', '1', '-t', '5', '--json'])
+  t.is(whole.exitCode, 1, whole.stderr)
+  t.is(row(whole, 'web3').state, 'no answer')
+  t.true(Date.now() - started < 120_000, 'a silent node costs seconds, not minutes')
+  t.is(whole.json.stopped, null, 'one silent node is within --max-failures 1')
+  for (const name of ['db1', 'db2', 'web1', 'web2']) t.is(row(whole, name).state, 'succeeded', name)
 })

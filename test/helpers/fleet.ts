@@ -159,20 +159,40 @@ export async function rpc(action: string, args: string[]): Promise<{exitCode: nu
   return {exitCode: result.exitCode ?? -1, replies, stderr: String(result.stderr)}
 }
 
-/** `mco localpuppet ARGS...`: its exit code, its output, and its JSON when asked for. */
-export async function app(args: string[]): Promise<{exitCode: number; stdout: string; stderr: string; json: any}> {
-  const result = await execa(MCO, ['localpuppet', ...args, '--dt', '1', '--config', clientConfig()], {
-    reject: false,
-    stdin: 'ignore',
-    timeout: Math.min(240_000, remaining()),
-    env: {HOME: join(base, 'home')},
-  })
+/** The operator's own state directory (rollout records, the remembered fleet), apart from every node's. */
+export const operatorState = () => join(base, 'operator')
+
+/** What the operator's commands run with: mco's HOME, the operator's state dir, and this checkout's localpuppet for `mco localpuppet`. */
+const operatorEnv = () => ({HOME: join(base, 'home'), LOCALPUPPET_STATE_DIR: operatorState(), LOCALPUPPET_BIN: BIN, FORCE_COLOR: '0'})
+
+function parsed(result: {exitCode?: number; stdout: unknown; stderr: unknown}): {exitCode: number; stdout: string; stderr: string; json: any} {
   let json: any
   try {
     json = JSON.parse(String(result.stdout))
   } catch {}
 
   return {exitCode: result.exitCode ?? -1, stdout: String(result.stdout), stderr: String(result.stderr), json}
+}
+
+/** `mco localpuppet ARGS...`: its exit code, its output, and its JSON when asked for. */
+export async function app(args: string[]): Promise<{exitCode: number; stdout: string; stderr: string; json: any}> {
+  const result = await execa(MCO, ['localpuppet', ...args, '--dt', '1', '--config', clientConfig()], {
+    reject: false,
+    stdin: 'ignore',
+    timeout: Math.min(240_000, remaining()),
+    env: operatorEnv(),
+  })
+  return parsed(result)
+}
+
+/** `localpuppet ARGS... --mco-config client.cfg --dt 1` as the operator runs it (rollout, fleet status), started: the caller awaits it or kills it. */
+export function startOperator(args: string[]) {
+  const fleetArgs = args[0] === 'rollout' && ['list', 'show'].includes(args[1]) ? [] : args.includes('--resume') ? [] : ['--mco-config', clientConfig(), '--dt', '1']
+  return execa('node', [BIN, ...args, ...fleetArgs], {reject: false, stdin: 'ignore', timeout: Math.min(300_000, remaining()), env: operatorEnv()})
+}
+
+export async function operator(args: string[]): Promise<{exitCode: number; stdout: string; stderr: string; json: any}> {
+  return parsed(await startOperator(args))
 }
 
 /** The row of one node in an `mco localpuppet ... --json` answer. */

@@ -1,4 +1,4 @@
-import test, {type Implementation} from 'ava'
+import type {Implementation, TestFn} from 'ava'
 
 import {dpkg} from './dpkg.js'
 
@@ -35,7 +35,9 @@ export async function needPackages(packages: string[]): Promise<string | undefin
  * `test`, or, when these packages are missing and cannot be installed, `test.skip` with
  * the reason in the title (and once on stderr), so a skipped test says why.
  */
-export async function testNeeding(packages: string[], base: typeof test | typeof test.serial = test): Promise<(title: string, implementation: Implementation<[]>) => void> {
+export async function testNeeding(packages: string[], given?: TestFn | TestFn['serial']): Promise<(title: string, implementation: Implementation<[]>) => void> {
+  // ava only where a test file asks: the benchmark imports the fleet helper, which imports this.
+  const base = given ?? (await import('ava')).default
   const reason = await needPackages(packages)
   if (reason) console.warn(`skipping the tests that need ${packages.join(', ')}: ${reason}`)
   return (title, implementation) => (reason ? base.skip(`${title} (skipped: ${reason})`, implementation) : base(title, implementation))

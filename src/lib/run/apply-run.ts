@@ -345,9 +345,10 @@ function firstErrorFinder(): {feed(text: string): void; found(): string | null} 
       if (found !== null) return
       const lines = (partial + text).split('\n')
       partial = (lines.pop() ?? '').slice(-4096)
-      found = lines.find((line) => line.startsWith('Error: '))?.slice(0, 1000).trimEnd() ?? null
+      // Facter's own complaints (a fact it could not read) are not why a catalog failed.
+      found = lines.find((line) => line.startsWith('Error: ') && !line.startsWith('Error: Facter:'))?.slice(0, 1000).trimEnd() ?? null
     },
-    found: () => found ?? (partial.startsWith('Error: ') ? partial.slice(0, 1000).trimEnd() : null),
+    found: () => found ?? (partial.startsWith('Error: ') && !partial.startsWith('Error: Facter:') ? partial.slice(0, 1000).trimEnd() : null),
   }
 }
 
