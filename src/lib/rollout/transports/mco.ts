@@ -85,7 +85,9 @@ export class McoTransport implements RolloutTransport {
    */
   async call(action: string, args: string[], nodes: string[] | null, timeoutSeconds: number, signal?: AbortSignal): Promise<Map<string, McoReply>> {
     const addressing = nodes === null ? [...this.options.discovery, ...(this.options.discoveryTimeout === null ? [] : ['--dt', String(this.options.discoveryTimeout)])] : ['--nodes', await this.nodesFile(nodes)]
-    const argv = ['rpc', ...this.options.connection, ...addressing, '-t', String(Math.max(1, Math.ceil(timeoutSeconds))), '--json', 'localpuppet', action, ...args]
+    // mco takes `-t 5` for its own default and waits the DDL's 120 s instead (rpc/client.rb): never pass 5.
+    const seconds = Math.max(1, Math.ceil(timeoutSeconds))
+    const argv = ['rpc', ...this.options.connection, ...addressing, '-t', String(seconds === 5 ? 6 : seconds), '--json', 'localpuppet', action, ...args]
     // Discovery and mco's own start-up come on top of the reply timeout.
     const result = await capture(this.options.mco, argv, {timeoutMs: (timeoutSeconds + 60) * 1000, signal, maxBytes: MAX_OUTPUT, env: {LANG: 'C.UTF-8'}})
     if (signal?.aborted) throw new FleetUnavailableError('interrupted')
