@@ -136,7 +136,7 @@ fleetTest(`mco localpuppet apply --batch 2: the first batch succeeds, a disabled
   const table = await app(['status'])
   t.is(table.exitCode, 1)
   t.regex(table.stdout, /^NODE +WANTED +APPLIED +ON_WANTED +NEWEST +RELEASE +AGE +DRIFT +NOTE$/m)
-  t.regex(table.stdout, /^db1 +foo\/tags\/1\.3\.0 +foo\/tags\/1\.3\.0 +yes +succeeded +foo\/tags\/1\.3\.0 +\d+s/m)
+  t.regex(table.stdout, /^db1 +foo\/tags\/1\.3\.0 +foo\/tags\/1\.3\.0 +yes +succeeded +foo\/tags\/1\.3\.0 +\d+[smh]/m)
   t.regex(table.stdout, /^By applied release: .*foo\/tags\/1\.3\.0 = 3/m)
   t.regex(table.stdout, /^By state \(newest attempt\): /m)
 
@@ -423,7 +423,7 @@ fleetTest(`rollouts that protect themselves, with releases fetched from nginx: a
   t.is(status.json.byApplied['foo/tags/1.6.0'], 5)
 })
 
-fleetTest(`a rollout killed with SIGKILL in the middle is resumed from its record: runs in flight are polled, no node runs twice${unavailable ? ` (${unavailable})` : ''}`, async (t) => {
+fleetTest(`a rollout killed with SIGKILL (or stopped with Ctrl-C) in the middle is resumed from its record: runs in flight are polled, no node runs twice${unavailable ? ` (${unavailable})` : ''}`, async (t) => {
   t.timeout(OVERALL_MS)
   // A release whose run takes a few seconds, on every node: foo 1.8.0 naps.
   for (const entry of nodes) {
@@ -467,6 +467,28 @@ fleetTest(`a rollout killed with SIGKILL in the middle is resumed from its recor
   const again = await operator(['rollout', '--resume', id])
   t.is(again.exitCode, 64, 'a finished rollout is not resumed')
   t.regex(again.stderr, /is finished/)
+
+  // Ctrl-C stops the rollout, not the runs: it says which are going and how to resume.
+  const before = Object.fromEntries(await Promise.all(nodes.map(async (entry) => [entry.name, (await runIds(entry.name)).length] as const)))
+  const second = startOperator(['rollout', 'foo/tags/1.8.0', '--batch', '3', '--nodes', nodesFile()])
+  const secondId = await waitFor(
+    'the second rollout to record running nodes',
+    async () => {
+      const newest = (await operator(['rollout', 'list', '--json'])).json?.[0]
+      return newest && newest.id !== id && newest.nodes.some((entry: {state: string}) => entry.state === 'running') ? (newest.id as string) : undefined
+    },
+    120_000,
+    200,
+  )
+  second.kill('SIGINT')
+  const interrupted = await second
+  t.is(interrupted.exitCode, 130, String(interrupted.stderr))
+  t.regex(String(interrupted.stdout), /^Interrupted \(interrupted by SIGINT\): runs still going: \w+ \(run \S+\)/m)
+  t.regex(String(interrupted.stdout), new RegExp(`^Resume it: localpuppet rollout --resume ${secondId}$`, 'm'))
+  t.is((await operator(['rollout', 'show', secondId, '--json'])).json.status, 'interrupted')
+  const finished = await operator(['rollout', '--resume', secondId, '--json'])
+  t.is(finished.exitCode, 0, finished.stdout + finished.stderr)
+  for (const entry of nodes) t.deepEqual((await releasesRun(entry.name)).slice(before[entry.name]), ['succeeded foo/tags/1.8.0'], `${entry.name} ran once`)
 })
 
 fleetTest(`a node whose daemon is stopped mid-rollout is "no answer", not success${unavailable ? ` (${unavailable})` : ''}`, async (t) => {
