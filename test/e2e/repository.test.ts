@@ -100,18 +100,23 @@ nginxTest('apply --fetch: the newest matching tag in the repository is fetched a
   t.like(JSON.parse(waited.stdout), {state: 'succeeded', release: 'foo/tags/1.4.0', fetch: {source: repo, releases: [{release: 'foo/tags/1.4.0', status: 'already present'}]}})
 })
 
-test('publish: the same content again is a no-op; other content for a published tag is refused (73) and nothing changes', async (t) => {
+test('publish: the same content again leaves the tags as they are (a new index version); other content for a published tag is refused (73) and nothing changes', async (t) => {
   const dir = await tempDir(t)
   const {key} = await keyPair(dir, 'release')
   const {repo, archives} = await demoRepository(join(dir, 'build'), key)
-  const before = await readFile(join(repo, 'index.json'))
+  const first = JSON.parse(await readFile(join(repo, 'index.json'), 'utf8'))
+  t.is(first.version, 1)
   const again = await cli(['publish', ...archives, '--repo', repo, '--sign', key, '--json'])
   t.is(again.exitCode, 0, again.stderr)
   t.deepEqual(JSON.parse(again.stdout).releases.map((r: any) => [r.release, r.status]), [
     ['foo/tags/1.3.0', 'unchanged'],
     ['foo/tags/1.4.0', 'unchanged'],
   ])
-  t.deepEqual(await readFile(join(repo, 'index.json')), before)
+  const second = JSON.parse(await readFile(join(repo, 'index.json'), 'utf8'))
+  t.deepEqual(second.apps, first.apps)
+  t.is(second.version, 2)
+  t.like(JSON.parse(again.stdout), {version: 2, expires: second.expires})
+  const before = await readFile(join(repo, 'index.json'))
 
   const other = join(dir, 'other')
   await writeTree(other, {'foo/tags/1.4.0/foo/manifests/init.pp': 'class foo { notify { "other": } }\n'})
