@@ -119,9 +119,10 @@ export async function acceptIndex(
 ): Promise<IndexFreshness & {untrusted: string[]}> {
   const own = localpuppetDir(moduleDir)
   try {
-    await mkdir(own, {recursive: true, mode: 0o755})
+    // Not recursive: a module directory that is not there is an error (66), never made here.
+    await mkdir(own, {mode: 0o755})
   } catch (error) {
-    throw describeFsError(error, `module directory ${moduleDir}`)
+    if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw describeFsError(error, `module directory ${moduleDir}`)
   }
 
   const lock = await RunLock.acquireFileWaiting(join(own, LOCK_FILE), 30_000)

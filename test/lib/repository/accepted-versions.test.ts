@@ -137,3 +137,12 @@ test('repositories.json others can write is not believed (77; --allow-untrusted 
     t.regex(damaged.message, /^\/m\/\.localpuppet\/repositories\.json is damaged: /)
   }
 })
+
+test('acceptIndex never makes a module directory that is not there (66)', async (t) => {
+  const dir = await tempDir(t)
+  const missing = join(dir, 'missing', 'modules')
+  const error = await t.throwsAsync(acceptIndex(missing, SOURCE, KEY, {version: 1, expires: LATER}, {now: NOW}))
+  t.is((error as LocalpuppetError).exitCode, 66)
+  t.regex(error!.message, /^module directory .*missing\/modules: not found$/)
+  t.false(await stat(join(dir, 'missing')).then(() => true, () => false))
+})
