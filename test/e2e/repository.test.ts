@@ -172,6 +172,7 @@ test('publishers at the same time do not lose each other\'s tags', async (t) => 
   for (const result of results) t.is(result.exitCode, 0, result.stderr)
   const index = JSON.parse(await readFile(join(repo, 'index.json'), 'utf8'))
   t.deepEqual(Object.keys(index.apps.bar.tags).sort(), tags)
+  t.is(index.version, tags.length, 'each publisher wrote the next version: none wrote the same one twice')
   for (const tag of tags) t.true(existsSync(join(repo, index.apps.bar.tags[tag].archive)))
 })
 
