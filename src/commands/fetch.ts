@@ -39,6 +39,7 @@ export default class Fetch extends BaseCommand {
     const json = this.jsonEnabled()
     const result = await fetchFromSource(argv as string[], flags, {timeoutSeconds: flags.timeout, progress: !json})
     this.warnUntrusted(result.untrusted ?? [])
+    this.warnLines(result.warnings ?? [])
     if (!json) for (const line of describeFetch(result)) this.log(line)
     return result
   }

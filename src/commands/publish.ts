@@ -10,10 +10,11 @@ export default class Publish extends BaseCommand {
       'fsync, rename), so a reader never sees an index naming an archive that is not there. Publishers of one repository ' +
       'take turns (a lock), so none loses another\'s tags. A tag already published with the same content is left as it ' +
       'is; with other content nothing changes (tags are immutable). --sign writes index.json.sig (Ed25519, the same keys ' +
-      'as pack --sign).',
+      'as pack --sign). Every publish gives the index the next version and a new expiry (--expires, default 30d), which ' +
+      'nodes check to refuse a replayed or stale index; with no archive, publish only does that (a re-signing).',
     [
       {code: 0, meaning: 'published, or already published with the same content'},
-      {code: 64, meaning: 'usage error; the signing key is not Ed25519; a signed repository without --sign'},
+      {code: 64, meaning: 'usage error; the signing key is not Ed25519; a signed repository without --sign; no archive and no index to re-sign'},
       {code: 65, meaning: 'an archive is corrupt, unsafe or mutable; the repository\'s index is invalid'},
       {code: 66, meaning: 'an archive or key not found'},
       {code: 73, meaning: 'a tag is already published with other content; another publisher held the lock too long'},
@@ -24,21 +25,24 @@ export default class Publish extends BaseCommand {
   static override examples = [
     '<%= config.bin %> publish foo-1.5.0.tar.gz --repo /srv/www/puppet',
     '<%= config.bin %> publish dist/*.tar.gz --repo /srv/www/puppet --sign release-key.pem --json',
+    '<%= config.bin %> publish --repo /srv/www/puppet --sign release-key.pem --expires 7d',
   ]
 
-  static override args = {archive: Args.string({description: 'archives made by localpuppet pack (several may be given)', required: true})}
+  static override args = {archive: Args.string({description: 'archives made by localpuppet pack (several may be given; none: re-sign the index)', required: false})}
   static override flags = {
     repo: Flags.string({description: 'the repository directory (created when missing)', required: true, helpValue: 'DIR'}),
     sign: Flags.string({description: 'sign index.json with this Ed25519 private key (PEM)', helpValue: 'KEY.pem'}),
+    expires: Flags.string({description: 'how long nodes believe the new index (90m, 12h, 7d, 4w); re-publish before then; default 30d', helpValue: 'DURATION'}),
   }
 
   async run(): Promise<PublishResult> {
     const {argv, flags} = await this.parse(Publish)
-    const {publishArchives} = await import('../lib/repository/publish.js')
-    const result = await publishArchives({repo: flags.repo, archives: argv as string[], signingKey: flags.sign})
+    const [{publishArchives}, {parseDuration}] = await Promise.all([import('../lib/repository/publish.js'), import('../lib/util/duration.js')])
+    const expiresInMs = flags.expires === undefined ? undefined : parseDuration(flags.expires, '--expires')
+    const result = await publishArchives({repo: flags.repo, archives: argv as string[], signingKey: flags.sign, expiresInMs})
     if (!this.jsonEnabled()) {
       for (const r of result.releases) this.log(r.status === 'added' ? `published ${r.release} as ${r.archive}` : `unchanged ${r.release} (already published with the same content)`)
-      if (result.signedBy) this.log(`index signed by ${result.signedBy}`)
+      this.log(`index version ${result.version}, expires ${result.expires}${result.signedBy ? `, signed by ${result.signedBy}` : ''}`)
     }
 
     return result

@@ -29,7 +29,7 @@ export const APPLY_EXIT_CODES: ExitCodeRow[] = [
   {code: 1, meaning: 'Puppet reported failures, or the catalog did not compile'},
   {code: '0/2/4/6/1', meaning: "with --detailed-exitcodes: 2 changes, 4 failures, 6 both"},
   {code: 64, meaning: 'usage error (unknown command or flag, bad flag value)'},
-  {code: 65, meaning: 'invalid input or release (YAML, schema, mutable, path); --fetch: bad signature or digest'},
+  {code: 65, meaning: 'invalid input or release (YAML, schema, mutable, path); --fetch: bad signature or digest, a replayed (older) or expired repository index'},
   {code: 66, meaning: 'input, module dir or release not found; no tag fits range'},
   {code: 69, meaning: "puppet is not available; --fetch: the release repository cannot be reached and the input's release is not installed"},
   {code: 70, meaning: 'internal error: a bug; please report it with the trace'},
@@ -66,11 +66,11 @@ export const INSTALL_EXIT_CODES: ExitCodeRow[] = [
 export const FETCH_EXIT_CODES: ExitCodeRow[] = [
   {code: 0, meaning: 'fetched, or already present'},
   {code: 64, meaning: 'usage error; no source configured; plain http with no trusted key and no --insecure; trunk or a branch'},
-  {code: 65, meaning: 'bad signature or digest, hostile index or archive, a redirect from https to http'},
+  {code: 65, meaning: 'bad signature or digest, hostile index or archive, a redirect from https to http; an index older than one already accepted from the repository (a replay), or expired; the record of accepted versions is damaged'},
   {code: 66, meaning: 'the tag or range is not in the repository; a source without a scheme that reads as a host and is no directory here'},
   {code: 69, meaning: 'the repository cannot be reached (after retries), or lacks a file its index names'},
   {code: 73, meaning: 'a tag is installed with other content, or another install is running'},
-  {code: 77, meaning: 'the module dir, its .localpuppet or the <app>/tags (or <app>) it writes into, or an unsigned directory repository (or its index), is owned by another user or writable by others (--allow-untrusted)'},
+  {code: 77, meaning: 'the module dir, its .localpuppet (or the record of accepted index versions in it) or the <app>/tags (or <app>) it writes into, or an unsigned directory repository (or its index), is owned by another user or writable by others (--allow-untrusted)'},
 ]
 
 /** Renders a table of exit codes as aligned plain text, for --help and the README. */

@@ -30,7 +30,10 @@ nginxTest('pack, publish (signed), fetch from nginx into an empty module dir, ve
     source: `${nginx.url}/`,
     releases: [{release: 'foo/tags/1.4.0', ref: 'foo@^1.3', status: 'installed', bytes: JSON.parse(fetched.stdout).releases[0].bytes, modulepath: ['foo/tags/1.4.0', 'dist/tags/2.0.1']}],
     signedBy: JSON.parse(fetched.stdout).signedBy,
+    indexVersion: 1,
+    indexExpires: JSON.parse(await readFile(join(repo, 'index.json'), 'utf8')).expires,
     untrusted: [],
+    warnings: [],
   })
   t.true(JSON.parse(fetched.stdout).releases[0].bytes > 0)
 
@@ -100,18 +103,23 @@ nginxTest('apply --fetch: the newest matching tag in the repository is fetched a
   t.like(JSON.parse(waited.stdout), {state: 'succeeded', release: 'foo/tags/1.4.0', fetch: {source: repo, releases: [{release: 'foo/tags/1.4.0', status: 'already present'}]}})
 })
 
-test('publish: the same content again is a no-op; other content for a published tag is refused (73) and nothing changes', async (t) => {
+test('publish: the same content again leaves the tags as they are (a new index version); other content for a published tag is refused (73) and nothing changes', async (t) => {
   const dir = await tempDir(t)
   const {key} = await keyPair(dir, 'release')
   const {repo, archives} = await demoRepository(join(dir, 'build'), key)
-  const before = await readFile(join(repo, 'index.json'))
+  const first = JSON.parse(await readFile(join(repo, 'index.json'), 'utf8'))
+  t.is(first.version, 1)
   const again = await cli(['publish', ...archives, '--repo', repo, '--sign', key, '--json'])
   t.is(again.exitCode, 0, again.stderr)
   t.deepEqual(JSON.parse(again.stdout).releases.map((r: any) => [r.release, r.status]), [
     ['foo/tags/1.3.0', 'unchanged'],
     ['foo/tags/1.4.0', 'unchanged'],
   ])
-  t.deepEqual(await readFile(join(repo, 'index.json')), before)
+  const second = JSON.parse(await readFile(join(repo, 'index.json'), 'utf8'))
+  t.deepEqual(second.apps, first.apps)
+  t.is(second.version, 2)
+  t.like(JSON.parse(again.stdout), {version: 2, expires: second.expires})
+  const before = await readFile(join(repo, 'index.json'))
 
   const other = join(dir, 'other')
   await writeTree(other, {'foo/tags/1.4.0/foo/manifests/init.pp': 'class foo { notify { "other": } }\n'})
@@ -164,6 +172,7 @@ test('publishers at the same time do not lose each other\'s tags', async (t) => 
   for (const result of results) t.is(result.exitCode, 0, result.stderr)
   const index = JSON.parse(await readFile(join(repo, 'index.json'), 'utf8'))
   t.deepEqual(Object.keys(index.apps.bar.tags).sort(), tags)
+  t.is(index.version, tags.length, 'each publisher wrote the next version: none wrote the same one twice')
   for (const tag of tags) t.true(existsSync(join(repo, index.apps.bar.tags[tag].archive)))
 })
 

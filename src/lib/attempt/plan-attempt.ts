@@ -102,10 +102,12 @@ async function fetchForRun(app: ReleaseRef, options: RunOptions, io: PlanIo): Pr
     io.progress?.done()
   }
 
+  for (const warning of result.warnings ?? []) io.warn?.(`--fetch: ${warning}`)
   io.fetched?.(result)
   return result
 }
 
 function toRunFetch(result: FetchResult): RunFetch {
-  return {source: result.source, releases: result.releases.map(({release, status, bytes}) => ({release, status, bytes}))}
+  const index = result.indexVersion === undefined ? {} : {indexVersion: result.indexVersion, indexExpires: result.indexExpires ?? null}
+  return {source: result.source, ...index, releases: result.releases.map(({release, status, bytes}) => ({release, status, bytes}))}
 }

@@ -7,11 +7,12 @@ import {basename, dirname, join, resolve} from 'node:path'
 
 import {installArchive} from '../install/install-archive.js'
 import {keyId, loadSigningKey, signIndex} from '../archive/signature.js'
-import {ConflictError, LockHeldError, ReleaseError, UsageError, describeFsError} from '../errors.js'
+import {ConflictError, ReleaseError, UsageError, describeFsError} from '../errors.js'
 import {RunLock} from '../state/lock.js'
 import {writeFileAtomic} from '../util/atomic-write.js'
 import {readArchiveHead} from './archive-head.js'
 import {
+  DEFAULT_INDEX_EXPIRY_MS,
   type PublishedTag,
   type RepositoryIndex,
   REPOSITORY_INDEX,
@@ -29,6 +30,10 @@ export interface PublishOptions {
   signingKey?: string
   /** How long to wait for another publisher's lock, in ms. */
   lockWaitMs?: number
+  /** --expires: how long the new index is valid, in ms (DEFAULT_INDEX_EXPIRY_MS when absent). */
+  expiresInMs?: number
+  /** The clock (tests). */
+  now?: () => number
 }
 
 export interface PublishedEntry {
@@ -44,6 +49,9 @@ export interface PublishResult {
   releases: PublishedEntry[]
   /** The key id that signed index.json, or null. */
   signedBy: string | null
+  /** The new index's version (the previous one's + 1) and expiry. */
+  version: number
+  expires: string
 }
 
 /** The lock publishers of one repository take; hidden, so a web server's listing does not show it. */
@@ -55,10 +63,20 @@ const LOCK_FILE = '.localpuppet-publish.lock'
  * lock, the current index is read again, each tag is checked (the same content is a
  * no-op; other content is a ConflictError, 73, and nothing changes), the archives are
  * copied in (temp file, fsync, rename) and the index is replaced last, so a reader never
- * sees an index naming an archive that is not there.
+ * sees an index naming an archive that is not there. Every publish, even of nothing new
+ * (no archives: a re-signing), writes the index with the next version and a new expiry:
+ * what lets nodes refuse a replayed index and notice a frozen one.
  */
 export async function publishArchives(options: PublishOptions): Promise<PublishResult> {
   const repo = resolve(options.repo)
+  const now = options.now ?? Date.now
+  const expiresInMs = options.expiresInMs ?? DEFAULT_INDEX_EXPIRY_MS
+  if (Number.isNaN(new Date(now() + expiresInMs).getTime())) throw new UsageError(`--expires: ${expiresInMs} ms from now is past the last date this localpuppet can write`)
+  // Nothing to add and nothing to re-sign: most likely a mistyped --repo, which would otherwise become an empty repository.
+  if (options.archives.length === 0 && !(await stat(join(repo, REPOSITORY_INDEX)).then(() => true, () => false))) {
+    throw new UsageError(`nothing to publish: no archives given, and ${repo} has no ${REPOSITORY_INDEX} to re-sign`, ['give the archives made by localpuppet pack'])
+  }
+
   await checkRepoDir(repo)
   const key = options.signingKey ? await loadSigningKey(options.signingKey) : null
   const candidates: Array<{source: string; tag: PublishedTag; release: string; app: string; tagName: string}> = []
@@ -70,7 +88,7 @@ export async function publishArchives(options: PublishOptions): Promise<PublishR
     seen.set(candidate.release, candidate.tag.sha256)
   }
 
-  const lock = await takeLock(join(repo, LOCK_FILE), options.lockWaitMs ?? 120_000)
+  const lock = await RunLock.acquireFileWaiting(join(repo, LOCK_FILE), options.lockWaitMs ?? 120_000)
   try {
     const {index, signed} = await readCurrentIndex(repo)
     if (signed && !key) throw new UsageError(`${repo} is a signed repository (${REPOSITORY_SIGNATURE}); publish with --sign KEY.pem`, ['an index without a fresh signature would be refused by every node'])
@@ -94,19 +112,21 @@ export async function publishArchives(options: PublishOptions): Promise<PublishR
       releases.push({...entry, status: 'added'})
     }
 
-    if (toAdd.length === 0) return {repo, releases, signedBy: null}
     for (const candidate of toAdd) {
       await copyInto(candidate.source, join(repo, candidate.tag.archive))
       ;(index.apps[candidate.app] ??= {tags: {}}).tags[candidate.tagName] = candidate.tag
     }
 
+    // Under the lock, from the index just read: two publishers never write the same version.
+    index.version = (index.version ?? 0) + 1
+    index.expires = new Date(now() + expiresInMs).toISOString()
     const bytes = serializeRepositoryIndex(index)
     // The signature first: a reader that gets the new signature with the old index retries
     // once and then sees both new. Then the index, the last thing written.
     if (key) await writeFileAtomic(join(repo, REPOSITORY_SIGNATURE), signIndex(bytes, key), 0o644)
     await writeFileAtomic(join(repo, REPOSITORY_INDEX), bytes, 0o644)
     await syncDir(repo)
-    return {repo, releases, signedBy: key ? keyId(key) : null}
+    return {repo, releases, signedBy: key ? keyId(key) : null, version: index.version, expires: index.expires}
   } finally {
     await lock.release()
   }
@@ -217,19 +237,6 @@ async function syncDir(dir: string): Promise<void> {
     // Some filesystems refuse fsync on a directory; the renames are still atomic.
   } finally {
     await handle.close()
-  }
-}
-
-/** Waits for another publisher of the same repository to finish, with a bound. */
-async function takeLock(path: string, waitMs: number): Promise<RunLock> {
-  const until = Date.now() + waitMs
-  for (let delay = 20; ; delay = Math.min(delay * 2, 500)) {
-    try {
-      return await RunLock.acquireFile(path, null)
-    } catch (error) {
-      if (!(error instanceof LockHeldError) || Date.now() > until) throw error
-      await new Promise((done) => setTimeout(done, delay + Math.random() * delay))
-    }
   }
 }
 

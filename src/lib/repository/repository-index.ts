@@ -29,8 +29,22 @@ export interface PublishedTag {
   publishedAt: string
 }
 
+/**
+ * How long a published index stays valid unless `publish --expires` says otherwise: long
+ * enough that a repository re-signed by a monthly timer (or any release) never lapses,
+ * short enough that a node frozen on a replayed index notices within a month.
+ */
+export const DEFAULT_INDEX_EXPIRY_MS = 30 * 86_400_000
+
 export interface RepositoryIndex {
   format: typeof REPOSITORY_FORMAT
+  /**
+   * Grows by one with every publish (a fresh repository starts at 1): a node refuses an
+   * index older than one it accepted (a replay). Absent in indexes made before versions.
+   */
+  version?: number
+  /** When the index stops being believed (ISO 8601): bounds how long a replayed index can freeze a node. Absent with `version`. */
+  expires?: string
   apps: Record<string, {tags: Record<string, PublishedTag>}>
 }
 
@@ -45,11 +59,14 @@ export function serializeRepositoryIndex(index: RepositoryIndex): Buffer {
       .sort()
       .map((app) => [app, {tags: Object.fromEntries(Object.keys(index.apps[app].tags).sort().map((tag) => [tag, index.apps[app].tags[tag]]))}]),
   )
-  return Buffer.from(JSON.stringify({format: index.format, apps}, null, 1) + '\n')
+  const versioned = index.version === undefined ? {} : {version: index.version, expires: index.expires}
+  return Buffer.from(JSON.stringify({format: index.format, ...versioned, apps}, null, 1) + '\n')
 }
 
 const SHA256 = /^[0-9a-f]{64}$/
 const DIGEST = /^sha256:[0-9a-f]{64}$/
+/** As Date.prototype.toISOString writes it, the one form publish writes. */
+const ISO_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d{1,3})?Z$/
 
 /**
  * Parses a repository's index.json trusting nothing: every app and tag name, archive path
@@ -73,6 +90,12 @@ export function parseRepositoryIndex(bytes: Buffer, label: string): RepositoryIn
   const index = doc as RepositoryIndex
   if (!isObject(index)) fail('not a repository index (expected an object)')
   if (index.format !== REPOSITORY_FORMAT) fail(`format ${JSON.stringify(index.format)} is not supported (this localpuppet reads format ${REPOSITORY_FORMAT})`)
+  // Both or neither: an index made before versions has neither; one of the two alone is no index localpuppet wrote.
+  if (index.version !== undefined || index.expires !== undefined) {
+    if (!Number.isSafeInteger(index.version) || index.version! < 1) fail(`invalid version ${JSON.stringify(index.version)} (expected an integer from 1)`)
+    if (typeof index.expires !== 'string' || !ISO_TIME.test(index.expires) || Number.isNaN(Date.parse(index.expires))) fail(`invalid expires ${JSON.stringify(index.expires)} (expected an ISO 8601 time)`)
+  }
+
   if (!isObject(index.apps)) fail('apps is not an object')
   for (const [app, entry] of Object.entries(index.apps)) {
     if (!isObject(entry) || !isObject(entry.tags)) fail(`app ${JSON.stringify(app)}: tags is not an object`)

@@ -49,6 +49,9 @@ export interface PlanOptions {
  */
 export interface RunFetch {
   source: string
+  /** The repository index's version and expiry the fetch used (null: an index made before versions); absent for apt and a fallback. */
+  indexVersion?: number | null
+  indexExpires?: string | null
   releases: Array<{release: string; status: string; bytes: number}>
   error?: string
   fallback?: boolean

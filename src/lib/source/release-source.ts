@@ -33,6 +33,11 @@ export interface FetchResult {
   releases: FetchedRelease[]
   /** The trusted key that signed the index, or null when no key is trusted. */
   signedBy: string | null
+  /** The repository index's version and expiry (null: an index made before versions); absent for apt. */
+  indexVersion?: number | null
+  indexExpires?: string | null
+  /** For a person, on standard error (an index without a version). */
+  warnings?: string[]
   /** The trust problems --allow-untrusted let through (module dir, `.localpuppet`, `<app>/tags`). */
   untrusted?: string[]
 }

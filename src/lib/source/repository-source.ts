@@ -46,6 +46,11 @@ export class RepositorySource implements ReleaseSource {
     refuseUnlessAllowed(placeProblem, {allow: options.allowUntrusted, content: true, hints: [UNSIGNED_HINT]})
     const untrusted: string[] = placeProblem ? [placeProblem.message] : []
     const {index, signedBy} = await this.readIndex(keys)
+    // Before anything is resolved or installed: an index older than one this node accepted,
+    // or expired, is a refusal (65), never a reason to fall back.
+    const {acceptIndex} = await import('../repository/accepted-versions.js')
+    const accepted = await acceptIndex(options.moduleDir, this.label, signedBy, index, {allowUntrusted: options.allowUntrusted})
+    untrusted.push(...accepted.untrusted)
     const wanted = refs.map((text) => this.resolve(index, parseReleaseRef(text, 'fetch')))
     const releases: FetchedRelease[] = []
     for (const {ref, app, tag} of wanted) {
@@ -64,7 +69,7 @@ export class RepositorySource implements ReleaseSource {
       releases.push({release, ref, status, bytes: published.size, modulepath: published.modulepath})
     }
 
-    return {source: this.label, releases, signedBy, untrusted}
+    return {source: this.label, releases, signedBy, indexVersion: accepted.version, indexExpires: accepted.expires, untrusted, warnings: accepted.warning ? [accepted.warning] : []}
   }
 
   /** index.json (and, when keys are trusted, its signature, which must verify). */

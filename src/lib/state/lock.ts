@@ -76,6 +76,19 @@ export class RunLock {
     }
   }
 
+  /** Takes the lock file at `path`, waiting up to `waitMs` (with jittered backoff) for a holder to let go. */
+  static async acquireFileWaiting(path: string, waitMs: number): Promise<RunLock> {
+    const until = Date.now() + waitMs
+    for (let wait = 20; ; wait = Math.min(wait * 2, 500)) {
+      try {
+        return await RunLock.acquireFile(path, null)
+      } catch (error) {
+        if (!(error instanceof LockHeldError) || Date.now() > until) throw error
+        await delay(wait + Math.random() * wait)
+      }
+    }
+  }
+
   /** Who holds the state directory's run lock now, or null when nobody alive does. */
   static async holder(stateDir: string): Promise<{pid: number; runId: string | null; acquiredAt: string} | null> {
     return RunLock.holderOf(lockPath(stateDir))

@@ -6,6 +6,7 @@ import {readBoundedFile} from '../util/bounded-read.js'
 import {asIoError} from '../util/io-error.js'
 import {stringifyJson} from '../util/json.js'
 import type {ResourceCounts} from '../puppet/resource-counts.js'
+import type {RunFetch} from '../run/run-plan.js'
 import {readRunSummary} from '../puppet/run-summary.js'
 import {isProcessAlive, processStartTime} from '../util/process.js'
 import {isRunId} from './run-id.js'
@@ -79,11 +80,11 @@ export interface RunRecord {
   /** --save: the input file whose app was rewritten to this run's release, or null. */
   saved?: string | null
   /**
-   * With --fetch: the source and what was fetched (installed or already present); when the
+   * With --fetch: the source, the index version used and what was fetched (installed or already present); when the
    * source could not be reached and the installed release ran instead, `error` and
    * `fallback: true` (releases empty).
    */
-  fetch?: {source: string; releases: Array<{release: string; status: string; bytes: number}>; error?: string; fallback?: boolean} | null
+  fetch?: RunFetch | null
 }
 
 /** A record of an attempt just started by this process, with `fields` set and everything unknown empty. */

@@ -36,7 +36,27 @@ test('a valid index parses and serialises to the same bytes every time', (t) => 
   t.deepEqual(serializeRepositoryIndex(index), serializeRepositoryIndex(parse(JSON.parse(serializeRepositoryIndex(index).toString()))))
 })
 
+test('version and expiry: kept, serialised inside the signed bytes, before the apps; an index without them (older publishers) still parses', (t) => {
+  const doc = {...validIndex(), version: 7, expires: '2026-12-25T00:00:00.000Z'}
+  const index = parse(doc)
+  t.is(index.version, 7)
+  t.is(index.expires, '2026-12-25T00:00:00.000Z')
+  const bytes = serializeRepositoryIndex(index).toString()
+  t.regex(bytes, /^\{\n "format": 1,\n "version": 7,\n "expires": "2026-12-25T00:00:00\.000Z",\n "apps"/)
+  const old = parse(validIndex())
+  t.is(old.version, undefined)
+  t.false(serializeRepositoryIndex(old).toString().includes('version'))
+})
+
 const hostile: Array<[string, (doc: any) => void, RegExp]> = [
+  ['a version without an expiry', (d) => (d.version = 3), /invalid expires undefined/],
+  ['an expiry without a version', (d) => (d.expires = '2026-12-25T00:00:00.000Z'), /invalid version undefined/],
+  ['version 0', (d) => Object.assign(d, {version: 0, expires: '2026-12-25T00:00:00.000Z'}), /invalid version 0/],
+  ['a fractional version', (d) => Object.assign(d, {version: 1.5, expires: '2026-12-25T00:00:00.000Z'}), /invalid version 1\.5/],
+  ['a version as a string', (d) => Object.assign(d, {version: '9', expires: '2026-12-25T00:00:00.000Z'}), /invalid version "9"/],
+  ['an expiry that is no date', (d) => Object.assign(d, {version: 2, expires: 'next year'}), /invalid expires "next year"/],
+  ['an expiry in another time zone', (d) => Object.assign(d, {version: 2, expires: '2026-12-25T00:00:00+01:00'}), /invalid expires/],
+
   ['archive with ..', (d) => (d.apps.foo.tags['1.5.0'].archive = '../x.tar.gz'), /archive path .* is absolute, has '\.\.'/],
   ['absolute archive', (d) => (d.apps.foo.tags['1.5.0'].archive = '/etc/shadow'), /archive path/],
   ['app name with a slash', (d) => (d.apps['../foo'] = d.apps.foo), /invalid app or tag name/],
