@@ -30,9 +30,11 @@ export function downloadProgress(wanted: boolean): ReturnType<typeof progressPri
 
 /** `fetched foo/tags/1.5.0 (3.1 MiB)` lines for a person. */
 export function describeFetch(result: FetchResult): string[] {
-  return result.releases.map((r) =>
+  const input = result.nodeInput
+  const inputLine = input ? [`input of node ${input.node} from ${result.source}: ${input.status === 'updated' ? 'updated' : input.status === 'unchanged' ? 'unchanged' : 'read'} (sha256 ${input.sha256.slice(0, 12)})`] : []
+  return inputLine.concat(result.releases.map((r) =>
     r.status === 'installed'
       ? `fetched ${r.release} from ${result.source} (${formatBytes(r.bytes)}${r.modulepath.length > 1 ? `, with ${r.modulepath.slice(1).join(', ')}` : ''})`
       : `${r.release}: already present`,
-  )
+  ))
 }

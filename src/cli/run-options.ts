@@ -59,6 +59,7 @@ export function runOptions(flags: RunFlagValues & {app?: string; replay?: string
 export function attemptOptions(flags: AttemptFlagValues, puppetArgs: string[], color: boolean): AttemptOptions {
   return {
     ...runOptions(flags, puppetArgs, color),
+    keepFetchedInput: true,
     save: flags.save,
     detach: flags.detach,
     ifChanged: flags['if-changed'],

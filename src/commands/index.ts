@@ -12,6 +12,7 @@ import Install from './install.js'
 import Log from './log.js'
 import PackCommand from './pack.js'
 import Plan from './plan.js'
+import Promote from './promote.js'
 import Publish from './publish.js'
 import Releases from './releases.js'
 import Rollback from './rollback.js'
@@ -39,6 +40,7 @@ export const COMMANDS = {
   log: Log,
   pack: PackCommand,
   plan: Plan,
+  promote: Promote,
   publish: Publish,
   releases: Releases,
   rollback: Rollback,

@@ -11,12 +11,15 @@ export default class Publish extends BaseCommand {
       'take turns (a lock), so none loses another\'s tags. A tag already published with the same content is left as it ' +
       'is; with other content nothing changes (tags are immutable). --sign writes index.json.sig (Ed25519, the same keys ' +
       'as pack --sign). Every publish gives the index the next version and a new expiry (--expires, default 30d), which ' +
-      'nodes check to refuse a replayed or stale index; with no archive, publish only does that (a re-signing).',
+      'nodes check to refuse a replayed or stale index; with no archive, publish only does that (a re-signing). ' +
+      '--node NAME --input FILE (or --inputs DIR of NAME.yaml) publishes node inputs, validated as apply validates them, their ' +
+      'app resolvable in the repository; the index lists each with its sha256, so its signature covers them. A node whose ' +
+      'configuration says input_from: repository takes its own with apply --fetch.',
     [
       {code: 0, meaning: 'published, or already published with the same content'},
       {code: 64, meaning: 'usage error; the signing key is not Ed25519; a signed repository without --sign; no archive and no index to re-sign'},
-      {code: 65, meaning: 'an archive is corrupt, unsafe or mutable; the repository\'s index is invalid'},
-      {code: 66, meaning: 'an archive or key not found'},
+      {code: 65, meaning: 'an archive is corrupt, unsafe or mutable; a node input is invalid; the repository\'s index is invalid'},
+      {code: 66, meaning: 'an archive, input or key not found; a node input names a tag, range or channel the repository does not have'},
       {code: 73, meaning: 'a tag is already published with other content; another publisher held the lock too long'},
     ],
   )
@@ -26,6 +29,8 @@ export default class Publish extends BaseCommand {
     '<%= config.bin %> publish foo-1.5.0.tar.gz --repo /srv/www/puppet',
     '<%= config.bin %> publish dist/*.tar.gz --repo /srv/www/puppet --sign release-key.pem --json',
     '<%= config.bin %> publish --repo /srv/www/puppet --sign release-key.pem --expires 7d',
+    '<%= config.bin %> publish --node web1.example.com --input web1.yaml --repo /srv/www/puppet --sign release-key.pem',
+    '<%= config.bin %> publish foo-1.6.0.tar.gz --inputs nodes/ --repo /srv/www/puppet --sign release-key.pem',
   ]
 
   static override args = {archive: Args.string({description: 'archives made by localpuppet pack (several may be given; none: re-sign the index)', required: false})}
@@ -33,15 +38,24 @@ export default class Publish extends BaseCommand {
     repo: Flags.string({description: 'the repository directory (created when missing)', required: true, helpValue: 'DIR'}),
     sign: Flags.string({description: 'sign index.json with this Ed25519 private key (PEM)', helpValue: 'KEY.pem'}),
     expires: Flags.string({description: 'how long nodes believe the new index (90m, 12h, 7d, 4w); re-publish before then; default 30d', helpValue: 'DURATION'}),
+    node: Flags.string({description: "publish this node's input (with --input)", helpValue: 'NAME', dependsOn: ['input']}),
+    input: Flags.string({description: "the node's input.yaml (with --node)", helpValue: 'FILE', dependsOn: ['node']}),
+    inputs: Flags.string({description: 'publish every NAME.yaml in DIR as node NAME\'s input', helpValue: 'DIR', exclusive: ['node']}),
   }
 
   async run(): Promise<PublishResult> {
     const {argv, flags} = await this.parse(Publish)
-    const [{publishArchives}, {parseDuration}] = await Promise.all([import('../lib/repository/publish.js'), import('../lib/util/duration.js')])
+    const [{publishArchives}, {parseDuration}, {nodeInputsIn}] = await Promise.all([
+      import('../lib/repository/publish.js'),
+      import('../lib/util/duration.js'),
+      import('../lib/repository/publish-inputs.js'),
+    ])
     const expiresInMs = flags.expires === undefined ? undefined : parseDuration(flags.expires, '--expires')
-    const result = await publishArchives({repo: flags.repo, archives: argv as string[], signingKey: flags.sign, expiresInMs})
+    const nodes = flags.inputs ? await nodeInputsIn(flags.inputs) : flags.node && flags.input ? [{node: flags.node, file: flags.input}] : []
+    const result = await publishArchives({repo: flags.repo, archives: argv as string[], nodes, signingKey: flags.sign, expiresInMs})
     if (!this.jsonEnabled()) {
       for (const r of result.releases) this.log(r.status === 'added' ? `published ${r.release} as ${r.archive}` : `unchanged ${r.release} (already published with the same content)`)
+      for (const n of result.nodes) this.log(`${n.status === 'unchanged' ? 'unchanged' : n.status === 'added' ? 'published' : 'updated'} input of node ${n.node} (app ${n.app})`)
       this.log(`index version ${result.version}, expires ${result.expires}${result.signedBy ? `, signed by ${result.signedBy}` : ''}`)
     }
 

@@ -1,3 +1,5 @@
+import {Flags} from '@oclif/core'
+
 import {BaseCommand, describeWithExitCodes} from '../../cli/base-command.js'
 import {type McoFlagValues, mcoFlags, transportSpec} from '../../cli/fleet-flags.js'
 import {stateFlags, trustFlags} from '../../cli/flags.js'
@@ -6,27 +8,58 @@ import {defaultStateDir} from '../../lib/state/state-dir.js'
 export default class FleetStatus extends BaseCommand {
   static override summary = 'Desired against applied, fleet-wide: per node its wanted release, what it applied, its newest attempt, drift.'
   static override description = describeWithExitCodes(
-    "Per node: wanted (its input's app), applied (the release of its newest run that succeeded without --noop: a noop or failed " +
-      'run never counts as applied), whether that is the wanted one, the newest attempt with its release and age, drift (the newest ' +
-      "noop run's out-of-sync count, or the newest run's corrective changes), Puppet disabled; then counts by applied release and " +
-      'state. A node the last discovery with the same filters found that does not answer now is "no answer", never left out.',
+    "Per node: wanted (its input's app, and the tag its channel resolved to), applied (the release of its newest run that succeeded " +
+      'without --noop: a noop or failed run never counts as applied), whether that is the wanted one, the newest attempt with its ' +
+      "release and age, drift (the newest noop run's out-of-sync count, or the newest run's corrective changes), Puppet disabled; " +
+      'then counts by applied release and state. --via mco asks each node; a node the last discovery with the same filters found ' +
+      'that does not answer now is "no answer", never left out. --prometheus URL reads the node metrics instead (a fleet without ' +
+      'MCollective): a node seen within --lookback whose metrics are gone is "stopped reporting".',
     [
-      {code: 0, meaning: "every node answered and has applied its wanted release"},
-      {code: 1, meaning: 'a node has not applied its wanted release, or did not answer; or no node matched'},
+      {code: 0, meaning: 'every node answered (or reports) and has applied its wanted release'},
+      {code: 1, meaning: 'a node has not applied its wanted release, or did not answer (stopped reporting); or no node matched'},
       {code: 64, meaning: 'usage error'},
-      {code: 69, meaning: 'mco cannot be run or the broker cannot be reached'},
+      {code: 69, meaning: 'mco cannot be run or the broker cannot be reached; Prometheus cannot be reached or cannot answer'},
       {code: 77, meaning: 'the rollouts directory (where the fleet is remembered) is owned by another user or writable by others (--allow-untrusted)'},
     ],
   )
 
-  static override usage = '<%= command.id %> --via mco [DISCOVERY FLAGS]'
-  static override examples = ['<%= config.bin %> fleet status', '<%= config.bin %> fleet status -W role=web --json', '<%= config.bin %> fleet status --nodes fleet.txt']
-  static override flags = {...mcoFlags, ...stateFlags, ...trustFlags}
+  static override usage = '<%= command.id %> [--via mco [DISCOVERY FLAGS] | --prometheus URL]'
+  static override examples = [
+    '<%= config.bin %> fleet status',
+    '<%= config.bin %> fleet status -W role=web --json',
+    '<%= config.bin %> fleet status --nodes fleet.txt',
+    '<%= config.bin %> fleet status --prometheus http://prometheus:9090',
+    '<%= config.bin %> fleet status --prometheus http://prometheus:9090 --channel canary --json',
+  ]
+
+  static override flags = {
+    ...mcoFlags,
+    via: Flags.string({description: 'how to reach the fleet [default: prometheus with --prometheus, else mco]', options: ['mco', 'prometheus']}),
+    prometheus: Flags.string({description: "read the fleet from the node metrics in this Prometheus (http://host:9090)", helpValue: 'URL'}),
+    lookback: Flags.string({description: '--prometheus: list nodes seen this far back whose metrics are gone as "stopped reporting" [default: 1d]', helpValue: 'DURATION', dependsOn: ['prometheus']}),
+    channel: Flags.string({description: '--prometheus: only the nodes whose input follows this channel', helpValue: 'NAME', dependsOn: ['prometheus']}),
+    ...stateFlags,
+    ...trustFlags,
+  }
 
   async run(): Promise<unknown> {
     const {flags} = await this.parse(FleetStatus)
-    const [{fleetStatusViaMco}, {renderFleetStatus}] = await Promise.all([import('../../lib/fleet/fleet-status.js'), import('../../cli/render/rollout-text.js')])
-    const status = await fleetStatusViaMco(transportSpec(flags as McoFlagValues), {stateDir: flags['state-dir'] ?? defaultStateDir(), allowUntrusted: flags['allow-untrusted']}, (line) => this.warnLines([line]))
+    const via = flags.via ?? (flags.prometheus ? 'prometheus' : 'mco')
+    const {renderFleetStatus} = await import('../../cli/render/rollout-text.js')
+    let status
+    if (via === 'prometheus') {
+      if (!flags.prometheus) {
+        const {UsageError} = await import('../../lib/errors.js')
+        throw new UsageError('--via prometheus needs --prometheus URL')
+      }
+
+      const [{fleetStatusViaPrometheus}, {parseDuration}] = await Promise.all([import('../../lib/fleet/prometheus-fleet.js'), import('../../lib/util/duration.js')])
+      status = await fleetStatusViaPrometheus(flags.prometheus, {lookbackMs: flags.lookback ? parseDuration(flags.lookback, '--lookback') : undefined, channel: flags.channel})
+    } else {
+      const {fleetStatusViaMco} = await import('../../lib/fleet/fleet-status.js')
+      status = await fleetStatusViaMco(transportSpec({...flags, via: 'mco'} as McoFlagValues), {stateDir: flags['state-dir'] ?? defaultStateDir(), allowUntrusted: flags['allow-untrusted']}, (line) => this.warnLines([line]))
+    }
+
     if (!this.jsonEnabled()) this.log(renderFleetStatus(status))
     process.exitCode = status.ok ? 0 : 1
     return status

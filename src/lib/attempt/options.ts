@@ -26,6 +26,8 @@ export interface RunOptions {
   app?: string
   /** --replay: exactly what that run applied. */
   replay?: string
+  /** With --fetch and input_from: repository, write the node's fetched input over the input file (apply; plan writes none). */
+  keepFetchedInput?: boolean
 }
 
 /** One attempt's options: what decides its plan, and what apply does around the run. */

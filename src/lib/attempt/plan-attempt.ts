@@ -3,6 +3,8 @@ import type {NodeInput} from '../input/node-input.js'
 import {type RunFetch, type RunPlan, buildRunPlan} from '../run/run-plan.js'
 import type {ReleaseRef} from '../release/release-ref.js'
 import type {FetchResult} from '../source/release-source.js'
+import type {NodeFetch} from '../source/node-input-fetch.js'
+import type {NodeIdentity} from '../config/node-identity.js'
 import {type RunOptions, planOptions} from './options.js'
 
 /** How a plan talks to the person who asked for it; every member is optional (--json: none). */
@@ -42,30 +44,58 @@ export async function planAttempt(inputPath: string, options: RunOptions, facts:
     return {plan: await buildReplayPlan(assertRunId(options.replay), planOptions(options, facts), runId!), untrusted: [], fetched: null}
   }
 
-  const [{readInputText}, {parseNodeInput}, {parseReleaseRef}] = await Promise.all([
+  const [{readInputText}, {parseNodeInput}, {parseReleaseRef}, {nodeIdentity}] = await Promise.all([
     import('../input/read-input.js'),
     import('../input/node-input.js'),
     import('../release/release-ref.js'),
+    import('../config/node-identity.js'),
   ])
-  const {text, source, untrusted} = await readInputText(inputPath, io.stdin, {allow: options.allowUntrusted})
-  let input = parseNodeInput(text, source)
-  onInput?.(input)
-  if (options.app !== undefined) onInput?.((input = {...input, app: parseReleaseRef(options.app, '--app')}))
-  const before = [...untrusted]
+  const before: string[] = []
   let fetched: PlannedAttempt['fetched'] = null
   let unreachable: LocalpuppetError | null = null
-  if (options.fetch) {
-    const result = await fetchForRun(input.app, options, io)
+  let text: string | undefined
+  let input: NodeInput | undefined
+  const identity = options.fetch ? await nodeIdentity() : null
+  if (identity?.inputFrom === 'repository') {
+    // The node's input and its release from one read of the signed index; unreachable: the input file as last kept.
+    const result = await fetchForNode(inputPath, identity, options, io)
     if ('unreachable' in result) {
-      // The repository cannot be reached: a timer fleet keeps enforcing what it has. The
-      // input's release resolves among the installed tags, verified as for any run.
       unreachable = result.unreachable
       fetched = {fetched: {source: result.source, releases: [], error: result.unreachable.message, fallback: true}}
     } else {
-      fetched = {fetched: toRunFetch(result), release: result.releases[0].release}
-      // What --allow-untrusted let through while fetching (an unsigned repository others can write): the plan records it.
-      before.push(...(result.untrusted ?? []))
+      ;({text, input} = result)
+      onInput?.(input)
+      if (options.app !== undefined) onInput?.((input = {...input, app: parseReleaseRef(options.app, '--app')}))
+      fetched = {fetched: {...toRunFetch(result.result), input: result.nodeInput}, release: result.result.releases[0].release}
+      before.push(...(result.result.untrusted ?? []))
       onInput?.((input = await pinInput(input, fetched.release)))
+    }
+  }
+
+  if (input === undefined) {
+    const read = await readInputText(inputPath, io.stdin, {allow: options.allowUntrusted}).catch((error: unknown) => {
+      // The repository unreachable and no input kept from it yet: the fetch's failure (69) is the answer.
+      if (unreachable && error instanceof NotFoundError) throw new LocalpuppetError(unreachable.code, unreachable.exitCode, `${unreachable.message}; and no input kept here yet: ${error.message}`, unreachable.suggestions)
+      throw error
+    })
+    text = read.text
+    before.push(...read.untrusted)
+    input = parseNodeInput(text, read.source)
+    onInput?.(input)
+    if (options.app !== undefined) onInput?.((input = {...input, app: parseReleaseRef(options.app, '--app')}))
+    if (options.fetch && !unreachable) {
+      const result = await fetchForRun(input.app, options, io)
+      if ('unreachable' in result) {
+        // The repository cannot be reached: a timer fleet keeps enforcing what it has. The
+        // input's release resolves among the installed tags, verified as for any run.
+        unreachable = result.unreachable
+        fetched = {fetched: {source: result.source, releases: [], error: result.unreachable.message, fallback: true}}
+      } else {
+        fetched = {fetched: toRunFetch(result), release: result.releases[0].release}
+        // What --allow-untrusted let through while fetching (an unsigned repository others can write): the plan records it.
+        before.push(...(result.untrusted ?? []))
+        onInput?.((input = await pinInput(input, fetched.release)))
+      }
     }
   }
 
@@ -86,6 +116,25 @@ export async function planAttempt(inputPath: string, options: RunOptions, facts:
 export async function pinInput<T extends {app: ReleaseRef}>(input: T, release: string | undefined): Promise<T> {
   const {pinToRelease} = await import('../source/fetch.js')
   return {...input, app: pinToRelease(input.app, release)}
+}
+
+/** input_from: repository: the node's input and its release, or, when the source could not be reached (69), that error and the source. */
+async function fetchForNode(inputPath: string, identity: NodeIdentity, options: RunOptions, io: PlanIo): Promise<NodeFetch | {unreachable: LocalpuppetError; source: string}> {
+  const [{fetchNodeInput}, {configuredSource, isUnreachable}] = await Promise.all([import('../source/node-input-fetch.js'), import('../source/fetch.js')])
+  const fetch = {...options.fetch!, moduleDir: options.moduleDir, allowUntrusted: options.allowUntrusted}
+  let result: NodeFetch
+  try {
+    result = await fetchNodeInput(inputPath, identity, fetch, {keep: options.keepFetchedInput === true, onProgress: io.progress ? (progress) => io.progress!.update(progress) : undefined})
+  } catch (error) {
+    if (!isUnreachable(error)) throw error
+    return {unreachable: error, source: await configuredSource(fetch)}
+  } finally {
+    io.progress?.done()
+  }
+
+  for (const warning of result.result.warnings ?? []) io.warn?.(`--fetch: ${warning}`)
+  io.fetched?.(result.result)
+  return result
 }
 
 /** The fetch before a run: what it brought, or, when the source could not be reached (69), that error and the source. */

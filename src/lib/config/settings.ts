@@ -1,3 +1,4 @@
+import {hostname} from 'node:os'
 import {isAbsolute} from 'node:path'
 
 import {DEFAULT_INPUT, DEFAULT_MODULE_DIR} from '../defaults.js'
@@ -18,7 +19,9 @@ interface SettingSpec {
   /** The command-line flag that overrides everything (`--` arguments for puppet_args). */
   flag: string | null
   /** `path`: an absolute path in the file; `command`: a name on PATH or an absolute path; `url`: a URL or an absolute directory; `list`/`paths`: a list of strings/absolute paths. */
-  type: 'path' | 'command' | 'url' | 'list' | 'paths'
+  type: 'path' | 'command' | 'url' | 'list' | 'paths' | 'name' | 'choice'
+  /** For `choice`: the values allowed. */
+  choices?: readonly string[]
   /** The built-in default (null: unset). */
   default: (env: NodeJS.ProcessEnv) => SettingValue
   description: string
@@ -37,7 +40,21 @@ export const SETTINGS = {
   trust: {env: 'LOCALPUPPET_TRUST', flag: '--trust', type: 'paths', default: () => [], description: 'trusted public keys, files or directories (env: separated by :), besides /etc/localpuppet/trusted-keys'},
   input: {env: 'LOCALPUPPET_INPUT', flag: 'INPUT', type: 'path', default: () => DEFAULT_INPUT, description: 'the input apply and plan read'},
   metrics_file: {env: 'LOCALPUPPET_METRICS_FILE', flag: '--metrics-file', type: 'path', default: () => null, description: 'a Prometheus textfile written after each run'},
+  input_from: {
+    env: 'LOCALPUPPET_INPUT_FROM',
+    flag: null,
+    type: 'choice',
+    choices: ['file', 'repository'],
+    default: () => 'file',
+    description: "repository: apply --fetch takes this node's input (node_name's) from the source's signed index and keeps it as the input file",
+  },
+  node_name: {env: 'LOCALPUPPET_NODE_NAME', flag: null, type: 'name', default: () => defaultNodeName(), description: "this node's name in the repository's node inputs and in the metrics"},
 } satisfies Record<string, SettingSpec>
+
+/** The host name, lowercased (Puppet's certnames are): the default node name. */
+export function defaultNodeName(): string {
+  return hostname().toLowerCase()
+}
 
 export type SettingKey = keyof typeof SETTINGS
 export const SETTING_KEYS = Object.keys(SETTINGS) as SettingKey[]
@@ -157,6 +174,16 @@ function checkValue(key: SettingKey, raw: unknown, where: string): SettingValue 
       return raw === 'apt' || /^[a-z][a-z0-9+.-]*:/i.test(raw) ? raw : absolute(raw)
     }
 
+    case 'name': {
+      if (typeof raw !== 'string' || !/^[a-z0-9][a-z0-9._-]{0,252}$/.test(raw) || raw.includes('..')) return fail("a node name (lowercase letters, digits, '.', '-', '_')")
+      return raw
+    }
+
+    case 'choice': {
+      if (typeof raw !== 'string' || !spec.choices!.includes(raw)) return fail(`one of ${spec.choices!.join(', ')}`)
+      return raw
+    }
+
     case 'list':
     case 'paths': {
       // One path is as good as a list of one for trust; arguments must be a list (no guessing at quoting).
@@ -191,7 +218,10 @@ export async function resolveSetting(key: SettingKey, flag?: SettingValue, env: 
   const file = await loadConfigFile(env)
   if (flag !== undefined && flag !== null && !(Array.isArray(flag) && flag.length === 0)) return {key, value: flag, origin: 'flag', from: spec.flag ?? key}
   const text = env[spec.env]
-  if (text !== undefined && text !== '') return {key, value: fromEnv(key, text), origin: 'env', from: spec.env}
+  if (text !== undefined && text !== '') {
+    const value = spec.type === 'name' || spec.type === 'choice' ? checkValue(key, text, spec.env) : fromEnv(key, text)
+    return {key, value, origin: 'env', from: spec.env}
+  }
   const entry = file.values[key]
   if (entry) return {key, value: entry.value, origin: 'file', from: `${file.path}:${entry.line}`}
   return {key, value: spec.default(env), origin: 'default', from: 'built-in'}

@@ -75,14 +75,15 @@ export function summarizeFleet(rows: FleetRow[], expectedFrom: string): FleetSta
     return counts
   }
 
-  const answered = rows.filter((row) => row.state !== 'no answer')
+  const silent = (row: FleetRow) => row.state === 'no answer' || row.state === 'stopped reporting'
+  const answered = rows.filter((row) => !silent(row))
   const offWanted = rows.filter((row) => row.onWanted !== true).map((row) => row.node)
   return {
     nodes: rows,
     byApplied: count(answered.map((row) => row.applied ?? '(none)')),
     byState: count(answered.map((row) => row.state)),
     disabled: answered.filter((row) => row.disabled !== null).length,
-    noAnswer: rows.filter((row) => row.state === 'no answer').map((row) => row.node),
+    noAnswer: rows.filter((row) => silent(row)).map((row) => row.node),
     offWanted,
     ok: rows.length > 0 && offWanted.length === 0,
     expectedFrom,

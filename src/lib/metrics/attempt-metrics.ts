@@ -1,6 +1,7 @@
 import {disabledState} from '../puppet/agent-lock.js'
 import {readNodeState} from '../state/node-state.js'
 import type {RunRecord} from '../state/run-record.js'
+import type {NodeIdentity} from '../config/node-identity.js'
 import {countAttempt, nodeMetrics, readAttemptCounts, writeMetricsFile} from './node-metrics.js'
 
 export interface AfterAttemptOptions {
@@ -8,6 +9,12 @@ export interface AfterAttemptOptions {
   metricsFile?: string
   puppet: string
   puppetArgs: string[]
+}
+
+/** The node's name and where its input comes from, for the metrics (the settings; never fails the attempt). */
+async function identity(): Promise<NodeIdentity | undefined> {
+  const {nodeIdentity} = await import('../config/node-identity.js')
+  return nodeIdentity().catch(() => undefined)
 }
 
 /**
@@ -19,8 +26,8 @@ export async function afterAttempt(stateDir: string, record: RunRecord | null, o
   if (record && record.state !== 'running') await countAttempt(stateDir, record.state).catch(() => {})
   if (!options.metricsFile) return null
   try {
-    const [state, counts, disabled] = await Promise.all([readNodeState(stateDir), readAttemptCounts(stateDir), disabledState(options.puppet, options.puppetArgs, stateDir)])
-    await writeMetricsFile(options.metricsFile, nodeMetrics(state, counts, disabled))
+    const [state, counts, disabled, node] = await Promise.all([readNodeState(stateDir), readAttemptCounts(stateDir), disabledState(options.puppet, options.puppetArgs, stateDir), identity()])
+    await writeMetricsFile(options.metricsFile, nodeMetrics(state, counts, disabled, node))
     return null
   } catch (error) {
     return `could not write metrics to ${options.metricsFile}: ${(error as Error).message}`

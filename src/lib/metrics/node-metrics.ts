@@ -4,6 +4,8 @@ import {dirname, join} from 'node:path'
 import type {NodeState} from '../state/node-state.js'
 import {COMPLETED_STATES, type RunRecord, type RunState, newestRecord} from '../state/run-record.js'
 import {writeFileAtomic} from '../util/atomic-write.js'
+import {appliedAndDrift} from '../state/applied.js'
+import type {NodeIdentity} from '../config/node-identity.js'
 import {type MetricFamily, renderPrometheus} from './prometheus.js'
 
 const STATES: RunState[] = ['succeeded', 'failed', 'error', 'interrupted', 'skipped', 'refused', 'busy']
@@ -34,8 +36,11 @@ const isSuccess = (record: RunRecord) => record.state === 'succeeded' || record.
  * success, how the newest completed run went, what Puppet last reported, the release, whether
  * Puppet is disabled and attempts by final state.
  */
-export function nodeMetrics(state: NodeState, counts: Record<string, number>, disabled: {message: string} | null): MetricFamily[] {
+export function nodeMetrics(state: NodeState, counts: Record<string, number>, disabled: {message: string} | null, node?: NodeIdentity): MetricFamily[] {
   const lastSuccess = newestRecord(state.records, isSuccess)
+  const {applied} = appliedAndDrift(state.records)
+  const desired = newestRecord(state.records, (record) => record.ref !== null)
+  const since = healthySince(state.records, applied?.release ?? null)
   const completed = state.lastCompleted
   const reported = newestRecord(state.records, (record) => COMPLETED_STATES.includes(record.state) && record.resources !== null)
   const inProgress = state.current?.state === 'running'
@@ -83,6 +88,7 @@ export function nodeMetrics(state: NodeState, counts: Record<string, number>, di
             {labels: {kind: 'failed'}, value: reported.resources.failed},
             {labels: {kind: 'out_of_sync'}, value: reported.resources.outOfSync},
             {labels: {kind: 'total'}, value: reported.resources.total},
+            ...(reported.noop || reported.resources.correctiveChange === undefined ? [] : [{labels: {kind: 'corrective_change'}, value: reported.resources.correctiveChange}]),
           ]
         : [],
     },
@@ -91,6 +97,38 @@ export function nodeMetrics(state: NodeState, counts: Record<string, number>, di
       help: 'The release the newest completed run applied (release, the reference it came from, the app); always 1.',
       type: 'gauge',
       samples: completed?.release ? [{labels: {release: completed.release, ref: completed.ref ?? completed.release, app: completed.release.split('/')[0]}, value: 1}] : [],
+    },
+    {
+      name: 'localpuppet_desired_release_info',
+      help: "What the node should run: its input's app as written (ref), its channel (empty: none), the release it resolved to (empty: not resolved), the node's name and where its input comes from (file or repository); always 1.",
+      type: 'gauge',
+      samples: desired?.ref
+        ? [
+            {
+              labels: {
+                node: node?.node ?? '',
+                app: desired.release?.split('/')[0] ?? desired.ref.replace(/^app\//, '').split(/[/@]/)[0],
+                ref: desired.ref,
+                channel: channelOf(desired.ref),
+                release: desired.release ?? '',
+                input: node?.inputFrom ?? 'file',
+              },
+              value: 1,
+            },
+          ]
+        : [],
+    },
+    {
+      name: 'localpuppet_applied_release_info',
+      help: 'The release of the newest run that succeeded without --noop: what the node has applied (a noop or failed run never counts); always 1.',
+      type: 'gauge',
+      samples: applied?.release ? [{labels: {app: applied.release.split('/')[0], release: applied.release}, value: 1}] : [],
+    },
+    {
+      name: 'localpuppet_healthy_since_timestamp_seconds',
+      help: 'Since when every completed run has succeeded on the applied release (the end of the first run of that streak); absent when the newest completed run did not succeed.',
+      type: 'gauge',
+      samples: since ? [{value: seconds(since)}] : [],
     },
     {
       name: 'localpuppet_run_in_progress',
@@ -118,6 +156,28 @@ export function nodeMetrics(state: NodeState, counts: Record<string, number>, di
     },
   ]
   return families
+}
+
+/** The channel a reference names (`foo/channels/stable`: `stable`), or ''. */
+function channelOf(ref: string): string {
+  return /^(?:app\/)?[^/@]+\/channels\/([^/]+)$/.exec(ref)?.[1] ?? ''
+}
+
+/**
+ * When the current streak of successful completed runs (not --noop) on the applied release
+ * began: the end of its first run. Null when the newest completed run did not succeed.
+ */
+export function healthySince(records: RunRecord[], applied: string | null): string | null {
+  if (applied === null) return null
+  let since: string | null = null
+  for (let i = records.length - 1; i >= 0; i--) {
+    const record = records[i]
+    if (record.noop || !COMPLETED_STATES.includes(record.state)) continue
+    if (!isSuccess(record) || record.release !== applied) break
+    since = record.finishedAt ?? since
+  }
+
+  return since
 }
 
 /** Writes the metrics file atomically (readable by the node exporter: 0644), creating its directory. */

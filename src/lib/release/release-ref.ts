@@ -13,11 +13,21 @@ export type ReleaseRef =
   | {kind: 'branch'; app: string; branch: string; text: string}
   | {kind: 'tag'; app: string; tag: string; text: string}
   | {kind: 'range'; app: string; range: string; text: string}
+  | {kind: 'channel'; app: string; channel: string; text: string}
+
+/** A release channel's name (`canary`, `stable`): lowercase, as it is also a Prometheus label value and a path segment. */
+const CHANNEL_NAME = /^[a-z][a-z0-9_-]{0,63}$/
+
+/** True when a name can be a channel's (`stable`, `canary`, `eu-west_1`). */
+export function isValidChannelName(name: string): boolean {
+  return CHANNEL_NAME.test(name)
+}
 
 /**
  * Parses a release reference as written in `app:` or a manifest's `modulepath:`:
  * `foo/trunk`, `foo/branches/NAME`, `foo/tags/TAG`, `foo@RANGE` (semver range or exact
- * tag), optionally prefixed by `app/` as in the original design's example.
+ * tag), `foo/channels/NAME` (the tag a repository's channel names), optionally prefixed by
+ * `app/` as in the original design's example.
  * Throws a ReleaseError (65) naming the reference when it is not one of these.
  */
 export function parseReleaseRef(text: unknown, where = 'release reference'): ReleaseRef {
@@ -28,7 +38,7 @@ export function parseReleaseRef(text: unknown, where = 'release reference'): Rel
   const ref = text.trim()
   const fail = (why: string): never => {
     throw new ReleaseError(`${where}: ${JSON.stringify(text)} ${why}`, [
-      'use APP/trunk, APP/branches/NAME, APP/tags/TAG or APP@RANGE (e.g. foo@^1.2)',
+      'use APP/trunk, APP/branches/NAME, APP/tags/TAG, APP@RANGE (e.g. foo@^1.2) or APP/channels/NAME',
     ])
   }
 
@@ -62,6 +72,11 @@ export function parseReleaseRef(text: unknown, where = 'release reference'): Rel
   if ((kind === 'tags' || kind === 'branches') && name !== undefined && rest.length === 0) {
     if (!VERSION_NAME.test(name)) fail(`has an invalid ${kind === 'tags' ? 'tag' : 'branch'} name ${JSON.stringify(name)}`)
     return kind === 'tags' ? {kind: 'tag', app, tag: name, text: ref} : {kind: 'branch', app, branch: name, text: ref}
+  }
+
+  if (kind === 'channels' && name !== undefined && rest.length === 0) {
+    if (!CHANNEL_NAME.test(name)) fail(`has an invalid channel name ${JSON.stringify(name)} (lowercase letters, digits, '-' and '_', starting with a letter)`)
+    return {kind: 'channel', app, channel: name, text: ref}
   }
 
   return fail('is not a release reference')
@@ -108,7 +123,7 @@ export function maxSatisfyingTag(tags: string[], range: string): string | undefi
 
 /** APP/trunk, APP/tags/NAME or APP/branches/NAME, judged by shape alone. */
 function isCompleteShape(parts: string[]): boolean {
-  return (parts.length === 2 && parts[1] === 'trunk') || (parts.length === 3 && (parts[1] === 'tags' || parts[1] === 'branches'))
+  return (parts.length === 2 && parts[1] === 'trunk') || (parts.length === 3 && (parts[1] === 'tags' || parts[1] === 'branches' || parts[1] === 'channels'))
 }
 
 function describe(value: unknown): string {

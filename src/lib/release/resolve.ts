@@ -60,6 +60,11 @@ export interface ResolveOptions {
   checkTrust?: boolean
   /** With checkTrust: --allow-untrusted (a tree that cannot be listed is then refused for that, not for its trust). */
   allowUntrusted?: boolean
+  /**
+   * The tag each channel (`foo/channels/stable`) named when this node last read its
+   * repository's index (see channel-memory): how an app on a channel resolves without a fetch.
+   */
+  channels?: Record<string, string>
 }
 
 /**
@@ -70,7 +75,7 @@ export interface ResolveOptions {
  */
 export async function resolveRelease(moduleDir: string, ref: ReleaseRef | string, options: ResolveOptions = {}): Promise<Resolution> {
   const root = await realModuleDir(moduleDir)
-  const resolver = new Resolver(root, options.checkTrust === true && !options.allowUntrusted)
+  const resolver = new Resolver(root, options.checkTrust === true && !options.allowUntrusted, options.channels ?? {})
   const appRef = typeof ref === 'string' ? parseReleaseRef(ref) : ref
   const app = await resolver.resolveRef(appRef, null)
   const modulepath: ResolvedRelease[] = []
@@ -178,6 +183,7 @@ class Resolver {
   constructor(
     private readonly root: string,
     private readonly judge = false,
+    private readonly channels: Record<string, string> = {},
   ) {}
 
   /** With `judge`: the path as written and its real path, each from the module directory down (a link planted in a shared tags directory is caught by the first). */
@@ -199,6 +205,20 @@ class Resolver {
       }
 
       return this.release(ref.text, {app: ref.app, kind: 'tag', tag}, !exact, requiredBy)
+    }
+
+    if (ref.kind === 'channel') {
+      // A channel names a tag only in a repository's index: a manifest cannot depend on one.
+      if (requiredBy !== null) throw new ReleaseError(`${requiredBy}: ${JSON.stringify(ref.text)} is a channel; a release's modulepath names tags`)
+      const tag = this.channels[`${ref.app}/channels/${ref.channel}`]
+      if (tag === undefined) {
+        throw new NotFoundError(`release ${ref.text}: this node has not read channel ${ref.channel} of ${ref.app} from a repository yet`, [
+          `fetch it first: localpuppet apply --fetch (or localpuppet fetch ${ref.text})`,
+        ])
+      }
+
+      // The tag the channel named: the run applies exactly it, as immutable as any tag.
+      return this.release(ref.text, {app: ref.app, kind: 'tag', tag}, false, requiredBy)
     }
 
     return this.release(ref.text, ref, ref.kind !== 'tag', requiredBy)

@@ -4,6 +4,7 @@ import {join} from 'node:path'
 
 import {DamagedRecordError, ReleaseError, describeFsError} from '../errors.js'
 import {localpuppetDir} from '../install/install-record.js'
+import {isValidVersionName} from '../release/release-ref.js'
 import {RunLock} from '../state/lock.js'
 import {writeFileAtomic} from '../util/atomic-write.js'
 import {openedPathTrustProblem, refuseUnlessAllowed} from '../util/trusted-path.js'
@@ -27,6 +28,20 @@ export interface AcceptedIndex {
 export interface AcceptedVersions {
   format: 1
   repositories: Record<string, Record<string, AcceptedIndex>>
+  /**
+   * The tag each channel (`foo/channels/stable`) named in the newest index accepted that
+   * has it: how an input on a channel resolves when the repository cannot be reached, or
+   * for plan and apply without --fetch. Absent before channels.
+   */
+  channels?: Record<string, RememberedChannel>
+}
+
+export interface RememberedChannel {
+  tag: string
+  /** The repository and index version it came from. */
+  source: string
+  version: number | null
+  at: string
 }
 
 /** The outcome of an index judged fresh: the version and expiry to report, and a warning for a person, if any. */
@@ -93,14 +108,25 @@ export function judgeIndex(memory: AcceptedVersions, source: string, signer: str
   return {version: index.version, expires: index.expires!, warning: null}
 }
 
-/** `memory` with the index accepted: versions only grow. */
-export function rememberIndex(memory: AcceptedVersions, source: string, signer: string | null, freshness: IndexFreshness, now: number): AcceptedVersions {
+/** `memory` with the index accepted (versions only grow), and the channels it names (`app/channels/name` → tag). */
+export function rememberIndex(memory: AcceptedVersions, source: string, signer: string | null, freshness: IndexFreshness, now: number, channels: Record<string, string> = {}): AcceptedVersions {
   const key = repositoryKey(source)
   const known = {...memory.repositories[key]}
   const before = known[signer ?? UNSIGNED]
   const keep = before?.version != null && (freshness.version === null || before.version > freshness.version)
   known[signer ?? UNSIGNED] = keep ? before : {version: freshness.version, expires: freshness.expires, acceptedAt: new Date(now).toISOString()}
-  return {...memory, repositories: {...memory.repositories, [key]: known}}
+  const next: AcceptedVersions = {...memory, repositories: {...memory.repositories, [key]: known}}
+  const at = new Date(now).toISOString()
+  const remembered = {...memory.channels}
+  for (const [channel, tag] of Object.entries(channels)) remembered[channel] = {tag, source: key, version: freshness.version, at}
+  if (Object.keys(remembered).length > 0) next.channels = remembered
+  return next
+}
+
+/** What the node remembers of channels, as `app/channels/name` → tag (for resolving without a fetch). */
+export async function rememberedChannels(moduleDir: string, allowUntrusted = false): Promise<Record<string, string>> {
+  const {memory} = await readAcceptedVersions(moduleDir, allowUntrusted)
+  return Object.fromEntries(Object.entries(memory.channels ?? {}).map(([channel, entry]) => [channel, entry.tag]))
 }
 
 /**
@@ -115,7 +141,7 @@ export async function acceptIndex(
   source: string,
   signer: string | null,
   index: Pick<RepositoryIndex, 'version' | 'expires'>,
-  options: {allowUntrusted?: boolean; now?: number} = {},
+  options: {allowUntrusted?: boolean; now?: number; channels?: Record<string, string>} = {},
 ): Promise<IndexFreshness & {untrusted: string[]}> {
   const own = localpuppetDir(moduleDir)
   try {
@@ -130,7 +156,7 @@ export async function acceptIndex(
     const {memory, untrusted} = await readAcceptedVersions(moduleDir, options.allowUntrusted)
     const now = options.now ?? Date.now()
     const freshness = judgeIndex(memory, source, signer, index, now)
-    const next = rememberIndex(memory, source, signer, freshness, now)
+    const next = rememberIndex(memory, source, signer, freshness, now, options.channels)
     try {
       await writeFileAtomic(acceptedVersionsPath(moduleDir), JSON.stringify(next, null, 1) + '\n', 0o644)
     } catch (error) {
@@ -188,6 +214,14 @@ export function parseAcceptedVersions(text: string, path: string): AcceptedVersi
       if (!isObject(e) || !(e.version === null || (Number.isSafeInteger(e.version) && e.version >= 1)) || !(e.expires === null || typeof e.expires === 'string')) {
         damaged(`${source} ${key}: invalid entry`)
       }
+    }
+  }
+
+  if (doc.channels !== undefined) {
+    if (!isObject(doc.channels)) damaged('channels is not an object')
+    for (const [channel, entry] of Object.entries(doc.channels as Record<string, unknown>)) {
+      const e = entry as RememberedChannel
+      if (!/^[A-Za-z0-9][A-Za-z0-9_.-]*\/channels\/[a-z][a-z0-9_-]*$/.test(channel) || !isObject(e) || typeof e.tag !== 'string' || !isValidVersionName(e.tag)) damaged(`channel ${channel}: invalid entry`)
     }
   }
 

@@ -1,31 +1,23 @@
 import {execFile} from 'node:child_process'
 import {createHash, randomBytes} from 'node:crypto'
 import {createReadStream} from 'node:fs'
-import {copyFile, mkdir, mkdtemp, open, readFile, rename, rm, stat, unlink} from 'node:fs/promises'
+import {copyFile, mkdir, mkdtemp, open, rename, rm, stat, unlink} from 'node:fs/promises'
 import {tmpdir} from 'node:os'
 import {basename, dirname, join, resolve} from 'node:path'
 
 import {installArchive} from '../install/install-archive.js'
-import {keyId, loadSigningKey, signIndex} from '../archive/signature.js'
+import {loadSigningKey} from '../archive/signature.js'
 import {ConflictError, ReleaseError, UsageError, describeFsError} from '../errors.js'
-import {RunLock} from '../state/lock.js'
-import {writeFileAtomic} from '../util/atomic-write.js'
 import {readArchiveHead} from './archive-head.js'
-import {
-  DEFAULT_INDEX_EXPIRY_MS,
-  type PublishedTag,
-  type RepositoryIndex,
-  REPOSITORY_INDEX,
-  REPOSITORY_SIGNATURE,
-  archivePathFor,
-  emptyRepositoryIndex,
-  parseRepositoryIndex,
-  serializeRepositoryIndex,
-} from './repository-index.js'
+import {type IndexUpdate, hasIndex, updateIndex} from './index-update.js'
+import {type NodeInputFile, type PublishedNodeInput, addNodeInputs, checkNodeInputs} from './publish-inputs.js'
+import {type PublishedTag, REPOSITORY_INDEX, archivePathFor} from './repository-index.js'
 
 export interface PublishOptions {
   repo: string
   archives: string[]
+  /** --node NAME --input FILE, --inputs DIR: node inputs to publish (after the archives, from the same index). */
+  nodes?: NodeInputFile[]
   /** --sign: an Ed25519 private key (PEM) that signs index.json. */
   signingKey?: string
   /** How long to wait for another publisher's lock, in ms. */
@@ -44,43 +36,34 @@ export interface PublishedEntry {
   status: 'added' | 'unchanged'
 }
 
-export interface PublishResult {
+export interface PublishResult extends IndexUpdate {
   repo: string
   releases: PublishedEntry[]
-  /** The key id that signed index.json, or null. */
-  signedBy: string | null
-  /** The new index's version (the previous one's + 1) and expiry. */
-  version: number
-  expires: string
+  /** The node inputs published (empty without --node/--inputs). */
+  nodes: PublishedNodeInput[]
 }
 
-/** The lock publishers of one repository take; hidden, so a web server's listing does not show it. */
-const LOCK_FILE = '.localpuppet-publish.lock'
-
 /**
- * Adds archives made by `pack` to a release repository: a directory any static web
- * server can serve. Every archive is verified in full first. Under the repository's
- * lock, the current index is read again, each tag is checked (the same content is a
- * no-op; other content is a ConflictError, 73, and nothing changes), the archives are
- * copied in (temp file, fsync, rename) and the index is replaced last, so a reader never
- * sees an index naming an archive that is not there. Every publish, even of nothing new
- * (no archives: a re-signing), writes the index with the next version and a new expiry:
- * what lets nodes refuse a replayed index and notice a frozen one.
+ * Adds archives made by `pack` (and node inputs) to a release repository: a directory any
+ * static web server can serve. Every archive is verified in full and every input validated
+ * first. Under the repository's lock (updateIndex), each tag is checked against the index
+ * just read (the same content is a no-op; other content is a ConflictError, 73, and nothing
+ * changes), the archives are copied in (temp file, fsync, rename), then the inputs, and the
+ * index is replaced last, with the next version and a new expiry, even when nothing is new
+ * (a re-signing).
  */
 export async function publishArchives(options: PublishOptions): Promise<PublishResult> {
   const repo = resolve(options.repo)
   const now = options.now ?? Date.now
-  const expiresInMs = options.expiresInMs ?? DEFAULT_INDEX_EXPIRY_MS
-  if (Number.isNaN(new Date(now() + expiresInMs).getTime())) throw new UsageError(`--expires: ${expiresInMs} ms from now is past the last date this localpuppet can write`)
   // Nothing to add and nothing to re-sign: most likely a mistyped --repo, which would otherwise become an empty repository.
-  if (options.archives.length === 0 && !(await stat(join(repo, REPOSITORY_INDEX)).then(() => true, () => false))) {
+  if (options.archives.length === 0 && (options.nodes ?? []).length === 0 && !(await hasIndex(repo))) {
     throw new UsageError(`nothing to publish: no archives given, and ${repo} has no ${REPOSITORY_INDEX} to re-sign`, ['give the archives made by localpuppet pack'])
   }
 
-  await checkRepoDir(repo)
   const key = options.signingKey ? await loadSigningKey(options.signingKey) : null
   const candidates: Array<{source: string; tag: PublishedTag; release: string; app: string; tagName: string}> = []
   for (const archive of options.archives) candidates.push(await inspectArchive(archive))
+  const inputs = await checkNodeInputs(options.nodes ?? [])
   const seen = new Map<string, string>()
   for (const candidate of candidates) {
     const other = seen.get(candidate.release)
@@ -88,10 +71,7 @@ export async function publishArchives(options: PublishOptions): Promise<PublishR
     seen.set(candidate.release, candidate.tag.sha256)
   }
 
-  const lock = await RunLock.acquireFileWaiting(join(repo, LOCK_FILE), options.lockWaitMs ?? 120_000)
-  try {
-    const {index, signed} = await readCurrentIndex(repo)
-    if (signed && !key) throw new UsageError(`${repo} is a signed repository (${REPOSITORY_SIGNATURE}); publish with --sign KEY.pem`, ['an index without a fresh signature would be refused by every node'])
+  const updated = await updateIndex({repo, key, lockWaitMs: options.lockWaitMs, expiresInMs: options.expiresInMs, now}, async (index) => {
     const releases: PublishedEntry[] = []
     const toAdd: typeof candidates = []
     for (const candidate of candidates) {
@@ -117,30 +97,10 @@ export async function publishArchives(options: PublishOptions): Promise<PublishR
       ;(index.apps[candidate.app] ??= {tags: {}}).tags[candidate.tagName] = candidate.tag
     }
 
-    // Under the lock, from the index just read: two publishers never write the same version.
-    index.version = (index.version ?? 0) + 1
-    index.expires = new Date(now() + expiresInMs).toISOString()
-    const bytes = serializeRepositoryIndex(index)
-    // The signature first: a reader that gets the new signature with the old index retries
-    // once and then sees both new. Then the index, the last thing written.
-    if (key) await writeFileAtomic(join(repo, REPOSITORY_SIGNATURE), signIndex(bytes, key), 0o644)
-    await writeFileAtomic(join(repo, REPOSITORY_INDEX), bytes, 0o644)
-    await syncDir(repo)
-    return {repo, releases, signedBy: key ? keyId(key) : null, version: index.version, expires: index.expires}
-  } finally {
-    await lock.release()
-  }
-}
-
-async function checkRepoDir(repo: string): Promise<void> {
-  try {
-    const info = await stat(repo)
-    if (!info.isDirectory()) throw new UsageError(`repository ${repo}: not a directory`)
-  } catch (error) {
-    if (error instanceof UsageError) throw error
-    if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw describeFsError(error, `repository ${repo}`)
-    await mkdir(repo, {recursive: true, mode: 0o755})
-  }
+    const nodes = await addNodeInputs(repo, index, inputs, now)
+    return {releases, nodes}
+  })
+  return {repo, ...updated}
 }
 
 /** Same content: the same releases with the same digests (a re-pack, or a signed copy, of the same tree). */
@@ -192,22 +152,6 @@ async function hashFile(path: string): Promise<string> {
   return hash.digest('hex')
 }
 
-async function readCurrentIndex(repo: string): Promise<{index: RepositoryIndex; signed: boolean}> {
-  let bytes: Buffer
-  try {
-    bytes = await readFile(join(repo, REPOSITORY_INDEX))
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw describeFsError(error, `${repo}/${REPOSITORY_INDEX}`)
-    return {index: emptyRepositoryIndex(), signed: false}
-  }
-
-  const signed = await stat(join(repo, REPOSITORY_SIGNATURE)).then(
-    () => true,
-    () => false,
-  )
-  return {index: parseRepositoryIndex(bytes, join(repo, REPOSITORY_INDEX)), signed}
-}
-
 /** Copies an archive into the repository: temp file, fsync, rename; 0644 so a web server can read it. */
 async function copyInto(source: string, target: string): Promise<void> {
   await mkdir(dirname(target), {recursive: true, mode: 0o755})
@@ -226,17 +170,6 @@ async function copyInto(source: string, target: string): Promise<void> {
   } catch (error) {
     await unlink(temp).catch(() => {})
     throw error
-  }
-}
-
-async function syncDir(dir: string): Promise<void> {
-  const handle = await open(dir, 'r')
-  try {
-    await handle.sync()
-  } catch {
-    // Some filesystems refuse fsync on a directory; the renames are still atomic.
-  } finally {
-    await handle.close()
   }
 }
 

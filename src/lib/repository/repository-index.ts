@@ -1,5 +1,6 @@
 import {ReleaseError} from '../errors.js'
 import {isSafeRelativePath, parseReleasePath} from '../archive/release-index.js'
+import {isValidChannelName, isValidVersionName} from '../release/release-ref.js'
 
 /** A release repository's table of contents, at its root. */
 export const REPOSITORY_INDEX = 'index.json'
@@ -36,6 +37,36 @@ export interface PublishedTag {
  */
 export const DEFAULT_INDEX_EXPIRY_MS = 30 * 86_400_000
 
+/**
+ * A node's input published into the repository (`publish --node NAME --input FILE`): where
+ * it is and its sha256, which the index's signature covers, so a node verifies the bytes it
+ * downloads against the signed index. Stored by content (`inputs/NAME/<sha256>.yaml`): a
+ * node reading while a publisher replaces it gets the old index and the old file, or both new.
+ */
+export interface PublishedInput {
+  input: string
+  size: number
+  sha256: string
+  /** The input's `app` as written (a tag, a range or a channel): what fleet status compares against. */
+  app: string
+  publishedAt: string
+}
+
+/** A node input is at most this large (as an input.yaml is). */
+export const MAX_NODE_INPUT_BYTES = 1024 * 1024
+
+/** A node's name: a host name or Puppet certname (lowercase letters, digits, '.', '-', '_'), one path segment. */
+const NODE_NAME = /^[a-z0-9](?:[a-z0-9._-]{0,252})$/
+
+export function isValidNodeName(name: string): boolean {
+  return NODE_NAME.test(name) && !name.includes('..')
+}
+
+/** The repository's path for a node's input: `inputs/web1/<sha256>.yaml`. */
+export function inputPathFor(node: string, sha256: string): string {
+  return `inputs/${node}/${sha256}.yaml`
+}
+
 export interface RepositoryIndex {
   format: typeof REPOSITORY_FORMAT
   /**
@@ -45,7 +76,10 @@ export interface RepositoryIndex {
   version?: number
   /** When the index stops being believed (ISO 8601): bounds how long a replayed index can freeze a node. Absent with `version`. */
   expires?: string
-  apps: Record<string, {tags: Record<string, PublishedTag>}>
+  /** Per app: its tags, and its channels (`stable` → `1.4.0`: a tag of the app), set by `promote`. */
+  apps: Record<string, {tags: Record<string, PublishedTag>; channels?: Record<string, string>}>
+  /** Node inputs by node name (`publish --node`). */
+  nodes?: Record<string, PublishedInput>
 }
 
 export function emptyRepositoryIndex(): RepositoryIndex {
@@ -54,13 +88,18 @@ export function emptyRepositoryIndex(): RepositoryIndex {
 
 /** Sorted keys, so the same repository always serialises to the same bytes. */
 export function serializeRepositoryIndex(index: RepositoryIndex): Buffer {
+  const sorted = <T>(record: Record<string, T>) => Object.fromEntries(Object.keys(record).sort().map((key) => [key, record[key]]))
   const apps = Object.fromEntries(
     Object.keys(index.apps)
       .sort()
-      .map((app) => [app, {tags: Object.fromEntries(Object.keys(index.apps[app].tags).sort().map((tag) => [tag, index.apps[app].tags[tag]]))}]),
+      .map((app) => {
+        const {tags, channels} = index.apps[app]
+        return [app, {tags: sorted(tags), ...(channels && Object.keys(channels).length > 0 ? {channels: sorted(channels)} : {})}]
+      }),
   )
   const versioned = index.version === undefined ? {} : {version: index.version, expires: index.expires}
-  return Buffer.from(JSON.stringify({format: index.format, ...versioned, apps}, null, 1) + '\n')
+  const nodes = index.nodes && Object.keys(index.nodes).length > 0 ? {nodes: sorted(index.nodes)} : {}
+  return Buffer.from(JSON.stringify({format: index.format, ...versioned, apps, ...nodes}, null, 1) + '\n')
 }
 
 const SHA256 = /^[0-9a-f]{64}$/
@@ -125,6 +164,31 @@ export function parseRepositoryIndex(bytes: Buffer, label: string): RepositoryIn
       if (p.digests[release] !== p.digest) fail(`${where}: digest differs from its modulepath digest`)
       if (p.signedBy !== null && typeof p.signedBy !== 'string') fail(`${where}: invalid signedBy`)
     }
+
+    if (entry.channels !== undefined) {
+      if (!isObject(entry.channels)) fail(`app ${JSON.stringify(app)}: channels is not an object`)
+      for (const [channel, tag] of Object.entries(entry.channels)) {
+        const where = `channel ${JSON.stringify(`${app}/channels/${channel}`)}`
+        if (!isValidChannelName(channel)) fail(`${where}: invalid channel name`)
+        if (typeof tag !== 'string' || !isValidVersionName(tag)) fail(`${where}: invalid tag ${JSON.stringify(tag)}`)
+        if (!Object.hasOwn(entry.tags, tag)) fail(`${where}: names tag ${JSON.stringify(tag)}, which the index does not list`)
+      }
+    }
+  }
+
+  if (index.nodes !== undefined) {
+    if (!isObject(index.nodes)) fail('nodes is not an object')
+    for (const [node, published] of Object.entries(index.nodes)) {
+      const where = `node ${JSON.stringify(node)}`
+      if (!isValidNodeName(node)) fail(`${where}: invalid node name`)
+      if (!isObject(published)) fail(`${where}: not an object`)
+      const p = published
+      if (typeof p.sha256 !== 'string' || !SHA256.test(p.sha256)) fail(`${where}: invalid sha256`)
+      // Exactly where publish puts it: an entry cannot point one node at another's input.
+      if (p.input !== inputPathFor(node, p.sha256)) fail(`${where}: input path ${JSON.stringify(p.input)} is not ${inputPathFor(node, p.sha256)}`)
+      if (!Number.isSafeInteger(p.size) || p.size < 0 || p.size > MAX_NODE_INPUT_BYTES) fail(`${where}: invalid size ${JSON.stringify(p.size)}`)
+      if (typeof p.app !== 'string' || p.app.length > 300) fail(`${where}: invalid app`)
+    }
   }
 
   return index
@@ -137,4 +201,11 @@ function isObject(value: unknown): value is Record<string, any> {
 /** The repository's path for an archive: `archives/foo/foo-1.5.0.tar.gz`. */
 export function archivePathFor(app: string, tag: string): string {
   return `archives/${app}/${app}-${tag}.tar.gz`
+}
+
+/** Every channel of the index, as `app/channels/name` → tag. */
+export function indexChannels(index: RepositoryIndex): Record<string, string> {
+  const channels: Record<string, string> = {}
+  for (const [app, entry] of Object.entries(index.apps)) for (const [channel, tag] of Object.entries(entry.channels ?? {})) channels[`${app}/channels/${channel}`] = tag
+  return channels
 }

@@ -53,6 +53,8 @@ export interface RunFetch {
   indexVersion?: number | null
   indexExpires?: string | null
   releases: Array<{release: string; status: string; bytes: number}>
+  /** input_from: repository: the node's input the index listed (its node name and sha256) and whether the input file changed. */
+  input?: {node: string; sha256: string; status: string}
   error?: string
   fallback?: boolean
 }
@@ -119,7 +121,9 @@ export async function buildRunPlan(input: NodeInput, options: PlanOptions, runId
   await realModuleDir(options.moduleDir)
   untrusted.push(...assertTrustedPaths([...moduleDirTrustPaths(options.moduleDir), ...stateDirTrustPaths(stateDir)], allow, seen))
   assertStateDirShape(stateDir)
-  const resolution = await resolveRelease(options.moduleDir, input.app, {allowMutable: options.allowMutable, checkTrust: true, allowUntrusted: allow})
+  // An app on a channel that no fetch pinned (no --fetch, or the source unreachable): the tag the node last read it name.
+  const channels = input.app.kind === 'channel' ? await (await import('../repository/accepted-versions.js')).rememberedChannels(options.moduleDir, allow) : undefined
+  const resolution = await resolveRelease(options.moduleDir, input.app, {allowMutable: options.allowMutable, checkTrust: true, allowUntrusted: allow, channels})
   // Every directory from the module directory down to each release root: a world-writable
   // <app>/tags lets anyone swap a tag. Then everything inside each release: Puppet reads
   // and runs it all as root.

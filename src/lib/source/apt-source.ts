@@ -82,6 +82,10 @@ export async function resolveAptRef(text: string, options: AptOptions = {}): Pro
     throw new UsageError(`${text}: apt has tags only; trunk and branches are never packaged`, [`fetch a tag (${ref.app}/tags/1.0.0) or a range (${ref.app}@^1)`])
   }
 
+  if (ref.kind === 'channel') {
+    throw new UsageError(`${text}: channels live in a release repository's index, not in apt's lists`, [`fetch a tag (${ref.app}/tags/1.0.0) or a range (${ref.app}@^1), or use a repository (--source URL)`])
+  }
+
   const tags = await aptTags(ref.app, options)
   const tag = pickTag(ref, tags)
   if (tag === undefined) {

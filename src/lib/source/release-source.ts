@@ -36,10 +36,26 @@ export interface FetchResult {
   /** The repository index's version and expiry (null: an index made before versions); absent for apt. */
   indexVersion?: number | null
   indexExpires?: string | null
+  /** input_from: repository: the node's input the index listed, and whether the input file changed. */
+  nodeInput?: {node: string; sha256: string; status: 'updated' | 'unchanged' | 'not kept'}
   /** For a person, on standard error (an index without a version). */
   warnings?: string[]
   /** The trust problems --allow-untrusted let through (module dir, `.localpuppet`, `<app>/tags`). */
   untrusted?: string[]
+}
+
+/** A node's input as the repository's signed index lists it, verified. */
+export interface NodeInputFetch {
+  node: string
+  text: string
+  sha256: string
+  /** Where it was read (a URL or path), for messages. */
+  location: string
+  published: import('../repository/repository-index.js').PublishedInput
+  source: string
+  signedBy: string | null
+  indexVersion: number | null
+  indexExpires: string | null
 }
 
 /** Where releases come from: something that can install tags into a module directory. */
@@ -47,6 +63,8 @@ export interface ReleaseSource {
   /** What the run record and --json name as the source. */
   readonly label: string
   fetch(refs: string[], options: FetchOptions): Promise<FetchResult>
+  /** A node's own input (repositories only; apt has none). */
+  nodeInput?(node: string, options: FetchOptions): Promise<NodeInputFetch>
   close(): Promise<void>
 }
 

@@ -1,7 +1,7 @@
 import {createReadStream} from 'node:fs'
 import {lstat, mkdir, rm} from 'node:fs/promises'
 import {join} from 'node:path'
-import {randomBytes} from 'node:crypto'
+import {createHash, randomBytes} from 'node:crypto'
 
 import {type InstallResult, installArchive} from '../install/install-archive.js'
 import {localpuppetDir, readInstallRecord} from '../install/install-record.js'
@@ -10,9 +10,26 @@ import {ConflictError, NotFoundError, ReleaseError, RepositoryUnavailableError, 
 import {type ReleaseRef, maxSatisfyingTag, parseReleaseRef, sortTagsNewestFirst} from '../release/release-ref.js'
 import {UNSIGNED_HINT, refuseUnlessAllowed} from '../util/trusted-path.js'
 import {readArchiveHead} from '../repository/archive-head.js'
-import {type PublishedTag, type RepositoryIndex, MAX_REPOSITORY_INDEX_BYTES, REPOSITORY_INDEX, REPOSITORY_SIGNATURE, parseRepositoryIndex} from '../repository/repository-index.js'
-import type {FetchOptions, FetchResult, FetchedRelease, ReleaseSource} from './release-source.js'
+import {
+  type PublishedTag,
+  type RepositoryIndex,
+  MAX_NODE_INPUT_BYTES,
+  MAX_REPOSITORY_INDEX_BYTES,
+  REPOSITORY_INDEX,
+  REPOSITORY_SIGNATURE,
+  indexChannels,
+  parseRepositoryIndex,
+} from '../repository/repository-index.js'
+import type {IndexFreshness} from '../repository/accepted-versions.js'
+import type {FetchOptions, FetchResult, FetchedRelease, NodeInputFetch, ReleaseSource} from './release-source.js'
 import type {Transport} from '../repository/transport.js'
+
+interface AcceptedRead {
+  index: RepositoryIndex
+  signedBy: string | null
+  accepted: IndexFreshness
+  untrusted: string[]
+}
 
 /** A release repository (index.json plus archives) read through a transport. */
 export class RepositorySource implements ReleaseSource {
@@ -33,24 +50,8 @@ export class RepositorySource implements ReleaseSource {
    * verified, atomic install (with the archive's signature checked when keys are trusted).
    */
   async fetch(refs: string[], options: FetchOptions): Promise<FetchResult> {
-    const keys = await loadTrustedKeys(options.trust ?? [], options.trustDir)
-    if (keys.length === 0 && this.transport.kind === 'http' && !options.insecure) {
-      throw new UsageError(`source ${this.label}: plain http with no trusted key; anyone on the path could substitute releases`, [
-        'sign the repository (publish --sign) and trust its key (--trust or /etc/localpuppet/trusted-keys/), use https://, or pass --insecure',
-      ])
-    }
-
-    // Unsigned, a directory repository is only as good as its place: if others can write
-    // it, they can substitute releases, as anyone on the path can with plain http.
-    const placeProblem = keys.length === 0 ? (this.transport.trustProblem?.() ?? null) : null
-    refuseUnlessAllowed(placeProblem, {allow: options.allowUntrusted, content: true, hints: [UNSIGNED_HINT]})
-    const untrusted: string[] = placeProblem ? [placeProblem.message] : []
-    const {index, signedBy} = await this.readIndex(keys)
-    // Before anything is resolved or installed: an index older than one this node accepted,
-    // or expired, is a refusal (65), never a reason to fall back.
-    const {acceptIndex} = await import('../repository/accepted-versions.js')
-    const accepted = await acceptIndex(options.moduleDir, this.label, signedBy, index, {allowUntrusted: options.allowUntrusted})
-    untrusted.push(...accepted.untrusted)
+    const {index, signedBy, accepted, untrusted: before} = await this.acceptedIndex(options)
+    const untrusted = [...before]
     const wanted = refs.map((text) => this.resolve(index, parseReleaseRef(text, 'fetch')))
     const releases: FetchedRelease[] = []
     for (const {ref, app, tag} of wanted) {
@@ -70,6 +71,67 @@ export class RepositorySource implements ReleaseSource {
     }
 
     return {source: this.label, releases, signedBy, indexVersion: accepted.version, indexExpires: accepted.expires, untrusted, warnings: accepted.warning ? [accepted.warning] : []}
+  }
+
+  /**
+   * A node's own input, as the signed index lists it (`publish --node`): downloaded, its
+   * size and sha256 checked against the index (65 on any difference: nothing is kept), so
+   * neither a mirror nor anyone on the path can give a node another input or another
+   * node's. 66 when the index lists no input for the node.
+   */
+  async nodeInput(node: string, options: FetchOptions): Promise<NodeInputFetch> {
+    const {index, signedBy, accepted} = await this.acceptedIndex(options)
+    const published = index.nodes?.[node]
+    if (published === undefined) {
+      const names = Object.keys(index.nodes ?? {})
+      const {closest} = await import('../util/did-you-mean.js')
+      const near = closest(node, names)
+      throw new NotFoundError(`node ${node} has no input in the repository ${this.label}${near ? ` (did you mean ${near}?)` : names.length === 0 ? '; it lists no node inputs' : ''}`, [
+        `publish one: localpuppet publish --node ${node} --input FILE --repo DIR; or set node_name in /etc/localpuppet/config.yaml`,
+      ])
+    }
+
+    const where = this.transport.locate(published.input)
+    const bytes = await this.transport.read(published.input, MAX_NODE_INPUT_BYTES)
+    if (bytes === null) throw new RepositoryUnavailableError(`${where}: not found, though the index lists it for node ${node}`, ['the repository may be mid-publish or incomplete: try again'])
+    const sha256 = createHash('sha256').update(bytes).digest('hex')
+    if (bytes.length !== published.size || sha256 !== published.sha256) {
+      throw new ReleaseError(`${where}: input of node ${node} does not match the signed index (sha256 ${sha256}, ${bytes.length} bytes; the index says ${published.sha256}, ${published.size} bytes); refused`, [
+        'someone changed it after publishing, or a mirror serves another copy',
+      ])
+    }
+
+    return {node, text: bytes.toString('utf8'), sha256, location: where, published, source: this.label, signedBy, indexVersion: accepted.version, indexExpires: accepted.expires}
+  }
+
+  /** The index, read once per source (a node input and its releases come from the same index), judged fresh and remembered. */
+  private acceptedIndex(options: FetchOptions): Promise<AcceptedRead> {
+    this.accepted ??= this.readAccepted(options)
+    return this.accepted
+  }
+
+  private accepted?: Promise<AcceptedRead>
+
+  private async readAccepted(options: FetchOptions): Promise<AcceptedRead> {
+    const keys = await loadTrustedKeys(options.trust ?? [], options.trustDir)
+    if (keys.length === 0 && this.transport.kind === 'http' && !options.insecure) {
+      throw new UsageError(`source ${this.label}: plain http with no trusted key; anyone on the path could substitute releases`, [
+        'sign the repository (publish --sign) and trust its key (--trust or /etc/localpuppet/trusted-keys/), use https://, or pass --insecure',
+      ])
+    }
+
+    // Unsigned, a directory repository is only as good as its place: if others can write
+    // it, they can substitute releases, as anyone on the path can with plain http.
+    const placeProblem = keys.length === 0 ? (this.transport.trustProblem?.() ?? null) : null
+    refuseUnlessAllowed(placeProblem, {allow: options.allowUntrusted, content: true, hints: [UNSIGNED_HINT]})
+    const untrusted: string[] = placeProblem ? [placeProblem.message] : []
+    const {index, signedBy} = await this.readIndex(keys)
+    // Before anything is resolved or installed: an index older than one this node accepted,
+    // or expired, is a refusal (65), never a reason to fall back.
+    const {acceptIndex} = await import('../repository/accepted-versions.js')
+    const accepted = await acceptIndex(options.moduleDir, this.label, signedBy, index, {allowUntrusted: options.allowUntrusted, channels: indexChannels(index)})
+    untrusted.push(...accepted.untrusted)
+    return {index, signedBy, accepted, untrusted}
   }
 
   /** index.json (and, when keys are trusted, its signature, which must verify). */
@@ -107,6 +169,18 @@ export class RepositorySource implements ReleaseSource {
     if (ref.kind === 'tag') {
       if (!tags.includes(ref.tag)) throw new NotFoundError(`${ref.text} is not in the repository ${this.label}${shown}`)
       return {ref: ref.text, app: ref.app, tag: ref.tag}
+    }
+
+    if (ref.kind === 'channel') {
+      const tag = index.apps[ref.app]?.channels?.[ref.channel]
+      if (tag === undefined) {
+        const channels = Object.keys(index.apps[ref.app]?.channels ?? {})
+        throw new NotFoundError(`${ref.text}: the repository ${this.label} has no channel ${ref.channel} of ${ref.app}${channels.length > 0 ? `; it has ${channels.join(', ')}` : ''}`, [
+          `promote a tag to it: localpuppet promote ${ref.app}/tags/TAG --channel ${ref.channel} --repo DIR`,
+        ])
+      }
+
+      return {ref: ref.text, app: ref.app, tag}
     }
 
     const tag = tags.includes(ref.range) ? ref.range : maxSatisfyingTag(tags, ref.range)

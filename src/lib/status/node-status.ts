@@ -3,6 +3,7 @@ import {ExitCode} from '../exit-codes.js'
 import type {CheckResult} from '../metrics/nagios-check.js'
 import {assertRunId} from '../state/run-id.js'
 import {type RunRecord, readRunRecord, settledRecord} from '../state/run-record.js'
+import {type Applied, appliedAndDrift} from '../state/applied.js'
 import {assertTrustedStateDir} from '../state/state-dir.js'
 import {isProcessAlive} from '../util/process.js'
 
@@ -14,28 +15,12 @@ export type StatusResult = RunRecord & {
   /** The input's app: the node's release from now on. */
   pointer: string | null
   /** The newest run that succeeded without --noop: what the node has applied (a noop or failed run never counts). */
-  applied: {release: string | null; runId: string; finishedAt: string | null} | null
+  applied: Applied['applied']
   /**
    * How far the node had drifted from its catalog, by the newest completed run that counted
    * resources: a noop run's out-of-sync count, or a real run's corrective changes.
    */
-  drift: {count: number; runId: string; noop: boolean} | null
-}
-
-/** applied and drift, from the node's records. */
-export function appliedAndDrift(records: RunRecord[]): Pick<StatusResult, 'applied' | 'drift'> {
-  let applied: StatusResult['applied'] = null
-  let drift: StatusResult['drift'] = null
-  for (let i = records.length - 1; i >= 0 && (applied === null || drift === null); i--) {
-    const record = records[i]
-    if (applied === null && record.state === 'succeeded' && !record.noop) applied = {release: record.release, runId: record.id, finishedAt: record.finishedAt}
-    if (drift === null && record.resources && record.state !== 'running') {
-      const count = record.noop ? record.resources.outOfSync : record.resources.correctiveChange
-      if (count !== undefined) drift = {count, runId: record.id, noop: record.noop}
-    }
-  }
-
-  return {applied, drift}
+  drift: Applied['drift']
 }
 
 export interface StatusOptions {

@@ -6,7 +6,7 @@ const UNITS: Record<string, number> = {s: 1000, m: 60_000, h: 3_600_000, d: 86_4
  * A duration as people write it for timers: `90s`, `30m`, `6h`, `1d`, `1h30m`, or a bare
  * number of seconds. 64 (naming the flag) for anything else, zero included.
  */
-export function parseDuration(text: string, flag: string): number {
+export function parseDuration(text: string, flag: string, options: {allowZero?: boolean} = {}): number {
   const trimmed = text.trim()
   let ms = 0
   if (/^\d+$/.test(trimmed)) ms = Number(trimmed) * 1000
@@ -16,7 +16,8 @@ export function parseDuration(text: string, flag: string): number {
     throw new UsageError(`${flag} ${JSON.stringify(text)}: expected a duration such as 90s, 30m, 6h, 1d or 1h30m`)
   }
 
-  if (ms <= 0 || !Number.isSafeInteger(ms)) throw new UsageError(`${flag} ${JSON.stringify(text)}: must be more than 0 and less than forever`)
+  const zeroAllowed = ms === 0 && options.allowZero === true
+  if (!zeroAllowed && (ms <= 0 || !Number.isSafeInteger(ms))) throw new UsageError(`${flag} ${JSON.stringify(text)}: must be more than 0 and less than forever`)
   return ms
 }
 

@@ -1,0 +1,81 @@
+import {Args, Flags} from '@oclif/core'
+
+import {BaseCommand, describeWithExitCodes} from '../cli/base-command.js'
+import type {PromoteResult} from '../lib/repository/promote.js'
+import type {ChannelHealth} from '../lib/fleet/channel-health.js'
+
+export default class Promote extends BaseCommand {
+  static override summary = "Point a release channel at a published tag: the nodes whose input names APP/channels/NAME take it on their next apply --fetch."
+  static override description = describeWithExitCodes(
+    "Rewrites the repository's index as publish does (under its lock; next version, new expiry, signed, replaced atomically), " +
+      'so a node sees the channel move all at once or not at all. With --require-healthy CHANNEL and --prometheus URL, ' +
+      'first asks Prometheus whether every node following CHANNEL has applied this tag and its last run succeeded for at ' +
+      'least --for (and at least --min-nodes such nodes): if not, nothing changes, and the nodes not there yet are named with ' +
+      'why (not yet run, failed, disabled, stale, stopped reporting). A staged rollout for a pull fleet: promote to canary, ' +
+      "let the canaries' timers apply it, then promote to stable --require-healthy canary.",
+    [
+      {code: 0, meaning: 'the channel names the tag (moved, or already there)'},
+      {code: 1, meaning: '--require-healthy: a node following the channel is not healthy on the tag yet, or too few are; nothing changed'},
+      {code: 64, meaning: 'usage error (not an exact tag, a bad channel name, --require-healthy without --prometheus)'},
+      {code: 65, meaning: "the repository's index is invalid"},
+      {code: 66, meaning: 'the tag is not published, or no repository there'},
+      {code: 69, meaning: 'Prometheus cannot be reached or cannot answer'},
+      {code: 73, meaning: 'another publisher held the lock too long'},
+    ],
+  )
+
+  static override examples = [
+    '<%= config.bin %> promote foo/tags/1.1.0 --channel canary --repo /srv/www/puppet --sign release-key.pem',
+    '<%= config.bin %> promote foo/tags/1.1.0 --channel stable --require-healthy canary --prometheus http://prometheus:9090 --for 30m --min-nodes 2 --repo /srv/www/puppet --sign release-key.pem',
+  ]
+
+  static override args = {release: Args.string({description: 'the tag the channel will name: APP/tags/TAG', required: true})}
+  static override flags = {
+    channel: Flags.string({description: 'the channel to move (canary, stable, any lowercase name)', required: true, helpValue: 'NAME'}),
+    repo: Flags.string({description: 'the repository directory', required: true, helpValue: 'DIR'}),
+    sign: Flags.string({description: 'sign index.json with this Ed25519 private key (PEM)', helpValue: 'KEY.pem'}),
+    expires: Flags.string({description: 'how long nodes believe the new index (default 30d)', helpValue: 'DURATION'}),
+    'require-healthy': Flags.string({description: 'first require every node following this channel to be healthy on the tag (see --prometheus)', helpValue: 'CHANNEL', dependsOn: ['prometheus']}),
+    prometheus: Flags.string({description: "the Prometheus that scrapes the nodes' metrics (http://host:9090)", helpValue: 'URL'}),
+    for: Flags.string({description: '--require-healthy: how long each node must have been healthy on the tag (0s, 10m, 2h) [default: 0s]', helpValue: 'DURATION', dependsOn: ['require-healthy']}),
+    'min-nodes': Flags.integer({description: '--require-healthy: at least this many healthy nodes [default: 1]', min: 1, helpValue: 'N', dependsOn: ['require-healthy']}),
+    'stale-after': Flags.string({description: "--require-healthy: a node whose newest attempt is older than this is stale [default: 2h]", helpValue: 'DURATION', dependsOn: ['require-healthy']}),
+  }
+
+  async run(): Promise<PromoteResult | {promoted: false; health: ChannelHealth}> {
+    const {args, flags} = await this.parse(Promote)
+    const [{promoteChannel, parsePromotion}, {parseDuration}] = await Promise.all([import('../lib/repository/promote.js'), import('../lib/util/duration.js')])
+    const expiresInMs = flags.expires === undefined ? undefined : parseDuration(flags.expires, '--expires')
+    const {app, tag} = parsePromotion(args.release, flags.channel)
+    let health: ChannelHealth | undefined
+    if (flags['require-healthy']) {
+      const [{channelHealth}, {renderChannelHealth}] = await Promise.all([import('../lib/fleet/channel-health.js'), import('../cli/render/fleet-text.js')])
+      health = await channelHealth(flags.prometheus!, {
+        app,
+        release: `${app}/tags/${tag}`,
+        channel: flags['require-healthy'],
+        forMs: flags.for === undefined ? 0 : parseDuration(flags.for, '--for', {allowZero: true}),
+        minNodes: flags['min-nodes'] ?? 1,
+        staleAfterMs: flags['stale-after'] === undefined ? undefined : parseDuration(flags['stale-after'], '--stale-after'),
+      })
+      if (!this.jsonEnabled()) process.stderr.write(renderChannelHealth(health) + '\n')
+      if (!health.ok) {
+        process.exitCode = 1
+        if (!this.jsonEnabled()) process.stderr.write(`localpuppet: ${app}/channels/${flags.channel} not moved: ${health.why}\n`)
+        return {promoted: false, health}
+      }
+    }
+
+    const result = await promoteChannel({repo: flags.repo, release: args.release, channel: flags.channel, signingKey: flags.sign, expiresInMs})
+    if (!this.jsonEnabled()) {
+      this.log(
+        result.moved
+          ? `${result.app}/channels/${result.channel}: ${result.previous ? `${result.previous} -> ` : ''}${result.tag}`
+          : `${result.app}/channels/${result.channel} already names ${result.tag}`,
+      )
+      this.log(`index version ${result.version}, expires ${result.expires}${result.signedBy ? `, signed by ${result.signedBy}` : ''}`)
+    }
+
+    return health ? {...result, health} : result
+  }
+}

@@ -1,0 +1,93 @@
+import {formatAge} from '../util/duration.js'
+import {type PromNode, readPromFleet} from './prometheus-fleet.js'
+
+/** How one node following the channel stands against the release to promote. */
+export interface NodeHealth {
+  node: string
+  instance: string
+  /** healthy, or why not: not yet run, failed, disabled, stale, stopped reporting, settling (healthy for less than --for). */
+  state: 'healthy' | 'not yet run' | 'failed' | 'disabled' | 'stale' | 'stopped reporting' | 'settling'
+  reason: string
+  applied: string | null
+  healthySince: string | null
+}
+
+export interface ChannelHealth {
+  ok: boolean
+  /** One line: why the gate is shut, or that it is open. */
+  why: string
+  app: string
+  channel: string
+  release: string
+  forMs: number
+  minNodes: number
+  healthy: number
+  nodes: NodeHealth[]
+  prometheus: string
+  /** Prometheus' clock when it answered. */
+  at: string
+}
+
+export interface HealthOptions {
+  app: string
+  /** The tag to promote: `foo/tags/1.1.0`. */
+  release: string
+  /** The channel whose nodes must be healthy on it. */
+  channel: string
+  /** How long each must have been healthy (0: its newest run succeeded on it). */
+  forMs: number
+  minNodes: number
+  /** A node whose newest attempt is older than this is stale (default 2 h: four periods of the shipped 30-minute timer). */
+  staleAfterMs?: number
+  lookbackMs?: number
+}
+
+const DEFAULT_STALE_AFTER_MS = 2 * 3_600_000
+
+/** Judges one node against the release, at Prometheus' time `now`. */
+export function judgeNode(node: PromNode, options: HealthOptions, now: number): NodeHealth {
+  const base = {node: node.node, instance: node.instance, applied: node.applied, healthySince: node.healthySince}
+  const age = (iso: string | null) => (iso ? formatAge(now - Date.parse(iso)) : 'never')
+  const staleAfter = options.staleAfterMs ?? DEFAULT_STALE_AFTER_MS
+  if (node.stopped) return {...base, state: 'stopped reporting', reason: `its metrics are gone from Prometheus (newest attempt ${age(node.at)} ago)`}
+  if (node.disabled) return {...base, state: 'disabled', reason: `Puppet is disabled: ${node.disabled}`}
+  if (node.at === null || now - Date.parse(node.at) > staleAfter) return {...base, state: 'stale', reason: `newest attempt ${age(node.at)} ago (more than ${formatAge(staleAfter)})`}
+  const failed = node.lastRunSuccess === false || ['failed', 'error', 'refused', 'interrupted'].includes(node.state)
+  if (failed) return {...base, state: 'failed', reason: `newest attempt ${node.state}${node.exitCode !== null ? ` (exit ${node.exitCode})` : ''}${node.release ? ` on ${node.release}` : ''}`}
+  if (node.applied !== options.release) return {...base, state: 'not yet run', reason: `has applied ${node.applied ?? 'nothing'}${node.desired && node.desired !== options.release ? `; its channel resolved to ${node.desired}` : ''}`}
+  const healthyFor = node.healthySince ? now - Date.parse(node.healthySince) : 0
+  if (healthyFor < options.forMs) return {...base, state: 'settling', reason: `healthy on it for ${formatAge(healthyFor)} of ${formatAge(options.forMs)}`}
+  return {...base, state: 'healthy', reason: `healthy on it for ${formatAge(healthyFor)}`}
+}
+
+/**
+ * promote --require-healthy: every node whose input follows `channel` of `app` (by its
+ * metrics) must have applied `release`, its newest run succeeded, for at least `forMs`, and
+ * at least `minNodes` of them; otherwise the gate is shut and each node not there is named.
+ */
+export async function channelHealth(url: string, options: HealthOptions): Promise<ChannelHealth> {
+  const fleet = await readPromFleet(url, {lookbackMs: options.lookbackMs})
+  const following = fleet.nodes.filter((node) => node.channel === options.channel && node.app === options.app)
+  const nodes = following.map((node) => judgeNode(node, options, fleet.at))
+  const healthy = nodes.filter((node) => node.state === 'healthy').length
+  const waiting = nodes.filter((node) => node.state !== 'healthy')
+  const where = `${options.app}/channels/${options.channel}`
+  let why: string
+  if (following.length === 0) why = `no node follows ${where} in ${url}'s metrics`
+  else if (waiting.length > 0) why = `${waiting.length} of ${nodes.length} nodes following ${where} are not healthy on ${options.release}: ${waiting.map((node) => `${node.node} (${node.state})`).join(', ')}`
+  else if (healthy < options.minNodes) why = `only ${healthy} node${healthy === 1 ? '' : 's'} following ${where} healthy on ${options.release}; --min-nodes ${options.minNodes}`
+  else why = `all ${healthy} nodes following ${where} are healthy on ${options.release}`
+  return {
+    ok: following.length > 0 && waiting.length === 0 && healthy >= options.minNodes,
+    why,
+    app: options.app,
+    channel: options.channel,
+    release: options.release,
+    forMs: options.forMs,
+    minNodes: options.minNodes,
+    healthy,
+    nodes,
+    prometheus: url,
+    at: new Date(fleet.at).toISOString(),
+  }
+}

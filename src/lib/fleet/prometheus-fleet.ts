@@ -1,0 +1,162 @@
+import {PrometheusClient, type PromSample} from '../prometheus/client.js'
+import {type FleetRow, type FleetStatus, summarizeFleet} from './fleet-status.js'
+
+/** What the node metrics say of one node (its series, by job and instance), at Prometheus' evaluation time. */
+export interface PromNode extends FleetRow {
+  /** The scrape target the series came from (`host:9100`). */
+  instance: string
+  job: string
+  app: string | null
+  /** The channel its input names, or null. */
+  channel: string | null
+  /** The release its input's app resolved to on its newest attempt (a channel's tag), or null. */
+  desired: string | null
+  /** When its newest run that succeeded ended, and since when its runs have all succeeded on the applied release. */
+  lastSuccessAt: string | null
+  healthySince: string | null
+  /** Whether the newest completed run succeeded (null: none). */
+  lastRunSuccess: boolean | null
+  /** The newest finished attempt's exit code. */
+  exitCode: number | null
+  /** Its series are gone from Prometheus (the exporter down, or no longer scraped), though seen within the lookback. */
+  stopped: boolean
+}
+
+export interface PromFleet {
+  nodes: PromNode[]
+  /** Prometheus' evaluation time (ms): ages are measured from its clock. */
+  at: number
+  url: string
+}
+
+/** The node metrics a fleet view reads; one instant query for all of them. */
+const NAMES = [
+  'desired_release_info',
+  'applied_release_info',
+  'healthy_since_timestamp_seconds',
+  'last_run_success',
+  'last_success_timestamp_seconds',
+  'last_attempt_timestamp_seconds',
+  'last_attempt_exit_code',
+  'puppet_disabled',
+  'release_info',
+  'last_run_resources',
+  'run_in_progress',
+]
+
+export interface PromFleetOptions {
+  /** How far back a node that stopped reporting is still listed (ms, default 1 day). */
+  lookbackMs?: number
+  timeoutMs?: number
+  /** Only the nodes whose input follows this channel. */
+  channel?: string
+}
+
+/**
+ * The fleet as the node exporters' Prometheus sees it: one query for every current series
+ * of the node metrics, one for the nodes seen within the lookback (so a node whose
+ * exporter went quiet is listed as stopped, never left out), one for their last attempt.
+ */
+export async function readPromFleet(url: string, options: PromFleetOptions = {}): Promise<PromFleet> {
+  const client = new PrometheusClient(url, {timeoutMs: options.timeoutMs})
+  const lookback = `${Math.max(60, Math.round((options.lookbackMs ?? 86_400_000) / 1000))}s`
+  const [current, seen, lastAttempts] = await Promise.all([
+    client.query(`{__name__=~"localpuppet_(${NAMES.join('|')})"}`),
+    client.query(`last_over_time(localpuppet_desired_release_info[${lookback}])`),
+    client.query(`last_over_time(localpuppet_last_attempt_timestamp_seconds[${lookback}])`),
+  ])
+  const at = current[0]?.at ?? seen[0]?.at ?? Date.now()
+  const byTarget = new Map<string, PromSample[]>()
+  const key = (labels: Record<string, string>) => `${labels.job ?? ''}\u0000${labels.instance ?? ''}`
+  for (const sample of current) byTarget.set(key(sample.labels), [...(byTarget.get(key(sample.labels)) ?? []), sample])
+  const nodes: PromNode[] = []
+  const seenTargets = new Set<string>()
+  for (const [target, samples] of byTarget) {
+    if (!samples.some((s) => s.labels.__name__ === 'localpuppet_desired_release_info' || s.labels.__name__ === 'localpuppet_last_attempt_timestamp_seconds')) continue
+    nodes.push(nodeFrom(samples))
+    seenTargets.add(target)
+  }
+
+  for (const sample of seen) {
+    const target = key(sample.labels)
+    if (seenTargets.has(target)) continue
+    seenTargets.add(target)
+    const last = lastAttempts.find((s) => key(s.labels) === target)
+    nodes.push(stoppedNode(sample.labels, last?.value))
+  }
+
+  nodes.sort((a, b) => (a.node < b.node ? -1 : a.node > b.node ? 1 : 0))
+  return {nodes, at, url}
+}
+
+const iso = (seconds: number | undefined) => (seconds === undefined || !Number.isFinite(seconds) ? null : new Date(seconds * 1000).toISOString())
+
+function nodeFrom(samples: PromSample[]): PromNode {
+  const one = (name: string) => samples.find((s) => s.labels.__name__ === `localpuppet_${name}`)
+  const desired = one('desired_release_info')?.labels
+  const applied = one('applied_release_info')?.labels.release ?? null
+  const exit = one('last_attempt_exit_code')
+  const running = one('run_in_progress')?.value === 1
+  const disabled = one('puppet_disabled')
+  const success = one('last_run_success')
+  const corrective = samples.find((s) => s.labels.__name__ === 'localpuppet_last_run_resources' && s.labels.kind === 'corrective_change')
+  const labels = samples[0].labels
+  const resolved = desired?.release || null
+  const ref = desired?.ref || null
+  return {
+    node: desired?.node || labels.instance || '?',
+    instance: labels.instance ?? '',
+    job: labels.job ?? '',
+    app: desired?.app || null,
+    channel: desired?.channel || null,
+    wanted: ref,
+    desired: resolved,
+    applied,
+    state: running ? 'running' : (exit?.labels.state ?? 'no runs'),
+    release: one('release_info')?.labels.release ?? null,
+    at: iso(one('last_attempt_timestamp_seconds')?.value),
+    noop: false,
+    drift: corrective ? corrective.value : null,
+    disabled: disabled?.value === 1 ? disabled.labels.message || '(no message)' : null,
+    message: null,
+    onWanted: resolved ? applied === resolved : null,
+    lastSuccessAt: iso(one('last_success_timestamp_seconds')?.value),
+    healthySince: iso(one('healthy_since_timestamp_seconds')?.value),
+    lastRunSuccess: success ? success.value === 1 : null,
+    exitCode: exit ? exit.value : null,
+    stopped: false,
+  }
+}
+
+function stoppedNode(labels: Record<string, string>, lastAttempt: number | undefined): PromNode {
+  return {
+    node: labels.node || labels.instance || '?',
+    instance: labels.instance ?? '',
+    job: labels.job ?? '',
+    app: labels.app || null,
+    channel: labels.channel || null,
+    wanted: labels.ref || null,
+    desired: labels.release || null,
+    applied: null,
+    state: 'stopped reporting',
+    release: null,
+    at: iso(lastAttempt),
+    noop: false,
+    drift: null,
+    disabled: null,
+    message: null,
+    onWanted: null,
+    lastSuccessAt: null,
+    healthySince: null,
+    lastRunSuccess: null,
+    exitCode: null,
+    stopped: true,
+  }
+}
+
+/** fleet status --prometheus: the same rows and counts as the MCollective view, from the nodes' metrics. */
+export async function fleetStatusViaPrometheus(url: string, options: PromFleetOptions = {}): Promise<FleetStatus & {at: string}> {
+  const fleet = await readPromFleet(url, options)
+  const nodes = options.channel === undefined ? fleet.nodes : fleet.nodes.filter((node) => node.channel === options.channel)
+  return {...summarizeFleet(nodes, `Prometheus ${url} (every node seen in the last ${Math.round((options.lookbackMs ?? 86_400_000) / 3_600_000)}h)`), at: new Date(fleet.at).toISOString()}
+}

@@ -1,0 +1,123 @@
+import {mkdir, open, readFile, stat} from 'node:fs/promises'
+import {join} from 'node:path'
+
+import {keyId, type loadSigningKey, signIndex} from '../archive/signature.js'
+import {UsageError, describeFsError} from '../errors.js'
+import {RunLock} from '../state/lock.js'
+import {writeFileAtomic} from '../util/atomic-write.js'
+import {
+  DEFAULT_INDEX_EXPIRY_MS,
+  type RepositoryIndex,
+  REPOSITORY_INDEX,
+  REPOSITORY_SIGNATURE,
+  emptyRepositoryIndex,
+  parseRepositoryIndex,
+  serializeRepositoryIndex,
+} from './repository-index.js'
+
+/** The lock publishers of one repository take; hidden, so a web server's listing does not show it. */
+const LOCK_FILE = '.localpuppet-publish.lock'
+
+type SigningKey = Awaited<ReturnType<typeof loadSigningKey>>
+
+/** How publish and promote change a repository's index. */
+export interface IndexUpdateOptions {
+  repo: string
+  /** The Ed25519 private key that signs index.json (loadSigningKey): a signed repository must be signed again. */
+  key: SigningKey | null
+  /** How long to wait for another publisher's lock, in ms. */
+  lockWaitMs?: number
+  /** How long the new index is valid, in ms (DEFAULT_INDEX_EXPIRY_MS when absent). */
+  expiresInMs?: number
+  now?: () => number
+}
+
+export interface IndexUpdate {
+  /** The key id that signed index.json, or null. */
+  signedBy: string | null
+  /** The new index's version (the previous one's + 1) and expiry. */
+  version: number
+  expires: string
+}
+
+/**
+ * Changes a repository's index under its lock: `change` gets the index just read (so no
+ * publisher loses another's work) and writes what it adds beside it first (archives, node
+ * inputs); then the index gets the next version and a new expiry and is replaced, its
+ * signature first and the index last, so a reader never sees an index naming a file that is
+ * not there. Every change, even of nothing, re-signs: what lets nodes refuse a replayed
+ * index and notice a frozen one.
+ */
+export async function updateIndex<T>(options: IndexUpdateOptions, change: (index: RepositoryIndex) => Promise<T>): Promise<T & IndexUpdate> {
+  const now = options.now ?? Date.now
+  const expiresInMs = options.expiresInMs ?? DEFAULT_INDEX_EXPIRY_MS
+  if (Number.isNaN(new Date(now() + expiresInMs).getTime())) throw new UsageError(`--expires: ${expiresInMs} ms from now is past the last date this localpuppet can write`)
+  const {key} = options
+  await ensureRepoDir(options.repo)
+  const lock = await RunLock.acquireFileWaiting(join(options.repo, LOCK_FILE), options.lockWaitMs ?? 120_000)
+  try {
+    const {index, signed} = await readCurrentIndex(options.repo)
+    if (signed && !key) throw new UsageError(`${options.repo} is a signed repository (${REPOSITORY_SIGNATURE}); publish with --sign KEY.pem`, ['an index without a fresh signature would be refused by every node'])
+    const result = await change(index)
+    // Under the lock, from the index just read: two publishers never write the same version.
+    index.version = (index.version ?? 0) + 1
+    index.expires = new Date(now() + expiresInMs).toISOString()
+    const bytes = serializeRepositoryIndex(index)
+    // The signature first: a reader that gets the new signature with the old index retries
+    // once and then sees both new. Then the index, the last thing written.
+    if (key) await writeFileAtomic(join(options.repo, REPOSITORY_SIGNATURE), signIndex(bytes, key), 0o644)
+    await writeFileAtomic(join(options.repo, REPOSITORY_INDEX), bytes, 0o644)
+    await syncDir(options.repo)
+    return {...result, signedBy: key ? keyId(key) : null, version: index.version, expires: index.expires}
+  } finally {
+    await lock.release()
+  }
+}
+
+/** Whether the repository has an index yet. */
+export async function hasIndex(repo: string): Promise<boolean> {
+  return stat(join(repo, REPOSITORY_INDEX)).then(
+    () => true,
+    () => false,
+  )
+}
+
+/** The repository's index as it is now (an empty one when there is none yet), and whether it is signed. */
+export async function readCurrentIndex(repo: string): Promise<{index: RepositoryIndex; signed: boolean}> {
+  let bytes: Buffer
+  try {
+    bytes = await readFile(join(repo, REPOSITORY_INDEX))
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw describeFsError(error, `${repo}/${REPOSITORY_INDEX}`)
+    return {index: emptyRepositoryIndex(), signed: false}
+  }
+
+  const signed = await stat(join(repo, REPOSITORY_SIGNATURE)).then(
+    () => true,
+    () => false,
+  )
+  return {index: parseRepositoryIndex(bytes, join(repo, REPOSITORY_INDEX)), signed}
+}
+
+async function ensureRepoDir(repo: string): Promise<void> {
+  try {
+    const info = await stat(repo)
+    if (!info.isDirectory()) throw new UsageError(`repository ${repo}: not a directory`)
+  } catch (error) {
+    if (error instanceof UsageError) throw error
+    if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw describeFsError(error, `repository ${repo}`)
+    await mkdir(repo, {recursive: true, mode: 0o755})
+  }
+}
+
+/** fsyncs a directory, so the renames in it survive a crash. */
+export async function syncDir(dir: string): Promise<void> {
+  const handle = await open(dir, 'r')
+  try {
+    await handle.sync()
+  } catch {
+    // Some filesystems refuse fsync on a directory; the renames are still atomic.
+  } finally {
+    await handle.close()
+  }
+}

@@ -1,0 +1,139 @@
+import {createHash, randomBytes} from 'node:crypto'
+import {readdir, mkdir, open, rename, stat, unlink} from 'node:fs/promises'
+import {basename, dirname, join} from 'node:path'
+
+import {InputError, NotFoundError, ReleaseError, UsageError, describeFsError} from '../errors.js'
+import {parseNodeInput} from '../input/node-input.js'
+import {readInputText} from '../input/read-input.js'
+import {type ReleaseRef, maxSatisfyingTag} from '../release/release-ref.js'
+import {type PublishedInput, type RepositoryIndex, inputPathFor, isValidNodeName} from './repository-index.js'
+
+/** A node input to publish: the node's name and the file it comes from. */
+export interface NodeInputFile {
+  node: string
+  file: string
+}
+
+/** A node input read and validated, ready to go into the repository. */
+export interface CheckedNodeInput extends NodeInputFile {
+  bytes: Buffer
+  sha256: string
+  app: string
+  ref: ReleaseRef
+}
+
+export interface PublishedNodeInput {
+  node: string
+  input: string
+  sha256: string
+  app: string
+  /** added: a node new to the repository; updated: its input changed; unchanged: the same bytes. */
+  status: 'added' | 'updated' | 'unchanged'
+}
+
+/** `--inputs DIR`: every `NAME.yaml` in it is node NAME's input. */
+export async function nodeInputsIn(dir: string): Promise<NodeInputFile[]> {
+  let names: string[]
+  try {
+    names = await readdir(dir)
+  } catch (error) {
+    throw describeFsError(error, `--inputs ${dir}`)
+  }
+
+  const files = names.filter((name) => name.endsWith('.yaml')).sort()
+  if (files.length === 0) throw new NotFoundError(`--inputs ${dir}: no NAME.yaml files (one per node, named by the node)`)
+  return files.map((name) => ({node: name.slice(0, -'.yaml'.length), file: join(dir, name)}))
+}
+
+/**
+ * Reads and validates each node input as apply would (65 naming the file, key and line),
+ * before the repository is touched: the node's name must be a host name, and its app a
+ * tag, a range or a channel (a repository holds no trunk or branch, so a node could never
+ * fetch one).
+ */
+export async function checkNodeInputs(inputs: NodeInputFile[]): Promise<CheckedNodeInput[]> {
+  const seen = new Set<string>()
+  const checked: CheckedNodeInput[] = []
+  for (const {node, file} of inputs) {
+    if (!isValidNodeName(node)) throw new UsageError(`node name ${JSON.stringify(node)} (${file}): not a host name (lowercase letters, digits, '.', '-', '_')`)
+    if (seen.has(node)) throw new UsageError(`node ${node}: two inputs given`)
+    seen.add(node)
+    const {text} = await readInputText(file)
+    const input = parseNodeInput(text, file)
+    if (input.app.kind === 'trunk' || input.app.kind === 'branch') {
+      throw new InputError(`${file}: app ${input.app.text}: a repository holds tags only, so node ${node} could never fetch it`, [`name a tag (${input.app.app}/tags/1.0.0), a range (${input.app.app}@^1) or a channel (${input.app.app}/channels/stable)`])
+    }
+
+    const bytes = Buffer.from(text, 'utf8')
+    checked.push({node, file, bytes, sha256: createHash('sha256').update(bytes).digest('hex'), app: input.app.text, ref: input.app})
+  }
+
+  return checked
+}
+
+/**
+ * Under the repository's lock, with the index just read: each input's app must resolve in
+ * it (a tag it lists, a range a tag satisfies, a channel it has: 66 naming the node
+ * otherwise, as the node would meet it), then the input is written by its content
+ * (`inputs/NODE/<sha256>.yaml`: temp file, fsync, rename) and the index entry set.
+ */
+export async function addNodeInputs(repo: string, index: RepositoryIndex, inputs: CheckedNodeInput[], now: () => number): Promise<PublishedNodeInput[]> {
+  const results: PublishedNodeInput[] = []
+  for (const input of inputs) assertResolvable(index, input)
+  for (const input of inputs) {
+    const before = index.nodes?.[input.node]
+    const path = inputPathFor(input.node, input.sha256)
+    if (before?.sha256 === input.sha256 && (await exists(join(repo, path)))) {
+      results.push({node: input.node, input: path, sha256: input.sha256, app: input.app, status: 'unchanged'})
+      continue
+    }
+
+    await writeInto(join(repo, path), input.bytes)
+    const published: PublishedInput = {input: path, size: input.bytes.length, sha256: input.sha256, app: input.app, publishedAt: new Date(now()).toISOString()}
+    ;(index.nodes ??= {})[input.node] = published
+    results.push({node: input.node, input: path, sha256: input.sha256, app: input.app, status: before ? 'updated' : 'added'})
+  }
+
+  return results
+}
+
+function assertResolvable(index: RepositoryIndex, input: CheckedNodeInput): void {
+  const {ref} = input
+  const tags = Object.keys(index.apps[ref.app]?.tags ?? {})
+  const fail = (why: string): never => {
+    throw new NotFoundError(`${input.file}: node ${input.node}'s app ${input.app}: ${why}`, ['publish the release first (both may be given to one publish), or promote a tag to the channel'])
+  }
+
+  if (ref.kind === 'tag' && !tags.includes(ref.tag)) fail(`the repository has no tag ${ref.tag} of ${ref.app}`)
+  if (ref.kind === 'channel' && index.apps[ref.app]?.channels?.[ref.channel] === undefined) fail(`the repository has no channel ${ref.channel} of ${ref.app}`)
+  if (ref.kind === 'range' && !tags.includes(ref.range) && maxSatisfyingTag(tags, ref.range) === undefined) fail(`no tag of ${ref.app} in the repository satisfies ${JSON.stringify(ref.range)}`)
+}
+
+async function exists(path: string): Promise<boolean> {
+  return stat(path).then(
+    () => true,
+    () => false,
+  )
+}
+
+/** Writes a new file: temp file, fsync, rename; 0644 so a web server can read it. */
+async function writeInto(target: string, bytes: Buffer): Promise<void> {
+  await mkdir(dirname(target), {recursive: true, mode: 0o755})
+  const temp = join(dirname(target), `.${basename(target)}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`)
+  try {
+    const handle = await open(temp, 'wx', 0o644)
+    try {
+      await handle.writeFile(bytes)
+      await handle.chmod(0o644)
+      await handle.sync()
+    } finally {
+      await handle.close()
+    }
+
+    await rename(temp, target)
+  } catch (error) {
+    await unlink(temp).catch(() => {})
+    if (error instanceof ReleaseError) throw error
+    throw describeFsError(error, target)
+  }
+}

@@ -1,0 +1,83 @@
+import {createHash} from 'node:crypto'
+import {readFile} from 'node:fs/promises'
+import {dirname} from 'node:path'
+
+import {settingList} from '../config/settings.js'
+import type {NodeIdentity} from '../config/node-identity.js'
+import {UsageError, describeFsError} from '../errors.js'
+import {type NodeInput, parseNodeInput} from '../input/node-input.js'
+import {writeFileAtomic} from '../util/atomic-write.js'
+import {findTrustProblem, refuseUnlessAllowed} from '../util/trusted-path.js'
+import {configuredSource, openSource, type ConfiguredFetch} from './fetch.js'
+import type {FetchOptions, FetchResult} from './release-source.js'
+
+/** The node input the fetch brought: its node, sha256, and whether the input file changed. */
+export interface FetchedNodeInput {
+  node: string
+  sha256: string
+  /** updated: the input file was rewritten; unchanged: it already held these bytes; not kept: plan, which writes no input. */
+  status: 'updated' | 'unchanged' | 'not kept'
+}
+
+export interface NodeFetch {
+  input: NodeInput
+  text: string
+  nodeInput: FetchedNodeInput
+  result: FetchResult
+}
+
+/**
+ * `apply --fetch` on a node whose input comes from the repository: one read of the signed
+ * index gives the node's own input (verified against the index's sha256: 65 otherwise,
+ * nothing kept) and the releases its app needs, which are fetched. Only then, with `keep`,
+ * is the input written over the node's input file (atomically; only when it changed), so
+ * that status, plan, --save and the finish hook see it, and a run without the repository
+ * applies it. The input file's directory must be one only root can write (77).
+ */
+export async function fetchNodeInput(inputPath: string, identity: NodeIdentity, fetch: ConfiguredFetch, options: Pick<FetchOptions, 'timeoutSeconds' | 'onProgress'> & {keep: boolean}): Promise<NodeFetch> {
+  if (inputPath === '-') throw new UsageError('input_from: repository: the input comes from the repository; give no input on standard input')
+  const source = await configuredSource(fetch)
+  const trust = await settingList('trust', fetch.trust)
+  const fetchOptions: FetchOptions = {moduleDir: fetch.moduleDir, trust, insecure: fetch.insecure, timeoutSeconds: options.timeoutSeconds, allowUntrusted: fetch.allowUntrusted, onProgress: options.onProgress}
+  const {assertTrustedModuleDir} = await import('../install/install-record.js')
+  const untrusted = assertTrustedModuleDir(fetch.moduleDir, fetch.allowUntrusted)
+  if (options.keep) {
+    // Root writes the file it will apply next: a directory others can write could swap it after.
+    const problem = findTrustProblem(dirname(inputPath), {what: 'input directory'})
+    refuseUnlessAllowed(problem, {allow: fetch.allowUntrusted})
+    if (problem) untrusted.push(problem.message)
+  }
+
+  const opened = await openSource(source, fetchOptions)
+  try {
+    if (!opened.nodeInput) throw new UsageError(`input_from: repository needs a release repository as the source, not ${source}`)
+    const got = await opened.nodeInput(identity.node, fetchOptions)
+    const input = parseNodeInput(got.text, `${got.location} (input of node ${identity.node})`)
+    const result = await opened.fetch([input.app.text], fetchOptions)
+    let status: FetchedNodeInput['status'] = 'not kept'
+    if (options.keep) {
+      const before = await readFile(inputPath).catch((error: NodeJS.ErrnoException) => {
+        if (error.code === 'ENOENT') return null
+        throw describeFsError(error, `input file ${inputPath}`)
+      })
+      const same = before !== null && createHash('sha256').update(before).digest('hex') === got.sha256
+      if (!same) {
+        await writeFileAtomic(inputPath, got.text, 0o644).catch((error: unknown) => {
+          throw describeFsError(error, `input file ${inputPath}`)
+        })
+      }
+
+      status = same ? 'unchanged' : 'updated'
+    }
+
+    const kept = options.keep ? {...input, source: inputPath} : input
+    return {
+      input: kept,
+      text: got.text,
+      nodeInput: {node: identity.node, sha256: got.sha256, status},
+      result: {...result, nodeInput: {node: identity.node, sha256: got.sha256, status}, untrusted: [...new Set([...untrusted, ...(result.untrusted ?? [])])]},
+    }
+  } finally {
+    await opened.close()
+  }
+}
