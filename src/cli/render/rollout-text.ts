@@ -145,27 +145,41 @@ export function renderRolloutList(records: RolloutRecord[]): string {
 }
 
 /** `fleet status`: one line per node, then counts. */
+/** What a row read from Prometheus adds (lib/fleet/prometheus-fleet.ts). */
+interface FleetRowExtras {
+  desired?: string | null
+  lastSuccessAt?: string | null
+}
+
 export function renderFleetStatus(status: FleetStatus, now = Date.now()): string {
-  const rows = status.nodes.map((row) => [
-    row.node,
-    row.wanted,
-    row.applied,
-    row.onWanted === false ? chalk.red('no') : row.onWanted ? 'yes' : null,
-    row.state === 'succeeded' ? chalk.green(row.state) : ['no answer', 'failed', 'error', 'refused', 'interrupted'].includes(row.state) ? chalk.red(row.state) : row.state,
-    row.release,
-    row.at ? formatAge(now - Date.parse(row.at)) : null,
-    row.drift,
-    [row.noop ? 'noop' : '', row.disabled ? `disabled: ${row.disabled}` : '', firstLine(row.message)].filter(Boolean).join('; '),
-  ])
+  // From Prometheus: what a channel resolved to, and the age of the newest success.
+  const extended = status.nodes.some((row) => (row as FleetRowExtras).lastSuccessAt !== undefined)
+  const rows = status.nodes.map((row) => {
+    const {desired, lastSuccessAt} = row as FleetRowExtras
+    const wanted = desired && row.wanted && !row.wanted.endsWith(`/tags/${desired.split('/').pop()}`) ? `${row.wanted} (${desired.split('/').pop()})` : row.wanted
+    return [
+      row.node,
+      wanted,
+      row.applied,
+      row.onWanted === false ? chalk.red('no') : row.onWanted ? 'yes' : null,
+      row.state === 'succeeded' ? chalk.green(row.state) : ['no answer', 'stopped reporting', 'failed', 'error', 'refused', 'interrupted'].includes(row.state) ? chalk.red(row.state) : row.state,
+      row.release,
+      row.at ? formatAge(now - Date.parse(row.at)) : null,
+      ...(extended ? [lastSuccessAt ? formatAge(now - Date.parse(lastSuccessAt)) : null] : []),
+      row.drift,
+      [row.noop ? 'noop' : '', row.disabled ? `disabled: ${row.disabled}` : '', firstLine(row.message)].filter(Boolean).join('; '),
+    ]
+  })
   const by = (counts: Record<string, number>) =>
     Object.entries(counts)
       .sort()
       .map(([name, n]) => `${name} = ${n}`)
       .join(', ')
-  const lines = [columns(['NODE', 'WANTED', 'APPLIED', 'ON_WANTED', 'NEWEST', 'RELEASE', 'AGE', 'DRIFT', 'NOTE'], rows), '']
+  const headers = ['NODE', 'WANTED', 'APPLIED', 'ON_WANTED', 'NEWEST', 'RELEASE', 'AGE', ...(extended ? ['SUCCESS_AGE'] : []), 'DRIFT', 'NOTE']
+  const lines = [columns(headers, rows), '']
   if (Object.keys(status.byApplied).length > 0) lines.push(`By applied release: ${by(status.byApplied)}`, `By state (newest attempt): ${by(status.byState)}`)
   if (status.disabled > 0) lines.push(`Puppet disabled: ${status.disabled}`)
-  if (status.noAnswer.length > 0) lines.push(`No answer: ${status.noAnswer.join(', ')}`)
+  if (status.noAnswer.length > 0) lines.push(`${extended ? 'Stopped reporting' : 'No answer'}: ${status.noAnswer.join(', ')}`)
   const off = status.offWanted.filter((node) => !status.noAnswer.includes(node))
   if (off.length > 0) lines.push(`Not on their wanted release: ${off.join(', ')}`)
   lines.push(`Nodes: ${status.expectedFrom}`)

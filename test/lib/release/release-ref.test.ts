@@ -292,7 +292,7 @@ test('property: every generated valid reference parses to what it names, text ke
       t.deepEqual(ref, {...expected, text})
       // Round trip: the text it keeps parses to the same reference.
       t.deepEqual(parseReleaseRef(ref.text), ref)
-      if (ref.kind !== 'range') t.is(releasePath(ref), plain)
+      if (ref.kind !== 'range' && ref.kind !== 'channel') t.is(releasePath(ref), plain)
     }),
     {numRuns: 2000},
   )

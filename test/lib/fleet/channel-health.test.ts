@@ -1,0 +1,46 @@
+import test from 'ava'
+
+import {judgeNode} from '../../../src/lib/fleet/channel-health.js'
+import type {PromNode} from '../../../src/lib/fleet/prometheus-fleet.js'
+
+const NOW = Date.parse('2026-11-25T12:00:00.000Z')
+const ago = (minutes: number) => new Date(NOW - minutes * 60_000).toISOString()
+const options = {app: 'foo', release: 'foo/tags/1.1.0', channel: 'canary', forMs: 10 * 60_000, minNodes: 1}
+const node = (fields: Partial<PromNode>): PromNode => ({
+  node: 'web1',
+  instance: '127.0.0.1:9100',
+  job: 'localpuppet',
+  app: 'foo',
+  channel: 'canary',
+  wanted: 'foo/channels/canary',
+  desired: 'foo/tags/1.1.0',
+  applied: 'foo/tags/1.1.0',
+  state: 'succeeded',
+  release: 'foo/tags/1.1.0',
+  at: ago(5),
+  noop: false,
+  drift: 0,
+  disabled: null,
+  message: null,
+  onWanted: true,
+  lastSuccessAt: ago(5),
+  healthySince: ago(30),
+  lastRunSuccess: true,
+  exitCode: 0,
+  stopped: false,
+  ...fields,
+})
+
+test('a node is healthy once it applied the release and every run since succeeded for --for', (t) => {
+  t.like(judgeNode(node({}), options, NOW), {state: 'healthy'})
+  t.like(judgeNode(node({healthySince: ago(3)}), options, NOW), {state: 'settling', reason: 'healthy on it for 3m of 10m'})
+})
+
+test('each way of not being there yet is named', (t) => {
+  t.like(judgeNode(node({applied: 'foo/tags/1.0.0', desired: 'foo/tags/1.0.0'}), options, NOW), {state: 'not yet run', reason: 'has applied foo/tags/1.0.0; its channel resolved to foo/tags/1.0.0'})
+  t.like(judgeNode(node({applied: 'foo/tags/1.0.0', state: 'failed', lastRunSuccess: false, exitCode: 1}), options, NOW), {state: 'failed', reason: 'newest attempt failed (exit 1) on foo/tags/1.1.0'})
+  t.like(judgeNode(node({state: 'refused', exitCode: 65}), options, NOW), {state: 'failed'})
+  t.like(judgeNode(node({disabled: 'maintenance'}), options, NOW), {state: 'disabled', reason: 'Puppet is disabled: maintenance'})
+  t.like(judgeNode(node({at: ago(180)}), options, NOW), {state: 'stale'})
+  t.like(judgeNode(node({stopped: true}), options, NOW), {state: 'stopped reporting'})
+})
