@@ -112,7 +112,7 @@ for (const [text, why] of invalid) {
     t.is(error.exitCode, 65)
     t.is(error.code, 'invalid-release')
     t.is(error.message, `input.yaml:1: app: ${JSON.stringify(text)} ${why}`)
-    t.deepEqual(error.suggestions, ['use APP/trunk, APP/branches/NAME, APP/tags/TAG or APP@RANGE (e.g. foo@^1.2)'])
+    t.deepEqual(error.suggestions, ['use APP/trunk, APP/branches/NAME, APP/tags/TAG, APP@RANGE (e.g. foo@^1.2) or APP/channels/NAME'])
   })
 }
 
