@@ -1,5 +1,13 @@
 import {createConnection, createServer} from 'node:net'
 
+/** A server a test started on 127.0.0.1, stopped by its PID. */
+export interface StartedServer {
+  url: string
+  port: number
+  pid: number
+  stop(): Promise<void>
+}
+
 /** A free TCP port on 127.0.0.1, picked at run time. */
 export async function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {

@@ -3,18 +3,13 @@ import {mkdir, writeFile} from 'node:fs/promises'
 import {join} from 'node:path'
 import {setTimeout as sleep} from 'node:timers/promises'
 
-import {freePort, portOpen} from './net.js'
+import {type StartedServer, freePort, portOpen} from './net.js'
 
 export {freePort}
 
 export const NGINX = '/usr/sbin/nginx'
 
-export interface Nginx {
-  url: string
-  port: number
-  pid: number
-  stop(): Promise<void>
-}
+export type Nginx = StartedServer
 
 /**
  * Debian's nginx serving `root` on 127.0.0.1 with a generated configuration, all its

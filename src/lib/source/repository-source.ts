@@ -86,8 +86,9 @@ export class RepositorySource implements ReleaseSource {
       const names = Object.keys(index.nodes ?? {})
       const {closest} = await import('../util/did-you-mean.js')
       const near = closest(node, names)
+      const {configPath} = await import('../config/settings.js')
       throw new NotFoundError(`node ${node} has no input in the repository ${this.label}${near ? ` (did you mean ${near}?)` : names.length === 0 ? '; it lists no node inputs' : ''}`, [
-        `publish one: localpuppet publish --node ${node} --input FILE --repo DIR; or set node_name in /etc/localpuppet/config.yaml`,
+        `publish one: localpuppet publish --node ${node} --input FILE --repo DIR; or set node_name in ${configPath().path}`,
       ])
     }
 

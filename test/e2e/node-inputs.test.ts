@@ -1,0 +1,142 @@
+import {readFile, readdir, mkdir, rm, writeFile} from 'node:fs/promises'
+import {join} from 'node:path'
+
+import test from 'ava'
+
+import {FAKE_PUPPET, cli, statusJson} from '../helpers/cli.js'
+import {demoRepository, keyPair} from '../helpers/repository.js'
+import {exists, tempDir} from '../helpers/temp.js'
+
+/*
+ * A node whose input comes from the repository (input_from: repository) takes only its own
+ * input, only as the signed index lists it: a tampered input, an index entry pointing it at
+ * another node's input, or an unsigned index while keys are trusted is refused (65), nothing
+ * is applied or kept, and the attempt is recorded as refused. The repository is read from
+ * disk and puppet is the fake one: these are about what is accepted, not how it is served.
+ */
+
+interface Node {
+  config: string
+  state: string
+  input: string
+  modules: string
+  fake: string
+  apply(): Promise<{exitCode: number; stdout: string; stderr: string}>
+}
+
+async function makeNode(dir: string, name: string, settings: {repo: string; trust?: string}): Promise<Node> {
+  const home = join(dir, name)
+  const node: Node = {
+    config: join(home, 'config.yaml'),
+    state: join(home, 'state'),
+    input: join(home, 'etc', 'input.yaml'),
+    modules: join(home, 'modules'),
+    fake: join(home, 'fake'),
+    apply: () => cli(['apply', '--fetch', '--json'], {env: {LOCALPUPPET_CONFIG: node.config, FAKE_PUPPET_DIR: node.fake, FAKE_PUPPET_SLEEP: '0'}}),
+  }
+  for (const path of [join(home, 'etc'), node.modules, node.fake]) await mkdir(path, {recursive: true, mode: 0o755})
+  const lines = {
+    module_dir: node.modules,
+    state_dir: node.state,
+    source: settings.repo,
+    ...(settings.trust ? {trust: settings.trust} : {}),
+    input: node.input,
+    input_from: 'repository',
+    node_name: name,
+    puppet: FAKE_PUPPET,
+  }
+  await writeFile(node.config, Object.entries(lines).map(([k, v]) => `${k}: ${JSON.stringify(v)}\n`).join(''), {mode: 0o644})
+  return node
+}
+
+const inputFor = (app: string, port: number) => `app: ${app}\nclasses:\n  foo:\n    port: ${port}\n`
+
+/** Refused, nothing kept or applied: 65 naming why, the input file as it was, puppet not started, the module dir as it was. */
+async function assertRefused(t: import('ava').ExecutionContext, node: Node, message: RegExp, before: {input: string | null; modules: string[]; lastCompleted: string | null}) {
+  await rm(join(node.fake, 'args'), {force: true})
+  const result = await node.apply()
+  t.is(result.exitCode, 65, result.stderr)
+  // --json: the error is the JSON on stdout.
+  t.regex(JSON.parse(result.stdout).error.message, message)
+  t.is(await readFile(node.input, 'utf8').catch(() => null), before.input, 'the input file is left as it was')
+  t.false(await exists(join(node.fake, 'args')), 'puppet was not started')
+  t.deepEqual((await readdir(node.modules)).sort(), before.modules, 'nothing installed')
+  const {record} = await statusJson(node.state)
+  t.like(record, {state: 'refused', exitCode: 65})
+  t.regex(record.error, message)
+  t.is(record.lastCompleted?.id ?? null, before.lastCompleted)
+}
+
+test('a node input changed by one byte in the repository is refused (65): nothing kept, nothing applied, the attempt recorded as refused', async (t) => {
+  const dir = await tempDir(t)
+  const {key, pub} = await keyPair(dir, 'release')
+  const {repo} = await demoRepository(join(dir, 'build'), key)
+  t.is((await cli(['promote', 'foo/tags/1.4.0', '--channel', 'stable', '--repo', repo, '--sign', key])).exitCode, 0)
+  await writeFile(join(dir, 'web1.yaml'), inputFor('foo/channels/stable', 8080))
+  t.is((await cli(['publish', '--node', 'web1', '--input', join(dir, 'web1.yaml'), '--repo', repo, '--sign', key])).exitCode, 0)
+  const node = await makeNode(dir, 'web1', {repo, trust: pub})
+
+  // First the published input as it is: kept and applied.
+  const good = await node.apply()
+  t.is(good.exitCode, 0, good.stderr)
+  t.like(JSON.parse(good.stdout), {state: 'succeeded', release: 'foo/tags/1.4.0', ref: 'foo/channels/stable', fetch: {input: {node: 'web1', status: 'updated'}}})
+  t.is(await readFile(node.input, 'utf8'), inputFor('foo/channels/stable', 8080))
+
+  // A new input is published; then someone changes one byte of it on the server.
+  await writeFile(join(dir, 'web1.yaml'), inputFor('foo/channels/stable', 9090))
+  t.is((await cli(['publish', '--node', 'web1', '--input', join(dir, 'web1.yaml'), '--repo', repo, '--sign', key])).exitCode, 0)
+  const index = JSON.parse(await readFile(join(repo, 'index.json'), 'utf8'))
+  const file = join(repo, index.nodes.web1.input)
+  const bytes = await readFile(file)
+  bytes[bytes.indexOf('9090')] = '8'.charCodeAt(0)
+  await writeFile(file, bytes)
+
+  await assertRefused(t, node, /input of node web1 does not match the signed index/, {
+    input: inputFor('foo/channels/stable', 8080),
+    modules: (await readdir(node.modules)).sort(),
+    lastCompleted: JSON.parse(good.stdout).id,
+  })
+})
+
+test("an index entry pointing node A at node B's input is refused by the index parser (65), even unsigned with no keys trusted", async (t) => {
+  const dir = await tempDir(t)
+  const {key, pub} = await keyPair(dir, 'release')
+  const {repo, archives} = await demoRepository(join(dir, 'build'), key)
+  // The same releases in an unsigned repository.
+  const unsigned = join(dir, 'unsigned')
+  t.is((await cli(['publish', ...archives, '--repo', unsigned])).exitCode, 0)
+  const inputs = join(dir, 'inputs')
+  await mkdir(inputs)
+  await writeFile(join(inputs, 'web1.yaml'), inputFor('foo/tags/1.4.0', 8080))
+  await writeFile(join(inputs, 'db1.yaml'), inputFor('foo/tags/1.3.0', 5432))
+  const published = await cli(['publish', '--inputs', inputs, '--repo', unsigned])
+  t.is(published.exitCode, 0, published.stderr)
+
+  // Edited by hand (no signature to break): db1's entry names web1's file, hash and all.
+  const indexFile = join(unsigned, 'index.json')
+  const index = JSON.parse(await readFile(indexFile, 'utf8'))
+  index.nodes.db1 = {...index.nodes.web1}
+  await writeFile(indexFile, JSON.stringify(index, null, 1))
+
+  const node = await makeNode(dir, 'db1', {repo: unsigned})
+  await assertRefused(t, node, /node "db1": input path "inputs\/web1\/[0-9a-f]{64}\.yaml" is not inputs\/db1\/[0-9a-f]{64}\.yaml/, {input: null, modules: [], lastCompleted: null})
+
+  // The signed repository unsigned (its signature removed) while the node trusts the key: refused too.
+  await rm(join(repo, 'index.json.sig'))
+  const trusting = await makeNode(join(dir, 'trusting'), 'web1', {repo, trust: pub})
+  await assertRefused(t, trusting, /index\.json: not signed, and trusted keys are configured/, {input: null, modules: [], lastCompleted: null})
+})
+
+test('a node with no input in the repository: 66, naming a near name and the configuration file to set node_name in', async (t) => {
+  const dir = await tempDir(t)
+  const {key, pub} = await keyPair(dir, 'release')
+  const {repo} = await demoRepository(join(dir, 'build'), key)
+  await writeFile(join(dir, 'web1.yaml'), inputFor('foo/tags/1.4.0', 8080))
+  t.is((await cli(['publish', '--node', 'web1', '--input', join(dir, 'web1.yaml'), '--repo', repo, '--sign', key])).exitCode, 0)
+  const node = await makeNode(dir, 'web2', {repo, trust: pub})
+  const result = await cli(['apply', '--fetch'], {env: {LOCALPUPPET_CONFIG: node.config}})
+  t.is(result.exitCode, 66, result.stderr)
+  t.regex(result.stderr, /node web2 has no input in the repository .* \(did you mean web1\?\)/)
+  t.true(result.stderr.includes(`or set node_name in ${node.config}`), result.stderr)
+  t.false(await exists(node.input))
+})

@@ -1,0 +1,247 @@
+import {cp, mkdir, readFile, writeFile} from 'node:fs/promises'
+import {join} from 'node:path'
+import {setTimeout as sleep} from 'node:timers/promises'
+
+import type {ExecutionContext} from 'ava'
+
+import {type CliResult, FAKE_PUPPET, cli, isolatePuppet, statusJson} from '../helpers/cli.js'
+import {startNginx} from '../helpers/nginx.js'
+import {testNeeding} from '../helpers/packages.js'
+import {type PrometheusServer, type Started, startNodeExporter, startPrometheus} from '../helpers/prometheus.js'
+import {DEMO_MODULES, demoRepository, keyPair} from '../helpers/repository.js'
+import {tempDir} from '../helpers/temp.js'
+
+/*
+ * Issue 23 end to end, with real parts on 127.0.0.1: nginx serving the repository, three
+ * nodes (each its own configuration, module dir, state dir, input path and node exporter
+ * textfile directory) whose "timer command" is `localpuppet apply --fetch`, one
+ * prometheus-node-exporter per node, and a Prometheus scraping them every second. The
+ * canary runs the real `puppet apply`; the two stable nodes run the fake puppet (what it
+ * was given is checked), which keeps the test to a few real Puppet runs. The demo's foo
+ * 1.3.0 and 1.4.0 stand for the issue's 1.0.0 and 1.1.0.
+ */
+
+const fleetTest = await testNeeding(['nginx-light', 'prometheus', 'prometheus-node-exporter', 'puppet-agent'])
+
+const NODES = ['node1', 'node2', 'node3'] as const
+type NodeName = (typeof NODES)[number]
+const CHANNEL_OF: Record<NodeName, string> = {node1: 'canary', node2: 'stable', node3: 'stable'}
+/** Only the canary runs the real Puppet. */
+const REAL_PUPPET: Record<NodeName, boolean> = {node1: true, node2: false, node3: false}
+
+interface FleetNode {
+  name: NodeName
+  config: string
+  state: string
+  input: string
+  metrics: string
+  /** Where the fake puppet records its arguments (stable nodes). */
+  fake: string
+  exporter: Started
+  /** The node's systemd timer would run this: `localpuppet apply --fetch` with its configuration. */
+  timer(): Promise<CliResult>
+}
+
+/** Polls `check` until it is true, or fails the test naming what it waited for. */
+async function until(t: ExecutionContext, what: string, check: () => Promise<boolean>, timeoutMs = 30_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs
+  while (Date.now() < deadline) {
+    if (await check()) return
+    await sleep(250)
+  }
+
+  t.fail(`timed out after ${timeoutMs / 1000}s waiting until ${what}`)
+  throw new Error(`timed out waiting until ${what}`)
+}
+
+/** The release each node's newest scraped `localpuppet_applied_release_info` names, by node name. */
+async function appliedInPrometheus(prometheus: PrometheusServer, exporters: Map<string, NodeName>): Promise<Record<string, string>> {
+  const result = await prometheus.query('localpuppet_applied_release_info')
+  return Object.fromEntries(result.map((sample) => [exporters.get(sample.metric.instance) ?? sample.metric.instance, sample.metric.release]))
+}
+
+fleetTest('pull fleet: publish, canary, promotion gated on what Prometheus scraped, stable follows; a failing canary stops the promotion; a silent node is "stopped reporting"', async (t) => {
+  t.timeout(180_000)
+  const dir = await tempDir(t)
+  const {key, pub} = await keyPair(dir, 'release')
+
+  // The repository: foo 1.3.0 and 1.4.0 published (signed), both channels on 1.3.0.
+  const {repo} = await demoRepository(join(dir, 'build'), key)
+  const promote = (release: string, channel: string, ...extra: string[]) => cli(['promote', release, '--channel', channel, '--repo', repo, '--sign', key, ...extra])
+  for (const channel of ['canary', 'stable']) {
+    const promoted = await promote('foo/tags/1.3.0', channel)
+    t.is(promoted.exitCode, 0, promoted.stderr)
+  }
+
+  // The nodes' inputs, published by name: node1 follows canary, node2 and node3 stable.
+  const inputs = join(dir, 'inputs')
+  await mkdir(inputs)
+  for (const name of NODES) await writeFile(join(inputs, `${name}.yaml`), `app: foo/channels/${CHANNEL_OF[name]}\nclasses:\n  foo:\n    port: 8080\nparameters:\n  datacenter: ams1\n`)
+  const publishedInputs = await cli(['publish', '--inputs', inputs, '--repo', repo, '--sign', key, '--json'])
+  t.is(publishedInputs.exitCode, 0, publishedInputs.stderr)
+  const index = () => readFile(join(repo, 'index.json'), 'utf8').then((text) => JSON.parse(text))
+  t.deepEqual(Object.keys((await index()).nodes), [...NODES])
+  t.deepEqual((await index()).apps.foo.channels, {canary: '1.3.0', stable: '1.3.0'})
+
+  const nginx = await startNginx(repo, join(dir, 'nginx'))
+  t.teardown(() => nginx.stop())
+
+  // Three nodes, each with its own configuration (root's, 0644 in 0755 directories, as the config check requires).
+  const nodes = {} as Record<NodeName, FleetNode>
+  for (const name of NODES) {
+    const home = join(dir, 'nodes', name)
+    const textfiles = join(home, 'node-exporter')
+    await mkdir(join(home, 'modules'), {recursive: true, mode: 0o755})
+    const exporter = await startNodeExporter(textfiles)
+    t.teardown(() => exporter.stop())
+    const node: FleetNode = {
+      name,
+      config: join(home, 'config.yaml'),
+      state: join(home, 'state'),
+      input: join(home, 'etc', 'input.yaml'),
+      metrics: join(textfiles, 'localpuppet.prom'),
+      fake: join(home, 'fake-puppet'),
+      exporter,
+      timer: () => cli(['apply', '--fetch', '--json'], {env: {LOCALPUPPET_CONFIG: node.config, FAKE_PUPPET_DIR: node.fake, FAKE_PUPPET_SLEEP: '0'}}),
+    }
+    await mkdir(join(home, 'etc'), {mode: 0o755})
+    await mkdir(node.fake)
+    const settings = {
+      module_dir: join(home, 'modules'),
+      state_dir: node.state,
+      source: nginx.url,
+      trust: [pub],
+      input: node.input,
+      input_from: 'repository',
+      node_name: name,
+      metrics_file: node.metrics,
+      ...(REAL_PUPPET[name] ? {puppet_args: isolatePuppet(home)} : {puppet: FAKE_PUPPET}),
+    }
+    await writeFile(node.config, Object.entries(settings).map(([k, v]) => `${k}: ${JSON.stringify(v)}\n`).join(''), {mode: 0o644})
+    nodes[name] = node
+  }
+
+  const exporters = new Map(NODES.map((name) => [`127.0.0.1:${nodes[name].exporter.port}`, name]))
+  const prometheus = await startPrometheus(join(dir, 'prometheus'), [...exporters.keys()])
+  t.teardown(() => prometheus.stop())
+  const gate = (release: string) => promote(release, 'stable', '--require-healthy', 'canary', '--prometheus', prometheus.url)
+  const fleetStatus = async () => {
+    const result = await cli(['fleet', 'status', '--prometheus', prometheus.url, '--json'])
+    return {exitCode: result.exitCode, status: JSON.parse(result.stdout || 'null'), stderr: result.stderr}
+  }
+
+  /** The timer commands of these nodes, at the same time (as their timers would fire): each must exit `exitCode`. */
+  const runTimers = async (names: NodeName[], expected: {release: string; state: string; exitCode: number}) => {
+    const results = await Promise.all(names.map((name) => nodes[name].timer()))
+    for (const [i, result] of results.entries()) {
+      const name = names[i]
+      t.is(result.exitCode, expected.exitCode, `${name}: ${result.stderr}`)
+      const record = JSON.parse(result.stdout)
+      t.like(record, {state: expected.state, release: expected.release}, name)
+      // What Puppet was given: the release fetched into the node's own module dir.
+      const modulepath = `${join(dir, 'nodes', name, 'modules', expected.release)}:${join(dir, 'nodes', name, 'modules', 'dist', 'tags', '2.0.1')}`
+      if (REAL_PUPPET[name]) t.true(record.resources?.changed >= 2, `${name}: the real puppet applied the notifies: ${JSON.stringify(record.resources)}`)
+      else t.regex(await readFile(join(nodes[name].fake, 'args'), 'utf8'), new RegExp(`^--modulepath\n${modulepath}\n`, 'm'), name)
+    }
+
+    return results.map((result) => JSON.parse(result.stdout))
+  }
+
+  // Every node's timer: its input comes from the repository, its channel names 1.3.0.
+  const first = await runTimers([...NODES], {release: 'foo/tags/1.3.0', state: 'succeeded', exitCode: 0})
+  for (const [i, name] of NODES.entries()) {
+    t.like(first[i], {ref: `foo/channels/${CHANNEL_OF[name]}`, fetch: {input: {node: name, sha256: (await index()).nodes[name].sha256, status: 'updated'}}})
+    // Kept as the node's local input: the bytes published for it.
+    t.is(await readFile(nodes[name].input, 'utf8'), await readFile(join(inputs, `${name}.yaml`), 'utf8'))
+  }
+
+  await until(t, 'Prometheus has scraped all three nodes on 1.3.0', async () => {
+    const applied = await appliedInPrometheus(prometheus, exporters)
+    return NODES.every((name) => applied[name] === 'foo/tags/1.3.0')
+  })
+
+  // 1.4.0 to canary. Before the canary's timer has run, the gate is shut, naming node1.
+  t.is((await promote('foo/tags/1.4.0', 'canary')).exitCode, 0)
+  const early = await gate('foo/tags/1.4.0')
+  t.is(early.exitCode, 1, early.stderr)
+  t.regex(early.stderr, /node1 \(not yet run\)/)
+  t.notRegex(early.stderr, /node[23]/, 'only the nodes following canary are judged')
+  t.is((await index()).apps.foo.channels.stable, '1.3.0', 'a refused promotion changes nothing')
+
+  // The canary's timer applies 1.4.0; once Prometheus has scraped it, the promotion goes through.
+  await runTimers(['node1'], {release: 'foo/tags/1.4.0', state: 'succeeded', exitCode: 0})
+  await until(t, "Prometheus has scraped node1's run of 1.4.0", async () => (await appliedInPrometheus(prometheus, exporters)).node1 === 'foo/tags/1.4.0')
+  const promoted = await gate('foo/tags/1.4.0')
+  t.is(promoted.exitCode, 0, promoted.stderr)
+  t.regex(promoted.stdout, /foo\/channels\/stable: 1\.3\.0 -> 1\.4\.0/)
+  t.is((await index()).apps.foo.channels.stable, '1.4.0')
+
+  // The stable nodes' timers take it.
+  await runTimers(['node2', 'node3'], {release: 'foo/tags/1.4.0', state: 'succeeded', exitCode: 0})
+  await until(t, 'Prometheus has scraped every node on 1.4.0', async () => {
+    const applied = await appliedInPrometheus(prometheus, exporters)
+    return NODES.every((name) => applied[name] === 'foo/tags/1.4.0')
+  })
+  const allOn = await fleetStatus()
+  t.is(allOn.exitCode, 0, JSON.stringify(allOn.status))
+  t.deepEqual(
+    allOn.status.nodes.map((row: any) => [row.node, row.wanted, row.desired, row.applied, row.state, row.onWanted]),
+    NODES.map((name) => [name, `foo/channels/${CHANNEL_OF[name]}`, 'foo/tags/1.4.0', 'foo/tags/1.4.0', 'succeeded', true]),
+  )
+  t.deepEqual(allOn.status.byApplied, {'foo/tags/1.4.0': 3})
+
+  // A release that fails on the canary: foo 1.5.0, whose class fails to compile.
+  const broken = join(dir, 'broken')
+  await cp(DEMO_MODULES, broken, {recursive: true})
+  await cp(join(broken, 'foo', 'tags', '1.4.0'), join(broken, 'foo', 'tags', '1.5.0'), {recursive: true})
+  await writeFile(join(broken, 'foo', 'tags', '1.5.0', 'foo', 'manifests', 'init.pp'), "class foo (Integer $port = 80) {\n  fail('broken')\n}\n")
+  const archive = join(dir, 'foo-1.5.0.tar.gz')
+  const packed = await cli(['pack', 'foo/tags/1.5.0', '--module-dir', broken, '-o', archive, '--sign', key])
+  t.is(packed.exitCode, 0, packed.stderr)
+  const published = await cli(['publish', archive, '--repo', repo, '--sign', key])
+  t.is(published.exitCode, 0, published.stderr)
+  t.is((await promote('foo/tags/1.5.0', 'canary')).exitCode, 0)
+
+  const failed = await nodes.node1.timer()
+  t.not(failed.exitCode, 0, failed.stdout)
+  t.like(JSON.parse(failed.stdout), {state: 'failed', release: 'foo/tags/1.5.0', ref: 'foo/channels/canary'})
+  await until(t, "Prometheus has scraped node1's failed run", async () => {
+    const result = await prometheus.query('localpuppet_last_run_success == 0')
+    return result.some((sample) => exporters.get(sample.metric.instance) === 'node1')
+  })
+  const refused = await gate('foo/tags/1.5.0')
+  t.is(refused.exitCode, 1, refused.stderr)
+  t.regex(refused.stderr, /node1 \(failed\)/)
+  t.is((await index()).apps.foo.channels.stable, '1.4.0', 'stable still names 1.4.0')
+
+  // The stable nodes' timers run again: they stay on 1.4.0, and say so.
+  await runTimers(['node2', 'node3'], {release: 'foo/tags/1.4.0', state: 'succeeded', exitCode: 0})
+  for (const name of ['node2', 'node3'] as const) {
+    t.like((await statusJson(nodes[name].state)).record, {state: 'succeeded', release: 'foo/tags/1.4.0', ref: 'foo/channels/stable'})
+    t.regex(await readFile(nodes[name].metrics, 'utf8'), /^localpuppet_applied_release_info\{app="foo",release="foo\/tags\/1\.4\.0"\} 1$/m)
+  }
+
+  // The canary has not applied what its channel names: fleet status says so (1).
+  await until(t, "Prometheus shows node1's channel resolved to 1.5.0", async () => {
+    const result = await prometheus.query('localpuppet_desired_release_info{node="node1"}')
+    return result[0]?.metric.release === 'foo/tags/1.5.0'
+  })
+  const offCanary = await fleetStatus()
+  t.is(offCanary.exitCode, 1)
+  t.like(
+    offCanary.status.nodes.find((row: any) => row.node === 'node1'),
+    {desired: 'foo/tags/1.5.0', applied: 'foo/tags/1.4.0', state: 'failed', onWanted: false},
+  )
+  t.deepEqual(offCanary.status.offWanted, ['node1'])
+
+  // node3's exporter goes away: Prometheus marks its series stale on the next failed scrape.
+  await nodes.node3.exporter.stop()
+  let silent: Awaited<ReturnType<typeof fleetStatus>> | undefined
+  await until(t, 'fleet status lists node3 as stopped reporting', async () => {
+    silent = await fleetStatus()
+    return silent.status?.nodes.some((row: any) => row.node === 'node3' && row.state === 'stopped reporting') === true
+  })
+  t.is(silent!.exitCode, 1)
+  t.like(silent!.status.nodes.find((row: any) => row.node === 'node3'), {state: 'stopped reporting', onWanted: null, wanted: 'foo/channels/stable'})
+  t.true(silent!.status.noAnswer.includes('node3'))
+})
