@@ -51,15 +51,18 @@ export async function fetchNodeInput(inputPath: string, identity: NodeIdentity, 
   const opened = await openSource(source, fetchOptions)
   try {
     if (!opened.nodeInput) throw new UsageError(`input_from: repository needs a release repository as the source, not ${source}`)
-    const got = await opened.nodeInput(identity.node, fetchOptions)
+    // What the node kept last time: when the index lists the same sha256, it is not downloaded again.
+    const before = options.keep
+      ? await readFile(inputPath).catch((error: NodeJS.ErrnoException) => {
+          if (error.code === 'ENOENT') return null
+          throw describeFsError(error, `input file ${inputPath}`)
+        })
+      : null
+    const got = await opened.nodeInput(identity.node, fetchOptions, before)
     const input = parseNodeInput(got.text, `${got.location} (input of node ${identity.node})`)
     const result = await opened.fetch([input.app.text], fetchOptions)
     let status: FetchedNodeInput['status'] = 'not kept'
     if (options.keep) {
-      const before = await readFile(inputPath).catch((error: NodeJS.ErrnoException) => {
-        if (error.code === 'ENOENT') return null
-        throw describeFsError(error, `input file ${inputPath}`)
-      })
       const same = before !== null && createHash('sha256').update(before).digest('hex') === got.sha256
       if (!same) {
         await writeFileAtomic(inputPath, got.text, 0o644).catch((error: unknown) => {

@@ -64,7 +64,7 @@ export interface ReleaseSource {
   readonly label: string
   fetch(refs: string[], options: FetchOptions): Promise<FetchResult>
   /** A node's own input (repositories only; apt has none). */
-  nodeInput?(node: string, options: FetchOptions): Promise<NodeInputFetch>
+  nodeInput?(node: string, options: FetchOptions, have?: Buffer | null): Promise<NodeInputFetch>
   close(): Promise<void>
 }
 

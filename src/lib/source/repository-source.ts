@@ -79,7 +79,7 @@ export class RepositorySource implements ReleaseSource {
    * neither a mirror nor anyone on the path can give a node another input or another
    * node's. 66 when the index lists no input for the node.
    */
-  async nodeInput(node: string, options: FetchOptions): Promise<NodeInputFetch> {
+  async nodeInput(node: string, options: FetchOptions, have?: Buffer | null): Promise<NodeInputFetch> {
     const {index, signedBy, accepted} = await this.acceptedIndex(options)
     const published = index.nodes?.[node]
     if (published === undefined) {
@@ -93,6 +93,11 @@ export class RepositorySource implements ReleaseSource {
     }
 
     const where = this.transport.locate(published.input)
+    // The node already holds these bytes (its kept input): the signed index vouches for them, nothing to download.
+    if (have && have.length === published.size && createHash('sha256').update(have).digest('hex') === published.sha256) {
+      return {node, text: have.toString('utf8'), sha256: published.sha256, location: where, published, source: this.label, signedBy, indexVersion: accepted.version, indexExpires: accepted.expires}
+    }
+
     const bytes = await this.transport.read(published.input, MAX_NODE_INPUT_BYTES)
     if (bytes === null) throw new RepositoryUnavailableError(`${where}: not found, though the index lists it for node ${node}`, ['the repository may be mid-publish or incomplete: try again'])
     const sha256 = createHash('sha256').update(bytes).digest('hex')
