@@ -43,6 +43,7 @@ export default class Validate extends BaseCommand {
     compile: Flags.boolean({description: "also compile each input's catalog with Puppet, as apply would, without applying it"}),
     facts: Flags.string({description: "--compile: a fact set for every input, or a directory with one per input name [default: this machine's facts]", helpValue: 'FILE|DIR', dependsOn: ['compile']}),
     manifest: Flags.string({description: 'the main manifest, as for apply [default: /etc/puppet/manifests/default.pp if it exists]', helpValue: 'FILE'}),
+    repo: Flags.string({description: "resolve inputs on a channel (app: foo/channels/stable) through this release repository's index [default: the channels this node last read]", helpValue: 'DIR'}),
   }
 
   async run(): Promise<ValidateReport> {
@@ -71,6 +72,7 @@ export default class Validate extends BaseCommand {
       compile: flags.compile,
       facts: flags.facts,
       manifest: flags.manifest,
+      repo: flags.repo,
     })
     const format = this.jsonEnabled() ? 'json' : flags.format
     if (format === 'json' && !this.jsonEnabled()) this.log(JSON.stringify(report, null, 2))

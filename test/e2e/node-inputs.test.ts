@@ -4,7 +4,7 @@ import {join} from 'node:path'
 import test from 'ava'
 
 import {FAKE_PUPPET, cli, statusJson} from '../helpers/cli.js'
-import {demoRepository, keyPair} from '../helpers/repository.js'
+import {DEMO_MODULES, demoRepository, keyPair} from '../helpers/repository.js'
 import {exists, tempDir} from '../helpers/temp.js'
 
 /*
@@ -139,4 +139,25 @@ test('a node with no input in the repository: 66, naming a near name and the con
   t.regex(result.stderr, /node web2 has no input in the repository .* \(did you mean web1\?\)/)
   t.true(result.stderr.includes(`or set node_name in ${node.config}`), result.stderr)
   t.false(await exists(node.input))
+})
+
+test('validate resolves an input on a channel through --repo, or through the channels this node last read', async (t) => {
+  const dir = await tempDir(t)
+  const {key} = await keyPair(dir, 'release')
+  const {repo} = await demoRepository(join(dir, 'build'), key)
+  t.is((await cli(['promote', 'foo/tags/1.3.0', '--channel', 'stable', '--repo', repo, '--sign', key])).exitCode, 0)
+  await writeFile(join(dir, 'web1.yaml'), 'app: foo/channels/stable\nclasses: [foo]\n')
+  // The demo's module dir, which never read a repository.
+  const unknown = await cli(['validate', join(dir, 'web1.yaml'), '--module-dir', DEMO_MODULES, '--puppet', 'none'])
+  t.is(unknown.exitCode, 65)
+  t.regex(unknown.stdout, /this node has not read channel stable of foo/)
+  const viaRepo = await cli(['validate', join(dir, 'web1.yaml'), '--module-dir', DEMO_MODULES, '--puppet', 'none', '--repo', repo, '--json'])
+  t.is(viaRepo.exitCode, 0, viaRepo.stdout)
+  t.regex(viaRepo.stdout, /foo\/tags\/1\.3\.0/)
+  // Any fetch from the repository makes a node know its channels.
+  const modules = join(dir, 'modules')
+  await mkdir(modules)
+  t.is((await cli(['fetch', 'foo/channels/stable', '--source', repo, '--module-dir', modules, '--allow-untrusted'])).exitCode, 0)
+  const remembered = await cli(['validate', join(dir, 'web1.yaml'), '--module-dir', modules, '--puppet', 'none', '--json'])
+  t.is(remembered.exitCode, 0, remembered.stdout)
 })

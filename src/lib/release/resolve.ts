@@ -213,7 +213,7 @@ class Resolver {
       const tag = this.channels[`${ref.app}/channels/${ref.channel}`]
       if (tag === undefined) {
         throw new NotFoundError(`release ${ref.text}: this node has not read channel ${ref.channel} of ${ref.app} from a repository yet`, [
-          `fetch it first: localpuppet apply --fetch (or localpuppet fetch ${ref.text})`,
+          `fetch it first: localpuppet apply --fetch (or localpuppet fetch ${ref.text}); validate: --repo DIR resolves it through a repository`,
         ])
       }
 

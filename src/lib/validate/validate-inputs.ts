@@ -65,6 +65,8 @@ export interface ValidateOptions {
   compile?: boolean
   /** --facts FILE|DIR for --compile; default: this machine's facts. */
   facts?: string
+  /** --repo DIR: resolve inputs on a channel through this release repository's index (else: what this node last read). */
+  repo?: string
 }
 
 /**
@@ -112,7 +114,8 @@ export async function validateInputs(paths: string[], options: ValidateOptions):
 
     let resolution: Resolution
     try {
-      resolution = await resolveRelease(moduleDir, input.app, {checkTrust: runsCodeAsRoot})
+      const channels = input.app.kind === 'channel' ? await channelTags(moduleDir, options.repo) : undefined
+      resolution = await resolveRelease(moduleDir, input.app, {checkTrust: runsCodeAsRoot, channels})
       await verifyModulepath(moduleDir, resolution.modulepath)
     } catch (error) {
       if (!(error instanceof LocalpuppetError)) throw error
@@ -314,4 +317,15 @@ async function expandInputs(paths: string[]): Promise<string[]> {
 
   if (files.length === 0) throw new NotFoundError(`no input files in ${paths.join(', ')} (*.yaml or *.yml)`)
   return files
+}
+
+/** The tags channels name: from the repository's index (--repo), else what this node last read (none when it read nothing). */
+async function channelTags(moduleDir: string, repo: string | undefined): Promise<Record<string, string>> {
+  if (repo !== undefined) {
+    const [{readCurrentIndex}, {indexChannels}] = await Promise.all([import('../repository/index-update.js'), import('../repository/repository-index.js')])
+    return indexChannels((await readCurrentIndex(repo)).index)
+  }
+
+  const {rememberedChannels} = await import('../repository/accepted-versions.js')
+  return rememberedChannels(moduleDir).catch(() => ({}))
 }
