@@ -113,12 +113,18 @@ export function rememberIndex(memory: AcceptedVersions, source: string, signer: 
   const key = repositoryKey(source)
   const known = {...memory.repositories[key]}
   const before = known[signer ?? UNSIGNED]
-  const keep = before?.version != null && (freshness.version === null || before.version > freshness.version)
+  // An older version is never remembered over a newer one; the same index again changes nothing (not even when it was accepted).
+  const same = before !== undefined && before.version === freshness.version && before.expires === freshness.expires
+  const keep = same || (before?.version != null && (freshness.version === null || before.version > freshness.version))
   known[signer ?? UNSIGNED] = keep ? before : {version: freshness.version, expires: freshness.expires, acceptedAt: new Date(now).toISOString()}
   const next: AcceptedVersions = {...memory, repositories: {...memory.repositories, [key]: known}}
   const at = new Date(now).toISOString()
   const remembered = {...memory.channels}
-  for (const [channel, tag] of Object.entries(channels)) remembered[channel] = {tag, source: key, version: freshness.version, at}
+  for (const [channel, tag] of Object.entries(channels)) {
+    const old = remembered[channel]
+    if (old?.tag !== tag || old.source !== key || old.version !== freshness.version) remembered[channel] = {tag, source: key, version: freshness.version, at}
+  }
+
   if (Object.keys(remembered).length > 0) next.channels = remembered
   return next
 }
@@ -157,10 +163,13 @@ export async function acceptIndex(
     const now = options.now ?? Date.now()
     const freshness = judgeIndex(memory, source, signer, index, now)
     const next = rememberIndex(memory, source, signer, freshness, now, options.channels)
-    try {
-      await writeFileAtomic(acceptedVersionsPath(moduleDir), JSON.stringify(next, null, 1) + '\n', 0o644)
-    } catch (error) {
-      throw describeFsError(error, acceptedVersionsPath(moduleDir))
+    // The same index fetched again (every timer run while nothing is published) writes nothing.
+    if (JSON.stringify(next) !== JSON.stringify(memory)) {
+      try {
+        await writeFileAtomic(acceptedVersionsPath(moduleDir), JSON.stringify(next, null, 1) + '\n', 0o644)
+      } catch (error) {
+        throw describeFsError(error, acceptedVersionsPath(moduleDir))
+      }
     }
 
     return {...freshness, untrusted}
