@@ -1,7 +1,7 @@
 import {execFile} from 'node:child_process'
 import {createHash, randomBytes} from 'node:crypto'
 import {createReadStream} from 'node:fs'
-import {copyFile, mkdir, mkdtemp, open, readFile, rename, rm, stat, unlink} from 'node:fs/promises'
+import {copyFile, mkdir, mkdtemp, open, readFile, readdir, rename, rm, stat, unlink} from 'node:fs/promises'
 import {tmpdir} from 'node:os'
 import {basename, dirname, join, resolve} from 'node:path'
 
@@ -9,7 +9,8 @@ import {installArchive} from '../install/install-archive.js'
 import {keyId, loadSigningKey, signIndex} from '../archive/signature.js'
 import {ConflictError, ReleaseError, UsageError, describeFsError} from '../errors.js'
 import {RunLock} from '../state/lock.js'
-import {writeFileAtomic} from '../util/atomic-write.js'
+import {atomicTempWriter, prepareFileAtomic} from '../util/atomic-write.js'
+import {isProcessAlive} from '../util/process.js'
 import {readArchiveHead} from './archive-head.js'
 import {
   DEFAULT_INDEX_EXPIRY_MS,
@@ -90,6 +91,7 @@ export async function publishArchives(options: PublishOptions): Promise<PublishR
 
   const lock = await RunLock.acquireFileWaiting(join(repo, LOCK_FILE), options.lockWaitMs ?? 120_000)
   try {
+    await clearDebris(repo)
     const {index, signed} = await readCurrentIndex(repo)
     if (signed && !key) throw new UsageError(`${repo} is a signed repository (${REPOSITORY_SIGNATURE}); publish with --sign KEY.pem`, ['an index without a fresh signature would be refused by every node'])
     const releases: PublishedEntry[] = []
@@ -123,13 +125,49 @@ export async function publishArchives(options: PublishOptions): Promise<PublishR
     const bytes = serializeRepositoryIndex(index)
     // The signature first: a reader that gets the new signature with the old index retries
     // once and then sees both new. Then the index, the last thing written.
-    if (key) await writeFileAtomic(join(repo, REPOSITORY_SIGNATURE), signIndex(bytes, key), 0o644)
-    await writeFileAtomic(join(repo, REPOSITORY_INDEX), bytes, 0o644)
+    // Both written and flushed first, then renamed back to back: a publisher killed between
+    // the two renames (a reader's signature over another index until the next publish)
+    // is down to microseconds. The next publish always writes a matching pair.
+    const signature = key ? await prepareFileAtomic(join(repo, REPOSITORY_SIGNATURE), signIndex(bytes, key), 0o644) : null
+    const indexFile = await prepareFileAtomic(join(repo, REPOSITORY_INDEX), bytes, 0o644).catch(async (error: unknown) => {
+      await signature?.abort()
+      throw error
+    })
+    try {
+      signature?.commit()
+      indexFile.commit()
+    } finally {
+      await signature?.abort()
+      await indexFile.abort()
+    }
+
     await syncDir(repo)
     return {repo, releases, signedBy: key ? keyId(key) : null, version: index.version, expires: index.expires}
   } finally {
     await lock.release()
   }
+}
+
+/**
+ * Removes what publishers killed mid-way left in the repository (a directory a web server
+ * serves): their temporary archive, index and signature files and their lock's temp file.
+ * Called under the lock, so no living publisher is writing any of them; a file whose
+ * writer's pid is alive is left anyway (that pid is unrelated now, or the lock was wrong).
+ */
+async function clearDebris(repo: string): Promise<void> {
+  const dirs = [repo, ...(await readdir(join(repo, 'archives')).catch(() => [] as string[])).map((app) => join(repo, 'archives', app))]
+  for (const dir of dirs) {
+    for (const name of await readdir(dir).catch(() => [] as string[])) {
+      const pid = atomicTempWriter(name) ?? (dir === repo ? lockTempHolder(name) : null)
+      if (pid !== null && pid !== process.pid && !isProcessAlive(pid)) await unlink(join(dir, name)).catch(() => {})
+    }
+  }
+}
+
+/** The pid in the name of a lock's temp file (`.localpuppet-publish.lock.<pid>.<token>`), or null. */
+function lockTempHolder(name: string): number | null {
+  const match = new RegExp(`^${LOCK_FILE.replaceAll('.', '\\.')}\\.(\\d+)\\.[0-9a-f]{16}$`).exec(name)
+  return match ? Number(match[1]) : null
 }
 
 async function checkRepoDir(repo: string): Promise<void> {
