@@ -30,7 +30,7 @@ export default class Fetch extends BaseCommand {
     ...moduleDirFlags,
     ...sourceFlags,
     ...trustFlags,
-    timeout: Flags.integer({description: 'give up on a request that is silent this long (connect, headers, body), in seconds; retried', min: 1, default: 30, helpValue: 'SECONDS'}),
+    timeout: Flags.integer({description: 'give up on a request that is silent this long (connect, headers, body), or whose body brings less than 16 KiB/s over that long, in seconds; retried', min: 1, default: 30, helpValue: 'SECONDS'}),
   }
 
   async run(): Promise<FetchResult> {

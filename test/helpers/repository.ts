@@ -34,6 +34,16 @@ export async function demoRepository(dir: string, key: string): Promise<{repo: s
   return {repo, archives}
 }
 
+/** A signed demo repository in a fresh temp dir, for a whole test file (`test.before`); `remove` when done. */
+export async function sharedDemoRepository(prefix: string): Promise<{dir: string; repo: string; key: string; pub: string; remove(): Promise<void>}> {
+  const {mkdtemp, rm} = await import('node:fs/promises')
+  const {tmpdir} = await import('node:os')
+  const dir = await mkdtemp(join(tmpdir(), prefix))
+  const {key, pub} = await keyPair(dir, 'release')
+  const {repo} = await demoRepository(dir, key)
+  return {dir, repo, key, pub, remove: () => rm(dir, {recursive: true, force: true})}
+}
+
 export async function copyRepository(from: string, to: string): Promise<string> {
   await cp(from, to, {recursive: true})
   return to

@@ -1,3 +1,5 @@
+import {dirname} from 'node:path'
+
 import {LocalpuppetError} from '../errors.js'
 import {ExitCode} from '../exit-codes.js'
 import {afterAttempt} from '../metrics/attempt-metrics.js'
@@ -64,7 +66,9 @@ export async function attempt(input: string, options: AttemptOptions, io: Attemp
   let record: RunRecord | null = null
   try {
     if (options.save) await assertSavable(input)
+    const metricsUntrusted = await assertTrustedMetricsFile(options)
     const planned = await planAttempt(input, options, facts, io, context.runId, (parsed) => (context.input = parsed))
+    planned.plan.untrusted.push(...metricsUntrusted.filter((line) => !planned.plan.untrusted.includes(line)))
     context.plan = planned.plan
     if (options.save) await assertAppEditable(input, planned, options, io)
     io.planned?.(planned.plan)
@@ -78,9 +82,20 @@ export async function attempt(input: string, options: AttemptOptions, io: Attemp
 
     throw error
   } finally {
-    const warning = await afterAttempt(options.stateDir, record, {metricsFile: options.metricsFile, puppet: options.puppet, puppetArgs: options.puppetArgs})
+    const warning = await afterAttempt(options.stateDir, record, {metricsFile: options.metricsFile, puppet: options.puppet, puppetArgs: options.puppetArgs, allowUntrusted: options.allowUntrusted})
     if (warning) io.warn(warning)
   }
+}
+
+/**
+ * --metrics-file is written by root after every attempt: where another user owns or can
+ * write a directory leading to it, they decide where that write lands (a link to
+ * /etc/cron.d). Refused (77) before anything runs; --allow-untrusted writes it anyway.
+ */
+async function assertTrustedMetricsFile(options: AttemptOptions): Promise<string[]> {
+  if (!options.metricsFile) return []
+  const {assertTrustedPaths} = await import('../util/trusted-path.js')
+  return assertTrustedPaths([{path: dirname(options.metricsFile), what: "metrics file's directory"}], options.allowUntrusted)
 }
 
 /** --save: refused for standard input (64), and before anything runs when the file cannot be rewritten. */

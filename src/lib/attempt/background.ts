@@ -60,7 +60,7 @@ export async function attemptInBackground(io: {warn(line: string): void}): Promi
 
     throw error
   } finally {
-    const warning = await afterAttempt(options.stateDir, record, {metricsFile: options.metricsFile, puppet: options.puppet, puppetArgs: options.puppetArgs})
+    const warning = await afterAttempt(options.stateDir, record, {metricsFile: options.metricsFile, puppet: options.puppet, puppetArgs: options.puppetArgs, allowUntrusted: options.allowUntrusted})
     if (warning) io.warn(warning)
   }
 }

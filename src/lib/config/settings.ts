@@ -149,13 +149,22 @@ export async function parseConfig(text: string, path: string): Promise<ConfigFil
 
 function checkValue(key: SettingKey, raw: unknown, where: string): SettingValue {
   const spec: SettingSpec = SETTINGS[key]
+  // A control character in a path, command or argument is never meant: a newline would
+  // forge a line in `config`, a record or a metrics file, an escape would rewrite a terminal.
+  const clean = (text: unknown) => typeof text === 'string' && !CONTROL.test(text)
+  const controlled = typeof raw === 'string' ? !clean(raw) : Array.isArray(raw) && raw.some((item) => typeof item === 'string' && !clean(item))
   const fail = (expected: string): never => {
-    throw new InputError(`${where}: expected ${expected}, got ${describe(raw)}`)
+    throw new InputError(`${where}: expected ${expected}${controlled ? ' without control characters' : ''}, got ${describe(raw)}`)
   }
 
   const absolute = (value: string) => {
     if (!isAbsolute(value)) fail('an absolute path')
     return value
+  }
+
+  if (controlled) {
+    const expected = {path: 'an absolute path', command: 'a command name or an absolute path', url: 'a URL or an absolute directory', list: 'a list of strings', paths: 'a path or a list of paths', name: 'a node name', choice: `one of ${spec.choices?.join(', ')}`}
+    fail(expected[spec.type])
   }
 
   switch (spec.type) {
@@ -193,6 +202,9 @@ function checkValue(key: SettingKey, raw: unknown, where: string): SettingValue 
     }
   }
 }
+
+/** C0 controls and DEL. */
+const CONTROL = /[\u0000-\u001F\u007F]/
 
 function describe(value: unknown): string {
   if (Array.isArray(value)) return 'a list'

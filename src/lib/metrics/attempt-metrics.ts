@@ -1,3 +1,5 @@
+import {dirname} from 'node:path'
+
 import {disabledState} from '../puppet/agent-lock.js'
 import {readNodeState} from '../state/node-state.js'
 import type {RunRecord} from '../state/run-record.js'
@@ -9,6 +11,8 @@ export interface AfterAttemptOptions {
   metricsFile?: string
   puppet: string
   puppetArgs: string[]
+  /** --allow-untrusted: write the metrics file even where others could redirect the write. */
+  allowUntrusted?: boolean
 }
 
 /** The node's name and where its input comes from, for the metrics (the settings; never fails the attempt). */
@@ -25,6 +29,11 @@ async function identity(): Promise<NodeIdentity | undefined> {
 export async function afterAttempt(stateDir: string, record: RunRecord | null, options: AfterAttemptOptions): Promise<string | null> {
   if (record && record.state !== 'running') await countAttempt(stateDir, record.state).catch(() => {})
   if (!options.metricsFile) return null
+  // Root writes it: in a directory another user owns (or could swap for a link), they
+  // choose where. The attempt was refused for it already (77); nothing is written.
+  const {findTrustProblem} = await import('../util/trusted-path.js')
+  const problem = options.allowUntrusted ? null : findTrustProblem(dirname(options.metricsFile), {what: "metrics file's directory"})
+  if (problem) return record?.error === problem.message ? null : `not writing metrics: ${problem.message}`
   try {
     const [state, counts, disabled, node] = await Promise.all([readNodeState(stateDir), readAttemptCounts(stateDir), disabledState(options.puppet, options.puppetArgs, stateDir), identity()])
     await writeMetricsFile(options.metricsFile, nodeMetrics(state, counts, disabled, node))

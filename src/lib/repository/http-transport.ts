@@ -1,4 +1,4 @@
-import type {Readable} from 'node:stream'
+import {PassThrough, type Readable} from 'node:stream'
 
 import {type Dispatcher, EnvHttpProxyAgent, request} from 'undici'
 
@@ -15,6 +15,15 @@ export interface HttpOptions {
   maxBackoffMs?: number
   env?: NodeJS.ProcessEnv
 }
+
+/**
+ * The slowest body believed to be making progress. undici's bodyTimeout bounds each pause,
+ * so a server dripping a byte a second would hold a node for hours (an index may be 16 MiB,
+ * an archive 16 GiB); a body slower than this over a whole --timeout window is cut (and
+ * retried, as a timeout is). 16 KiB/s (128 kbit/s) is far below any link a node pulls
+ * releases over, and bounds a request to about --timeout + its size at that rate.
+ */
+export const MIN_BYTES_PER_SECOND = 16 * 1024
 
 /** Redirects followed per request; more is a loop. */
 const MAX_REDIRECTS = 5
@@ -34,6 +43,9 @@ const TRANSIENT_CODES = new Set([
   'UND_ERR_SOCKET',
   'UND_ERR_CLOSED',
   'UND_ERR_ABORTED',
+  // The connection closed before the bytes its Content-Length announced: cut short, as a reset is.
+  'UND_ERR_RES_CONTENT_LENGTH_MISMATCH',
+  'LOCALPUPPET_TOO_SLOW',
 ])
 
 /** A fault another attempt may cure; carries what to say if none does. */
@@ -93,7 +105,7 @@ export class HttpTransport implements Transport {
       const body = await this.get(url, true)
       if (body === null) return null
       return readBounded(body, url, maxBytes).catch((error: unknown) => {
-        throw transient(error) ?? error
+        throw transient(error) ?? unavailable(error, url)
       })
     })
   }
@@ -102,7 +114,7 @@ export class HttpTransport implements Transport {
     await this.withRetries(path, async (url) => {
       const body = (await this.get(url, false))!
       await writeChecked(body, to, url, expected, onProgress).catch((error: unknown) => {
-        throw transient(error) ?? error
+        throw transient(error) ?? unavailable(error, url)
       })
     })
   }
@@ -141,7 +153,7 @@ export class HttpTransport implements Transport {
       }
 
       const status = response.statusCode
-      if (status === 200) return response.body as unknown as Readable
+      if (status === 200) return meterRate(response.body as unknown as Readable, url.href, this.timeoutMs)
       await response.body.dump().catch(() => {})
       if (REDIRECTS.has(status)) {
         const location = response.headers.location
@@ -165,11 +177,56 @@ export class HttpTransport implements Transport {
   }
 }
 
+/**
+ * The body, cut (destroyed with a LOCALPUPPET_TOO_SLOW error) when a whole window of
+ * `windowMs` brings fewer bytes than MIN_BYTES_PER_SECOND would: a drip, or a server that
+ * sends just enough to defeat the idle timeout.
+ */
+function meterRate(body: Readable, where: string, windowMs: number): Readable {
+  const metered = new PassThrough({highWaterMark: 1024 * 1024})
+  const floor = Math.ceil((MIN_BYTES_PER_SECOND * windowMs) / 1000)
+  let bytes = 0
+  let seconds = 0
+  const timer = setInterval(() => {
+    seconds += windowMs / 1000
+    if (bytes >= floor) {
+      bytes = 0
+      return
+    }
+
+    const message = `${where}: too slow: ${bytes} byte${bytes === 1 ? '' : 's'} in ${windowMs / 1000} s (at least ${MIN_BYTES_PER_SECOND / 1024} KiB/s expected; ${seconds} s into the body)`
+    metered.destroy(Object.assign(new Error(message), {code: 'LOCALPUPPET_TOO_SLOW'}))
+  }, windowMs)
+  const stop = () => clearInterval(timer)
+  body.on('data', (chunk: Buffer) => {
+    bytes += chunk.length
+  })
+  body.on('error', (error) => metered.destroy(error))
+  metered.on('close', () => {
+    stop()
+    body.destroy()
+  })
+  body.on('end', stop)
+  body.pipe(metered)
+  return metered
+}
+
 function transient(error: unknown): TransientError | null {
   if (error instanceof LocalpuppetError || error instanceof TransientError) return error instanceof TransientError ? error : null
   const code = (error as {code?: string})?.code
   if (code && TRANSIENT_CODES.has(code)) return new TransientError(describeNetworkError(code, error as Error))
   return null
+}
+
+/**
+ * What the network did that is neither transient nor the repository's lie: unavailable
+ * (69), in one line, never an internal error (70).
+ */
+function unavailable(error: unknown, url: string): unknown {
+  if (error instanceof LocalpuppetError || error instanceof TransientError) return error
+  const code = (error as {code?: string})?.code
+  if (typeof code === 'string' && code.startsWith('UND_ERR_')) return new RepositoryUnavailableError(`${url}: ${(error as Error).message}`)
+  return error
 }
 
 /**
@@ -190,6 +247,8 @@ function tlsMistake(error: unknown, url: URL, source: string): RepositoryUnavail
 
 function describeNetworkError(code: string, error: Error): string {
   if (code === 'ECONNREFUSED') return 'connection refused'
+  if (code === 'LOCALPUPPET_TOO_SLOW') return error.message
+  if (code === 'UND_ERR_RES_CONTENT_LENGTH_MISMATCH') return 'connection reset or closed early (fewer bytes than its Content-Length)'
   if (code === 'ECONNRESET' || code === 'EPIPE' || code === 'UND_ERR_SOCKET' || code === 'UND_ERR_CLOSED') return `connection reset or closed early (${error.message})`
   if (code.includes('TIMEOUT') || code === 'ETIMEDOUT') return 'timed out'
   return `${code} (${error.message})`

@@ -1,10 +1,11 @@
-import {mkdir, open, readFile, stat} from 'node:fs/promises'
+import {mkdir, open, readFile, readdir, stat, unlink} from 'node:fs/promises'
 import {join} from 'node:path'
 
 import {keyId, type loadSigningKey, signIndex} from '../archive/signature.js'
 import {UsageError, describeFsError} from '../errors.js'
 import {RunLock} from '../state/lock.js'
-import {writeFileAtomic} from '../util/atomic-write.js'
+import {atomicTempWriter, prepareFileAtomic} from '../util/atomic-write.js'
+import {isProcessAlive} from '../util/process.js'
 import {
   DEFAULT_INDEX_EXPIRY_MS,
   type RepositoryIndex,
@@ -56,6 +57,7 @@ export async function updateIndex<T>(options: IndexUpdateOptions, change: (index
   await ensureRepoDir(options.repo)
   const lock = await RunLock.acquireFileWaiting(join(options.repo, LOCK_FILE), options.lockWaitMs ?? 120_000)
   try {
+    await clearDebris(options.repo)
     const {index, signed} = await readCurrentIndex(options.repo)
     if (signed && !key) throw new UsageError(`${options.repo} is a signed repository (${REPOSITORY_SIGNATURE}); publish with --sign KEY.pem`, ['an index without a fresh signature would be refused by every node'])
     const result = await change(index)
@@ -64,14 +66,51 @@ export async function updateIndex<T>(options: IndexUpdateOptions, change: (index
     index.expires = new Date(now() + expiresInMs).toISOString()
     const bytes = serializeRepositoryIndex(index)
     // The signature first: a reader that gets the new signature with the old index retries
-    // once and then sees both new. Then the index, the last thing written.
-    if (key) await writeFileAtomic(join(options.repo, REPOSITORY_SIGNATURE), signIndex(bytes, key), 0o644)
-    await writeFileAtomic(join(options.repo, REPOSITORY_INDEX), bytes, 0o644)
+    // once and then sees both new. Then the index, the last thing written. Both written and
+    // flushed first, then renamed back to back: a publisher killed between the two renames
+    // (a reader's signature over another index until the next publish) is down to
+    // microseconds. The next publish always writes a matching pair.
+    const signature = key ? await prepareFileAtomic(join(options.repo, REPOSITORY_SIGNATURE), signIndex(bytes, key), 0o644) : null
+    const indexFile = await prepareFileAtomic(join(options.repo, REPOSITORY_INDEX), bytes, 0o644).catch(async (error: unknown) => {
+      await signature?.abort()
+      throw error
+    })
+    try {
+      signature?.commit()
+      indexFile.commit()
+    } finally {
+      await signature?.abort()
+      await indexFile.abort()
+    }
+
     await syncDir(options.repo)
     return {...result, signedBy: key ? keyId(key) : null, version: index.version, expires: index.expires}
   } finally {
     await lock.release()
   }
+}
+
+/**
+ * Removes what publishers killed mid-way left in the repository (a directory a web server
+ * serves): their temporary archive, input, index and signature files and their lock's temp
+ * file. Called under the lock, so no living publisher is writing any of them; a file whose
+ * writer's pid is alive is left anyway (that pid is unrelated now, or the lock was wrong).
+ */
+async function clearDebris(repo: string): Promise<void> {
+  const below = async (sub: string) => (await readdir(join(repo, sub)).catch(() => [] as string[])).map((name) => join(repo, sub, name))
+  const dirs = [repo, ...(await below('archives')), ...(await below('inputs'))]
+  for (const dir of dirs) {
+    for (const name of await readdir(dir).catch(() => [] as string[])) {
+      const pid = atomicTempWriter(name) ?? (dir === repo ? lockTempHolder(name) : null)
+      if (pid !== null && pid !== process.pid && !isProcessAlive(pid)) await unlink(join(dir, name)).catch(() => {})
+    }
+  }
+}
+
+/** The pid in the name of a lock's temp file (`.localpuppet-publish.lock.<pid>.<token>`), or null. */
+function lockTempHolder(name: string): number | null {
+  const match = new RegExp(`^${LOCK_FILE.replaceAll('.', '\\.')}\\.(\\d+)\\.[0-9a-f]{16}$`).exec(name)
+  return match ? Number(match[1]) : null
 }
 
 /** Whether the repository has an index yet. */

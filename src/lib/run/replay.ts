@@ -7,6 +7,7 @@ import {parseNodeInput} from '../input/node-input.js'
 import {readNodeState} from '../state/node-state.js'
 import {type RunRecord, newestRecord, readRunRecord} from '../state/run-record.js'
 import {manifestCopyPath, runFiles} from '../state/state-dir.js'
+import {assertTrustedPaths} from '../util/trusted-path.js'
 import {type PlanOptions, type RunPlan, buildRunPlan} from './run-plan.js'
 
 /**
@@ -18,6 +19,18 @@ import {type PlanOptions, type RunPlan, buildRunPlan} from './run-plan.js'
  * The options' noop, puppet, timeout, colour and state dir are this run's own.
  */
 export async function buildReplayPlan(replayId: string, options: PlanOptions, runId: string): Promise<RunPlan> {
+  // What is replayed (the ENC document, the facts, the puppet arguments, the manifest copy)
+  // is root's to run: a run directory or record another user owns or others can write is
+  // theirs to forge (77, before it is read; --allow-untrusted replays it anyway, recorded).
+  // The state directory and its runs/ are judged with the rest of the plan.
+  const {dir, record: recordPath} = runFiles(options.stateDir, replayId)
+  const untrusted = assertTrustedPaths(
+    [
+      {path: dir, what: `run ${replayId}'s directory`, ancestors: false, content: true},
+      {path: recordPath, what: `run ${replayId}'s record`, ancestors: false, content: true},
+    ],
+    Boolean(options.allowUntrusted),
+  )
   const record = await readRunRecord(options.stateDir, replayId)
   if (record.release === null || record.command.length === 0) {
     throw new ReleaseError(`run ${replayId} was ${record.state} before it resolved a release: nothing to replay`)
@@ -51,6 +64,7 @@ export async function buildReplayPlan(replayId: string, options: PlanOptions, ru
       defaultManifest: join(old.dir, 'no-manifest'),
       facts: record.facts,
       puppetArgs: record.puppetArgs,
+      untrusted: [...(options.untrusted ?? []), ...untrusted],
     },
     runId,
   )

@@ -1,5 +1,6 @@
 import {randomBytes} from 'node:crypto'
-import {open, rename, unlink} from 'node:fs/promises'
+import {renameSync} from 'node:fs'
+import {open, unlink} from 'node:fs/promises'
 import {basename, dirname, join} from 'node:path'
 
 /**
@@ -9,6 +10,29 @@ import {basename, dirname, join} from 'node:path'
  * by path afterwards (a path can have become a link to a file of someone's choosing).
  */
 export async function writeFileAtomic(path: string, data: string | Uint8Array, mode = 0o600, owner?: {uid: number; gid: number}): Promise<void> {
+  const prepared = await prepareFileAtomic(path, data, mode, owner)
+  try {
+    prepared.commit()
+  } catch (error) {
+    await prepared.abort()
+    throw error
+  }
+}
+
+/** A file written and flushed beside its target, not yet renamed over it. */
+export interface PreparedFile {
+  /** Renames it into place (synchronously: several commits in a row leave no gap for the event loop). */
+  commit(): void
+  /** Removes the temporary file if it was not committed. */
+  abort(): Promise<void>
+}
+
+/**
+ * The first half of writeFileAtomic: the temporary file written and fsynced. Preparing
+ * several files and then committing them back to back makes the moment they disagree
+ * (a reader, or a process killed in between) as short as two rename(2) calls.
+ */
+export async function prepareFileAtomic(path: string, data: string | Uint8Array, mode = 0o600, owner?: {uid: number; gid: number}): Promise<PreparedFile> {
   const temp = join(dirname(path), `.${basename(path)}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`)
   const handle = await open(temp, 'wx', mode)
   try {
@@ -22,10 +46,20 @@ export async function writeFileAtomic(path: string, data: string | Uint8Array, m
   }
 
   await handle.close()
-  try {
-    await rename(temp, path)
-  } catch (error) {
-    await unlink(temp).catch(() => {})
-    throw error
+  let committed = false
+  return {
+    commit() {
+      renameSync(temp, path)
+      committed = true
+    },
+    async abort() {
+      if (!committed) await unlink(temp).catch(() => {})
+    },
   }
+}
+
+/** The temporary files writeFileAtomic names `.<name>.<pid>.<hex>.tmp`: the pid that wrote it, or null for another name. */
+export function atomicTempWriter(name: string): number | null {
+  const match = /^\..+\.(\d+)\.[0-9a-f]{8}\.tmp$/.exec(name)
+  return match ? Number(match[1]) : null
 }

@@ -224,6 +224,37 @@ test('a reply from another node, for another run, or twice, changes nothing', (t
   t.is(engine.node('a')!.state, 'failed')
 })
 
+// Issue 26, hostile replies: a node cannot finish its run, or another node's, with words alone.
+test('a node that answers only with another node\'s run id is never taken as finished: it ends at its deadline, counted', (t) => {
+  const engine = new RolloutEngine(settings({deadlineMs: 60_000}), ['a', 'b'])
+  engine.handle({kind: 'surveyed', at: 1, answers: {a: {pointer: BEFORE, applied: BEFORE, newest: null}, b: {pointer: BEFORE, applied: BEFORE, newest: null}}})
+  engine.handle({kind: 'dispatched', at: 2, purpose: 'apply', nodes: ['a', 'b']})
+  engine.handle({kind: 'started', at: 3, purpose: 'apply', nodes: ['a', 'b'], answers: {a: {run: {runId: 'ra', state: 'running', release: REF}}, b: {run: {runId: 'rb', state: 'running', release: REF}}}})
+  for (let at = 10; at < 60_000; at += 10_000) {
+    // a keeps quoting b's run, which succeeded; b answers for itself.
+    engine.handle({kind: 'polled', at, nodes: ['a', 'b'], answers: {a: {runId: 'rb', state: 'succeeded', release: REF}, b: {runId: 'rb', state: 'running', release: REF}}})
+    t.is(engine.node('a')!.state, 'running', `at ${at}: a's own run is still unknown`)
+  }
+
+  engine.handle({kind: 'tick', at: 60_002})
+  t.is(engine.node('a')!.state, 'deadline')
+  t.regex(engine.node('a')!.message!, /no final run within --deadline 60s \(run ra still running\)/)
+})
+
+test('a reply for a run that never started (a node not dispatched, or pending) changes nothing (a node answering twice: the transport believes its first reply, transports/mco.test.ts)', (t) => {
+  const engine = new RolloutEngine(settings(), ['a', 'b'])
+  engine.handle({kind: 'surveyed', at: 1, answers: {a: {pointer: BEFORE, applied: BEFORE, newest: null}, b: {pointer: BEFORE, applied: BEFORE, newest: null}}})
+  const before = JSON.stringify(engine.state)
+  // b was never dispatched: its "run" (succeeded, failed) is not believed.
+  t.is(engine.handle({kind: 'polled', at: 2, nodes: ['b'], answers: {b: {runId: 'forged', state: 'failed', release: REF}}}), null)
+  t.is(engine.handle({kind: 'started', at: 3, purpose: 'apply', nodes: ['b'], answers: {b: {run: {runId: 'forged', state: 'succeeded', release: REF}}}}), null)
+  t.is(JSON.stringify(engine.state), before, 'the state did not move')
+  t.is(engine.node('b')!.state, 'pending')
+  // A revert reply for a node that has no revert running.
+  t.is(engine.handle({kind: 'started', at: 4, purpose: 'revert', nodes: ['a'], answers: {a: {run: {runId: 'rv', state: 'running', release: BEFORE}}}}), null)
+  t.is(engine.node('a')!.revert ?? null, null)
+})
+
 // ---- properties ----
 
 /** Assertions that throw, so that fast-check sees a failure, shrinks it and prints the counterexample. */

@@ -1,4 +1,4 @@
-import {chmod, mkdtemp, readFile, rm, writeFile} from 'node:fs/promises'
+import {chmod, chown, mkdtemp, readFile, rm, writeFile} from 'node:fs/promises'
 import {tmpdir} from 'node:os'
 import {join} from 'node:path'
 
@@ -9,6 +9,7 @@ import {driveRollout} from '../../../src/lib/rollout/drive.js'
 import {RolloutEngine} from '../../../src/lib/rollout/engine.js'
 import {RolloutStore, engineFromRecord, listRolloutRecords, openRolloutsDir, readRolloutRecord} from '../../../src/lib/rollout/record.js'
 import {rolloutSettings} from '../../../src/lib/rollout/settings.js'
+import {hostileUid} from '../../helpers/hostile-user.js'
 import {SimulatedFleet, VirtualClock} from '../../helpers/simulated-fleet.js'
 
 async function recorded(t: {teardown(fn: () => Promise<void>): void}) {
@@ -52,6 +53,19 @@ test('a record others can write, or a rollouts directory others can write, is re
   await chmod(dir, 0o777)
   await t.throwsAsync(openRolloutsDir(state), {instanceOf: UntrustedPathError})
   await chmod(dir, 0o700)
+})
+
+// Issue 26: edited by another user (useradd), not just made writable.
+const hostile = hostileUid()
+;(hostile === null ? test.skip : test)('a rollout record another user owns, or replaced in a rollouts directory they own, is refused (77) naming it', async (t) => {
+  const {state, dir, store} = await recorded(t)
+  await chown(store.path, hostile!, hostile!)
+  const owned = await t.throwsAsync(readRolloutRecord(dir, store.record.id), {instanceOf: UntrustedPathError})
+  t.regex(owned!.message, new RegExp(`^rollout record ${store.path} is not trusted: owned by uid ${hostile}`))
+  await chown(store.path, 0, 0)
+  await chown(dir, hostile!, hostile!)
+  await t.throwsAsync(openRolloutsDir(state), {instanceOf: UntrustedPathError, message: /rollouts directory .* is not trusted: owned by uid/})
+  await chown(dir, 0, 0)
 })
 
 test('a finished rollout is not resumed; a rollout id is checked before it is joined into a path', async (t) => {

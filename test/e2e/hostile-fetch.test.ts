@@ -1,0 +1,256 @@
+// Issue 26, the hostile campaign: fetch against a malicious HTTP server on 127.0.0.1 and a
+// hostile index. Every case ends by itself with the README's exit code (bounded: a watchdog
+// kills the process, and the test fails, if it does not end within a minute), says one line,
+// and leaves nothing in the module directory.
+import {mkdir, readFile, readdir, writeFile} from 'node:fs/promises'
+import {join} from 'node:path'
+
+import test, {type ExecutionContext} from 'ava'
+
+import {startCli} from '../helpers/cli.js'
+import {copyRepository, sharedDemoRepository} from '../helpers/repository.js'
+import {type HostileAnswer, drip, head, hostileServer} from '../helpers/hostile-server.js'
+import {tempDir} from '../helpers/temp.js'
+import {loadSigningKey, signIndex} from '../../src/lib/archive/signature.js'
+
+let base: Awaited<ReturnType<typeof sharedDemoRepository>>
+test.before(async () => {
+  base = await sharedDemoRepository('localpuppet-hostile-fetch-')
+})
+test.after.always(() => base?.remove())
+
+interface Scenario {
+  repo: string
+  modules: string
+  index: any
+  /** Writes the index and signs it with the publisher's key: a hostile index a node must still refuse. */
+  signIndex(index: any): Promise<void>
+}
+
+async function scenario(t: ExecutionContext): Promise<Scenario> {
+  const dir = await tempDir(t)
+  const repo = await copyRepository(base.repo, join(dir, 'repo'))
+  await mkdir(join(dir, 'modules'))
+  return {
+    repo,
+    modules: join(dir, 'modules'),
+    index: JSON.parse(await readFile(join(repo, 'index.json'), 'utf8')),
+    async signIndex(next) {
+      const bytes = Buffer.from(JSON.stringify(next, null, 1) + '\n')
+      await writeFile(join(repo, 'index.json.sig'), signIndex(bytes, await loadSigningKey(base.key)))
+      await writeFile(join(repo, 'index.json'), bytes)
+    },
+  }
+}
+
+/** Files (not directories) left under the module dir, other than the memory of accepted index versions. */
+async function leftovers(modules: string): Promise<string[]> {
+  const entries = await readdir(modules, {recursive: true, withFileTypes: true})
+  return entries
+    .filter((entry) => !entry.isDirectory())
+    .map((entry) => join(entry.parentPath, entry.name).slice(modules.length + 1))
+    .filter((path) => !/^\.localpuppet\/repositories\.(json|lock)$/.test(path))
+    .sort()
+}
+
+/** A bound on a fetch that must end by itself: killed, and failed, past this. */
+const WATCHDOG_MS = 60_000
+
+async function fetchBounded(t: ExecutionContext, s: Scenario, source: string, ...extra: string[]) {
+  const child = startCli(['fetch', 'foo@^1.4', '--source', source, '--module-dir', s.modules, '--trust', base.pub, ...extra])
+  const watchdog = setTimeout(() => child.kill('SIGKILL'), WATCHDOG_MS)
+  const result = await child
+  clearTimeout(watchdog)
+  t.falsy(result.signal, `ended by itself within ${WATCHDOG_MS / 1000} s`)
+  return {exitCode: result.exitCode ?? -1, stderr: String(result.stderr), stdout: String(result.stdout)}
+}
+
+async function refusedBounded(t: ExecutionContext, s: Scenario, source: string, exitCode: number, message: RegExp, ...extra: string[]) {
+  const result = await fetchBounded(t, s, source, ...extra)
+  t.is(result.exitCode, exitCode, result.stderr)
+  t.regex(result.stderr, message)
+  t.is(result.stderr.trimEnd().split('\n').filter((line) => !line.startsWith('  ')).length, 1, `one line: ${result.stderr}`)
+  t.deepEqual(await leftovers(s.modules), [], 'nothing left in the module directory')
+  return result
+}
+
+/** Serves the repository as files, except what `hostile` answers for (returns true). */
+async function serve(t: ExecutionContext, s: Scenario, hostile: (path: string, body: Buffer | null, socket: import('node:net').Socket) => boolean) {
+  const answer: HostileAnswer = async (path, socket) => {
+    const body = await readFile(join(s.repo, decodeURIComponent(path))).catch(() => null)
+    if (hostile(path, body, socket)) return
+    if (body === null) return void socket.end(head(404, {'content-length': 0}))
+    socket.end(Buffer.concat([head(200, {'content-length': body.length}), body]))
+  }
+
+  const server = await hostileServer(answer)
+  t.teardown(() => server.close())
+  return server
+}
+
+const isArchive = (path: string) => path.endsWith('.tar.gz')
+
+test('an archive dripped a byte a second is cut after --timeout as too slow, retried, and reported unavailable (69)', async (t) => {
+  const s = await scenario(t)
+  const server = await serve(t, s, (path, body, socket) => {
+    if (!isArchive(path)) return false
+    socket.write(head(200, {'content-length': body!.length}))
+    drip(socket, body!, 1000)
+    return true
+  })
+  await refusedBounded(t, s, server.url, 69, /foo-1\.4\.0\.tar\.gz: too slow: \d+ bytes? in \d+ s .*\(4 attempts\)/, '--timeout', '2')
+  t.is(server.requests.filter(isArchive).length, 4)
+})
+
+test('an index dripped a byte a second is cut the same way (69)', async (t) => {
+  const s = await scenario(t)
+  const server = await serve(t, s, (path, body, socket) => {
+    if (path !== '/index.json') return false
+    socket.write(head(200, {'content-length': body!.length}))
+    drip(socket, body!, 1000)
+    return true
+  })
+  await refusedBounded(t, s, server.url, 69, /index\.json: too slow: .*\(4 attempts\)/, '--timeout', '2')
+})
+
+test('headers dripped a byte a second, and a server that accepts and says nothing, time out (69)', async (t) => {
+  const s = await scenario(t)
+  const dripping = await serve(t, s, (path, _body, socket) => {
+    drip(socket, Buffer.from('HTTP/1.1 200 OK\r\n' + 'X-Slow: a\r\n'.repeat(1000)), 1000)
+    return true
+  })
+  await refusedBounded(t, s, dripping.url, 69, /timed out \(4 attempts\)/, '--timeout', '2')
+  const silent = await serve(t, s, () => true)
+  await refusedBounded(t, s, silent.url, 69, /timed out \(4 attempts\)/, '--timeout', '2')
+})
+
+test('Content-Length lies: shorter than the archive is truncated (65); longer, with the connection kept open, times out (69); longer then closed is cut short (69)', async (t) => {
+  const s = await scenario(t)
+  const short = await serve(t, s, (path, body, socket) => {
+    if (!isArchive(path)) return false
+    socket.end(Buffer.concat([head(200, {'content-length': body!.length - 100}), body!]))
+    return true
+  })
+  await refusedBounded(t, s, short.url, 65, /foo-1\.4\.0\.tar\.gz: truncated: \d+ of the \d+ bytes the index says/)
+
+  const open = await serve(t, s, (path, body, socket) => {
+    if (!isArchive(path)) return false
+    socket.write(Buffer.concat([head(200, {'content-length': body!.length + 1000}), body!]))
+    return true
+  })
+  await refusedBounded(t, s, open.url, 69, /timed out|too slow/, '--timeout', '2')
+
+  const closed = await serve(t, s, (path, body, socket) => {
+    if (!isArchive(path)) return false
+    socket.end(Buffer.concat([head(200, {'content-length': body!.length + 1000}), body!]))
+    return true
+  })
+  await refusedBounded(t, s, closed.url, 69, /connection reset or closed early/)
+})
+
+test('Content-Length of terabytes, an archive larger than the index says: refused at once (65), never downloaded', async (t) => {
+  const s = await scenario(t)
+  let sent = 0
+  const server = await serve(t, s, (path, body, socket) => {
+    if (!isArchive(path)) return false
+    socket.write(head(200, {'content-length': 2 ** 40}))
+    // Endless: what a lying server would send until cut off.
+    const chunk = Buffer.alloc(64 * 1024, 1)
+    const pump = () => {
+      while (!socket.destroyed && socket.write(chunk)) sent += chunk.length
+      if (!socket.destroyed) socket.once('drain', pump)
+    }
+
+    pump()
+    return true
+  })
+  await refusedBounded(t, s, server.url, 65, /foo-1\.4\.0\.tar\.gz: (Content-Length 1099511627776 is )?longer than the \d+ bytes the index says; refused/)
+  t.is(server.requests.filter(isArchive).length, 1, 'not retried: a lie is no network fault')
+})
+
+test('a short Content-Length on the index makes a truncated index that no signature covers (65)', async (t) => {
+  const s = await scenario(t)
+  const server = await serve(t, s, (path, body, socket) => {
+    if (path !== '/index.json') return false
+    socket.end(Buffer.concat([head(200, {'content-length': body!.length - 10}), body!]))
+    return true
+  })
+  await refusedBounded(t, s, server.url, 65, /index\.json: signature by sha256:\w+ does not verify with any trusted key/)
+})
+
+test('redirects: a loop (69), to file:// (65), from https to http (65, in fetch-faults.test.ts)', async (t) => {
+  const s = await scenario(t)
+  let hop = 0
+  const loop = await serve(t, s, (path, _body, socket) => {
+    if (path !== '/index.json' && !path.startsWith('/loop')) return false
+    socket.end(head(302, {location: `/loop${hop++}`, 'content-length': 0}))
+    return true
+  })
+  await refusedBounded(t, s, loop.url, 69, /index\.json: more than 5 redirects \(a redirect loop\?\)/)
+  const file = await serve(t, s, (path, _body, socket) => {
+    if (path !== '/index.json') return false
+    socket.end(head(302, {location: `file://${join(s.repo, 'index.json')}`, 'content-length': 0}))
+    return true
+  })
+  await refusedBounded(t, s, file.url, 65, /index\.json: redirected to file:\/\/.*; refused/)
+})
+
+test('a signed index with 10,000 tags is read in bounded time; a range still picks the real tag, a missing one lists five', async (t) => {
+  const s = await scenario(t)
+  const real = s.index.apps.foo.tags['1.4.0']
+  for (let i = 0; i < 10_000; i++) {
+    const tag = `0.${Math.floor(i / 100)}.${i % 100}`
+    s.index.apps.foo.tags[tag] = {...real, archive: `archives/foo/none-${i}.tar.gz`, modulepath: [`foo/tags/${tag}`], digests: {[`foo/tags/${tag}`]: real.digest}}
+  }
+
+  await s.signIndex(s.index)
+  const server = await serve(t, s, () => false)
+  const fetched = await fetchBounded(t, s, server.url)
+  t.is(fetched.exitCode, 0, fetched.stderr)
+  const child = startCli(['fetch', 'foo/tags/9.9.9', '--source', server.url, '--module-dir', s.modules, '--trust', base.pub])
+  const result = await child
+  t.is(result.exitCode, 66)
+  t.regex(String(result.stderr), /foo\/tags\/9\.9\.9 is not in the repository .*; it has 1\.4\.0, 1\.3\.0, 0\.99\.99, 0\.99\.98, 0\.99\.97, \.\.\.$/m)
+})
+
+test('a signed index with hostile entries is refused (65) naming the entry: .., absolute, names over 255 bytes, sizes of terabytes', async (t) => {
+  const cases: Array<[string, (index: any) => void, RegExp]> = [
+    ['..', (index) => (index.apps.foo.tags['1.4.0'].archive = 'archives/../../../etc/shadow'), /archive path .* is absolute, has '\.\.' or is invalid/],
+    ['absolute', (index) => (index.apps.foo.tags['1.4.0'].archive = '/etc/shadow'), /archive path .* is absolute, has '\.\.' or is invalid/],
+    ['a .. modulepath', (index) => index.apps.foo.tags['1.4.0'].modulepath.push('../../etc'), /modulepath entry "\.\.\/\.\.\/etc" is not a tag/],
+    ['a tag over 255 bytes', (index) => (index.apps.foo.tags[`1.4.1-${'a'.repeat(300)}`] = index.apps.foo.tags['1.4.0']), /tag "foo\/tags\/1\.4\.1-a+": invalid app or tag name/],
+    ['an app over 255 bytes', (index) => (index.apps['b'.repeat(300)] = index.apps.foo), /tag "b+\/tags\/1\.3\.0": invalid app or tag name/],
+    ['a terabyte', (index) => (index.apps.foo.tags['1.4.0'].size = 2 ** 40), /tag "foo\/tags\/1\.4\.0": invalid size 1099511627776/],
+    ['1e300 bytes', (index) => (index.apps.foo.tags['1.4.0'].size = 1e300), /tag "foo\/tags\/1\.4\.0": invalid size 1e\+300/],
+    ['a negative size', (index) => (index.apps.foo.tags['1.4.0'].size = -1), /invalid size -1/],
+  ]
+  for (const [name, change, message] of cases) {
+    const s = await scenario(t)
+    change(s.index)
+    await s.signIndex(s.index)
+    const server = await serve(t, s, () => false)
+    await refusedBounded(t, s, server.url, 65, message)
+    t.deepEqual(server.requests.filter(isArchive), [], `${name}: nothing downloaded`)
+  }
+})
+
+test('a valid signature over another index of the same repository is refused (65)', async (t) => {
+  const s = await scenario(t)
+  const oldSig = await readFile(join(s.repo, 'index.json.sig'))
+  s.index.apps.foo.tags['1.4.0'].publishedAt = '2030-01-01T00:00:00.000Z'
+  await s.signIndex(s.index)
+  // The signature of the index before, which verifies, but over other bytes.
+  await writeFile(join(s.repo, 'index.json.sig'), oldSig)
+  const server = await serve(t, s, () => false)
+  await refusedBounded(t, s, server.url, 65, /index\.json: signature by sha256:\w+ does not verify with any trusted key/)
+})
+
+test('an archive whose release.json disagrees with a signed index is refused (65) before install', async (t) => {
+  const s = await scenario(t)
+  // 1.4.0's entry points at 1.3.0's archive (bytes, size and sha256 right; content not).
+  const tags = s.index.apps.foo.tags
+  tags['1.4.0'] = {...tags['1.4.0'], archive: tags['1.3.0'].archive, size: tags['1.3.0'].size, sha256: tags['1.3.0'].sha256}
+  await s.signIndex(s.index)
+  const server = await serve(t, s, () => false)
+  await refusedBounded(t, s, server.url, 65, /holds foo\/tags\/1\.3\.0 .*not what the index says for foo\/tags\/1\.4\.0; refused/)
+})
