@@ -211,3 +211,23 @@ test('apply --fetch: the run record names the index version; a replayed index is
   t.false(existsSync(join(fake, 'args')), 'puppet did not run')
   t.deepEqual(await readdir(join(s.modules, 'foo', 'tags')), ['1.4.0'])
 })
+
+test('a channel rides on the same index: a replayed older index (one naming another tag for it) is refused and installs nothing', async (t) => {
+  const s = await replayScenario(t)
+  t.is((await cli(['promote', 'foo/tags/1.3.0', '--channel', 'stable', '--repo', s.repo, '--sign', s.key])).exitCode, 0)
+  await writeFile(join(s.dir, 'web1.yaml'), 'app: foo/channels/stable\n')
+  t.is((await cli(['publish', '--node', 'web1', '--input', join(s.dir, 'web1.yaml'), '--repo', s.repo, '--sign', s.key])).exitCode, 0)
+  // The attacker keeps this index: stable names 1.3.0.
+  await copyFile(join(s.repo, 'index.json'), s.old.index)
+  await copyFile(join(s.repo, 'index.json.sig'), s.old.sig)
+  t.is((await cli(['promote', 'foo/tags/1.4.0', '--channel', 'stable', '--repo', s.repo, '--sign', s.key])).exitCode, 0)
+  const fetch = () => cli(['fetch', 'foo/channels/stable', '--source', s.repo, '--trust', s.pub, '--module-dir', s.modules, '--json'])
+  const first = await fetch()
+  t.is(first.exitCode, 0, first.stderr)
+  t.is(JSON.parse(first.stdout).releases[0].release, 'foo/tags/1.4.0')
+  await restoreOld(s)
+  const replayed = await fetch()
+  t.is(replayed.exitCode, 65, replayed.stdout)
+  t.regex(JSON.parse(replayed.stdout).error.message, /index version \d+ of .* is older than version \d+ already accepted from it: a replay/)
+  t.false(existsSync(join(s.modules, 'foo', 'tags', '1.3.0')), 'the replayed channel installed nothing')
+})
