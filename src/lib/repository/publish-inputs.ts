@@ -1,8 +1,9 @@
-import {createHash, randomBytes} from 'node:crypto'
-import {readdir, mkdir, open, rename, stat, unlink} from 'node:fs/promises'
-import {basename, dirname, join} from 'node:path'
+import {createHash} from 'node:crypto'
+import {mkdir, readdir, stat} from 'node:fs/promises'
+import {dirname, join} from 'node:path'
 
-import {InputError, NotFoundError, ReleaseError, UsageError, describeFsError} from '../errors.js'
+import {InputError, NotFoundError, UsageError, describeFsError} from '../errors.js'
+import {writeFileAtomic} from '../util/atomic-write.js'
 import {parseNodeInput} from '../input/node-input.js'
 import {readInputText} from '../input/read-input.js'
 import {type ReleaseRef, maxSatisfyingTag} from '../release/release-ref.js'
@@ -116,24 +117,12 @@ async function exists(path: string): Promise<boolean> {
   )
 }
 
-/** Writes a new file: temp file, fsync, rename; 0644 so a web server can read it. */
+/** Writes a new file (temp file, fsync, rename: writeFileAtomic); 0644 so a web server can read it. */
 async function writeInto(target: string, bytes: Buffer): Promise<void> {
-  await mkdir(dirname(target), {recursive: true, mode: 0o755})
-  const temp = join(dirname(target), `.${basename(target)}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`)
   try {
-    const handle = await open(temp, 'wx', 0o644)
-    try {
-      await handle.writeFile(bytes)
-      await handle.chmod(0o644)
-      await handle.sync()
-    } finally {
-      await handle.close()
-    }
-
-    await rename(temp, target)
+    await mkdir(dirname(target), {recursive: true, mode: 0o755})
+    await writeFileAtomic(target, bytes, 0o644)
   } catch (error) {
-    await unlink(temp).catch(() => {})
-    if (error instanceof ReleaseError) throw error
     throw describeFsError(error, target)
   }
 }
