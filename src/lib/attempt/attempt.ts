@@ -60,6 +60,7 @@ export async function attempt(input: string, options: AttemptOptions, io: Attemp
     puppetArgs: options.puppetArgs,
     replayOf: options.replay ?? null,
     allowUntrusted: options.allowUntrusted,
+    puppet: options.puppet,
   }
   let record: RunRecord | null = null
   try {

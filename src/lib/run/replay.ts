@@ -51,6 +51,8 @@ export async function buildReplayPlan(replayId: string, options: PlanOptions, ru
       defaultManifest: join(old.dir, 'no-manifest'),
       facts: record.facts,
       puppetArgs: record.puppetArgs,
+      // As that run compiled it; a run recorded before modes were pinned gets the release's (explicit) mode.
+      ...(record.languageMode ? {languageMode: record.languageMode} : {}),
     },
     runId,
   )
