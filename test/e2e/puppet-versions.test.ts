@@ -45,6 +45,10 @@ test('which Puppet ran is recorded: run record, plan --json, status and the metr
   const plan = await cli(['plan', file, '--module-dir', modules, '--state-dir', state, '--json'])
   t.is(plan.exitCode, 0, plan.stderr)
   t.like(JSON.parse(plan.stdout).puppet, {...expected, command: 'puppet', found: 'PATH'})
+  // Nothing OpenVox 9 removed; what it changed the default of, explicit.
+  const {command} = JSON.parse(plan.stdout) as {command: string[]}
+  t.deepEqual(command.filter((arg) => /^--(no-)?(configprint|pluginsync)\b/.test(arg)), [])
+  t.true(['--reports', '--lastrunfile', '--lastrunreport'].every((arg) => command.includes(arg)))
 
   const metrics = join(dir, 'metrics.prom')
   const applied = await cli(['apply', file, '--module-dir', modules, '--state-dir', state, '--metrics-file', metrics, '--', ...isolatePuppet(dir)])
