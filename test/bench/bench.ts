@@ -118,7 +118,7 @@ try {
   // The baseline: the very command localpuppet ran, started directly.
   const [puppet, ...puppetArgs] = first.command as string[]
 
-  console.log(`localpuppet bench (node ${process.version}, ${first.puppet.implementation ?? 'unknown'} ${first.puppet.version ?? ''} at ${first.puppet.path}, ${ROUNDS} rounds, interleaved)`)
+  console.log(`localpuppet bench (node ${process.version}, ${first.puppet?.implementation ?? 'unknown'} ${first.puppet?.version ?? ''} at ${first.puppet?.path ?? first.command[0]}, ${ROUNDS} rounds, interleaved)`)
   if (!process.env.BENCH || process.env.BENCH === 'apply') {
     compare('apply / puppet', 1.05, () => time('node', [...applyArgs, '--', ...isolate]), () => time(puppet, puppetArgs))
     const planArgs = [BIN, 'plan', join(DEMO, 'input.yaml'), '--module-dir', join(DEMO, 'modules'), '--state-dir', state, '--json']

@@ -1,6 +1,7 @@
 import {closeSync, openSync, readFileSync, readSync, realpathSync} from 'node:fs'
 import {dirname, join} from 'node:path'
 
+import type {RecordedPuppet} from '../state/run-record.js'
 import {findExecutable} from '../util/find-executable.js'
 
 /** Where Puppet's and OpenVox's own packages put the command (timers and cron do not have it on PATH). */
@@ -65,8 +66,12 @@ export function explainPuppet(command: string, from: string, env: NodeJS.Process
 }
 
 /** Which Puppet the setting `command` finds, as a run record keeps it (path null: none found). */
-export function recordedPuppet(command: string, env: NodeJS.ProcessEnv = process.env): {implementation: PuppetIdentity['implementation']; version: string | null; path: string | null} {
-  const path = findPuppet(command, env)
+export function recordedPuppet(command: string, env: NodeJS.ProcessEnv = process.env): RecordedPuppet {
+  return describePuppet(findPuppet(command, env))
+}
+
+/** The record's view of the puppet at `path`, or of none. */
+export function describePuppet(path: string | null): RecordedPuppet {
   if (path === null) return {implementation: null, version: null, path: null}
   const {implementation, version} = identifyPuppet(path)
   return {implementation, version, path}

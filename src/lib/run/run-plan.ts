@@ -8,7 +8,7 @@ import {verifyModulepath} from '../verify/verify.js'
 import {InputError, NotFoundError, UsageError, describeFsError} from '../errors.js'
 import type {NodeInput} from '../input/node-input.js'
 import {scriptInterpreter} from '../util/find-executable.js'
-import {type PuppetLocation, locatePuppet, recordedPuppet} from '../puppet/puppet-identity.js'
+import {type PuppetLocation, describePuppet, locatePuppet} from '../puppet/puppet-identity.js'
 import {type LanguageMode, languageModeArgs} from '../release/language-mode.js'
 import {type ResolvedRelease, modulepathTrustPaths, realModuleDir, resolveRelease} from '../release/resolve.js'
 import {RUN_ID_PLACEHOLDER} from '../state/run-id.js'
@@ -229,7 +229,7 @@ export async function buildRunPlan(input: NodeInput, options: PlanOptions, runId
     encYaml: renderEncYaml(enc),
     environment,
     manifest,
-    puppet: {command: options.puppet, found: location.found, ...recordedPuppet(options.puppet, options.env)},
+    puppet: {command: options.puppet, found: location.found, ...describePuppet(puppetPath)},
     languageMode: options.languageMode ?? resolution.languageMode,
     command,
     puppetArgs: options.puppetArgs ?? [],
