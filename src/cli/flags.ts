@@ -45,7 +45,7 @@ export const moduleDirFlags = {
 
 /** The puppet executable. */
 export const puppetFlags = {
-  puppet: settingFlag('puppet', {description: 'the puppet executable', helpValue: 'PATH', defaultHelp: 'puppet'}),
+  puppet: settingFlag('puppet', {description: 'the puppet executable', helpValue: 'PATH', defaultHelp: 'puppet on PATH, else /opt/puppetlabs/bin/puppet'}),
 }
 
 /** Where releases come from: fetch, and apply/plan with --fetch. */

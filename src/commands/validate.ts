@@ -39,7 +39,7 @@ export default class Validate extends BaseCommand {
   static override flags = {
     ...moduleDirFlags,
     format: Flags.string({description: 'output format', options: ['text', 'json', 'junit'], default: 'text'}),
-    puppet: settingFlag('puppet', {description: 'the puppet executable for the syntax check and --compile; none skips the syntax check', helpValue: 'PATH', defaultHelp: 'puppet'}),
+    puppet: settingFlag('puppet', {description: 'the puppet executable for the syntax check and --compile; none skips the syntax check', helpValue: 'PATH', defaultHelp: 'puppet on PATH, else /opt/puppetlabs/bin/puppet'}),
     compile: Flags.boolean({description: "also compile each input's catalog with Puppet, as apply would, without applying it"}),
     facts: Flags.string({description: "--compile: a fact set for every input, or a directory with one per input name [default: this machine's facts]", helpValue: 'FILE|DIR', dependsOn: ['compile']}),
     manifest: Flags.string({description: 'the main manifest, as for apply [default: /etc/puppet/manifests/default.pp if it exists]', helpValue: 'FILE'}),
@@ -49,15 +49,15 @@ export default class Validate extends BaseCommand {
   async run(): Promise<ValidateReport> {
     this.splitPassThrough()
     const {argv, flags} = await this.parse(Validate)
-    const [{validateInputs}, {findExecutable}, {PuppetUnavailableError, UsageError}] = await Promise.all([
+    const [{validateInputs}, {findPuppet}, {PuppetUnavailableError, UsageError}] = await Promise.all([
       import('../lib/validate/validate-inputs.js'),
-      import('../lib/util/find-executable.js'),
+      import('../lib/puppet/puppet-identity.js'),
       import('../lib/errors.js'),
     ])
     let puppet: string | null = null
     if (flags.puppet === 'none' && flags.compile) throw new UsageError('--compile needs puppet: --puppet none cannot be combined with it')
     if (flags.puppet !== 'none') {
-      puppet = findExecutable(flags.puppet)
+      puppet = findPuppet(flags.puppet)
       if (puppet === null) throw new PuppetUnavailableError(`puppet not found: ${flags.puppet}`, ['install it, or pass --puppet none to skip the syntax check'])
       // Run as root, a puppet others could rewrite would run their code as root (77).
       if ((process.geteuid?.() ?? 0) === 0) (await import('../lib/util/trusted-path.js')).assertTrustedPath(puppet, {what: 'puppet executable', content: true, overridable: false})

@@ -3,7 +3,8 @@
  * same process, interleaved, so machine speed and load cancel out. Never run by `npm test`.
  *
  *   apply / puppet   localpuppet apply vs the same `puppet apply` command run directly, on
- *                    the demo release and (apply-real) on Debian's modules (delivery.ts)
+ *                    the demo release and (apply-real) on Debian's modules (delivery.ts);
+ *                    apply-puppet8: the same on Debian 13's Puppet 8.10, in bin/debian13's chroot
  *   plan / node      localpuppet plan vs `node -e 0` (start-up dominates)
  *   pack / tar -czf, install / tar -xzf, verify / sha256sum   on Debian's Puppet modules,
  *                    a synthetic and a text-like release, with peak memory (delivery.ts)
@@ -25,7 +26,7 @@
  *                    warm fetch, and fleet status --prometheus over 1,000 simulated nodes
  *                    vs curl of the same queries (test/bench/pull.ts)
  *
- * BENCH=apply, apply-real, delivery, triggers, validate, fetch, deb, status, fleet, engine or pull runs one
+ * BENCH=apply, apply-puppet8, apply-real, delivery, triggers, validate, fetch, deb, status, fleet, engine or pull runs one
  * part; BENCH_SETS, BENCH_FILES and BENCH_FILE_KB choose and size the delivery data sets.
  */
 import {execFileSync, spawnSync} from 'node:child_process'
@@ -96,6 +97,21 @@ function triggers(dir: string, isolate: string[]): void {
   compare('skip / node', null, () => time('node', [...base, '--if-changed', '--', ...isolate]), () => time('node', ['-e', '0']), Math.max(ROUNDS, 15))
 }
 
+/** BENCH=apply again, inside bin/debian13's chroot: Debian 13's Puppet 8.10 and Node 20.19 (root only). */
+function applyOnPuppet8(): void {
+  if (process.getuid?.() !== 0) {
+    console.log('apply on Puppet 8: skipped (bin/debian13 needs root)')
+    return
+  }
+
+  console.log("apply on Puppet 8: the apply bench in bin/debian13's Debian 13 chroot")
+  const debian13 = join(REPO, 'bin', 'debian13')
+  const built = spawnSync(debian13, ['build'], {stdio: ['ignore', 'inherit', 'inherit']})
+  if (built.status !== 0) throw new Error(`bin/debian13 build exited ${built.status}`)
+  const ran = spawnSync(debian13, ['run', 'node', '--import=tsx/esm', 'test/bench/bench.ts'], {stdio: ['ignore', 'inherit', 'inherit'], env: {...process.env, BENCH: 'apply', BENCH_ROUNDS: String(ROUNDS)}})
+  if (ran.status !== 0) throw new Error(`the apply bench on Puppet 8 exited ${ran.status}`)
+}
+
 const dir = mkdtempSync(join(tmpdir(), 'localpuppet-bench-'))
 try {
   const isolate = ['--confdir', join(dir, 'p/etc'), '--codedir', join(dir, 'p/code'), '--vardir', join(dir, 'p/var'), '--logdir', join(dir, 'p/log'), '--rundir', join(dir, 'p/run'), '--publicdir', join(dir, 'p/public')]
@@ -105,13 +121,14 @@ try {
   // The baseline: the very command localpuppet ran, started directly.
   const [puppet, ...puppetArgs] = first.command as string[]
 
-  console.log(`localpuppet bench (node ${process.version}, ${ROUNDS} rounds, interleaved)`)
+  console.log(`localpuppet bench (node ${process.version}, ${first.puppet?.implementation ?? 'unknown'} ${first.puppet?.version ?? ''} at ${first.puppet?.path ?? first.command[0]}, ${ROUNDS} rounds, interleaved)`)
   if (!process.env.BENCH || process.env.BENCH === 'apply') {
     compare('apply / puppet', 1.05, () => time('node', [...applyArgs, '--', ...isolate]), () => time(puppet, puppetArgs))
     const planArgs = [BIN, 'plan', join(DEMO, 'input.yaml'), '--module-dir', join(DEMO, 'modules'), '--state-dir', state, '--json']
     compare('plan / node', 2.5, () => time('node', planArgs), () => time('node', ['-e', '0']), Math.max(ROUNDS, 15))
   }
 
+  if (!process.env.BENCH || process.env.BENCH === 'apply-puppet8') applyOnPuppet8()
   if (!process.env.BENCH || process.env.BENCH === 'triggers') triggers(dir, isolate)
   if (!process.env.BENCH || process.env.BENCH === 'validate') validateBench(dir, isolate, BIN, REPO)
   if (!process.env.BENCH || process.env.BENCH === 'delivery') delivery({bin: BIN, rounds: ROUNDS, time, peakMb, compare}, dir)

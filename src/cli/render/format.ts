@@ -38,3 +38,15 @@ export function table(rows: Array<[string, string | string[]]>): string {
     })
     .join('\n')
 }
+
+/** Which Puppet: `puppet 8.10.0  /usr/bin/puppet`; an executable no package or gem owns is `unknown`. */
+export function formatPuppet(puppet: {implementation: string | null; version: string | null; path: string | null}): string {
+  if (puppet.path === null) return 'not found'
+  const which = puppet.implementation === null ? 'unknown' : `${puppet.implementation}${puppet.version === null ? '' : ` ${puppet.version}`}`
+  return `${which}  ${puppet.path}`
+}
+
+/** A language mode: `strict=error strict_variables=true  (Puppet 8's defaults)` or pinned by a manifest. */
+export function formatLanguageMode(mode: {strict: string; strictVariables: boolean; pinned: string | null}): string {
+  return `strict=${mode.strict} strict_variables=${mode.strictVariables}  (${mode.pinned === null ? "the release pins neither: Puppet 8's defaults" : `pinned by ${mode.pinned}`})`
+}

@@ -2,7 +2,7 @@ import chalk from 'chalk'
 
 import {shellQuote} from '../../lib/util/shell-quote.js'
 import type {RunPlan} from '../../lib/run/run-plan.js'
-import {table} from './format.js'
+import {formatLanguageMode, formatPuppet, table} from './format.js'
 
 /** The human rendering of a plan: what will run, exactly. */
 export function renderPlan(plan: RunPlan): string {
@@ -17,6 +17,8 @@ export function renderPlan(plan: RunPlan): string {
     ['modulepath', modulepath],
     ['manifest', `${plan.manifest.path}${plan.manifest.source === 'empty' ? chalk.dim('  (empty: no default manifest found)') : ''}`],
     ['environment', plan.environment],
+    ['puppet', `${formatPuppet(plan.puppet)}${plan.puppet.found === 'fallback' ? chalk.dim('  (not on PATH)') : ''}`],
+    ['language', formatLanguageMode(plan.languageMode)],
   ]
   if (Object.keys(plan.facts).length > 0) rows.push(['facts', Object.entries(plan.facts).map(([k, v]) => `${k}=${v}`)])
   if (plan.noop) rows.push(['noop', 'yes'])

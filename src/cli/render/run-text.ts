@@ -1,5 +1,5 @@
 import type {RunRecord} from '../../lib/state/run-record.js'
-import {colorState, formatDuration, formatResources, table} from './format.js'
+import {colorState, formatDuration, formatLanguageMode, formatPuppet, formatResources, table} from './format.js'
 
 /** What `status` adds about the node around the run it shows. */
 export interface NodeContext {
@@ -22,6 +22,8 @@ export function renderRunRecord(record: RunRecord, node?: NodeContext): string {
     ['exit code', `${record.exitCode ?? '-'}${record.puppetExitCode === null ? '' : `  (puppet ${record.puppetExitCode})`}`],
     ['resources', formatResources(record)],
   ]
+  if (record.puppet) rows.push(['puppet', formatPuppet(record.puppet)])
+  if (record.languageMode) rows.push(['language', formatLanguageMode(record.languageMode)])
   if (record.noop) rows.push(['noop', 'yes'])
   if (record.allowMutable) rows.push(['mutable', record.mutableEntries.length > 0 ? record.mutableEntries.join(', ') : 'allowed, none used'])
   if (record.splaySeconds !== null && record.splaySeconds !== undefined) rows.push(['splay', `${record.splaySeconds}s`])

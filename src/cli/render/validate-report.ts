@@ -8,13 +8,15 @@ export function renderValidateText(report: ValidateReport): string {
   for (const input of report.inputs) {
     const compiled = input.compile?.status === 'compiled' ? `, compiled: ${input.compile.resources} resources` : ''
     const release = input.release ? chalk.dim(` (${input.release}${compiled})`) : ''
+    const warnings = input.warnings.map((warning) => `  ${chalk.yellow('warning'.padEnd(12))} ${warning.message}`)
     if (input.problems.length === 0) {
-      lines.push(`${chalk.green('ok')}    ${input.file}${release}`)
+      lines.push(`${chalk.green('ok')}    ${input.file}${release}`, ...warnings)
       continue
     }
 
     lines.push(`${chalk.red('FAIL')}  ${input.file}${release}`)
-    for (const problem of input.problems) lines.push(`  ${chalk.dim(problem.check.padEnd(10))} ${problem.message}`)
+    for (const problem of input.problems) lines.push(`  ${chalk.dim(problem.check.padEnd(12))} ${problem.message}`)
+    lines.push(...warnings)
   }
 
   const failed = report.inputs.filter((input) => input.problems.length > 0).length
@@ -52,8 +54,9 @@ export function renderValidateJunit(report: ValidateReport): string {
         continue
       }
 
+      const warnings = input.warnings.filter((w) => w.check === check)
       if (problems.length === 0) {
-        out.push(`    <testcase ${attrs}/>`)
+        out.push(warnings.length === 0 ? `    <testcase ${attrs}/>` : `    <testcase ${attrs}><system-out>${xml(warnings.map((w) => `warning: ${w.message}`).join('\n'))}</system-out></testcase>`)
         continue
       }
 

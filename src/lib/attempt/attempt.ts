@@ -62,6 +62,7 @@ export async function attempt(input: string, options: AttemptOptions, io: Attemp
     puppetArgs: options.puppetArgs,
     replayOf: options.replay ?? null,
     allowUntrusted: options.allowUntrusted,
+    puppet: options.puppet,
   }
   let record: RunRecord | null = null
   try {

@@ -20,7 +20,7 @@ export async function attemptInBackground(io: {warn(line: string): void}): Promi
   const payload = await receivePayload()
   const options = {...payload.options, color: false}
   const facts = parseFacts(options.facts)
-  const context: AttemptContext = {stateDir: options.stateDir, runId: payload.runId, startedAt: new Date(), source: payload.source, noop: options.noop, facts, puppetArgs: options.puppetArgs}
+  const context: AttemptContext = {stateDir: options.stateDir, runId: payload.runId, startedAt: new Date(), source: payload.source, noop: options.noop, facts, puppetArgs: options.puppetArgs, puppet: options.puppet}
   let replied = false
   let record: RunRecord | null = null
   try {

@@ -6,6 +6,7 @@ import {type RunRecord, newRunRecord, writeRunRecord} from '../state/run-record.
 import {runFiles} from '../state/state-dir.js'
 import {withStopSignals} from '../util/on-stop.js'
 import {findTrustProblem} from '../util/trusted-path.js'
+import {recordedPuppet} from '../puppet/puppet-identity.js'
 import {planRecord} from '../run/apply-run.js'
 import {runFinishHook} from '../run/finish-hook.js'
 import type {RunPlan} from '../run/run-plan.js'
@@ -27,6 +28,8 @@ export interface AttemptContext {
   replayOf?: string | null
   /** --allow-untrusted: the user accepted an untrusted state directory. */
   allowUntrusted?: boolean
+  /** The puppet setting, for the record's `puppet` when no plan was made. */
+  puppet?: string
 }
 
 /**
@@ -53,6 +56,7 @@ export async function recordRefusal(error: LocalpuppetError, context: AttemptCon
         environment: context.input?.environment ?? 'production',
         puppetArgs: context.puppetArgs ?? [],
         replayOf: context.replayOf ?? null,
+        puppet: context.puppet === undefined ? null : recordedPuppet(context.puppet),
       })
   const record: RunRecord = {
     ...base,

@@ -131,6 +131,12 @@ export function nodeMetrics(state: NodeState, counts: Record<string, number>, di
       samples: since ? [{value: seconds(since)}] : [],
     },
     {
+      name: 'localpuppet_puppet_info',
+      help: 'The Puppet the newest completed run ran: implementation (puppet or openvox, from the package or gem that owns it; empty when none does), version and path; always 1.',
+      type: 'gauge',
+      samples: completed?.puppet?.path ? [{labels: {implementation: completed.puppet.implementation ?? '', version: completed.puppet.version ?? '', path: completed.puppet.path}, value: 1}] : [],
+    },
+    {
       name: 'localpuppet_run_in_progress',
       help: 'Whether a run holds the lock now: 1, or 0.',
       type: 'gauge',

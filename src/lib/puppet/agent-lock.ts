@@ -2,8 +2,8 @@ import {mkdir} from 'node:fs/promises'
 
 import {PuppetUnavailableError} from '../errors.js'
 import {assertTrustedPaths, findTrustProblem} from '../util/trusted-path.js'
-import {findExecutable} from '../util/find-executable.js'
 import {assertStateDirShape} from '../state/state-dir.js'
+import {findPuppet} from './puppet-identity.js'
 import {disablePuppet, disabledMessage, enablePuppet} from './puppet-locks.js'
 import {puppetLockPaths} from './puppet-paths.js'
 
@@ -16,7 +16,7 @@ export interface AgentLockState {
 }
 
 async function paths(puppet: string, puppetArgs: string[], stateDir: string, allowUntrusted = false) {
-  const path = findExecutable(puppet)
+  const path = findPuppet(puppet)
   if (path === null) throw new PuppetUnavailableError(`puppet not found: ${puppet}`)
   // Asking Puppet where its locks are runs it, as root.
   const untrusted = assertTrustedPaths([{path: stateDir, what: 'state directory'}, {path, what: 'puppet executable', content: true}], allowUntrusted)
@@ -46,7 +46,7 @@ export async function enableRuns(puppet: string, puppetArgs: string[], stateDir:
  */
 export async function disabledState(puppet: string, puppetArgs: string[], stateDir: string): Promise<{message: string} | null> {
   // No state directory is made for this: status must not write.
-  const path = findExecutable(puppet)
+  const path = findPuppet(puppet)
   // Missing, or one others could rewrite: not run to ask (apply refuses it anyway).
   if (path === null || findTrustProblem(path, {what: 'puppet executable'}) !== null) return null
   try {

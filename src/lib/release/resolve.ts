@@ -7,6 +7,7 @@ import {type TreeEntry, listEntries} from '../tree/release-tree.js'
 import {asIoError} from '../util/io-error.js'
 import {displayPath} from '../util/shell-quote.js'
 import {type TrustOptions, type TrustProblem, UNTRUSTED_TREE_HINTS, type UntrustedEntry, findTrustProblem, treeTrustProblem} from '../util/trusted-path.js'
+import {type LanguageMode, languageMode} from './language-mode.js'
 import {MANIFEST_FILE, readReleaseManifest} from './release-manifest.js'
 import {maxSatisfyingTag, parseReleaseRef, releasePath, sortTagsNewestFirst, type ReleaseRef} from './release-ref.js'
 
@@ -43,6 +44,8 @@ export interface Resolution {
   trees: Map<string, TreeEntry[]>
   /** With checkTrust: for each release whose tree holds files or directories another user owns or can write, one problem naming the first. */
   untrustedTrees: TrustProblem[]
+  /** How the release's code compiles: what the app's manifest.yaml pins, else the defaults (a dependency's settings do not count). */
+  languageMode: LanguageMode
 }
 
 export interface ResolveOptions {
@@ -83,6 +86,7 @@ export async function resolveRelease(moduleDir: string, ref: ReleaseRef | string
   const seen = new Set<string>()
   const stack: ResolvedRelease[] = []
   const immutable = app.kind === 'tag' && !app.linkedTo
+  let mode: LanguageMode | undefined
 
   const visit = async (release: ResolvedRelease): Promise<void> => {
     const onStack = stack.findIndex((entry) => entry.path === release.path)
@@ -114,8 +118,9 @@ export async function resolveRelease(moduleDir: string, ref: ReleaseRef | string
     if (existsSync(join(release.path, MANIFEST_FILE))) resolver.assertTrusted(join(release.path, MANIFEST_FILE), 'release manifest', false)
 
     const manifestPath = await resolver.insidePath(join(release.path, MANIFEST_FILE), label, true)
-    const entries = manifestPath === null ? [] : await readReleaseManifest(manifestPath, label)
-    for (const entry of entries) {
+    const manifest = manifestPath === null ? {entries: [], language: {}} : await readReleaseManifest(manifestPath, label)
+    mode ??= languageMode(manifest.language, label)
+    for (const entry of manifest.entries) {
       const dependency = await resolver.resolveRef(parseReleaseRef(entry.text, entry.where), entry.where)
       await visit(dependency)
     }
@@ -150,7 +155,7 @@ export async function resolveRelease(moduleDir: string, ref: ReleaseRef | string
   )
   const warnings = duplicateAppWarnings(modulepath)
   if (app.linkedTo) warnings.unshift(`${app.release} is not a real tag: it resolves to ${app.linkedTo}, which can change (a tag must be a directory under ${app.app}/tags/)`)
-  return {moduleDir: root, modulepath, mutableEntries, warnings, trees, untrustedTrees}
+  return {moduleDir: root, modulepath, mutableEntries, warnings, trees, untrustedTrees, languageMode: mode!}
 }
 
 /**

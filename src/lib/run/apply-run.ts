@@ -304,6 +304,8 @@ export function planRecord(plan: RunPlan, started: Date, fields: Partial<RunReco
     command: plan.command,
     puppetArgs: plan.puppetArgs,
     replayOf: plan.replayOf ?? null,
+    puppet: {implementation: plan.puppet.implementation, version: plan.puppet.version, path: plan.puppet.path},
+    languageMode: plan.languageMode,
     ...(plan.fetch ? {fetch: plan.fetch} : {}),
     ...fields,
   })

@@ -10,7 +10,8 @@ import type {RunPlan} from './run-plan.js'
  * What a run depends on, as one digest: the tree digest of every release on the
  * modulepath, the ENC document (without its run id), the facts given, the manifest,
  * noop and the arguments passed to puppet. Two runs with the same fingerprint apply the
- * same code to the same inputs. Recorded tags use their install digest (the plan has
+ * same code to the same inputs, with the same Puppet (implementation and version) in
+ * the same language mode. Recorded tags use their install digest (the plan has
  * just verified them against it); anything else is hashed.
  */
 export async function runFingerprint(plan: RunPlan): Promise<string> {
@@ -23,6 +24,8 @@ export async function runFingerprint(plan: RunPlan): Promise<string> {
 
   const {localpuppet_run_id: _runId, ...parameters} = plan.enc.parameters
   const manifest = plan.manifest.source === 'empty' ? 'empty' : createHash('sha256').update(await readFile(plan.manifest.path)).digest('hex')
-  const data = {releases, enc: {...plan.enc, parameters}, facts: plan.facts, manifest, noop: plan.noop, puppetArgs: plan.puppetArgs}
+  const {strict, strictVariables} = plan.languageMode
+  const puppet = {implementation: plan.puppet.implementation, version: plan.puppet.version}
+  const data = {releases, enc: {...plan.enc, parameters}, facts: plan.facts, manifest, noop: plan.noop, puppetArgs: plan.puppetArgs, languageMode: {strict, strictVariables}, puppet}
   return `sha256:${createHash('sha256').update(stringifyJson(data)).digest('hex')}`
 }

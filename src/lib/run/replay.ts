@@ -65,6 +65,8 @@ export async function buildReplayPlan(replayId: string, options: PlanOptions, ru
       facts: record.facts,
       puppetArgs: record.puppetArgs,
       untrusted: [...(options.untrusted ?? []), ...untrusted],
+      // As that run compiled it; a run recorded before modes were pinned gets the release's (explicit) mode.
+      ...(record.languageMode ? {languageMode: record.languageMode} : {}),
     },
     runId,
   )

@@ -7,7 +7,9 @@ import {moduleDirTrustPaths} from '../install/install-record.js'
 import {verifyModulepath} from '../verify/verify.js'
 import {InputError, NotFoundError, UsageError, describeFsError} from '../errors.js'
 import type {NodeInput} from '../input/node-input.js'
-import {findExecutable, scriptInterpreter} from '../util/find-executable.js'
+import {scriptInterpreter} from '../util/find-executable.js'
+import {type PuppetLocation, describePuppet, locatePuppet} from '../puppet/puppet-identity.js'
+import {type LanguageMode, languageModeArgs} from '../release/language-mode.js'
 import {type ResolvedRelease, modulepathTrustPaths, realModuleDir, resolveRelease} from '../release/resolve.js'
 import {RUN_ID_PLACEHOLDER} from '../state/run-id.js'
 import {type RunFiles, assertStateDirShape, runFiles, stateDirTrustPaths} from '../state/state-dir.js'
@@ -40,6 +42,8 @@ export interface PlanOptions {
   fetched?: RunFetch | null
   /** Trust problems --allow-untrusted already let through before the plan (the input file): recorded with the rest. */
   untrusted?: string[]
+  /** --replay: the language mode that run was recorded with, instead of the release's. */
+  languageMode?: LanguageMode
 }
 
 /**
@@ -89,7 +93,14 @@ export interface RunPlan {
   encYaml: string
   environment: string
   manifest: {path: string; source: 'flag' | 'default' | 'empty'}
-  puppet: {command: string; path: string | null}
+  /**
+   * The puppet setting (`command`), the executable it found (`path`) and how (`found`), and which Puppet
+   * that is: `implementation` (puppet or openvox, from the package or gem that owns it) and `version`,
+   * both null when neither owns it.
+   */
+  puppet: PlanPuppet
+  /** How the release's code compiles (Puppet's strict and strict_variables), passed to Puppet explicitly. */
+  languageMode: LanguageMode
   /** The exact argv puppet is started with. */
   command: string[]
   /** The arguments given after `--`, as they are passed to puppet. */
@@ -109,6 +120,15 @@ export interface RunPlan {
   replayOf?: string
   /** What --fetch brought before resolving; absent without --fetch. */
   fetch?: RunFetch
+}
+
+/** See RunPlan.puppet. */
+export interface PlanPuppet {
+  command: string
+  path: string | null
+  found: PuppetLocation['found']
+  implementation: 'puppet' | 'openvox' | null
+  version: string | null
 }
 
 /** Builds the plan for one run. With no runId, paths and the ENC show `<run-id>`. */
@@ -143,7 +163,8 @@ export async function buildRunPlan(input: NodeInput, options: PlanOptions, runId
   const missing = await missingClasses(classes, resolution.modulepath.map((entry) => entry.path), manifest.source === 'empty' ? null : manifest.path)
   if (missing.length > 0) throw new InputError(`${input.source}: release ${app.release}: ${missing.length === 1 ? missing[0].message : missing.map((found, n) => `(${n + 1}) ${found.message}`).join(' ')}`, [`localpuppet classes ${app.release} lists the classes it provides`])
   const facts = options.facts ?? {}
-  const puppetPath = findExecutable(options.puppet, options.env)
+  const location = locatePuppet(options.puppet, options.env)
+  const puppetPath = location.path
   // Root runs it: a puppet others could rewrite would run their code as root.
   if (puppetPath !== null) untrusted.push(...assertTrustedPaths([{path: puppetPath, what: 'puppet executable', content: true}], allow, seen))
   // And the interpreter its #! line runs (`#!/usr/bin/env ruby`: the ruby on PATH).
@@ -183,6 +204,7 @@ export async function buildRunPlan(input: NodeInput, options: PlanOptions, runId
     files.summary,
     '--lastrunreport',
     files.report,
+    ...languageModeArgs(options.languageMode ?? resolution.languageMode),
     // Puppet's default report processor (store) keeps every run's report forever under its
     // reportdir; the run directory already has this run's. Unless the user asks for reports.
     ...(asksForReports(options.puppetArgs ?? []) ? [] : ['--reports', 'none']),
@@ -211,7 +233,8 @@ export async function buildRunPlan(input: NodeInput, options: PlanOptions, runId
     encYaml: renderEncYaml(enc),
     environment,
     manifest,
-    puppet: {command: options.puppet, path: puppetPath},
+    puppet: {command: options.puppet, found: location.found, ...describePuppet(puppetPath)},
+    languageMode: options.languageMode ?? resolution.languageMode,
     command,
     puppetArgs: options.puppetArgs ?? [],
     cwd: external.cwd,

@@ -1,6 +1,7 @@
 import {open, readFile, readdir} from 'node:fs/promises'
 
 import {DamagedRecordError, NotFoundError} from '../errors.js'
+import type {LanguageMode} from '../release/language-mode.js'
 import {writeFileAtomic} from '../util/atomic-write.js'
 import {readBoundedFile} from '../util/bounded-read.js'
 import {asIoError} from '../util/io-error.js'
@@ -85,6 +86,17 @@ export interface RunRecord {
    * `fallback: true` (releases empty).
    */
   fetch?: RunFetch | null
+  /** Which Puppet ran (see RunPlan.puppet); null when the attempt never found one. */
+  puppet?: RecordedPuppet | null
+  /** How the release's code compiled (Puppet's strict settings), as passed to Puppet; null before the release was read. */
+  languageMode?: LanguageMode | null
+}
+
+/** Which Puppet an attempt ran or would have run: implementation and version from the package or gem that owns `path`. */
+export interface RecordedPuppet {
+  implementation: 'puppet' | 'openvox' | null
+  version: string | null
+  path: string | null
 }
 
 /** A record of an attempt just started by this process, with `fields` set and everything unknown empty. */

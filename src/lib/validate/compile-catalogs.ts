@@ -12,6 +12,8 @@ export interface CompileJob {
   manifest: string | null
   /** A fact set for the node, or null for this machine's facts (Facter, with the modules' custom facts). */
   facts: Record<string, unknown> | null
+  /** Puppet settings for this catalog as on the command line (the release's language mode: `--strict error --strict_variables`). */
+  settings: string[]
 }
 
 export interface CompileResult {
@@ -57,6 +59,15 @@ request['jobs'].each do |job|
   logs.clear
   result = {'id' => job['id'], 'ok' => false, 'resources' => nil, 'error' => nil}
   begin
+    # The release's language mode, as apply passes it on Puppet's command line (before the
+    # arguments for puppet, which win there, and so here).
+    settings = job['settings'].dup
+    until settings.empty?
+      flag = settings.shift
+      name = flag.sub(/\A--(no-)?/, '')
+      value = flag.start_with?('--no-') ? false : (settings.first.nil? || settings.first.start_with?('--')) ? true : settings.shift
+      Puppet[name.to_sym] = value unless request['puppet_args'].any? { |arg| arg =~ /\A--(no-)?#{name}(=|\z)/ }
+    end
     env = Puppet::Node::Environment.create(job['environment'].to_sym, job['modulepath'], job['manifest'] || Puppet::Node::Environment::NO_MANIFEST)
     Puppet.override({:environments => Puppet::Environments::Static.new(env), :current_environment => env, :loaders => Puppet::Pops::Loaders.new(env, false, false)}, 'localpuppet validate --compile') do
       data = exec.send(:translate, certname, job['enc'])

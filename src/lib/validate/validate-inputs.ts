@@ -18,11 +18,15 @@ import {RUN_ID_PLACEHOLDER} from '../state/run-id.js'
 import {closest} from '../util/did-you-mean.js'
 import {assertNoTrustProblems, assertTrustedPaths} from '../util/trusted-path.js'
 import {type CompileJob, compileCatalogs} from './compile-catalogs.js'
+import {type RequirementFinding, checkModuleRequirements} from './module-requirements.js'
+import {identifyPuppet} from '../puppet/puppet-identity.js'
+import {type LanguageMode, languageModeArgs} from '../release/language-mode.js'
+import type {RecordedPuppet} from '../state/run-record.js'
 import {factSets} from './fact-sets.js'
 import {lineOfKey} from '../yaml.js'
 
 /** The checks run on every input; each is one JUnit test case. `compile` only with --compile. */
-export const CHECKS = ['input', 'release', 'classes', 'parameters', 'syntax', 'compile'] as const
+export const CHECKS = ['input', 'release', 'classes', 'parameters', 'syntax', 'requirements', 'compile'] as const
 export type CheckName = (typeof CHECKS)[number]
 
 export interface Problem {
@@ -40,6 +44,10 @@ export interface InputReport {
   /** The release the input resolved to, or null. */
   release: string | null
   problems: Problem[]
+  /** What is worth knowing but fails nothing: a Puppet newer than a module's requirements allow (see checkModuleRequirements). */
+  warnings: Problem[]
+  /** How the release compiles (see RunPlan.languageMode), or null when it did not resolve. */
+  languageMode: LanguageMode | null
   /** With --compile: whether Puppet compiled its catalog, or why it was not tried (skipped). */
   compile?: {status: 'compiled' | 'failed' | 'skipped'; resources: number | null; reason: string | null}
 }
@@ -51,6 +59,8 @@ export interface ValidateReport {
   problems: number
   /** Why Puppet could not be run for the syntax check and --compile (exit 69), or null: those checks did not run. */
   puppetUnavailable: string | null
+  /** The Puppet the syntax check, --compile and the module requirements are judged with, or null (--puppet none). */
+  puppet: RecordedPuppet | null
 }
 
 export interface ValidateOptions {
@@ -89,9 +99,12 @@ export async function validateInputs(paths: string[], options: ValidateOptions):
   const catalogs = new Map<string, ClassCatalog>()
   const jobs: Array<CompileJob & {report: InputReport; text: string}> = []
   const reports: Array<InputReport & {manifests: string[]}> = []
+  const identity = options.puppet === null ? null : identifyPuppet(options.puppet)
+  const puppet = identity === null ? null : {implementation: identity.implementation, version: identity.version, path: identity.path}
+  const requirements = new Map<string, Promise<RequirementFinding[]>>()
 
   for (const file of files) {
-    const report: InputReport & {manifests: string[]} = {file, release: null, problems: [], manifests: []}
+    const report: InputReport & {manifests: string[]} = {file, release: null, problems: [], warnings: [], languageMode: null, manifests: []}
     if (options.compile) report.compile = {status: 'skipped', resources: null, reason: 'the input or its release has problems'}
     reports.push(report)
     // The same reader as apply: FIFOs, devices, oversized files and invalid UTF-8 are refused alike.
@@ -131,6 +144,18 @@ export async function validateInputs(paths: string[], options: ValidateOptions):
     }
 
     report.release = resolution.modulepath[0].release
+    report.languageMode = resolution.languageMode
+    if (identity !== null) {
+      for (const entry of resolution.modulepath) {
+        if (!requirements.has(entry.path)) requirements.set(entry.path, checkModuleRequirements(entry.path, entry.release, identity))
+        for (const found of await requirements.get(entry.path)!) {
+          const shown = {check: 'requirements' as const, file: found.file, line: found.line, column: null, message: `${file}: ${found.message}`}
+          if (found.severity === 'problem') report.problems.push(shown)
+          else report.warnings.push(shown)
+        }
+      }
+    }
+
     const modulepath = resolution.modulepath.map((entry) => entry.path)
     const key = modulepath.join(':')
     if (!catalogs.has(key)) catalogs.set(key, new ClassCatalog(modulepath, moduleDir, mainDefinitions))
@@ -159,7 +184,7 @@ export async function validateInputs(paths: string[], options: ValidateOptions):
     }
 
     const enc = renderEncYaml(buildEncDocument(input, {release: report.release, runId: RUN_ID_PLACEHOLDER}))
-    jobs.push({id: String(jobs.length), enc, modulepath, environment: input.environment ?? 'production', manifest, facts: factSet, report, text})
+    jobs.push({id: String(jobs.length), enc, modulepath, environment: input.environment ?? 'production', manifest, facts: factSet, settings: languageModeArgs(resolution.languageMode), report, text})
   }
 
   if (options.compile && jobs.length > 0 && options.puppet === null) throw new UsageError('--compile needs puppet (--puppet none only skips the syntax check)')
@@ -210,7 +235,7 @@ export async function validateInputs(paths: string[], options: ValidateOptions):
 
   const inputs = reports.map(({manifests: _manifests, ...report}) => report)
   const checks = CHECKS.filter((check) => check !== 'compile' || options.compile)
-  return {checks, inputs, problems: inputs.reduce((sum, report) => sum + report.problems.length, 0), puppetUnavailable}
+  return {checks, inputs, problems: inputs.reduce((sum, report) => sum + report.problems.length, 0), puppetUnavailable, puppet}
 }
 
 function checkClasses(classes: unknown, catalog: ClassCatalog, text: string, file: string): Problem[] {

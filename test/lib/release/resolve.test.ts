@@ -349,7 +349,7 @@ test('manifest.yaml with an unknown key is 65, naming the file and key with a di
   await writeTree(dir, {'foo/trunk/manifest.yaml': 'modulepaths:\n  - dist/trunk\n'})
   const error = await t.throwsAsync(resolveRelease(dir, 'foo/trunk'), {instanceOf: ReleaseError})
   t.is(error.exitCode, 65)
-  t.is(error.message, 'foo/trunk/manifest.yaml: unknown key "modulepaths" (did you mean modulepath?); allowed: modulepath')
+  t.is(error.message, 'foo/trunk/manifest.yaml: unknown key "modulepaths" (did you mean modulepath?); allowed: modulepath, strict, strict_variables')
 })
 
 test('manifest.yaml with bad YAML is 65, naming file, line and column', async (t) => {
