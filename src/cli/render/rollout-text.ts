@@ -145,17 +145,11 @@ export function renderRolloutList(records: RolloutRecord[]): string {
 }
 
 /** `fleet status`: one line per node, then counts. */
-/** What a row read from Prometheus adds (lib/fleet/prometheus-fleet.ts). */
-interface FleetRowExtras {
-  desired?: string | null
-  lastSuccessAt?: string | null
-}
-
 export function renderFleetStatus(status: FleetStatus, now = Date.now()): string {
   // From Prometheus: what a channel resolved to, and the age of the newest success.
-  const extended = status.nodes.some((row) => (row as FleetRowExtras).lastSuccessAt !== undefined)
+  const extended = status.nodes.some((row) => row.lastSuccessAt !== undefined)
   const rows = status.nodes.map((row) => {
-    const {desired, lastSuccessAt} = row as FleetRowExtras
+    const {desired, lastSuccessAt} = row
     const wanted = desired && row.wanted && !row.wanted.endsWith(`/tags/${desired.split('/').pop()}`) ? `${row.wanted} (${desired.split('/').pop()})` : row.wanted
     return [
       row.node,

@@ -1,5 +1,5 @@
 import {PrometheusClient, type PromSample} from '../prometheus/client.js'
-import {type FleetRow, type FleetStatus, summarizeFleet} from './fleet-status.js'
+import {type FleetRow, type FleetStatus, summarizeFleet} from './fleet-rows.js'
 
 /** What the node metrics say of one node (its series, by job and instance), at Prometheus' evaluation time. */
 export interface PromNode extends FleetRow {
@@ -9,10 +9,9 @@ export interface PromNode extends FleetRow {
   app: string | null
   /** The channel its input names, or null. */
   channel: string | null
-  /** The release its input's app resolved to on its newest attempt (a channel's tag), or null. */
   desired: string | null
-  /** When its newest run that succeeded ended, and since when its runs have all succeeded on the applied release. */
   lastSuccessAt: string | null
+  /** Since when its runs have all succeeded on the applied release. */
   healthySince: string | null
   /** Whether the newest completed run succeeded (null: none). */
   lastRunSuccess: boolean | null
