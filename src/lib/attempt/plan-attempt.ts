@@ -2,7 +2,8 @@ import {LocalpuppetError, NotFoundError} from '../errors.js'
 import type {NodeInput} from '../input/node-input.js'
 import {type RunFetch, type RunPlan, buildRunPlan} from '../run/run-plan.js'
 import type {ReleaseRef} from '../release/release-ref.js'
-import type {FetchResult} from '../source/release-source.js'
+import type {FetchOptions, FetchResult} from '../source/release-source.js'
+import type {ConfiguredFetch} from '../source/fetch.js'
 import type {NodeFetch} from '../source/node-input-fetch.js'
 import type {NodeIdentity} from '../config/node-identity.js'
 import {type RunOptions, planOptions} from './options.js'
@@ -118,32 +119,32 @@ export async function pinInput<T extends {app: ReleaseRef}>(input: T, release: s
   return {...input, app: pinToRelease(input.app, release)}
 }
 
-/** input_from: repository: the node's input and its release, or, when the source could not be reached (69), that error and the source. */
-async function fetchForNode(inputPath: string, identity: NodeIdentity, options: RunOptions, io: PlanIo): Promise<NodeFetch | {unreachable: LocalpuppetError; source: string}> {
-  const [{fetchNodeInput}, {configuredSource, isUnreachable}] = await Promise.all([import('../source/node-input-fetch.js'), import('../source/fetch.js')])
-  const fetch = {...options.fetch!, moduleDir: options.moduleDir, allowUntrusted: options.allowUntrusted}
-  let result: NodeFetch
-  try {
-    result = await fetchNodeInput(inputPath, identity, fetch, {keep: options.keepFetchedInput === true, onProgress: io.progress ? (progress) => io.progress!.update(progress) : undefined})
-  } catch (error) {
-    if (!isUnreachable(error)) throw error
-    return {unreachable: error, source: await configuredSource(fetch)}
-  } finally {
-    io.progress?.done()
-  }
+type Unreachable = {unreachable: LocalpuppetError; source: string}
 
-  for (const warning of result.result.warnings ?? []) io.warn?.(`--fetch: ${warning}`)
-  io.fetched?.(result.result)
-  return result
+/** input_from: repository: the node's input and its release, or, when the source could not be reached (69), that error and the source. */
+async function fetchForNode(inputPath: string, identity: NodeIdentity, options: RunOptions, io: PlanIo): Promise<NodeFetch | Unreachable> {
+  const {fetchNodeInput} = await import('../source/node-input-fetch.js')
+  return guardedFetch(options, io, (fetch, onProgress) => fetchNodeInput(inputPath, identity, fetch, {keep: options.keepFetchedInput === true, onProgress}), (result) => result.result)
 }
 
 /** The fetch before a run: what it brought, or, when the source could not be reached (69), that error and the source. */
-async function fetchForRun(app: ReleaseRef, options: RunOptions, io: PlanIo): Promise<FetchResult | {unreachable: LocalpuppetError; source: string}> {
-  const {configuredSource, fetchConfigured, isUnreachable} = await import('../source/fetch.js')
+async function fetchForRun(app: ReleaseRef, options: RunOptions, io: PlanIo): Promise<FetchResult | Unreachable> {
+  const {fetchConfigured} = await import('../source/fetch.js')
+  return guardedFetch(options, io, (fetch, onProgress) => fetchConfigured([app.text], fetch, {onProgress}), (result) => result)
+}
+
+/** Runs a fetch with the run's source settings and progress; an unreachable source (69) is returned, not thrown; what it brought is told to `io`. */
+async function guardedFetch<T>(
+  options: RunOptions,
+  io: PlanIo,
+  run: (fetch: ConfiguredFetch, onProgress: FetchOptions['onProgress']) => Promise<T>,
+  fetched: (result: T) => FetchResult,
+): Promise<T | Unreachable> {
+  const {configuredSource, isUnreachable} = await import('../source/fetch.js')
   const fetch = {...options.fetch!, moduleDir: options.moduleDir, allowUntrusted: options.allowUntrusted}
-  let result: FetchResult
+  let result: T
   try {
-    result = await fetchConfigured([app.text], fetch, {onProgress: io.progress ? (progress) => io.progress!.update(progress) : undefined})
+    result = await run(fetch, io.progress ? (progress) => io.progress!.update(progress) : undefined)
   } catch (error) {
     if (!isUnreachable(error)) throw error
     return {unreachable: error, source: await configuredSource(fetch)}
@@ -151,8 +152,8 @@ async function fetchForRun(app: ReleaseRef, options: RunOptions, io: PlanIo): Pr
     io.progress?.done()
   }
 
-  for (const warning of result.warnings ?? []) io.warn?.(`--fetch: ${warning}`)
-  io.fetched?.(result)
+  for (const warning of fetched(result).warnings ?? []) io.warn?.(`--fetch: ${warning}`)
+  io.fetched?.(fetched(result))
   return result
 }
 
