@@ -525,7 +525,7 @@ fleetTest(`a node whose daemon is stopped mid-rollout is "no answer", not succes
 
   // A rollout to the whole fleet does not leave it out either: web3 is "no answer" within its deadline, and counts.
   const started = Date.now()
-  const whole = await operator(['rollout', 'foo/tags/1.3.0', '--deadline', '40s', '--max-failures', '1', '-t', '5', '--json'])
+  const whole = await operator(['rollout', 'foo/tags/1.3.0', '--deadline', '40s', '--max-failures', '1', '-t', '10', '--json'])
   t.is(whole.exitCode, 1, whole.stdout + whole.stderr)
   t.is(row(whole, 'web3').state, 'no answer')
   t.true(Date.now() - started < 120_000, 'a silent node costs seconds, not minutes')

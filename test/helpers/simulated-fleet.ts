@@ -10,7 +10,8 @@ import type {RolloutSettings} from '../../src/lib/rollout/settings.js'
  * with one that never was.
  */
 
-export type Behaviour = 'succeed' | 'fail' | 'refuse' | 'busy-once' | 'busy-always' | 'silent' | 'hang' | 'vanish' | 'sours'
+/** `slow-start`: its run starts, but its answer to the start comes too late (it answers everything else). */
+export type Behaviour = 'succeed' | 'fail' | 'refuse' | 'busy-once' | 'busy-always' | 'silent' | 'hang' | 'vanish' | 'sours' | 'slow-start'
 
 export interface SimNodeSpec {
   name: string
@@ -128,7 +129,8 @@ export class SimulatedFleet implements RolloutTransport {
     for (const name of names) {
       const node = this.nodes.get(name)
       if (!node || !this.answers(name)) continue
-      answers[name] = this.begin(node, settings.ref ?? node.pointer, 'apply', false)
+      const answer = this.begin(node, settings.ref ?? node.pointer, 'apply', false)
+      if (node.behaviour !== 'slow-start') answers[name] = answer
     }
 
     this.clock.time += Object.keys(answers).length === names.length ? this.latencyMs.start : this.latencyMs.reply

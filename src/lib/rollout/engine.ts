@@ -171,7 +171,8 @@ export class RolloutEngine {
     if (state.phase === 'done') return [{kind: 'done'}]
     if (state.phase === 'survey') return [{kind: 'survey', nodes: state.nodes.map((node) => node.node)}]
     const actions: RolloutAction[] = []
-    // Starts whose answer was lost (the process died between sending and recording): ask the node.
+    // Starts whose answer was lost (the process died between sending and recording, or the
+    // node did not answer in time): ask the node.
     const active = this.activeNodes()
     const orphans = active.filter((node) => node.state === 'starting' || node.revert?.state === 'starting').map((node) => node.node)
     if (orphans.length > 0) return [{kind: 'adopt', nodes: orphans}]
@@ -354,7 +355,9 @@ export class RolloutEngine {
       if (event.purpose === 'apply') {
         if (node.state !== 'starting') continue
         if (!answer) {
-          this.finish(node, 'no answer', event.at, 'did not answer the apply request (a run may or may not have started)')
+          // A node slow to answer (a loaded machine, a slow start) may have started the run
+          // all the same: it stays "starting" and is asked once (adopt) before it counts.
+          node.missed = true
         } else if ('run' in answer) {
           node.runId = answer.run.runId
           node.state = 'running'
@@ -375,9 +378,7 @@ export class RolloutEngine {
         const revert = node.revert
         if (!revert || revert.state !== 'starting') continue
         if (!answer) {
-          revert.state = 'no answer'
-          revert.message = 'did not answer the rollback request'
-          revert.finishedAt = event.at
+          revert.missed = true
         } else if ('run' in answer) {
           revert.runId = answer.run.runId
           revert.state = 'running'
@@ -451,7 +452,11 @@ export class RolloutEngine {
         if (answer && newest && this.startedSince(newest, node.dispatchedAt) && (newest.release === node.wanted || newest.ref === node.wanted || node.wanted === null)) {
           node.runId = newest.runId
           node.state = 'running'
+          node.missed = undefined
           this.report(node, newest, event.at, true)
+        } else if (node.missed) {
+          node.missed = undefined
+          this.finish(node, 'no answer', event.at, answer ? 'did not answer the apply request, and had started no run when asked again (one may still start)' : 'did not answer the apply request, nor a status request after it')
         } else {
           // The start never reached it (or it does not say): it is started again, and a
           // node that is really gone is "no answer" to that start, as it would have been.
@@ -464,7 +469,13 @@ export class RolloutEngine {
         if (answer && newest && this.startedSince(newest, revert.dispatchedAt) && newest.release === revert.release) {
           revert.runId = newest.runId
           revert.state = 'running'
+          revert.missed = undefined
           this.reportRevert(revert, newest, event.at)
+        } else if (revert.missed) {
+          revert.missed = undefined
+          revert.state = 'no answer'
+          revert.message = answer ? 'did not answer the rollback request, and had started no run when asked again' : 'did not answer the rollback request, nor a status request after it'
+          revert.finishedAt = event.at
         } else {
           revert.state = 'pending'
           revert.dispatchedAt = null
@@ -643,7 +654,7 @@ export class RolloutEngine {
 function nodeKey(node: RolloutNode | undefined): string {
   if (!node) return ''
   const revert = node.revert
-  return `${node.state}|${node.runId}|${node.silent}|${node.retryAt}|${node.busyTries}|${node.dispatchedAt}|${revert ? `${revert.state}|${revert.runId}|${revert.silent}|${revert.dispatchedAt}` : ''}`
+  return `${node.state}|${node.runId}|${node.silent}|${node.retryAt}|${node.busyTries}|${node.dispatchedAt}|${node.missed === true}|${revert ? `${revert.state}|${revert.runId}|${revert.silent}|${revert.dispatchedAt}|${revert.missed === true}` : ''}`
 }
 
 /** --only-outdated: the node's newest attempt is a completed success, not noop, of exactly what is wanted. */

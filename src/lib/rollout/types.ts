@@ -79,6 +79,8 @@ export interface RevertEntry {
   finishedAt: number | null
   message: string | null
   silent: number
+  /** Its start got no answer: the node is asked once whether a run began before it counts as "no answer". */
+  missed?: boolean
 }
 
 export interface RolloutNode {
@@ -105,6 +107,8 @@ export interface RolloutNode {
   busyTries: number
   retryAt: number | null
   silent: number
+  /** Its start got no answer: the node is asked once whether a run began before it counts as "no answer". */
+  missed?: boolean
   revert: RevertEntry | null
 }
 

@@ -137,6 +137,15 @@ test('a node whose run never finishes is failed at its deadline, and one that ne
   t.true(engine.state.finishedAt! - start < 120_000 + 30_000, 'the rollout ends soon after the deadline')
 })
 
+test('a node whose answer to the start comes too late is asked once: its run is followed to the end, not counted as "no answer"', async (t) => {
+  const {engine, fleet} = await simulate(specs(['slow-start', 'succeed', 'silent']), settings({maxFailures: {count: 1}}))
+  t.is(stateOf(engine, 'n00000'), 'succeeded')
+  t.is(fleet.nodes.get('n00000')!.starts, 1, 'started once, never twice')
+  t.is(stateOf(engine, 'n00002'), 'no answer')
+  t.regex(engine.node('n00002')!.message!, /did not answer the apply request, nor a status request after it/)
+  t.is(engine.state.stopped, null)
+})
+
 test('a node that stops answering while its run goes on is "no answer" after two silent polls', async (t) => {
   const {engine} = await simulate(specs(['vanish', 'succeed'], 60_000), settings({maxFailures: {count: 1}}))
   t.is(stateOf(engine, 'n00000'), 'no answer')
@@ -264,7 +273,7 @@ const check = {
   deepEqual: (actual: unknown, expected: unknown, message?: string) => assert.deepStrictEqual(actual, expected, message),
 }
 
-const BEHAVIOURS: Behaviour[] = ['succeed', 'succeed', 'succeed', 'succeed', 'fail', 'refuse', 'busy-once', 'busy-always', 'silent', 'hang', 'vanish', 'sours']
+const BEHAVIOURS: Behaviour[] = ['succeed', 'succeed', 'succeed', 'succeed', 'fail', 'refuse', 'busy-once', 'busy-always', 'silent', 'hang', 'vanish', 'sours', 'slow-start']
 
 const fleetArbitrary = (maxNodes: number): fc.Arbitrary<FleetInput> =>
   fc.record({
