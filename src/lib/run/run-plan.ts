@@ -149,7 +149,7 @@ export async function buildRunPlan(input: NodeInput, options: PlanOptions, runId
   // and runs it all as root.
   untrusted.push(...assertTrustedPaths(modulepathTrustPaths(resolution), allow, seen))
   untrusted.push(...assertNoTrustProblems(resolution.untrustedTrees, allow, seen))
-  const verification = await verifyModulepath(resolution.moduleDir, resolution.modulepath)
+  const verification = await verifyModulepath(resolution.moduleDir, resolution.modulepath, resolution.trees)
   const app = resolution.modulepath[0]
   const files = runFiles(stateDir, runId)
   const enc = buildEncDocument(input, {release: app.release, runId})

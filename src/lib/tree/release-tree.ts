@@ -1,5 +1,5 @@
 import {createHash} from 'node:crypto'
-import {lstatSync, readdirSync} from 'node:fs'
+import {type Stats, lstatSync, readdirSync} from 'node:fs'
 
 import {LocalpuppetError, ReleaseError} from '../errors.js'
 import {asIoError} from '../util/io-error.js'
@@ -65,6 +65,28 @@ export interface TreeEntry {
   path: string
   /** True for an empty directory. */
   dir: boolean
+  /** When trust was judged: the file's lstat, as the check before a run keys its cache (verify/verified-cache.ts). */
+  stat?: FileStat
+}
+
+/** What verification keeps of a file's lstat. */
+export interface FileStat {
+  /** What any change to the file's bytes, mode or owner changes; '' when it is not a regular file. */
+  key: string
+  uid: number
+  mode: number
+  /** The later of its mtime and ctime, in ms. */
+  changedMs: number
+}
+
+/**
+ * A file's stat key: device, inode, size, mode, owner, mtime and ctime. Times in
+ * milliseconds with the fraction Node gives: a change made after a key was kept sets a
+ * ctime well after it (verified-cache.ts keeps no key younger than two seconds).
+ */
+export function fileStat(info: Stats): FileStat {
+  const key = info.isFile() ? `${info.dev}:${info.ino}:${info.size}:${info.mode}:${info.uid}:${info.mtimeMs}:${info.ctimeMs}` : ''
+  return {key, uid: info.uid, mode: info.mode, changedMs: Math.max(info.mtimeMs, info.ctimeMs)}
 }
 
 /**
@@ -85,6 +107,7 @@ export function listEntries(root: string, label: string, untrusted?: UntrustedEn
   // Judging trust, the walk goes on past an entry of the wrong kind, so that the caller
   // sees everything that is not trusted (77) before that (65): both may be the attack.
   let wrongKind: ReleaseError | null = null
+  const euid = process.geteuid?.() ?? 0
   const walk = (dir: string, prefix: string): void => {
     at = prefix
     const names = readdirSync(dir, {withFileTypes: true})
@@ -92,9 +115,9 @@ export function listEntries(root: string, label: string, untrusted?: UntrustedEn
     for (const entry of names) {
       const path = prefix === '' ? entry.name : `${prefix}/${entry.name}`
       at = path
-      if (untrusted) checkTrust(`${dir}/${entry.name}`, untrusted)
+      const stat = untrusted ? checkTrust(`${dir}/${entry.name}`, untrusted, euid) : undefined
       if (entry.isDirectory()) walk(`${dir}/${entry.name}`, path)
-      else if (entry.isFile()) entries.push({path, dir: false})
+      else if (entry.isFile()) entries.push(stat ? {path, dir: false, stat: fileStat(stat)} : {path, dir: false})
       else {
         wrongKind ??= new ReleaseError(`${displayPath(`${label}/${path}`)}: ${describeKind(entry)}; a release may hold only regular files and directories`)
         if (!untrusted) throw wrongKind
@@ -132,11 +155,15 @@ function treeReadError(error: unknown, where: string): Error {
   return error as Error
 }
 
-/** Adds `path` to `untrusted` when another user owns it or can write it (a path gone meanwhile is the verification's business). */
-function checkTrust(path: string, untrusted: UntrustedEntry[]): void {
+/**
+ * Adds `path` to `untrusted` when another user owns it or can write it (a path gone
+ * meanwhile is the verification's business); returns its lstat.
+ */
+function checkTrust(path: string, untrusted: UntrustedEntry[], euid: number): Stats | undefined {
   const info = lstatSync(path, {throwIfNoEntry: false})
   // A link's own mode means nothing (and a release may not hold one: the walk refuses it).
-  if (info && !info.isSymbolicLink() && !isTrustedEntry(info.uid, info.mode)) untrusted.push({path, uid: info.uid, mode: info.mode})
+  if (info && !info.isSymbolicLink() && !isTrustedEntry(info.uid, info.mode, euid)) untrusted.push({path, uid: info.uid, mode: info.mode})
+  return info
 }
 
 /**

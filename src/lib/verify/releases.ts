@@ -59,7 +59,7 @@ export async function listReleases(moduleDir: string, app?: string, options: Lis
       let verified: boolean | null = null
       let untrustedTree: string | null = null
       if (record && options.verify !== false) {
-        const result = untrusted ? await verifyJudged(root, release, record, {allowUntrusted, seen, untrusted}) : await verifyRelease(root, release, record, {judgeTrust: false})
+        const result = untrusted ? await verifyJudged(root, release, record, {allowUntrusted, seen, untrusted}, {cache: true}) : await verifyRelease(root, release, record, {judgeTrust: false, cache: true})
         verified = result.ok
         untrustedTree = result.untrusted
       }

@@ -40,10 +40,11 @@ export async function verifyJudged(
   release: string,
   record: InstallRecord | null | undefined,
   trust: {allowUntrusted?: boolean; seen: Set<string>; untrusted: string[]},
+  options: {cache?: boolean} = {},
 ): Promise<VerifyResult> {
   const {allowUntrusted, seen, untrusted} = trust
   untrusted.push(...assertTrustedPaths([{path: join(root, release), what: `release ${release}`, below: root, tree: true}], allowUntrusted, seen))
-  const result = await verifyRelease(root, release, record)
+  const result = await verifyRelease(root, release, record, {cache: options.cache})
   untrusted.push(...assertNoTrustProblems([result.untrusted === null ? null : {path: result.untrusted, message: result.untrusted}], allowUntrusted, seen))
   return result
 }

@@ -4,8 +4,9 @@ import {join} from 'node:path'
 import {VerificationError} from '../errors.js'
 import {type UntrustedEntry, isTrustedEntry, treeTrustProblem} from '../util/trusted-path.js'
 import {type InstallRecord, readInstallRecord} from '../install/install-record.js'
-import {FileChecker, stopCheckThread} from '../tree/hash-files.js'
-import {compareBytes} from '../tree/release-tree.js'
+import {type FileCheck, FileChecker, stopCheckThread} from '../tree/hash-files.js'
+import {type TreeEntry, compareBytes} from '../tree/release-tree.js'
+import {readVerifiedCache, settledKey, statFile, writeVerifiedCache} from './verified-cache.js'
 
 export interface VerifyResult {
   release: string
@@ -27,25 +28,61 @@ export interface VerifyResult {
  * Compares an installed release with its install record: files whose bytes, size or
  * executable bit changed, files that are gone, and anything added (links included).
  */
-export async function verifyRelease(moduleDir: string, release: string, record?: InstallRecord | null, options: {judgeTrust?: boolean} = {}): Promise<VerifyResult> {
+export async function verifyRelease(
+  moduleDir: string,
+  release: string,
+  record?: InstallRecord | null,
+  options: {
+    judgeTrust?: boolean
+    cache?: boolean
+    /** The tree as the resolution just walked it (with each file's lstat): not walked again. */
+    tree?: TreeEntry[]
+  } = {},
+): Promise<VerifyResult> {
   const recorded = record === undefined ? await readInstallRecord(moduleDir, release) : record
   const result: VerifyResult = {release, recorded: recorded !== null, ok: true, modified: [], missing: [], extra: [], untrusted: null}
   if (!recorded) return result
   const root = join(moduleDir, release)
-  // Every recorded file is opened (never through a link) and its size and mode come from
-  // the open file: what is hashed is what was checked. Only a file of the recorded size is
+  const {files} = recorded
+  // With the cache (the check before a run, `releases`): a file whose stat key is the one
+  // it had when last read and matched is not read again (verified-cache.ts). `verify`
+  // itself reads every byte.
+  const since = Date.now()
+  const keys: string[] | null = options.cache ? new Array<string>(files.length) : null
+  const cached = options.cache ? readVerifiedCache(moduleDir, release, recorded.digest, files.length) : null
+  const checks: FileCheck[] = new Array<FileCheck>(files.length)
+  const toRead: number[] = []
+  const walked = keys && options.tree ? new Map(options.tree.map((entry) => [entry.path, entry])) : null
+  for (let i = 0; i < files.length; i++) {
+    if (keys === null) {
+      toRead.push(i)
+      continue
+    }
+
+    const file = files[i]
+    const entry = walked?.get(file.path)
+    const stat = entry?.stat ?? statFile(`${root}/${file.path}`)
+    keys[i] = settledKey(stat, since) ? stat!.key : ''
+    if (cached !== null && stat && stat.key !== '' && cached.keys[i] === stat.key) checks[i] = {sha256: file.sha256, size: file.size, executable: file.executable, uid: stat.uid, mode: stat.mode}
+    else toRead.push(i)
+  }
+
+  // Every file read is opened (never through a link) and its size and mode come from the
+  // open file: what is hashed is what was checked. Only a file of the recorded size is
   // read. For a large release a second thread starts on them while this one walks the tree
   // for added files.
-  const pending = new FileChecker(recorded.files.length, recorded.files.reduce((sum, file) => sum + file.size, 0)).begin(
-    recorded.files.map((file) => `${root}/${file.path}`),
-    recorded.files.map((file) => file.size),
+  const pending = new FileChecker(toRead.length, toRead.reduce((sum, i) => sum + files[i].size, 0)).begin(
+    toRead.map((i) => `${root}/${files[i].path}`),
+    toRead.map((i) => files[i].size),
   )
   const found = new Set<string>()
   const emptyDirs = new Set<string>()
   // undefined: not judged (apply has judged every entry of the modulepath already).
   const untrusted: UntrustedEntry[] | undefined = options.judgeTrust === false ? undefined : []
   try {
-    walk(root, '', found, emptyDirs, untrusted)
+    if (options.tree && !untrusted) {
+      for (const entry of options.tree) (entry.dir ? emptyDirs : found).add(entry.path)
+    } else walk(root, '', found, emptyDirs, untrusted)
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code !== 'ENOENT') {
       pending.cancel()
@@ -53,9 +90,10 @@ export async function verifyRelease(moduleDir: string, release: string, record?:
     }
   }
 
-  const checks = await pending.finish()
+  const read = await pending.finish()
+  toRead.forEach((i, j) => (checks[i] = read[j]))
   const expected = new Set<string>()
-  recorded.files.forEach((file, i) => {
+  files.forEach((file, i) => {
     expected.add(file.path)
     const check = checks[i]
     if (untrusted && check.uid !== undefined && check.mode !== undefined && !isTrustedEntry(check.uid, check.mode)) untrusted.push({path: `${root}/${file.path}`, uid: check.uid, mode: check.mode})
@@ -72,6 +110,8 @@ export async function verifyRelease(moduleDir: string, release: string, record?:
   for (const list of [result.modified, result.missing, result.extra]) list.sort(compareBytes)
   result.untrusted = (untrusted && treeTrustProblem(root, `release ${release}`, untrusted)?.message) ?? null
   result.ok = result.modified.length === 0 && result.missing.length === 0 && result.extra.length === 0
+  // Keys are kept only for a release verified whole, and written only when they changed.
+  if (keys !== null && result.ok && (cached === null || keys.some((key, i) => key !== cached.keys[i]))) await writeVerifiedCache(moduleDir, release, recorded.digest, keys)
   return result
 }
 
@@ -105,13 +145,17 @@ function walk(dir: string, prefix: string, into: Set<string>, dirs: Set<string>,
  * every release on a modulepath that has a record is verified, and a mismatch is a
  * VerificationError (65) naming the file. Returns the releases checked.
  */
-export async function verifyModulepath(moduleDir: string, releases: Array<{release: string; kind: string}>): Promise<Array<{release: string; verified: boolean}>> {
+export async function verifyModulepath(
+  moduleDir: string,
+  releases: Array<{release: string; kind: string}>,
+  trees?: Map<string, TreeEntry[]>,
+): Promise<Array<{release: string; verified: boolean}>> {
   const checked: Array<{release: string; verified: boolean}> = []
   try {
     for (const release of releases) {
       if (release.kind !== 'tag') continue
       // Who owns and can write each entry: judged with the whole modulepath before (run-plan).
-      const result = await verifyRelease(moduleDir, release.release, undefined, {judgeTrust: false})
+      const result = await verifyRelease(moduleDir, release.release, undefined, {judgeTrust: false, cache: true, tree: trees?.get(release.release)})
       if (!result.recorded) continue
       if (!result.ok) throw new VerificationError(describeMismatch(result), [`localpuppet verify ${release.release} lists every difference`])
       checked.push({release: release.release, verified: true})
