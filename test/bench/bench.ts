@@ -6,6 +6,8 @@
  *                    the demo release and (apply-real) on Debian's modules (delivery.ts);
  *                    apply-puppet8: the same on Debian 13's Puppet 8.10, in bin/debian13's chroot
  *   plan / node      localpuppet plan vs `node -e 0` (start-up dominates)
+ *   plan keyed       plan-real: plan on Debian's modules installed as a tag, with the
+ *                    verified files' stat keys vs `node -e 0` and vs reading every byte (plan.ts)
  *   pack / tar -czf, install / tar -xzf, verify / sha256sum   on Debian's Puppet modules,
  *                    a synthetic and a text-like release, with peak memory (delivery.ts)
  *
@@ -26,7 +28,7 @@
  *                    warm fetch, and fleet status --prometheus over 1,000 simulated nodes
  *                    vs curl of the same queries (test/bench/pull.ts)
  *
- * BENCH=apply, apply-puppet8, apply-real, delivery, triggers, validate, fetch, deb, status, fleet, engine or pull runs one
+ * BENCH=apply, apply-puppet8, apply-real, plan-real, delivery, triggers, validate, fetch, deb, status, fleet, engine or pull runs one
  * part; BENCH_SETS, BENCH_FILES and BENCH_FILE_KB choose and size the delivery data sets.
  */
 import {execFileSync, spawnSync} from 'node:child_process'
@@ -133,6 +135,7 @@ try {
   if (!process.env.BENCH || process.env.BENCH === 'validate') validateBench(dir, isolate, BIN, REPO)
   if (!process.env.BENCH || process.env.BENCH === 'delivery') delivery({bin: BIN, rounds: ROUNDS, time, peakMb, compare}, dir)
   if (!process.env.BENCH || process.env.BENCH === 'apply-real') applyReal({bin: BIN, rounds: ROUNDS, time, peakMb, compare}, dir, isolate)
+  if (!process.env.BENCH || process.env.BENCH === 'plan-real') (await import('./plan.js')).planRealBench({bin: BIN, rounds: ROUNDS, time, peakMb, compare}, dir)
   if (!process.env.BENCH || process.env.BENCH === 'fetch') await (await import('./fetch.js')).fetchBench(dir, time, compare, Math.max(3, Math.floor(ROUNDS / 2)))
   if (!process.env.BENCH || process.env.BENCH === 'status') statusBench(BIN, dir, ROUNDS)
   if (!process.env.BENCH || process.env.BENCH === 'deb') (await import('./deb.js')).debBench(dir, BIN, {time, compare, rounds: Math.max(3, Math.floor(ROUNDS / 2))})
