@@ -1,5 +1,7 @@
-import {readFile, readdir, mkdir, rm, writeFile} from 'node:fs/promises'
-import {join} from 'node:path'
+import {execFileSync} from 'node:child_process'
+import {chown, mkdtemp, readFile, readdir, mkdir, rm, writeFile} from 'node:fs/promises'
+import {tmpdir} from 'node:os'
+import {dirname, join} from 'node:path'
 
 import test from 'ava'
 
@@ -160,4 +162,46 @@ test('validate resolves an input on a channel through --repo, or through the cha
   t.is((await cli(['fetch', 'foo/channels/stable', '--source', repo, '--module-dir', modules, '--allow-untrusted'])).exitCode, 0)
   const remembered = await cli(['validate', join(dir, 'web1.yaml'), '--module-dir', modules, '--puppet', 'none', '--json'])
   t.is(remembered.exitCode, 0, remembered.stdout)
+})
+
+const asRoot = process.getuid?.() === 0 ? test : test.skip
+
+asRoot("an input directory another user owns is refused (77) before anything is fetched, and the input is not written", async (t) => {
+  const dir = await tempDir(t)
+  const {key, pub} = await keyPair(dir, 'release')
+  const {repo} = await demoRepository(join(dir, 'build'), key)
+  await writeFile(join(dir, 'web1.yaml'), inputFor('foo/tags/1.4.0', 8080))
+  t.is((await cli(['publish', '--node', 'web1', '--input', join(dir, 'web1.yaml'), '--repo', repo, '--sign', key])).exitCode, 0)
+  const node = await makeNode(dir, 'web1', {repo, trust: pub})
+  await chown(dirname(node.input), 1000, 1000)
+  const result = await node.apply()
+  t.is(result.exitCode, 77, result.stdout)
+  t.regex(JSON.parse(result.stdout).error.message, new RegExp(`input directory ${dirname(node.input)} is not trusted: owned by uid 1000`))
+  t.false(await exists(node.input))
+  t.deepEqual(await readdir(node.modules), [], 'nothing fetched')
+  t.false(await exists(join(node.fake, 'args')), 'puppet was not started')
+})
+
+asRoot('an input directory on a full disk: 74 naming the input file, no temporary file left, puppet not started', async (t) => {
+  const dir = await tempDir(t)
+  const {key, pub} = await keyPair(dir, 'release')
+  const {repo} = await demoRepository(join(dir, 'build'), key)
+  await writeFile(join(dir, 'web1.yaml'), inputFor('foo/tags/1.4.0', 8080))
+  t.is((await cli(['publish', '--node', 'web1', '--input', join(dir, 'web1.yaml'), '--repo', repo, '--sign', key])).exitCode, 0)
+  const node = await makeNode(dir, 'web1', {repo, trust: pub})
+  // The input's directory is a small file system, full.
+  const mount = await mkdtemp(join(tmpdir(), 'localpuppet-tmpfs-'))
+  execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=64k,mode=0755', 'tmpfs', mount])
+  t.teardown(async () => {
+    execFileSync('umount', ['-l', mount])
+    await rm(mount, {recursive: true, force: true})
+  })
+  await writeFile(join(mount, 'filler'), Buffer.alloc(64 * 1024)).catch(() => {})
+  const config = (await readFile(node.config, 'utf8')).replace(`input: ${JSON.stringify(node.input)}`, `input: ${JSON.stringify(join(mount, 'input.yaml'))}`)
+  await writeFile(node.config, config)
+  const result = await node.apply()
+  t.is(result.exitCode, 74, result.stdout)
+  t.regex(JSON.parse(result.stdout).error.message, /input\.yaml/)
+  t.deepEqual((await readdir(mount)).sort(), ['filler'], 'no input and no temporary file')
+  t.false(await exists(join(node.fake, 'args')), 'puppet was not started')
 })

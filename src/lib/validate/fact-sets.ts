@@ -1,7 +1,7 @@
 import {readFileSync, statSync} from 'node:fs'
 import {basename, join} from 'node:path'
 
-import {InputError, describeFsError} from '../errors.js'
+import {InputError, IoError, describeFsError} from '../errors.js'
 import {parseYaml} from '../yaml.js'
 
 export type Facts = Record<string, unknown>
@@ -50,7 +50,10 @@ function readFactSet(file: string): Facts | InputError {
   try {
     text = readFileSync(file, 'utf8')
   } catch (error) {
-    return new InputError(describeFsError(error, `fact set ${file}`).message)
+    const described = describeFsError(error, `fact set ${file}`)
+    // A disk that fails is 74 (thrown), not a fact set at fault.
+    if (described instanceof IoError) throw described
+    return new InputError(described.message)
   }
 
   let data: unknown
