@@ -3,6 +3,7 @@ import {appendFile, chmod, mkdir, readFile, writeFile} from 'node:fs/promises'
 import {join} from 'node:path'
 
 import test, {type ExecutionContext} from 'ava'
+import {execa} from 'execa'
 
 import {cli, isolatePuppet} from '../helpers/cli.js'
 import {dpkg, knownPackages, localAptRepository, purgeAfter, uniqueApps} from '../helpers/dpkg.js'
@@ -179,6 +180,33 @@ aptRepositoryTest('fetch --source apt and apply --fetch with source: apt in the 
   t.deepEqual(await knownPackages([web, base]), [])
   t.false(existsSync(join(modules, web)))
   t.false(existsSync(join(modules, base)))
+})
+
+aptRepositoryTest('a hostile apt repository: a package swapped after its index was made is refused by its hash (65), an unsigned repository lists nothing (66); nothing installed either way', async (t) => {
+  const {dir, web, base, source, modules, debs} = await packed(t)
+  const repo = await localAptRepository(dir, [join(debs, `localpuppet-${web}-1.4.0_1.4.0_all.deb`), join(debs, `localpuppet-${base}-2.0.1_2.0.1_all.deb`)])
+  t.is((await repo.update()).exitCode, 0)
+  await mkdir(modules, {recursive: true})
+  // The mirror's copy of web 1.4.0 replaced by another build of the same name and version.
+  await writeFile(join(source, web, 'tags', '1.4.0', web, 'manifests', 'init.pp'), `class ${web} {\n  exec { 'owned': command => '/bin/true' }\n}\n`)
+  const other = join(dir, 'other')
+  await mkdir(other)
+  t.is((await cli(['pack', `${web}/tags/1.4.0`, '--format', 'deb', '--module-dir', source, '-o', other, '--node-module-dir', modules])).exitCode, 0)
+  await execa('cp', [join(other, `localpuppet-${web}-1.4.0_1.4.0_all.deb`), repo.repo])
+  const swapped = await cli(['fetch', `${web}/tags/1.4.0`, '--source', 'apt', '--module-dir', modules], {env: repo.env})
+  t.is(swapped.exitCode, 65, swapped.stderr)
+  t.regex(swapped.stderr, /Hash Sum mismatch|hashes do not match|Size mismatch/i)
+  t.deepEqual(await knownPackages([web, base]), [])
+  t.false(existsSync(join(modules, web)))
+
+  // The same packages from a repository whose Release file is not signed, and no trusted=yes.
+  const unsigned = await localAptRepository(join(dir, 'unsigned'), [join(debs, `localpuppet-${web}-1.4.0_1.4.0_all.deb`), join(debs, `localpuppet-${base}-2.0.1_2.0.1_all.deb`)], {trusted: false})
+  await unsigned.update()
+  const refused = await cli(['fetch', `${web}@^1`, '--source', 'apt', '--module-dir', modules], {env: unsigned.env})
+  t.is(refused.exitCode, 66, refused.stderr)
+  t.regex(refused.stderr, /in apt's lists; apt knows no package/)
+  t.deepEqual(await knownPackages([web, base]), [])
+  t.false(existsSync(join(modules, web)))
 })
 
 test('pack --format deb: flags that belong to archives are usage errors, and the JSON lists every package', async (t) => {

@@ -68,7 +68,7 @@ export async function knownPackages(apps: string[]): Promise<string[]> {
  * test's directory, so the machine's own apt setup is neither read nor changed. dpkg's
  * status is the real one: packages install into the real system.
  */
-export async function localAptRepository(dir: string, debs: string[]): Promise<{env: Record<string, string>; update: () => Promise<DpkgResult>}> {
+export async function localAptRepository(dir: string, debs: string[], options: {trusted?: boolean} = {}): Promise<{env: Record<string, string>; repo: string; update: () => Promise<DpkgResult>}> {
   const repo = join(dir, 'repo')
   await mkdir(repo, {recursive: true})
   for (const deb of debs) await execa('cp', [deb, repo])
@@ -79,7 +79,8 @@ export async function localAptRepository(dir: string, debs: string[]): Promise<{
 
   const apt = join(dir, 'apt')
   for (const sub of ['sources.list.d', 'apt.conf.d', 'preferences.d', 'lists/partial', 'cache/archives/partial', 'state']) await mkdir(join(apt, sub), {recursive: true})
-  await writeFile(join(apt, 'sources.list'), `deb [trusted=yes] file:${repo} ./\n`)
+  // trusted=yes: no signature asked of the Release file (apt still checks every hash in it).
+  await writeFile(join(apt, 'sources.list'), `deb ${options.trusted === false ? '' : '[trusted=yes] '}file:${repo} ./\n`)
   const conf = [
     `Dir::Etc::sourcelist "${apt}/sources.list";`,
     `Dir::Etc::sourceparts "${apt}/sources.list.d";`,
@@ -95,5 +96,5 @@ export async function localAptRepository(dir: string, debs: string[]): Promise<{
   ]
   await writeFile(join(apt, 'apt.conf'), conf.join('\n') + '\n')
   const env = {APT_CONFIG: join(apt, 'apt.conf')}
-  return {env, update: () => dpkg(['update', '-q'], 'apt-get', env)}
+  return {env, repo, update: () => dpkg(['update', '-q'], 'apt-get', env)}
 }
