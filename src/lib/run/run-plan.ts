@@ -12,6 +12,7 @@ import {type PuppetLocation, describePuppet, locatePuppet} from '../puppet/puppe
 import {type LanguageMode, languageModeArgs} from '../release/language-mode.js'
 import {type ResolvedRelease, modulepathTrustPaths, realModuleDir, resolveRelease} from '../release/resolve.js'
 import {RUN_ID_PLACEHOLDER} from '../state/run-id.js'
+import type {RunFetch} from '../state/run-record.js'
 import {type RunFiles, assertStateDirShape, runFiles, stateDirTrustPaths} from '../state/state-dir.js'
 import {assertNoTrustProblems, assertTrustedPaths} from '../util/trusted-path.js'
 
@@ -46,22 +47,7 @@ export interface PlanOptions {
   languageMode?: LanguageMode
 }
 
-/**
- * --fetch: the source and, per release, whether it was installed or already present. When
- * the source could not be reached (69) and the run used what is installed instead:
- * `releases` is empty, `error` says why, and `fallback` is true.
- */
-export interface RunFetch {
-  source: string
-  /** The repository index's version and expiry the fetch used (null: an index made before versions); absent for apt and a fallback. */
-  indexVersion?: number | null
-  indexExpires?: string | null
-  releases: Array<{release: string; status: string; bytes: number}>
-  /** input_from: repository: the node's input the index listed (its node name and sha256) and whether the input file changed. */
-  input?: {node: string; sha256: string; status: string}
-  error?: string
-  fallback?: boolean
-}
+export type {RunFetch} from '../state/run-record.js'
 
 /**
  * Everything a run will do, as data: `plan` prints it, `apply` executes it. Building it

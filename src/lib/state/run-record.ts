@@ -7,7 +7,6 @@ import {readBoundedFile} from '../util/bounded-read.js'
 import {asIoError} from '../util/io-error.js'
 import {stringifyJson} from '../util/json.js'
 import type {ResourceCounts} from '../puppet/resource-counts.js'
-import type {RunFetch} from '../run/run-plan.js'
 import {readRunSummary} from '../puppet/run-summary.js'
 import {isProcessAlive, processStartTime} from '../util/process.js'
 import {isRunId} from './run-id.js'
@@ -23,6 +22,23 @@ export type RunState = 'running' | 'succeeded' | 'failed' | 'error' | 'interrupt
 
 /** States of an attempt that ran puppet, or decided it need not (skipped): what the node last did. */
 export const COMPLETED_STATES: readonly RunState[] = ['succeeded', 'failed', 'error', 'interrupted', 'skipped']
+
+/**
+ * --fetch: the source and, per release, whether it was installed or already present. When
+ * the source could not be reached (69) and the run used what is installed instead:
+ * `releases` is empty, `error` says why, and `fallback` is true.
+ */
+export interface RunFetch {
+  source: string
+  /** The repository index's version and expiry the fetch used (null: an index made before versions); absent for apt and a fallback. */
+  indexVersion?: number | null
+  indexExpires?: string | null
+  releases: Array<{release: string; status: string; bytes: number}>
+  /** input_from: repository: the node's input the index listed (its node name and sha256) and whether the input file changed. */
+  input?: {node: string; sha256: string; status: string}
+  error?: string
+  fallback?: boolean
+}
 
 /** run.json: everything a trigger needs to know about one run, written atomically. */
 export interface RunRecord {
