@@ -91,7 +91,12 @@ export async function verifyRelease(
   }
 
   const read = await pending.finish()
-  toRead.forEach((i, j) => (checks[i] = read[j]))
+  toRead.forEach((i, j) => {
+    checks[i] = read[j]
+    // The key kept must be the one of the file that was read: a file the stat saw can have
+    // been put aside meanwhile (a directory above it renamed keeps its ctime), and put back later.
+    if (keys !== null && read[j].key !== keys[i]) keys[i] = ''
+  })
   const expected = new Set<string>()
   files.forEach((file, i) => {
     expected.add(file.path)
