@@ -1,8 +1,9 @@
+import {createHash} from 'node:crypto'
 import {closeSync, constants, fstatSync, lstatSync, mkdirSync, openSync, readSync} from 'node:fs'
 import {join} from 'node:path'
 
 import {localpuppetDir} from '../install/install-record.js'
-import {type FileStat, fileStat} from '../tree/release-tree.js'
+import {type FileStat, type TreeFile, fileStat} from '../tree/release-tree.js'
 import {isTrustedEntry} from '../util/trusted-path.js'
 import {writeFileAtomic} from '../util/atomic-write.js'
 
@@ -22,12 +23,12 @@ import {writeFileAtomic} from '../util/atomic-write.js'
  *
  * Kept in `.localpuppet/verified/<release>.json` (the release's slashes escaped), mode
  * 0600 in a 0700 directory, root's. A cache that another user owns or could write, or that
- * is not what it says (another release, another record digest, another file count), is
- * ignored: everything is read, as without one.
+ * is not what it says (another release, another record, another file count), is ignored:
+ * everything is read, as without one.
  */
 
 const RACY_MS = 2000
-const FORMAT = 1
+const FORMAT = 2
 const MAX_CACHE_BYTES = 64 * 1024 * 1024
 
 export interface VerifiedCache {
@@ -60,11 +61,23 @@ export function settledKey(stat: FileStat | undefined, since: number): boolean {
 }
 
 /**
+ * What the keys were checked against: each recorded file's sha256, size, executable bit and
+ * path, in the record's order (the keys are in that order). Not the record's `digest`
+ * field: nothing checks that it is the digest of the files the record lists (a record
+ * edited by hand keeps it), and it is the same for the files in any order.
+ */
+export function recordFingerprint(files: readonly TreeFile[]): string {
+  return `sha256:${createHash('sha256')
+    .update(files.map((file) => `${file.sha256} ${file.size} ${file.executable ? 'x' : '-'} ${file.path}\n`).join(''))
+    .digest('hex')}`
+}
+
+/**
  * The cache of a release, or null when there is none or it cannot be believed: it must be a
  * regular file root (or the effective user) owns and nobody else can write, in a directory
- * the same holds of, and be for this release, record digest and number of files.
+ * the same holds of, and be for this release and record (recordFingerprint) and number of files.
  */
-export function readVerifiedCache(moduleDir: string, release: string, digest: string, files: number): VerifiedCache | null {
+export function readVerifiedCache(moduleDir: string, release: string, record: string, files: number): VerifiedCache | null {
   const dir = verifiedCacheDir(moduleDir)
   const dirInfo = lstatSync(dir, {throwIfNoEntry: false})
   if (!dirInfo || !dirInfo.isDirectory() || !isTrustedEntry(dirInfo.uid, dirInfo.mode)) return null
@@ -81,8 +94,8 @@ export function readVerifiedCache(moduleDir: string, release: string, digest: st
     const buffer = Buffer.allocUnsafe(info.size)
     let got = 0
     for (let read = -1; got < info.size && read !== 0; got += read) read = readSync(fd, buffer, got, info.size - got, null)
-    const parsed = JSON.parse(buffer.toString('utf8', 0, got)) as {format?: unknown; release?: unknown; digest?: unknown; keys?: unknown}
-    if (parsed.format !== FORMAT || parsed.release !== release || parsed.digest !== digest || !Array.isArray(parsed.keys) || parsed.keys.length !== files) return null
+    const parsed = JSON.parse(buffer.toString('utf8', 0, got)) as {format?: unknown; release?: unknown; record?: unknown; keys?: unknown}
+    if (parsed.format !== FORMAT || parsed.release !== release || parsed.record !== record || !Array.isArray(parsed.keys) || parsed.keys.length !== files) return null
     if (!parsed.keys.every((key) => typeof key === 'string')) return null
     return {keys: parsed.keys as string[]}
   } catch {
@@ -97,7 +110,7 @@ export function readVerifiedCache(moduleDir: string, release: string, digest: st
  * directory that cannot be written (a read-only mount, a CI job that is not root), or a
  * cache directory that is not trusted, keeps no cache, and the next check reads every file.
  */
-export async function writeVerifiedCache(moduleDir: string, release: string, digest: string, keys: string[]): Promise<void> {
+export async function writeVerifiedCache(moduleDir: string, release: string, record: string, keys: string[]): Promise<void> {
   const dir = verifiedCacheDir(moduleDir)
   try {
     mkdirSync(dir, {mode: 0o700})
@@ -108,7 +121,7 @@ export async function writeVerifiedCache(moduleDir: string, release: string, dig
   const dirInfo = lstatSync(dir, {throwIfNoEntry: false})
   if (!dirInfo || !dirInfo.isDirectory() || !isTrustedEntry(dirInfo.uid, dirInfo.mode)) return
   try {
-    await writeFileAtomic(cachePath(moduleDir, release), JSON.stringify({format: FORMAT, release, digest, keys}) + '\n', 0o600)
+    await writeFileAtomic(cachePath(moduleDir, release), JSON.stringify({format: FORMAT, release, record, keys}) + '\n', 0o600)
   } catch {
     // Only a cache: the run goes on, and the next check reads every file.
   }

@@ -6,7 +6,7 @@ import {type UntrustedEntry, isTrustedEntry, treeTrustProblem} from '../util/tru
 import {type InstallRecord, readInstallRecord} from '../install/install-record.js'
 import {type FileCheck, FileChecker, stopCheckThread} from '../tree/hash-files.js'
 import {type TreeEntry, compareBytes} from '../tree/release-tree.js'
-import {readVerifiedCache, settledKey, statFile, writeVerifiedCache} from './verified-cache.js'
+import {readVerifiedCache, recordFingerprint, settledKey, statFile, writeVerifiedCache} from './verified-cache.js'
 
 export interface VerifyResult {
   release: string
@@ -49,7 +49,8 @@ export async function verifyRelease(
   // itself reads every byte.
   const since = Date.now()
   const keys: string[] | null = options.cache ? new Array<string>(files.length) : null
-  const cached = options.cache ? readVerifiedCache(moduleDir, release, recorded.digest, files.length) : null
+  const fingerprint = options.cache ? recordFingerprint(files) : ''
+  const cached = options.cache ? readVerifiedCache(moduleDir, release, fingerprint, files.length) : null
   const checks: FileCheck[] = new Array<FileCheck>(files.length)
   const toRead: number[] = []
   const walked = keys && options.tree ? new Map(options.tree.map((entry) => [entry.path, entry])) : null
@@ -116,7 +117,7 @@ export async function verifyRelease(
   result.untrusted = (untrusted && treeTrustProblem(root, `release ${release}`, untrusted)?.message) ?? null
   result.ok = result.modified.length === 0 && result.missing.length === 0 && result.extra.length === 0
   // Keys are kept only for a release verified whole, and written only when they changed.
-  if (keys !== null && result.ok && (cached === null || keys.some((key, i) => key !== cached.keys[i]))) await writeVerifiedCache(moduleDir, release, recorded.digest, keys)
+  if (keys !== null && result.ok && (cached === null || keys.some((key, i) => key !== cached.keys[i]))) await writeVerifiedCache(moduleDir, release, fingerprint, keys)
   return result
 }
 

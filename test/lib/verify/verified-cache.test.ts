@@ -67,3 +67,24 @@ test('a key is kept only for the file that was read: a directory swapped between
   t.false(result.ok)
   t.deepEqual(result.modified, [FILE])
 })
+
+test('keys kept against one record are not believed against another that claims the same digest', async (t) => {
+  const {modules, root} = await installed(t)
+  await sleep(2100)
+  t.true((await checkBeforeRun(modules, root)).ok)
+  const recordFile = join(modules, '.localpuppet/records', `${APP}.json`)
+  const original = await readFile(recordFile, 'utf8')
+  // Someone "blesses" a local change by editing the record's sha256 (not its digest field)...
+  const {createHash} = await import('node:crypto')
+  const edited = JSON.parse(original) as {files: Array<{path: string; sha256: string}>}
+  edited.files.find((file) => file.path === FILE)!.sha256 = createHash('sha256').update(BAD).digest('hex')
+  await writeFile(recordFile, JSON.stringify(edited))
+  await writeFile(join(root, FILE), BAD)
+  await sleep(2100)
+  t.true((await checkBeforeRun(modules, root)).ok, 'the changed file matches the edited record')
+  // ...then puts the installed record back: the file no longer matches it.
+  await writeFile(recordFile, original)
+  const result = await checkBeforeRun(modules, root)
+  t.false(result.ok)
+  t.deepEqual(result.modified, [FILE])
+})
