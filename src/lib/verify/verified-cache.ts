@@ -1,5 +1,5 @@
 import {createHash} from 'node:crypto'
-import {closeSync, constants, fstatSync, lstatSync, mkdirSync, openSync, readSync} from 'node:fs'
+import {closeSync, constants, fstatSync, lstatSync, mkdirSync, openSync, readFileSync, readSync, readdirSync} from 'node:fs'
 import {join} from 'node:path'
 
 import {localpuppetDir} from '../install/install-record.js'
@@ -20,6 +20,12 @@ import {writeFileAtomic} from '../util/atomic-write.js'
  * second change (a time stamp is a clock tick, not an event): git calls these racy. Only
  * keys whose times are older than RACY_MS before the check began are kept; a younger file
  * is read every time until it is older.
+ *
+ * A write through a shared writable mapping sets the times only when it faults a page
+ * writable: until the page is written back (about 30 s on ext4, never on tmpfs) further
+ * writes through it change the bytes and no time. So no key is kept for a file that some
+ * process has mapped so at the moment the keys are written; one mapped later faults on
+ * its first write and moves the ctime.
  *
  * Kept in `.localpuppet/verified/<release>.json` (the release's slashes escaped), mode
  * 0600 in a 0700 directory, root's. A cache that another user owns or could write, or that
@@ -106,6 +112,43 @@ export function readVerifiedCache(moduleDir: string, release: string, record: st
 }
 
 /**
+ * The inode numbers (as text) of files some process has mapped shared and writable, from
+ * /proc/<pid>/maps; null when /proc cannot be read. Inode numbers only: a mapping's device
+ * is not always the one stat gives (btrfs subvolumes, overlayfs), and a false match only
+ * means a file read again. A process whose maps cannot be read (one that is not dumpable,
+ * without CAP_SYS_PTRACE) is not seen.
+ */
+export function sharedWritableInodes(proc = '/proc'): Set<string> | null {
+  let pids: string[]
+  try {
+    pids = readdirSync(proc).filter((name) => /^\d+$/.test(name))
+  } catch {
+    return null
+  }
+
+  if (pids.length === 0) return null
+  const inodes = new Set<string>()
+  for (const pid of pids) {
+    let maps: string
+    try {
+      maps = readFileSync(`${proc}/${pid}/maps`, 'latin1')
+    } catch {
+      continue
+    }
+
+    // `start-end perms offset dev inode path`: perms `rw-s` (w second, s fourth).
+    for (const line of maps.split('\n')) {
+      const perms = line.indexOf(' ') + 1
+      if (perms === 0 || line[perms + 1] !== 'w' || line[perms + 3] !== 's') continue
+      const inode = line.slice(perms).split(/ +/)[3]
+      if (inode !== undefined && inode !== '0') inodes.add(inode)
+    }
+  }
+
+  return inodes
+}
+
+/**
  * Keeps the keys of a release that has just been verified whole. Best effort: a module
  * directory that cannot be written (a read-only mount, a CI job that is not root), or a
  * cache directory that is not trusted, keeps no cache, and the next check reads every file.
@@ -120,8 +163,12 @@ export async function writeVerifiedCache(moduleDir: string, release: string, rec
 
   const dirInfo = lstatSync(dir, {throwIfNoEntry: false})
   if (!dirInfo || !dirInfo.isDirectory() || !isTrustedEntry(dirInfo.uid, dirInfo.mode)) return
+  // Read now, after the files were: a file mapped writable since faults and moves its ctime.
+  const mapped = sharedWritableInodes()
+  if (mapped === null) return
+  const kept = keys.map((key) => (key !== '' && mapped.has(key.split(':')[1]) ? '' : key))
   try {
-    await writeFileAtomic(cachePath(moduleDir, release), JSON.stringify({format: FORMAT, release, record, keys}) + '\n', 0o600)
+    await writeFileAtomic(cachePath(moduleDir, release), JSON.stringify({format: FORMAT, release, record, keys: kept}) + '\n', 0o600)
   } catch {
     // Only a cache: the run goes on, and the next check reads every file.
   }
