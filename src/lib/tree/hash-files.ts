@@ -30,6 +30,8 @@ export interface FileCheck {
   /** The open file's owner and mode (absent when it could not be opened). */
   uid?: number
   mode?: number
+  /** The open file's stat key (release-tree.ts fileStat), for a regular file: what was read, for the verification cache. */
+  key?: string
   /** ENOENT (gone), ELOOP (a link), ENOTFILE (a directory, FIFO, device...), or another error code. */
   error?: string
 }
@@ -70,19 +72,21 @@ function checkFile(path: string, expectedSize: number | undefined, buffer: Buffe
     const executable = (mode & 0o111) !== 0
     if (!info.isFile()) return {sha256: null, size, executable, uid, mode, error: 'ENOTFILE'}
     if (expectedSize !== undefined && expectedSize !== size) return {sha256: null, size, executable, uid, mode}
+    // The same key as fileStat() in release-tree.ts (this source also runs in the worker: no imports).
+    const key = `${info.dev}:${info.ino}:${size}:${mode}:${uid}:${info.mtimeMs}:${info.ctimeMs}`
     // Read the size the open file has, no further (no extra call to find the end); a
     // file shorter than that is being written: not what was recorded.
     if (size <= buffer.length && hashing.hash) {
       let got = 0
       for (let read = -1; got < size && read !== 0; got += read) read = fs.readSync(fd, buffer, got, size - got, null)
       if (got < size) return {sha256: null, size: got, executable, uid, mode}
-      return {sha256: hashing.hash('sha256', buffer.subarray(0, size)), size, executable, uid, mode}
+      return {sha256: hashing.hash('sha256', buffer.subarray(0, size)), size, executable, uid, mode, key}
     }
 
     const hash = hashing.createHash('sha256')
     let read: number
     while ((read = fs.readSync(fd, buffer, 0, buffer.length, null)) > 0) hash.update(buffer.subarray(0, read))
-    return {sha256: hash.digest('hex'), size, executable, uid, mode}
+    return {sha256: hash.digest('hex'), size, executable, uid, mode, key}
   } finally {
     fs.closeSync(fd)
   }

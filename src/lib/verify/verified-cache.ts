@@ -1,8 +1,9 @@
-import {closeSync, constants, fstatSync, lstatSync, mkdirSync, openSync, readSync} from 'node:fs'
+import {createHash} from 'node:crypto'
+import {closeSync, constants, fstatSync, lstatSync, mkdirSync, openSync, readFileSync, readSync, readdirSync} from 'node:fs'
 import {join} from 'node:path'
 
 import {localpuppetDir} from '../install/install-record.js'
-import {type FileStat, fileStat} from '../tree/release-tree.js'
+import {type FileStat, type TreeFile, fileStat} from '../tree/release-tree.js'
 import {isTrustedEntry} from '../util/trusted-path.js'
 import {writeFileAtomic} from '../util/atomic-write.js'
 
@@ -20,14 +21,20 @@ import {writeFileAtomic} from '../util/atomic-write.js'
  * keys whose times are older than RACY_MS before the check began are kept; a younger file
  * is read every time until it is older.
  *
+ * A write through a shared writable mapping sets the times only when it faults a page
+ * writable: until the page is written back (about 30 s on ext4, never on tmpfs) further
+ * writes through it change the bytes and no time. So no key is kept for a file that some
+ * process has mapped so at the moment the keys are written; one mapped later faults on
+ * its first write and moves the ctime.
+ *
  * Kept in `.localpuppet/verified/<release>.json` (the release's slashes escaped), mode
  * 0600 in a 0700 directory, root's. A cache that another user owns or could write, or that
- * is not what it says (another release, another record digest, another file count), is
- * ignored: everything is read, as without one.
+ * is not what it says (another release, another record, another file count), is ignored:
+ * everything is read, as without one.
  */
 
 const RACY_MS = 2000
-const FORMAT = 1
+const FORMAT = 2
 const MAX_CACHE_BYTES = 64 * 1024 * 1024
 
 export interface VerifiedCache {
@@ -60,11 +67,23 @@ export function settledKey(stat: FileStat | undefined, since: number): boolean {
 }
 
 /**
+ * What the keys were checked against: each recorded file's sha256, size, executable bit and
+ * path, in the record's order (the keys are in that order). Not the record's `digest`
+ * field: nothing checks that it is the digest of the files the record lists (a record
+ * edited by hand keeps it), and it is the same for the files in any order.
+ */
+export function recordFingerprint(files: readonly TreeFile[]): string {
+  return `sha256:${createHash('sha256')
+    .update(files.map((file) => `${file.sha256} ${file.size} ${file.executable ? 'x' : '-'} ${file.path}\n`).join(''))
+    .digest('hex')}`
+}
+
+/**
  * The cache of a release, or null when there is none or it cannot be believed: it must be a
  * regular file root (or the effective user) owns and nobody else can write, in a directory
- * the same holds of, and be for this release, record digest and number of files.
+ * the same holds of, and be for this release and record (recordFingerprint) and number of files.
  */
-export function readVerifiedCache(moduleDir: string, release: string, digest: string, files: number): VerifiedCache | null {
+export function readVerifiedCache(moduleDir: string, release: string, record: string, files: number): VerifiedCache | null {
   const dir = verifiedCacheDir(moduleDir)
   const dirInfo = lstatSync(dir, {throwIfNoEntry: false})
   if (!dirInfo || !dirInfo.isDirectory() || !isTrustedEntry(dirInfo.uid, dirInfo.mode)) return null
@@ -81,8 +100,8 @@ export function readVerifiedCache(moduleDir: string, release: string, digest: st
     const buffer = Buffer.allocUnsafe(info.size)
     let got = 0
     for (let read = -1; got < info.size && read !== 0; got += read) read = readSync(fd, buffer, got, info.size - got, null)
-    const parsed = JSON.parse(buffer.toString('utf8', 0, got)) as {format?: unknown; release?: unknown; digest?: unknown; keys?: unknown}
-    if (parsed.format !== FORMAT || parsed.release !== release || parsed.digest !== digest || !Array.isArray(parsed.keys) || parsed.keys.length !== files) return null
+    const parsed = JSON.parse(buffer.toString('utf8', 0, got)) as {format?: unknown; release?: unknown; record?: unknown; keys?: unknown}
+    if (parsed.format !== FORMAT || parsed.release !== release || parsed.record !== record || !Array.isArray(parsed.keys) || parsed.keys.length !== files) return null
     if (!parsed.keys.every((key) => typeof key === 'string')) return null
     return {keys: parsed.keys as string[]}
   } catch {
@@ -93,11 +112,48 @@ export function readVerifiedCache(moduleDir: string, release: string, digest: st
 }
 
 /**
+ * The inode numbers (as text) of files some process has mapped shared and writable, from
+ * /proc/<pid>/maps; null when /proc cannot be read. Inode numbers only: a mapping's device
+ * is not always the one stat gives (btrfs subvolumes, overlayfs), and a false match only
+ * means a file read again. A process whose maps cannot be read (one that is not dumpable,
+ * without CAP_SYS_PTRACE) is not seen.
+ */
+export function sharedWritableInodes(proc = '/proc'): Set<string> | null {
+  let pids: string[]
+  try {
+    pids = readdirSync(proc).filter((name) => /^\d+$/.test(name))
+  } catch {
+    return null
+  }
+
+  if (pids.length === 0) return null
+  const inodes = new Set<string>()
+  for (const pid of pids) {
+    let maps: string
+    try {
+      maps = readFileSync(`${proc}/${pid}/maps`, 'latin1')
+    } catch {
+      continue
+    }
+
+    // `start-end perms offset dev inode path`: perms `rw-s` (w second, s fourth).
+    for (const line of maps.split('\n')) {
+      const perms = line.indexOf(' ') + 1
+      if (perms === 0 || line[perms + 1] !== 'w' || line[perms + 3] !== 's') continue
+      const inode = line.slice(perms).split(/ +/)[3]
+      if (inode !== undefined && inode !== '0') inodes.add(inode)
+    }
+  }
+
+  return inodes
+}
+
+/**
  * Keeps the keys of a release that has just been verified whole. Best effort: a module
  * directory that cannot be written (a read-only mount, a CI job that is not root), or a
  * cache directory that is not trusted, keeps no cache, and the next check reads every file.
  */
-export async function writeVerifiedCache(moduleDir: string, release: string, digest: string, keys: string[]): Promise<void> {
+export async function writeVerifiedCache(moduleDir: string, release: string, record: string, keys: string[]): Promise<void> {
   const dir = verifiedCacheDir(moduleDir)
   try {
     mkdirSync(dir, {mode: 0o700})
@@ -107,8 +163,12 @@ export async function writeVerifiedCache(moduleDir: string, release: string, dig
 
   const dirInfo = lstatSync(dir, {throwIfNoEntry: false})
   if (!dirInfo || !dirInfo.isDirectory() || !isTrustedEntry(dirInfo.uid, dirInfo.mode)) return
+  // Read now, after the files were: a file mapped writable since faults and moves its ctime.
+  const mapped = sharedWritableInodes()
+  if (mapped === null) return
+  const kept = keys.map((key) => (key !== '' && mapped.has(key.split(':')[1]) ? '' : key))
   try {
-    await writeFileAtomic(cachePath(moduleDir, release), JSON.stringify({format: FORMAT, release, digest, keys}) + '\n', 0o600)
+    await writeFileAtomic(cachePath(moduleDir, release), JSON.stringify({format: FORMAT, release, record, keys: kept}) + '\n', 0o600)
   } catch {
     // Only a cache: the run goes on, and the next check reads every file.
   }

@@ -6,7 +6,7 @@ import {type UntrustedEntry, isTrustedEntry, treeTrustProblem} from '../util/tru
 import {type InstallRecord, readInstallRecord} from '../install/install-record.js'
 import {type FileCheck, FileChecker, stopCheckThread} from '../tree/hash-files.js'
 import {type TreeEntry, compareBytes} from '../tree/release-tree.js'
-import {readVerifiedCache, settledKey, statFile, writeVerifiedCache} from './verified-cache.js'
+import {readVerifiedCache, recordFingerprint, settledKey, statFile, writeVerifiedCache} from './verified-cache.js'
 
 export interface VerifyResult {
   release: string
@@ -49,7 +49,8 @@ export async function verifyRelease(
   // itself reads every byte.
   const since = Date.now()
   const keys: string[] | null = options.cache ? new Array<string>(files.length) : null
-  const cached = options.cache ? readVerifiedCache(moduleDir, release, recorded.digest, files.length) : null
+  const fingerprint = options.cache ? recordFingerprint(files) : ''
+  const cached = options.cache ? readVerifiedCache(moduleDir, release, fingerprint, files.length) : null
   const checks: FileCheck[] = new Array<FileCheck>(files.length)
   const toRead: number[] = []
   const walked = keys && options.tree ? new Map(options.tree.map((entry) => [entry.path, entry])) : null
@@ -91,7 +92,12 @@ export async function verifyRelease(
   }
 
   const read = await pending.finish()
-  toRead.forEach((i, j) => (checks[i] = read[j]))
+  toRead.forEach((i, j) => {
+    checks[i] = read[j]
+    // The key kept must be the one of the file that was read: a file the stat saw can have
+    // been put aside meanwhile (a directory above it renamed keeps its ctime), and put back later.
+    if (keys !== null && read[j].key !== keys[i]) keys[i] = ''
+  })
   const expected = new Set<string>()
   files.forEach((file, i) => {
     expected.add(file.path)
@@ -111,7 +117,7 @@ export async function verifyRelease(
   result.untrusted = (untrusted && treeTrustProblem(root, `release ${release}`, untrusted)?.message) ?? null
   result.ok = result.modified.length === 0 && result.missing.length === 0 && result.extra.length === 0
   // Keys are kept only for a release verified whole, and written only when they changed.
-  if (keys !== null && result.ok && (cached === null || keys.some((key, i) => key !== cached.keys[i]))) await writeVerifiedCache(moduleDir, release, recorded.digest, keys)
+  if (keys !== null && result.ok && (cached === null || keys.some((key, i) => key !== cached.keys[i]))) await writeVerifiedCache(moduleDir, release, fingerprint, keys)
   return result
 }
 

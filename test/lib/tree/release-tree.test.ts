@@ -1,4 +1,5 @@
 import {execFileSync} from 'node:child_process'
+import {lstatSync} from 'node:fs'
 import {chmod, mkdir, symlink, writeFile} from 'node:fs/promises'
 import {join} from 'node:path'
 
@@ -17,11 +18,20 @@ test('listEntries: files and empty directories in archive order; with a list for
   await chmod(join(root, 'm', 'init.pp'), 0o666)
   await chmod(join(root, 'm', 'files'), 0o775)
   const untrusted: UntrustedEntry[] = []
-  t.deepEqual(listEntries(root, 'm/tags/1.0.0', untrusted), [
-    {path: 'm/files/empty', dir: true},
-    {path: 'm/init.pp', dir: false},
-    {path: 'manifest.yaml', dir: false},
-  ])
+  const entries = listEntries(root, 'm/tags/1.0.0', untrusted)
+  t.deepEqual(
+    entries.map(({path, dir}) => ({path, dir})),
+    [
+      {path: 'm/files/empty', dir: true},
+      {path: 'm/init.pp', dir: false},
+      {path: 'manifest.yaml', dir: false},
+    ],
+  )
+  // Judging trust, each file's lstat is kept: the key the check before a run compares (verified-cache.ts).
+  const info = lstatSync(join(root, 'm', 'init.pp'))
+  t.is(entries[1].stat?.key, `${info.dev}:${info.ino}:${info.size}:${info.mode}:${info.uid}:${info.mtimeMs}:${info.ctimeMs}`)
+  t.is(entries[0].stat, undefined)
+  t.true(listEntries(root, 'm/tags/1.0.0').every((entry) => entry.stat === undefined), 'no stat without a trust list')
   t.deepEqual(untrusted.map((entry) => [entry.path, entry.mode & 0o777]).sort(), [
     [join(root, 'm', 'files'), 0o775],
     [join(root, 'm', 'init.pp'), 0o666],

@@ -1,0 +1,124 @@
+import {spawn, spawnSync} from 'node:child_process'
+import {cp, mkdir, readFile, rename, writeFile} from 'node:fs/promises'
+import {join} from 'node:path'
+import {setTimeout as sleep} from 'node:timers/promises'
+
+import test, {type ExecutionContext} from 'ava'
+
+import {packRelease} from '../../../src/lib/archive/pack.js'
+import {installArchive} from '../../../src/lib/install/install-archive.js'
+import {openArchive} from '../../../src/lib/install/open-archive.js'
+import {listEntries} from '../../../src/lib/tree/release-tree.js'
+import {verifyRelease} from '../../../src/lib/verify/verify.js'
+import {tempDir, writeReleases, writeTree} from '../../helpers/temp.js'
+
+/*
+ * The keys the check before a run keeps (verified-cache.ts) must never let through a file
+ * that reading it would refuse: not when what was keyed is not what was read, not against
+ * another record, not while another process can write the file without a new ctime.
+ */
+
+const APP = 'foo/tags/1.0.0'
+const FILE = 'foo/manifests/init.pp'
+const GOOD = 'class foo {}\n'
+const BAD = 'class foo { exec { "/bin/evil": } }'.slice(0, GOOD.length - 1) + '\n'
+
+/** foo 1.0.0 installed with a record, its files older than the two seconds a key must settle. */
+async function installed(t: ExecutionContext): Promise<{dir: string; modules: string; root: string}> {
+  const dir = await tempDir(t, 'localpuppet-vcache-')
+  const src = join(dir, 'src')
+  await writeReleases(src, {[APP]: null})
+  await writeTree(join(src, APP), {[FILE]: GOOD, 'foo/manifests/other.pp': 'class foo::other {}\n'})
+  const archive = join(dir, 'foo.tar.gz')
+  await packRelease({moduleDir: src, ref: APP, output: archive})
+  const modules = join(dir, 'modules')
+  await mkdir(modules)
+  const {stream, label} = await openArchive(archive)
+  await installArchive(stream, label, {moduleDir: modules, trustDir: null})
+  return {dir, modules, root: join(modules, APP)}
+}
+
+/** The check before a run: the tree as the trust walk saw it, then verifyRelease with the cache. */
+async function checkBeforeRun(modules: string, root: string, between?: () => Promise<void>) {
+  const tree = listEntries(root, APP, [])
+  await between?.()
+  return verifyRelease(modules, APP, undefined, {judgeTrust: false, cache: true, tree})
+}
+
+test('a key is kept only for the file that was read: a directory swapped between the trust walk and the read does not vouch for the file the walk saw', async (t) => {
+  const {dir, modules, root} = await installed(t)
+  // A copy of foo/manifests with one file changed (same size), made long before.
+  const bad = join(dir, 'bad')
+  await cp(join(root, 'foo/manifests'), bad, {recursive: true})
+  await writeFile(join(bad, 'init.pp'), BAD)
+  await sleep(2100)
+  const swap = async () => {
+    await rename(join(root, 'foo/manifests'), join(dir, 'parked'))
+    await rename(bad, join(root, 'foo/manifests'))
+    await rename(join(dir, 'parked'), bad)
+  }
+
+  // The walk sees the changed file; the good one is back before it is read.
+  await swap()
+  t.true((await checkBeforeRun(modules, root, swap)).ok, 'what was read matches')
+  // The changed file back in place (its own inode, ctime and size, untouched meanwhile).
+  await swap()
+  t.is(await readFile(join(root, FILE), 'utf8'), BAD)
+  const result = await checkBeforeRun(modules, root)
+  t.false(result.ok)
+  t.deepEqual(result.modified, [FILE])
+})
+
+test('keys kept against one record are not believed against another that claims the same digest', async (t) => {
+  const {modules, root} = await installed(t)
+  await sleep(2100)
+  t.true((await checkBeforeRun(modules, root)).ok)
+  const recordFile = join(modules, '.localpuppet/records', `${APP}.json`)
+  const original = await readFile(recordFile, 'utf8')
+  // Someone "blesses" a local change by editing the record's sha256 (not its digest field)...
+  const {createHash} = await import('node:crypto')
+  const edited = JSON.parse(original) as {files: Array<{path: string; sha256: string}>}
+  edited.files.find((file) => file.path === FILE)!.sha256 = createHash('sha256').update(BAD).digest('hex')
+  await writeFile(recordFile, JSON.stringify(edited))
+  await writeFile(join(root, FILE), BAD)
+  await sleep(2100)
+  t.true((await checkBeforeRun(modules, root)).ok, 'the changed file matches the edited record')
+  // ...then puts the installed record back: the file no longer matches it.
+  await writeFile(recordFile, original)
+  const result = await checkBeforeRun(modules, root)
+  t.false(result.ok)
+  t.deepEqual(result.modified, [FILE])
+})
+
+const python = spawnSync('python3', ['-c', 'import mmap'], {stdio: 'ignore'}).status === 0
+
+// A page of a shared writable mapping stays writable until it is written back (about 30 s
+// on ext4; never on tmpfs): writes through it in the meantime set no new mtime or ctime.
+;(python ? test : test.skip)('no key is kept for a file another process has mapped shared and writable: its bytes can change without a new ctime', async (t) => {
+  const {modules, root} = await installed(t)
+  const path = join(root, FILE)
+  // Maps the file, dirties its page (same byte), then on a line from stdin writes the change through the mapping.
+  const writer = spawn('python3', ['-c', `
+import mmap, os, sys
+fd = os.open(sys.argv[1], os.O_RDWR)
+m = mmap.mmap(fd, 0, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE)
+os.close(fd)
+m[0:1] = m[0:1]
+print('mapped', flush=True)
+sys.stdin.readline()
+m[0:len(sys.argv[2])] = sys.argv[2].encode()
+print('written', flush=True)
+sys.stdin.readline()
+`, path, BAD], {stdio: ['pipe', 'pipe', 'inherit']})
+  t.teardown(() => writer.kill())
+  const lines = writer.stdout.setEncoding('utf8')[Symbol.asyncIterator]()
+  t.regex(String((await lines.next()).value), /mapped/)
+  await sleep(2100)
+  t.true((await checkBeforeRun(modules, root)).ok)
+  writer.stdin.write('\n')
+  t.regex(String((await lines.next()).value), /written/)
+  t.is(await readFile(path, 'utf8'), BAD)
+  const result = await checkBeforeRun(modules, root)
+  t.false(result.ok, 'the changed bytes are read')
+  t.deepEqual(result.modified, [FILE])
+})
