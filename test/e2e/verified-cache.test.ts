@@ -95,3 +95,19 @@ test('a cache another user owns or can write is not believed, and verify reads e
   t.is(verify.exitCode, 65)
   t.is(verify.stdout, `MISMATCH  ${TAG}\n  modified  ${FILE}`)
 })
+
+test('a file others can write, let through by --allow-untrusted, is never keyed: it is read on every run', async (t) => {
+  const {modules, cache} = await installed(t)
+  const path = join(modules, TAG, FILE)
+  await chmod(path, 0o666)
+  await sleep(2100)
+  const input = join(modules, '..', 'input.yaml')
+  const plan = await cli(['plan', input, '--module-dir', modules, '--state-dir', join(modules, '..', 'state'), '--allow-untrusted'])
+  t.is(plan.exitCode, 0, plan.stderr)
+  t.regex(plan.stderr, /not trusted/)
+  const record = JSON.parse(await readFile(join(modules, '.localpuppet', 'records', `${TAG}.json`), 'utf8')) as {files: Array<{path: string}>}
+  const {keys} = JSON.parse(await readFile(cache, 'utf8')) as {keys: string[]}
+  const at = record.files.findIndex((file) => file.path === FILE)
+  t.is(keys[at], '', 'the writable file has no key')
+  t.true(keys.filter((_, i) => i !== at).every((key) => key !== ''), 'the others have theirs')
+})

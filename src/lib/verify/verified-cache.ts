@@ -63,7 +63,9 @@ export function statFile(path: string): FileStat | undefined {
 
 /** Whether a key may be kept: its times are older than RACY_MS before `since` (ms since the epoch). */
 export function settledKey(stat: FileStat | undefined, since: number): boolean {
-  return stat !== undefined && stat.key !== '' && stat.changedMs < since - RACY_MS
+  // A file another user owns or can write (let through by --allow-untrusted) could change
+  // the moment after: it is read every time, never keyed.
+  return stat !== undefined && stat.key !== '' && stat.changedMs < since - RACY_MS && isTrustedEntry(stat.uid, stat.mode)
 }
 
 /**

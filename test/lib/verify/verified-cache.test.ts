@@ -1,6 +1,7 @@
 import {spawn, spawnSync} from 'node:child_process'
 import {cp, mkdir, readFile, rename, writeFile} from 'node:fs/promises'
 import {join} from 'node:path'
+import {createInterface} from 'node:readline'
 import {setTimeout as sleep} from 'node:timers/promises'
 
 import test, {type ExecutionContext} from 'ava'
@@ -111,7 +112,8 @@ print('written', flush=True)
 sys.stdin.readline()
 `, path, BAD], {stdio: ['pipe', 'pipe', 'inherit']})
   t.teardown(() => writer.kill())
-  const lines = writer.stdout.setEncoding('utf8')[Symbol.asyncIterator]()
+  // Whole lines: a chunk of its output may hold part of one.
+  const lines = createInterface({input: writer.stdout})[Symbol.asyncIterator]()
   t.regex(String((await lines.next()).value), /mapped/)
   await sleep(2100)
   t.true((await checkBeforeRun(modules, root)).ok)
