@@ -7,7 +7,7 @@ import {join} from 'node:path'
 import test, {type ExecutionContext} from 'ava'
 
 import {cli} from '../helpers/cli.js'
-import {type Handler, copyRepository, sharedDemoRepository, testServer} from '../helpers/repository.js'
+import {type Handler, copyRepository, sendMegabytes, sharedDemoRepository, testServer} from '../helpers/repository.js'
 import {tempDir} from '../helpers/temp.js'
 
 let base: Awaited<ReturnType<typeof sharedDemoRepository>>
@@ -56,17 +56,7 @@ test('a warm fetch still refuses a bad index: tampered (65), too large (65), cut
 
   node.arm((_req, res, path) => {
     if (path !== '/index.json') return false
-    res.writeHead(200)
-    const chunk = Buffer.alloc(1024 * 1024, 0x20)
-    let sent = 0
-    const pump = () => {
-      while (sent < 20 && res.write(chunk)) sent++
-      if (sent >= 20) res.end()
-      else res.once('drain', pump)
-    }
-
-    res.on('close', () => res.removeAllListeners('drain'))
-    pump()
+    sendMegabytes(res, 20)
     return true
   })
   const large = await node.fetch()

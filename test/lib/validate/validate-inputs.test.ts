@@ -1,10 +1,11 @@
-import {appendFile, chmod, copyFile, mkdir, readdir} from 'node:fs/promises'
+import {copyFile, readdir} from 'node:fs/promises'
 import {join} from 'node:path'
 
 import test from 'ava'
 
 import {validateInputs} from '../../../src/lib/validate/validate-inputs.js'
-import {FIXTURES, cli} from '../../helpers/cli.js'
+import {FIXTURES} from '../../helpers/cli.js'
+import {installEdited} from '../../helpers/repository.js'
 import {tempDir, writeTree} from '../../helpers/temp.js'
 
 const CI = join(FIXTURES, 'ci')
@@ -41,13 +42,7 @@ test('validate of many inputs gives each input the report it gets alone: same ch
 test('a release refused for its tree, and a tag modified since install, are reported for every input that names them', async (t) => {
   const dir = await tempDir(t)
   const modules = join(dir, 'modules')
-  await mkdir(modules)
-  const archive = join(dir, 'web.tar.gz')
-  t.is((await cli(['pack', 'web/tags/1.0.0', '--module-dir', join(CI, 'modules'), '-o', archive])).exitCode, 0)
-  t.is((await cli(['install', archive, '--module-dir', modules])).exitCode, 0)
-  const edited = join(modules, 'web/tags/1.0.0/web/manifests/init.pp')
-  await chmod(edited, 0o644)
-  await appendFile(edited, '# edited on the node\n')
+  await installEdited(dir, join(CI, 'modules'), 'web/tags/1.0.0', modules, 'web/manifests/init.pp')
   await writeTree(modules, {
     'linked/tags/1.0.0/linked/manifests/init.pp': 'class linked {}\n',
     'linked/tags/1.0.0/linked/files/passwd': {symlink: '/etc/passwd'},
