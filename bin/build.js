@@ -16,9 +16,10 @@ import {build} from 'esbuild'
 const root = fileURLToPath(new URL('..', import.meta.url))
 
 /**
- * Large packages only some commands use (undici, ~0.5 MB, only for fetching from a
- * repository): bundled apart, so that every start-up does not read and load them with
- * the rest. localpuppet's own imports of them (always lazy) load dist/<name>.cjs.
+ * Large packages only some commands use (undici, ~0.5 MB: fleet status's Prometheus
+ * client, and a fetch through a proxy; a plain fetch uses node:http): bundled apart, so
+ * that every start-up does not read and load them with the rest. localpuppet's own
+ * imports of them (always from lazily imported modules) load dist/<name>.cjs.
  */
 const LAZY_PACKAGES = ['undici']
 const lazyPackages = {

@@ -14,9 +14,10 @@
  *   detach / node    apply --detach returning (the run goes on) vs `node -e 0`
  *   skip / node      an --if-changed run that finds nothing changed vs `node -e 0`
  *   validate 50 / puppet strings, validate --compile 50 / 50 x puppet catalog compile
- *                    over Debian's puppet-module-* packages (test/bench/validate.ts)
+ *                    over Debian's puppet-module-* packages, and validate scaling: static
+ *                    validate of 10, 100, 400 and 1,000 inputs against 10 (test/bench/validate.ts)
  *
- *   fetch / curl+tar, fetch / r10k, fetch / g10k   see test/bench/fetch.ts
+ *   fetch / curl+tar, warm fetch / curl index, fetch / r10k, fetch / g10k   see test/bench/fetch.ts
  *   status / node    status, status --json and status --check over 100 run records
  *                    (test/bench/status.ts) vs `node -e 0`
  *   pack deb / dpkg-deb   pack --format deb vs dpkg-deb --build of the same tree (deb.ts)
@@ -28,7 +29,7 @@
  *                    warm fetch, and fleet status --prometheus over 1,000 simulated nodes
  *                    vs curl of the same queries (test/bench/pull.ts)
  *
- * BENCH=apply, apply-puppet8, apply-real, plan-real, delivery, triggers, validate, fetch, deb, status, fleet, engine or pull runs one
+ * BENCH=apply, apply-puppet8, apply-real, plan-real, delivery, triggers, validate, validate-scaling, fetch, deb, status, fleet, engine or pull runs one
  * part; BENCH_SETS, BENCH_FILES and BENCH_FILE_KB choose and size the delivery data sets.
  */
 import {execFileSync, spawnSync} from 'node:child_process'
@@ -38,7 +39,7 @@ import {join} from 'node:path'
 import {fileURLToPath} from 'node:url'
 
 import {statusBench} from './status.js'
-import {validateBench} from './validate.js'
+import {validateBench, validateScalingBench} from './validate.js'
 import {applyReal, delivery} from './delivery.js'
 
 const REPO = fileURLToPath(new URL('../..', import.meta.url))
@@ -132,6 +133,7 @@ try {
 
   if (!process.env.BENCH || process.env.BENCH === 'apply-puppet8') applyOnPuppet8()
   if (!process.env.BENCH || process.env.BENCH === 'triggers') triggers(dir, isolate)
+  if (!process.env.BENCH || process.env.BENCH === 'validate' || process.env.BENCH === 'validate-scaling') validateScalingBench(dir, BIN)
   if (!process.env.BENCH || process.env.BENCH === 'validate') validateBench(dir, isolate, BIN, REPO)
   if (!process.env.BENCH || process.env.BENCH === 'delivery') delivery({bin: BIN, rounds: ROUNDS, time, peakMb, compare}, dir)
   if (!process.env.BENCH || process.env.BENCH === 'apply-real') applyReal({bin: BIN, rounds: ROUNDS, time, peakMb, compare}, dir, isolate)

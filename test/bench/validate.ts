@@ -11,6 +11,13 @@
  *                                        compile` of the same ENC documents, facts and modules
  *                                        (target <= 0.2)
  *
+ *   validate scaling                    static `validate --puppet none` of 10, 100, 400 and
+ *                                        1,000 inputs over the same release, installed (so
+ *                                        its record is verified too), interleaved: each
+ *                                        count's time against 10 inputs' (100/10, 400/10 with the
+ *                                        target <= 3 of issue 25, 1,000/10), the time each input
+ *                                        adds, and peak RSS. BENCH=validate-scaling runs only this.
+ *
  * BENCH_VALIDATE_INPUTS changes the 50; BENCH_ROUNDS/4 rounds each (at least one): these are slow.
  */
 import {spawnSync} from 'node:child_process'
@@ -44,6 +51,8 @@ interface Timed {
   ms: number
   /** CPU time (user + system) of the process and every child it waited for: fair when other work loads the machine. */
   cpuMs: number
+  /** Peak resident memory of the largest process (GNU time's %M), in MB. */
+  peakMb: number
   status: number | null
 }
 
@@ -51,10 +60,10 @@ let timeFile = ''
 
 function run(file: string, args: string[], cwd?: string): Timed {
   const start = process.hrtime.bigint()
-  const result = spawnSync('/usr/bin/time', ['-f', '%U %S', '-o', timeFile, file, ...args], {stdio: 'ignore', cwd})
+  const result = spawnSync('/usr/bin/time', ['-f', '%U %S %M', '-o', timeFile, file, ...args], {stdio: 'ignore', cwd})
   const ms = Number(process.hrtime.bigint() - start) / 1e6
-  const [user, system] = readFileSync(timeFile, 'utf8').trim().split('\n').pop()!.split(' ').map(Number)
-  return {ms, cpuMs: (user + system) * 1000, status: result.status}
+  const [user, system, kb] = readFileSync(timeFile, 'utf8').trim().split('\n').pop()!.split(' ').map(Number)
+  return {ms, cpuMs: (user + system) * 1000, peakMb: kb / 1024, status: result.status}
 }
 
 function median(values: number[]): number {
@@ -74,7 +83,68 @@ function report(name: string, target: number | null, a: Timed[], b: Timed[], not
 }
 
 function sum(runs: Timed[]): Timed {
-  return {ms: runs.reduce((t, r) => t + r.ms, 0), cpuMs: runs.reduce((t, r) => t + r.cpuMs, 0), status: runs.every((r) => r.status === 0) ? 0 : 1}
+  return {ms: runs.reduce((t, r) => t + r.ms, 0), cpuMs: runs.reduce((t, r) => t + r.cpuMs, 0), peakMb: Math.max(...runs.map((r) => r.peakMb)), status: runs.every((r) => r.status === 0) ? 0 : 1}
+}
+
+/** `count` clean inputs in `dir`, each naming two classes of Debian's modules with per-node parameters. */
+function writeInputs(dir: string, count: number): Array<Record<string, unknown>> {
+  mkdirSync(dir, {recursive: true})
+  const documents: Array<Record<string, unknown>> = []
+  for (let i = 0; i < count; i++) {
+    const classes = {...CLASSES[i % CLASSES.length](i), ...CLASSES[(i + 7) % CLASSES.length](i)}
+    documents.push(classes)
+    writeFileSync(join(dir, `node${i}.yaml`), `app: debian/tags/1.0.0\nclasses: ${JSON.stringify(classes)}\n`)
+  }
+
+  return documents
+}
+
+/**
+ * Static validate (`--puppet none`) of 10, 100, 400 and 1,000 inputs over Debian's modules
+ * in one installed release (pack, then install: its record is verified too), interleaved round by round: what each count costs against 10 inputs, the
+ * time each further input adds, and peak RSS. The target (issue 25) is 400 / 10 <= 3: a
+ * release is read once per call, each input then costs little; 1,000 / 10 is shown against
+ * the same bound, which it should meet too when per-input work is small.
+ */
+export function validateScalingBench(dir: string, bin: string): void {
+  if (readdirSync(DEBIAN).length === 0) {
+    console.log('validate scaling skipped: no puppet-module-* packages under /usr/share/puppet/modules (run bin/setup)')
+    return
+  }
+
+  const counts = [10, 100, 400, 1000]
+  const rounds = Math.max(3, Math.floor(Number(process.env.BENCH_ROUNDS ?? 7) / 2))
+  const root = join(dir, 'validate-scaling')
+  timeFile = join(dir, 'validate-scaling-time.txt')
+  // Installed as a node (or CI) holds it: packed and installed, so every input's release is
+  // also verified against its install record, as validate does for a recorded tag.
+  realRelease(join(root, 'source', 'debian', 'tags', '1.0.0'))
+  const archive = join(root, 'debian.tar.gz')
+  mkdirSync(join(root, 'modules'))
+  for (const step of [['pack', 'debian/tags/1.0.0', '--module-dir', join(root, 'source'), '-o', archive], ['install', archive, '--module-dir', join(root, 'modules')]]) {
+    const done = spawnSync('node', [bin, ...step], {encoding: 'utf8'})
+    if (done.status !== 0) throw new Error(`validate scaling: ${step[0]} exited ${done.status}: ${done.stderr}`)
+  }
+  const args = (count: number) => [bin, 'validate', join(root, `inputs-${count}`), '--module-dir', join(root, 'modules'), '--puppet', 'none']
+  for (const count of counts) {
+    writeInputs(join(root, `inputs-${count}`), count)
+    const check = spawnSync('node', args(count), {encoding: 'utf8'})
+    if (check.status !== 0) throw new Error(`validate scaling: ${count} inputs are not clean (exit ${check.status}):\n${(check.stdout + check.stderr).slice(0, 2000)}`)
+  }
+
+  const runs = new Map<number, Timed[]>(counts.map((count) => [count, []]))
+  for (let round = 0; round < rounds; round++) for (const count of counts) runs.get(count)!.push(run('node', args(count)))
+  const ms = (count: number) => median(runs.get(count)!.map((r) => r.ms))
+  const cpu = (count: number) => median(runs.get(count)!.map((r) => r.cpuMs))
+  const peak = (count: number) => Math.max(...runs.get(count)!.map((r) => r.peakMb))
+  console.log(`validate scaling: static validate (--puppet none) over ${readdirSync(DEBIAN).length} Debian modules in one installed release, median of ${rounds}, interleaved`)
+  for (const count of counts) {
+    const ratio = ms(count) / ms(10)
+    const target = count === 10 ? '' : `, ${count}/10 = ${ratio.toFixed(2)} wall, ${(cpu(count) / cpu(10)).toFixed(2)} CPU${count >= 400 ? ` (target <= 3, ${ratio <= 3 ? 'ok' : 'OVER TARGET'})` : ''}`
+    console.log(`  ${String(count).padStart(5)} inputs: ${ms(count).toFixed(0).padStart(6)} ms, ${(ms(count) / count).toFixed(1)} ms per input, peak ${peak(count).toFixed(0)} MB${target}`)
+  }
+
+  console.log(`  each input past 10 adds ${((ms(1000) - ms(10)) / 990).toFixed(2)} ms (wall), ${((cpu(1000) - cpu(10)) / 990).toFixed(2)} ms (CPU)`)
 }
 
 /** Runs the two validate benchmarks; `bin` is bin/run.js, `isolate` keeps Puppet's state in `dir`. */
@@ -94,13 +164,7 @@ export function validateBench(dir: string, isolate: string[], bin: string, repo:
   // hold no link: a release of links is refused, and validate would time only that).
   realRelease(release)
   const inputs = join(root, 'inputs')
-  mkdirSync(inputs)
-  const documents: Array<Record<string, unknown>> = []
-  for (let i = 0; i < count; i++) {
-    const classes = {...CLASSES[i % CLASSES.length](i), ...CLASSES[(i + 7) % CLASSES.length](i)}
-    documents.push(classes)
-    writeFileSync(join(inputs, `node${i}.yaml`), `app: debian/tags/1.0.0\nclasses: ${JSON.stringify(classes)}\n`)
-  }
+  const documents = writeInputs(inputs, count)
 
   console.log(`validate: ${count} inputs over ${modules.length} Debian modules, ${rounds} round(s) each`)
   // What is timed must be the work, not a refusal: the inputs are chosen to be clean.

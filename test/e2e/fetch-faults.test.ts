@@ -8,7 +8,7 @@ import {promisify} from 'node:util'
 import test, {type ExecutionContext} from 'ava'
 
 import {FAKE_PUPPET, cli} from '../helpers/cli.js'
-import {type Handler, copyRepository, demoRepository, keyPair, testServer} from '../helpers/repository.js'
+import {type Handler, copyRepository, demoRepository, keyPair, sendMegabytes, testServer} from '../helpers/repository.js'
 import {tempDir} from '../helpers/temp.js'
 
 // One signed repository (foo 1.3.0 and 1.4.0), built once; each test serves a copy it may break.
@@ -223,17 +223,7 @@ test('a huge index is refused without reading it all (65)', async (t) => {
   const s = await scenario(t)
   const server = await serve(t, s.repo, (_req, res, path) => {
     if (path !== '/index.json') return false
-    res.writeHead(200)
-    const chunk = Buffer.alloc(1024 * 1024, 0x20)
-    let sent = 0
-    const pump = () => {
-      while (sent < 64 && res.write(chunk)) sent++
-      if (sent >= 64) res.end()
-      else res.once('drain', pump)
-    }
-
-    res.on('close', () => res.removeAllListeners('drain'))
-    pump()
+    sendMegabytes(res, 64)
     return true
   })
   await refused(t, s, fetchArgs(s, server.url, '--insecure'), 65, /index\.json: larger than 16777216 bytes; refused/)

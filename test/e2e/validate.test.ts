@@ -1,4 +1,4 @@
-import {cp, chmod, mkdir, appendFile} from 'node:fs/promises'
+import {cp} from 'node:fs/promises'
 import {join} from 'node:path'
 
 import Ajv2020 from 'ajv/dist/2020.js'
@@ -6,6 +6,7 @@ import test from 'ava'
 import {XMLParser} from 'fast-xml-parser'
 
 import {FIXTURES, REPO, cli, isolatePuppet} from '../helpers/cli.js'
+import {installEdited} from '../helpers/repository.js'
 import {type Tree, tempDir, writeTree} from '../helpers/temp.js'
 
 const CI = join(FIXTURES, 'ci')
@@ -70,13 +71,7 @@ test('--format junit: one testsuite per input, one testcase per check, failures 
 test('validate reports an installed tag that no longer verifies', async (t) => {
   const dir = await tempDir(t)
   const modules = join(dir, 'modules')
-  await mkdir(modules)
-  const archive = join(dir, 'web.tar.gz')
-  t.is((await cli(['pack', 'web/tags/1.0.0', '--module-dir', join(CI, 'modules'), '-o', archive])).exitCode, 0)
-  t.is((await cli(['install', archive, '--module-dir', modules])).exitCode, 0)
-  const file = join(modules, 'web/tags/1.0.0/web/manifests/init.pp')
-  await chmod(file, 0o644)
-  await appendFile(file, '# edited on the node\n')
+  await installEdited(dir, join(CI, 'modules'), 'web/tags/1.0.0', modules, 'web/manifests/init.pp')
   const result = await cli(['validate', inputs('good.yaml'), '--module-dir', modules, '--puppet', 'none', '--format', 'json'])
   t.is(result.exitCode, 65)
   t.deepEqual(JSON.parse(result.stdout).inputs[0].problems.map((p: {check: string; message: string}) => [p.check, p.message]), [

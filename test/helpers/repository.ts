@@ -1,5 +1,5 @@
 import {generateKeyPairSync} from 'node:crypto'
-import {cp, mkdir, writeFile} from 'node:fs/promises'
+import {appendFile, chmod, cp, mkdir, writeFile} from 'node:fs/promises'
 import {type IncomingMessage, type ServerResponse, createServer} from 'node:http'
 import {join} from 'node:path'
 
@@ -96,4 +96,37 @@ export async function testServer(root: string, handler?: Handler): Promise<TestS
       await new Promise((resolve) => server.close(resolve))
     },
   }
+}
+
+/**
+ * `release` of the module directory `from`, packed and installed into `modules` (made if
+ * missing), then `file` in it (relative to the release) edited as someone on the node
+ * might: the tag no longer verifies. Throws if pack or install fails.
+ */
+export async function installEdited(dir: string, from: string, release: string, modules: string, file: string): Promise<void> {
+  await mkdir(modules, {recursive: true})
+  const archive = join(dir, `${release.replaceAll('/', '-')}.tar.gz`)
+  for (const args of [['pack', release, '--module-dir', from, '-o', archive], ['install', archive, '--module-dir', modules]]) {
+    const result = await cli(args)
+    if (result.exitCode !== 0) throw new Error(`${args[0]} exited ${result.exitCode}: ${result.stderr}`)
+  }
+
+  const edited = join(modules, release, file)
+  await chmod(edited, 0o644)
+  await appendFile(edited, '# edited on the node\n')
+}
+
+/** Answers with `megabytes` MiB of spaces and no Content-Length (an index too large to accept), paced by the client. */
+export function sendMegabytes(res: ServerResponse, megabytes: number): void {
+  res.writeHead(200)
+  const chunk = Buffer.alloc(1024 * 1024, 0x20)
+  let sent = 0
+  const pump = () => {
+    while (sent < megabytes && res.write(chunk)) sent++
+    if (sent >= megabytes) res.end()
+    else res.once('drain', pump)
+  }
+
+  res.on('close', () => res.removeAllListeners('drain'))
+  pump()
 }

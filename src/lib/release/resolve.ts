@@ -68,6 +68,23 @@ export interface ResolveOptions {
    * repository's index (see channel-memory): how an app on a channel resolves without a fetch.
    */
   channels?: Record<string, string>
+  /**
+   * Trees already listed by this process (see newTreeMemo): a caller resolving many inputs
+   * against the same releases (validate) lists each release's tree once, not once per input.
+   * The outcome is kept whole, a refusal included, so every input gets the same answer.
+   */
+  treeMemo?: TreeMemo
+}
+
+/** What listing one release's tree gave: its entries and trust problem, or what it threw. */
+type TreeListing = {entries: TreeEntry[]; problem: TrustProblem | null} | {error: unknown}
+
+/** Tree listings of one invocation, by real path, label and whether trust was judged; never kept across runs. */
+export type TreeMemo = Map<string, TreeListing>
+
+/** An empty TreeMemo, for one invocation that resolves many references. */
+export function newTreeMemo(): TreeMemo {
+  return new Map()
 }
 
 /**
@@ -136,21 +153,10 @@ export async function resolveRelease(moduleDir: string, ref: ReleaseRef | string
     options.checkTrees === false
       ? []
       : modulepath.map((release) => {
-          const untrusted: UntrustedEntry[] | undefined = options.checkTrust ? [] : undefined
-          const problem = () => untrusted && treeTrustProblem(release.path, `release ${release.release}`, untrusted)
-          let entries: TreeEntry[]
-          try {
-            entries = listEntries(release.path, release.release, untrusted)
-          } catch (error) {
-            // A tree others can write that also holds a link, or changes while it is read: the trust is what is wrong.
-            const found = problem()
-            if (found && !options.allowUntrusted) throw new UntrustedPathError(found.message, [...UNTRUSTED_TREE_HINTS])
-            throw error
-          }
-
-          const found = problem()
-          if (found) untrustedTrees.push(found)
-          return [release.release, entries]
+          const listing = listedTree(release, options)
+          if ('error' in listing) throw listing.error
+          if (listing.problem) untrustedTrees.push(listing.problem)
+          return [release.release, listing.entries]
         }),
   )
   const warnings = duplicateAppWarnings(modulepath)
@@ -310,6 +316,35 @@ class Resolver {
 
     return []
   }
+}
+
+/** A release's tree as listTree gives it, from the memo when this invocation listed it already. */
+function listedTree(release: ResolvedRelease, options: ResolveOptions): TreeListing {
+  const key = `${release.path}\0${release.release}\0${options.checkTrust === true}\0${options.allowUntrusted === true}`
+  let listing = options.treeMemo?.get(key)
+  if (listing === undefined) {
+    listing = listTree(release, options)
+    options.treeMemo?.set(key, listing)
+  }
+
+  return listing
+}
+
+/** Lists a release's tree (and, with checkTrust, what in it others own or can write); a refusal is returned, not thrown. */
+function listTree(release: ResolvedRelease, options: ResolveOptions): TreeListing {
+  const untrusted: UntrustedEntry[] | undefined = options.checkTrust ? [] : undefined
+  const problem = () => (untrusted && treeTrustProblem(release.path, `release ${release.release}`, untrusted)) || null
+  let entries: TreeEntry[]
+  try {
+    entries = listEntries(release.path, release.release, untrusted)
+  } catch (error) {
+    // A tree others can write that also holds a link, or changes while it is read: the trust is what is wrong.
+    const found = problem()
+    if (found && !options.allowUntrusted) return {error: new UntrustedPathError(found.message, [...UNTRUSTED_TREE_HINTS])}
+    return {error}
+  }
+
+  return {entries, problem: problem()}
 }
 
 function duplicateAppWarnings(modulepath: ResolvedRelease[]): string[] {

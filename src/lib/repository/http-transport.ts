@@ -1,6 +1,8 @@
+import type {Agent, ClientRequest, IncomingMessage} from 'node:http'
+import {createRequire} from 'node:module'
 import {PassThrough, type Readable} from 'node:stream'
 
-import {type Dispatcher, EnvHttpProxyAgent, request} from 'undici'
+import type {Dispatcher} from 'undici'
 
 import {LocalpuppetError, ReleaseError, RepositoryUnavailableError} from '../errors.js'
 import {type Transport, readBounded, writeChecked} from './transport.js'
@@ -46,7 +48,21 @@ const TRANSIENT_CODES = new Set([
   // The connection closed before the bytes its Content-Length announced: cut short, as a reset is.
   'UND_ERR_RES_CONTENT_LENGTH_MISMATCH',
   'LOCALPUPPET_TOO_SLOW',
+  // node:http's requests (see NodeHttp): the same three bounds as undici's.
+  'LOCALPUPPET_CONNECT_TIMEOUT',
+  'LOCALPUPPET_HEADERS_TIMEOUT',
+  'LOCALPUPPET_BODY_TIMEOUT',
 ])
+
+/** Errors from reading a body that are the network's (69), not a bug: undici's, and node:http's parser and stream ends. */
+const NETWORK_CODE = /^(UND_ERR_|HPE_|ERR_STREAM_PREMATURE_CLOSE$|ECONNABORTED$)/
+
+/** One HTTP exchange's answer, whichever client made it. */
+interface Answer {
+  status: number
+  headers: Record<string, string | string[] | undefined>
+  body: Readable
+}
 
 /** A fault another attempt may cure; carries what to say if none does. */
 class TransientError extends Error {
@@ -63,16 +79,25 @@ class TransientError extends Error {
  * HTTPS_PROXY/HTTP_PROXY/NO_PROXY. Transient faults are retried with backoff a bounded
  * number of times, then reported as unavailable (69); redirects are followed a few times
  * and never from https to http (65).
+ *
+ * Requests go out through Node's own node:http/node:https, which cost nothing to load, so a
+ * fetch that finds nothing new in the index stays light; undici (~0.1 s to load: see
+ * bin/build.js) is loaded only when a proxy variable applies to the scheme, for its proxy
+ * agent (NO_PROXY is then undici's to apply). Both clients are held to the same bounds:
+ * connecting, waiting for the whole header, each pause in the body (--timeout each), the
+ * slowest body believed (MIN_BYTES_PER_SECOND), a body cut short of its Content-Length.
  */
 export class HttpTransport implements Transport {
   readonly kind: 'https' | 'http'
   readonly label: string
   private readonly base: URL
-  private readonly dispatcher: Dispatcher
+  private readonly env: NodeJS.ProcessEnv
   private readonly timeoutMs: number
   private readonly attempts: number
   private readonly backoffMs: number
   private readonly maxBackoffMs: number
+  private nodeHttp?: NodeHttp
+  private proxied?: Dispatcher
 
   constructor(url: string, options: HttpOptions = {}) {
     this.base = new URL(url.endsWith('/') ? url : `${url}/`)
@@ -82,18 +107,7 @@ export class HttpTransport implements Transport {
     this.attempts = Math.max(1, options.attempts ?? 4)
     this.backoffMs = options.backoffMs ?? 250
     this.maxBackoffMs = options.maxBackoffMs ?? 5000
-    const env = options.env ?? process.env
-    this.dispatcher = new EnvHttpProxyAgent({
-      httpProxy: env.http_proxy ?? env.HTTP_PROXY,
-      httpsProxy: env.https_proxy ?? env.HTTPS_PROXY ?? env.http_proxy ?? env.HTTP_PROXY,
-      noProxy: env.no_proxy ?? env.NO_PROXY,
-      // Plain http through a proxy as curl does it (absolute-form GET): squid's default
-      // configuration refuses CONNECT to port 80. https still tunnels.
-      proxyTunnel: false,
-      connect: {timeout: this.timeoutMs},
-      headersTimeout: this.timeoutMs,
-      bodyTimeout: this.timeoutMs,
-    })
+    this.env = options.env ?? process.env
   }
 
   locate(path: string): string {
@@ -120,7 +134,35 @@ export class HttpTransport implements Transport {
   }
 
   async close(): Promise<void> {
-    await this.dispatcher.close()
+    this.nodeHttp?.close()
+    await this.proxied?.close()
+  }
+
+  /**
+   * Whether a proxy variable applies to a URL's scheme, read as undici's EnvHttpProxyAgent
+   * reads them (the env given, then this process's): http_proxy/HTTP_PROXY for http, and
+   * for https https_proxy/HTTPS_PROXY, else the http ones. An empty value is no proxy.
+   */
+  private proxyFor(url: URL): {httpProxy?: string; httpsProxy?: string} | null {
+    const env = this.env
+    const httpProxy = env.http_proxy ?? env.HTTP_PROXY
+    const httpsProxy = env.https_proxy ?? env.HTTPS_PROXY ?? env.http_proxy ?? env.HTTP_PROXY
+    const forHttp = httpProxy ?? process.env.http_proxy ?? process.env.HTTP_PROXY
+    const forHttps = (httpsProxy ?? process.env.https_proxy ?? process.env.HTTPS_PROXY) || forHttp
+    return (url.protocol === 'https:' ? forHttps : forHttp) ? {httpProxy, httpsProxy} : null
+  }
+
+  /** One GET, no redirect followed: through undici's proxy agent when a proxy applies, else node:http(s). */
+  private async exchange(url: URL): Promise<Answer> {
+    const proxy = this.proxyFor(url)
+    if (proxy === null) {
+      this.nodeHttp ??= new NodeHttp(this.timeoutMs)
+      return this.nodeHttp.get(url)
+    }
+
+    const {proxyAgent, proxyGet} = await import('./proxy-request.js')
+    this.proxied ??= proxyAgent({...proxy, noProxy: this.env.no_proxy ?? this.env.NO_PROXY, timeoutMs: this.timeoutMs})
+    return proxyGet(url, this.proxied, this.timeoutMs)
   }
 
   private async withRetries<T>(path: string, attempt: (url: string) => Promise<T>): Promise<T> {
@@ -145,16 +187,16 @@ export class HttpTransport implements Transport {
   private async get(start: string, optional: boolean): Promise<Readable | null> {
     let url = new URL(start)
     for (let hop = 0; ; hop++) {
-      let response: Dispatcher.ResponseData
+      let response: Answer
       try {
-        response = await request(url, {method: 'GET', dispatcher: this.dispatcher, headersTimeout: this.timeoutMs, bodyTimeout: this.timeoutMs})
+        response = await this.exchange(url)
       } catch (error) {
         throw transient(error) ?? tlsMistake(error, url, hop === 0 ? this.label : url.href) ?? new RepositoryUnavailableError(`${url.href}: ${(error as Error).message}`)
       }
 
-      const status = response.statusCode
-      if (status === 200) return meterRate(response.body as unknown as Readable, url.href, this.timeoutMs)
-      await response.body.dump().catch(() => {})
+      const status = response.status
+      if (status === 200) return meterRate(response.body, url.href, this.timeoutMs)
+      await dump(response.body)
       if (REDIRECTS.has(status)) {
         const location = response.headers.location
         if (typeof location !== 'string') throw new RepositoryUnavailableError(`${url.href}: redirect ${status} without a Location`)
@@ -175,6 +217,95 @@ export class HttpTransport implements Transport {
       throw new RepositoryUnavailableError(`${url.href}: HTTP ${status}`)
     }
   }
+}
+
+/**
+ * GETs over Node's own node:http and node:https (no proxy), with undici's bounds: the
+ * connection within `timeoutMs`, the whole header within `timeoutMs` more (a header
+ * dripped a byte at a time does not reset it), and no pause in the body longer than
+ * `timeoutMs`. A body the connection ends short of its Content-Length fails with
+ * ECONNRESET (node:http's "aborted"), as undici's fails with a length mismatch. Keeps the
+ * connection for the next request (the index's signature, an archive).
+ */
+class NodeHttp {
+  private readonly agents = new Map<string, Agent>()
+
+  constructor(private readonly timeoutMs: number) {}
+
+  async get(url: URL): Promise<Answer> {
+    // Required when first used (node:https loads tls), not imported: the bundle is CommonJS, where import() of a built-in is not available.
+    const client: typeof import('node:http') = url.protocol === 'https:' ? lazyRequire('node:https') : lazyRequire('node:http')
+    let agent = this.agents.get(url.protocol)
+    if (agent === undefined) {
+      agent = new client.Agent({keepAlive: true})
+      this.agents.set(url.protocol, agent)
+    }
+
+    return new Promise<Answer>((resolve, reject) => {
+      const request = client.request(url, {method: 'GET', agent})
+      const fail = (code: string, what: string) => request.destroy(Object.assign(new Error(`${what} timed out after ${this.timeoutMs} ms`), {code}))
+      let timer = setTimeout(() => fail('LOCALPUPPET_CONNECT_TIMEOUT', 'connecting'), this.timeoutMs)
+      const waitForHeaders = () => {
+        clearTimeout(timer)
+        timer = setTimeout(() => fail('LOCALPUPPET_HEADERS_TIMEOUT', 'waiting for the response header'), this.timeoutMs)
+      }
+
+      request.once('socket', (socket) => {
+        if (!socket.connecting) return waitForHeaders()
+        socket.once(url.protocol === 'https:' ? 'secureConnect' : 'connect', waitForHeaders)
+      })
+      // `on`, not `once`: a socket's fault after the response is emitted here too (the body gets it as well).
+      request.on('error', (error) => {
+        clearTimeout(timer)
+        reject(error)
+      })
+      request.once('response', (response: IncomingMessage) => {
+        clearTimeout(timer)
+        idleBound(request, response, this.timeoutMs)
+        resolve({status: response.statusCode ?? 0, headers: response.headers, body: response})
+      })
+      request.end()
+    })
+  }
+
+  close(): void {
+    for (const agent of this.agents.values()) agent.destroy()
+  }
+}
+
+const lazyRequire = createRequire(import.meta.url)
+
+/** Ends a response (LOCALPUPPET_BODY_TIMEOUT) when its connection is idle for `timeoutMs`; the connection then goes too. */
+function idleBound(request: ClientRequest, response: IncomingMessage, timeoutMs: number): void {
+  const socket = response.socket
+  const idle = () => {
+    response.destroy(Object.assign(new Error(`no data for ${timeoutMs} ms`), {code: 'LOCALPUPPET_BODY_TIMEOUT'}))
+    request.destroy()
+  }
+
+  socket.setTimeout(timeoutMs)
+  socket.on('timeout', idle)
+  response.once('close', () => {
+    socket.off('timeout', idle)
+    socket.setTimeout(0)
+  })
+}
+
+/** Reads and discards a body that is not wanted (a redirect's, an error page's); its faults do not matter. */
+async function dump(body: Readable): Promise<void> {
+  const dumpable = body as Readable & {dump?: () => Promise<void>}
+  if (typeof dumpable.dump === 'function') return dumpable.dump().catch(() => {})
+  // Bounded like undici's dump: a long error page is cut, not read to its end.
+  let bytes = 0
+  await new Promise<void>((resolve) => {
+    body.on('data', (chunk: Buffer) => {
+      bytes += chunk.length
+      if (bytes > 128 * 1024) body.destroy()
+    })
+    body.once('end', resolve)
+    body.once('close', resolve)
+    body.once('error', () => resolve())
+  })
 }
 
 /**
@@ -225,7 +356,7 @@ function transient(error: unknown): TransientError | null {
 function unavailable(error: unknown, url: string): unknown {
   if (error instanceof LocalpuppetError || error instanceof TransientError) return error
   const code = (error as {code?: string})?.code
-  if (typeof code === 'string' && code.startsWith('UND_ERR_')) return new RepositoryUnavailableError(`${url}: ${(error as Error).message}`)
+  if (typeof code === 'string' && NETWORK_CODE.test(code)) return new RepositoryUnavailableError(`${url}: ${(error as Error).message}`)
   return error
 }
 
@@ -234,8 +365,8 @@ function unavailable(error: unknown, url: string): unknown {
  * source and the likely fix, never OpenSSL's own (`...:ssl3_get_record:wrong version number:...`).
  */
 function tlsMistake(error: unknown, url: URL, source: string): RepositoryUnavailableError | null {
-  const {code, reason} = error as {code?: string; reason?: string}
-  if (typeof code !== 'string' || !code.startsWith('ERR_SSL_')) return null
+  const {code, reason} = tlsFault(error) ?? {}
+  if (code === undefined) return null
   // What an https client reads from a plain-http port: an HTTP answer where a TLS record should be.
   if (code === 'ERR_SSL_WRONG_VERSION_NUMBER' || code === 'ERR_SSL_PACKET_LENGTH_TOO_LONG' || code === 'ERR_SSL_HTTP_REQUEST') {
     const plain = source.replace(/^https:/i, 'http:')
@@ -243,6 +374,18 @@ function tlsMistake(error: unknown, url: URL, source: string): RepositoryUnavail
   }
 
   return new RepositoryUnavailableError(`source ${source}: TLS with ${url.host} failed: ${reason ?? code}`)
+}
+
+/**
+ * OpenSSL's code and reason for a TLS failure: as undici's socket reports it (ERR_SSL_*,
+ * with `reason`), or as node:https does when the failure comes on a write (EPROTO, with
+ * OpenSSL's `...:SSL routines:func:reason:file:line:` in the message). Null for anything else.
+ */
+function tlsFault(error: unknown): {code: string; reason?: string} | null {
+  const {code, reason, message} = error as {code?: string; reason?: string; message?: string}
+  if (typeof code === 'string' && code.startsWith('ERR_SSL_')) return {code, reason}
+  const openssl = code === 'EPROTO' && typeof message === 'string' ? /SSL routines:[^:]*:([^:]+):/.exec(message) : null
+  return openssl ? {code: `ERR_SSL_${openssl[1].toUpperCase().replaceAll(' ', '_')}`, reason: openssl[1]} : null
 }
 
 function describeNetworkError(code: string, error: Error): string {

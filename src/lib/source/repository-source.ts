@@ -3,13 +3,12 @@ import {lstat, mkdir, rm} from 'node:fs/promises'
 import {join} from 'node:path'
 import {createHash, randomBytes} from 'node:crypto'
 
-import {type InstallResult, installArchive} from '../install/install-archive.js'
+import type {InstallResult} from '../install/install-archive.js'
 import {localpuppetDir, readInstallRecord} from '../install/install-record.js'
 import {loadTrustedKeys, verifyIndexSignature} from '../archive/signature.js'
 import {ConflictError, NotFoundError, ReleaseError, RepositoryUnavailableError, UsageError, describeFsError} from '../errors.js'
 import {type ReleaseRef, maxSatisfyingTag, parseReleaseRef, sortTagsNewestFirst} from '../release/release-ref.js'
 import {UNSIGNED_HINT, refuseUnlessAllowed} from '../util/trusted-path.js'
-import {readArchiveHead} from '../repository/archive-head.js'
 import {
   type PublishedTag,
   type RepositoryIndex,
@@ -224,6 +223,8 @@ export class RepositorySource implements ReleaseSource {
   }
 
   private async install(release: string, published: PublishedTag, options: FetchOptions): Promise<InstallResult> {
+    // Loaded only to install: a fetch that finds every release present never loads tar.
+    const [{installArchive}, {readArchiveHead}] = await Promise.all([import('../install/install-archive.js'), import('../repository/archive-head.js')])
     const downloads = join(localpuppetDir(options.moduleDir), 'downloads')
     try {
       if (!(await lstat(options.moduleDir)).isDirectory()) throw Object.assign(new Error('not a directory'), {code: 'ENOTDIR'})

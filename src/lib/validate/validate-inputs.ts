@@ -13,7 +13,7 @@ import {buildEncDocument, renderEncYaml} from '../enc/enc-document.js'
 import {InputError, LocalpuppetError, NotFoundError, PuppetUnavailableError, UsageError, describeFsError} from '../errors.js'
 import {checkNodeInput} from '../input/node-input.js'
 import {readInputText} from '../input/read-input.js'
-import {type Resolution, modulepathTrustPaths, realModuleDir, resolveRelease} from '../release/resolve.js'
+import {type Resolution, modulepathTrustPaths, newTreeMemo, realModuleDir, resolveRelease} from '../release/resolve.js'
 import {RUN_ID_PLACEHOLDER} from '../state/run-id.js'
 import {closest} from '../util/did-you-mean.js'
 import {assertNoTrustProblems, assertTrustedPaths} from '../util/trusted-path.js'
@@ -88,6 +88,11 @@ export interface ValidateOptions {
  * syntax errors of every manifest involved, each file checked on its own. With `compile`,
  * each input's catalog is also compiled by Puppet, as apply would; both in one process
  * that loads Puppet once. Writes nothing.
+ *
+ * Each release is read once per call, however many inputs name it: its tree listed, its
+ * recorded tag verified, its classes, data and module requirements loaded, each kept for
+ * this call only (by real path), so checking a fleet's inputs costs about one release read
+ * plus a little per input.
  */
 export async function validateInputs(paths: string[], options: ValidateOptions): Promise<ValidateReport> {
   const files = await expandInputs(paths)
@@ -102,6 +107,10 @@ export async function validateInputs(paths: string[], options: ValidateOptions):
   const identity = options.puppet === null ? null : identifyPuppet(options.puppet)
   const puppet = identity === null ? null : {implementation: identity.implementation, version: identity.version, path: identity.path}
   const requirements = new Map<string, Promise<RequirementFinding[]>>()
+  // What one call has already read of each release (see the doc comment): trees, verification, manifest lists.
+  const treeMemo = newTreeMemo()
+  const verified = new Map<string, Promise<unknown>>()
+  const catalogManifests = new Map<ClassCatalog, string[]>()
 
   for (const file of files) {
     const report: InputReport & {manifests: string[]} = {file, release: null, problems: [], warnings: [], languageMode: null, manifests: []}
@@ -128,8 +137,8 @@ export async function validateInputs(paths: string[], options: ValidateOptions):
     let resolution: Resolution
     try {
       const channels = input.app.kind === 'channel' ? await channelTags(moduleDir, options.repo) : undefined
-      resolution = await resolveRelease(moduleDir, input.app, {checkTrust: runsCodeAsRoot, channels})
-      await verifyModulepath(moduleDir, resolution.modulepath)
+      resolution = await resolveRelease(moduleDir, input.app, {checkTrust: runsCodeAsRoot, channels, treeMemo})
+      await verifyOnce(moduleDir, resolution.modulepath, verified)
     } catch (error) {
       if (!(error instanceof LocalpuppetError)) throw error
       // A manifest.yaml entry's error names that file and line; anything else is the input's app.
@@ -160,7 +169,9 @@ export async function validateInputs(paths: string[], options: ValidateOptions):
     const key = modulepath.join(':')
     if (!catalogs.has(key)) catalogs.set(key, new ClassCatalog(modulepath, moduleDir, mainDefinitions))
     const catalog = catalogs.get(key)!
-    report.manifests = [...catalog.definitions.manifests, ...(manifest === null ? [] : [manifest])]
+    // One list per catalog, shared by its inputs (not a copy of every manifest per input).
+    if (!catalogManifests.has(catalog)) catalogManifests.set(catalog, [...catalog.definitions.manifests, ...(manifest === null ? [] : [manifest])])
+    report.manifests = catalogManifests.get(catalog)!
     report.problems.push(...checkClasses(input.classes, catalog, text, file))
     if (!options.compile) continue
     if (runsCodeAsRoot) {
@@ -189,7 +200,7 @@ export async function validateInputs(paths: string[], options: ValidateOptions):
 
   if (options.compile && jobs.length > 0 && options.puppet === null) throw new UsageError('--compile needs puppet (--puppet none only skips the syntax check)')
   // One Ruby process loads Puppet once for the syntax check and the compile alike.
-  const manifests = options.puppet === null ? [] : [...new Set(reports.flatMap((report) => report.manifests))].sort()
+  const manifests = options.puppet === null ? [] : [...new Set([...new Set(reports.map((report) => report.manifests))].flat())].sort()
   const compileJobs = options.compile ? jobs.map(({report: _report, text: _text, ...job}) => job) : []
   let checked: Awaited<ReturnType<typeof compileCatalogs>> = {syntax: [], results: []}
   let puppetUnavailable: string | null = null
@@ -203,8 +214,11 @@ export async function validateInputs(paths: string[], options: ValidateOptions):
   }
 
   const {syntax, results} = checked
+  const manifestSets = new Map<string[], Set<string>>()
   for (const report of reports) {
-    const mine = new Set(report.manifests)
+    if (syntax.length === 0) break
+    if (!manifestSets.has(report.manifests)) manifestSets.set(report.manifests, new Set(report.manifests))
+    const mine = manifestSets.get(report.manifests)!
     for (const found of syntax.filter((entry) => mine.has(entry.file))) {
       const shown = relative(moduleDir, found.file)
       const where = `${shown}${found.line ? `:${found.line}` : ''}${found.column ? `:${found.column}` : ''}`
@@ -236,6 +250,19 @@ export async function validateInputs(paths: string[], options: ValidateOptions):
   const inputs = reports.map(({manifests: _manifests, ...report}) => report)
   const checks = CHECKS.filter((check) => check !== 'compile' || options.compile)
   return {checks, inputs, problems: inputs.reduce((sum, report) => sum + report.problems.length, 0), puppetUnavailable, puppet}
+}
+
+/**
+ * verifyModulepath, each release verified at most once per call (by its real path and
+ * name): the same refusal, for every input on it, as verifying it again would give.
+ */
+async function verifyOnce(moduleDir: string, modulepath: Resolution['modulepath'], verified: Map<string, Promise<unknown>>): Promise<void> {
+  for (const release of modulepath) {
+    const key = `${release.path}\0${release.release}`
+    if (!verified.has(key)) verified.set(key, verifyModulepath(moduleDir, [release]).then(() => null, (error: unknown) => error))
+    const error = await verified.get(key)
+    if (error !== null) throw error
+  }
 }
 
 function checkClasses(classes: unknown, catalog: ClassCatalog, text: string, file: string): Problem[] {
