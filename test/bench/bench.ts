@@ -6,7 +6,8 @@
  *                    the demo release and (apply-real) on Debian's modules (delivery.ts);
  *                    apply-puppet8: the same on Debian 13's Puppet 8.10, in bin/debian13's chroot
  *   plan / node      localpuppet plan vs `node -e 0` (start-up dominates)
- *   pack / tar -czf, install / tar -xzf, verify / sha256sum   on Debian's Puppet modules,
+ *   pack / tar -czf, install / tar+sync, verify / sha256sum   on Debian's Puppet modules (at
+ *                    BENCH_SCALES copies: 1, 4 and 16 by default),
  *                    a synthetic and a text-like release, with peak memory (delivery.ts)
  *
  *   detach / node    apply --detach returning (the run goes on) vs `node -e 0`

@@ -23,6 +23,9 @@ export interface VerifyResult {
   untrusted: string | null
 }
 
+/** Files checked at a time: large enough that handing a batch to the second thread costs nothing measurable. */
+const VERIFY_BATCH = 2048
+
 /**
  * Compares an installed release with its install record: files whose bytes, size or
  * executable bit changed, files that are gone, and anything added (links included).
@@ -32,14 +35,26 @@ export async function verifyRelease(moduleDir: string, release: string, record?:
   const result: VerifyResult = {release, recorded: recorded !== null, ok: true, modified: [], missing: [], extra: [], untrusted: null}
   if (!recorded) return result
   const root = join(moduleDir, release)
+  const files = recorded.files
   // Every recorded file is opened (never through a link) and its size and mode come from
   // the open file: what is hashed is what was checked. Only a file of the recorded size is
-  // read. For a large release a second thread starts on them while this one walks the tree
-  // for added files.
-  const pending = new FileChecker(recorded.files.length, recorded.files.reduce((sum, file) => sum + file.size, 0)).begin(
-    recorded.files.map((file) => `${root}/${file.path}`),
-    recorded.files.map((file) => file.size),
-  )
+  // read. They are checked a batch at a time (two threads for a large release, the second
+  // starting on the first batch while this one walks the tree for added files), and only
+  // what differs is kept: memory does not grow with the number of files.
+  const checker = new FileChecker(files.length, files.reduce((sum, file) => sum + file.size, 0))
+  const batch = (start: number) => {
+    const end = Math.min(files.length, start + VERIFY_BATCH)
+    const paths: string[] = []
+    const sizes: number[] = []
+    for (let i = start; i < end; i++) {
+      paths.push(`${root}/${files[i].path}`)
+      sizes.push(files[i].size)
+    }
+
+    return {start, pending: checker.begin(paths, sizes)}
+  }
+
+  let current = batch(0)
   const found = new Set<string>()
   const emptyDirs = new Set<string>()
   // undefined: not judged (apply has judged every entry of the modulepath already).
@@ -48,22 +63,36 @@ export async function verifyRelease(moduleDir: string, release: string, record?:
     walk(root, '', found, emptyDirs, untrusted)
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code !== 'ENOENT') {
-      pending.cancel()
+      current.pending.cancel()
       throw error
     }
   }
 
-  const checks = await pending.finish()
-  const expected = new Set<string>()
-  recorded.files.forEach((file, i) => {
-    expected.add(file.path)
-    const check = checks[i]
-    if (untrusted && check.uid !== undefined && check.mode !== undefined && !isTrustedEntry(check.uid, check.mode)) untrusted.push({path: `${root}/${file.path}`, uid: check.uid, mode: check.mode})
-    if (check.error === 'ENOENT') result.missing.push(file.path)
-    else if (check.error || check.size !== file.size || check.executable !== file.executable || check.sha256 !== file.sha256) result.modified.push(file.path)
-  })
+  while (current.start < files.length) {
+    // The next batch is handed over before this thread joins the current one: the second
+    // thread always has work.
+    const next = current.start + VERIFY_BATCH < files.length ? batch(current.start + VERIFY_BATCH) : null
+    let checks
+    try {
+      checks = await current.pending.finish()
+    } catch (error) {
+      next?.pending.cancel()
+      throw error
+    }
 
-  for (const path of found) if (!expected.has(path)) result.extra.push(path)
+    checks.forEach((check, j) => {
+      const file = files[current.start + j]
+      found.delete(file.path)
+      if (untrusted && check.uid !== undefined && check.mode !== undefined && !isTrustedEntry(check.uid, check.mode)) untrusted.push({path: `${root}/${file.path}`, uid: check.uid, mode: check.mode})
+      if (check.error === 'ENOENT') result.missing.push(file.path)
+      else if (check.error || check.size !== file.size || check.executable !== file.executable || check.sha256 !== file.sha256) result.modified.push(file.path)
+    })
+    if (!next) break
+    current = next
+  }
+
+  // What the walk found that no record lists.
+  for (const path of found) result.extra.push(path)
   // Empty directories are listed with a trailing slash; records made before they were
   // kept list none, and an installed tag is read-only, so none can appear by accident.
   const recordedDirs = new Set(recorded.dirs ?? [])
