@@ -8,7 +8,8 @@
  *   plan / node      localpuppet plan vs `node -e 0` (start-up dominates)
  *   plan keyed       plan-real: plan on Debian's modules installed as a tag, with the
  *                    verified files' stat keys vs `node -e 0` and vs reading every byte (plan.ts)
- *   pack / tar -czf, install / tar -xzf, verify / sha256sum   on Debian's Puppet modules,
+ *   pack / tar -czf, install / tar+sync, verify / sha256sum   on Debian's Puppet modules (at
+ *                    BENCH_SCALES copies: 1, 4 and 16 by default),
  *                    a synthetic and a text-like release, with peak memory (delivery.ts)
  *
  *   detach / node    apply --detach returning (the run goes on) vs `node -e 0`

@@ -11,11 +11,12 @@ import {parseReleaseRef} from '../release/release-ref.js'
 import {resolveRelease} from '../release/resolve.js'
 import {asIoError} from '../util/io-error.js'
 import {onStop} from '../util/on-stop.js'
-import {type IndexedRelease, type ReleaseIndex, INDEX_FORMAT, INDEX_FORMAT_DIRS, RELEASE_INDEX, SIGNATURE_FILE, isSafeRelativePath, serializeIndex} from './release-index.js'
+import {IndexWriter, type PackedIndex} from './index-writer.js'
+import {RELEASE_INDEX, SIGNATURE_FILE, isSafeRelativePath} from './release-index.js'
 import {listEntries} from '../tree/release-tree.js'
-import {SEGMENT_BYTES, SegmentedGzip, gzipMembers} from './segmented-gzip.js'
+import {SEGMENT_BYTES, SegmentedGzip} from './segmented-gzip.js'
 import {keyId, loadSigningKey, signIndex} from './signature.js'
-import {type PackSource, TarWriter, tarEntry} from './tar-writer.js'
+import {type PackSource, TarWriter} from './tar-writer.js'
 
 export interface PackOptions {
   moduleDir: string
@@ -33,7 +34,8 @@ export interface PackResult {
   output: string | null
   sha256: string
   bytes: number
-  index: ReleaseIndex
+  /** release.json's head and each release's digest (the file list is in the archive). */
+  index: PackedIndex
   signedBy: string | null
 }
 
@@ -48,11 +50,12 @@ const GZIP_LEVEL = 6
  *
  * Every file is read once: straight into the tar stream, hashed on the way, while two
  * other threads compress it (SegmentedGzip) into a spool file. release.json, which lists
- * those hashes, is known only at the end: it is compressed as gzip members of its own and
- * written first, then the spool is copied after it (gzip readers read consecutive members
- * as one stream). What is hashed is what is archived, so a file changing meanwhile can
- * never make release.json disagree with the archive; memory does not grow with the
- * release. The archive appears only when complete.
+ * those hashes, is known only at the end: its text goes to a spool of its own as the files
+ * are read (IndexWriter: no object kept per file), and is then compressed as gzip members
+ * of its own and written first, the files' spool after it (gzip readers read consecutive
+ * members as one stream). What is hashed is what is archived, so a file changing
+ * meanwhile can never make release.json disagree with the archive; memory does not grow
+ * with the release. The archive appears only when complete.
  */
 export async function packRelease(options: PackOptions): Promise<PackResult> {
   const ref = parseReleaseRef(options.ref, 'pack')
@@ -85,46 +88,54 @@ export async function packRelease(options: PackOptions): Promise<PackResult> {
   // The temporary archive goes if localpuppet is stopped (^C, SIGTERM) before it is renamed into place.
   const forget = temp ? onStop(() => rmSync(temp, {force: true})) : () => {}
   try {
-    const spoolFd = openFd(spool, 'wx+', 0o600)
-    // Removed at once and used through its descriptor: nothing is left behind, whatever stops pack.
-    unlinkSync(spool)
+    // Three spools, each removed at once and used through its descriptor (nothing is left
+    // behind, whatever stops pack): the files' compressed tar stream, release.json's text
+    // as the files are read, and release.json's compressed entry. Memory does not grow
+    // with the number of files.
+    const openSpool = (name: string) => {
+      const fd = openFd(name, 'wx+', 0o600)
+      unlinkSync(name)
+      return fd
+    }
+
+    const spoolFd = openSpool(spool)
+    const indexFd = openSpool(`${spool}.index`)
+    const headFd = openSpool(`${spool}.head`)
     // Files: the tar stream after release.json, compressed into the spool.
     const tar = new TarWriter(new SegmentedGzip((chunk) => writeAll(spoolFd, chunk), GZIP_LEVEL))
-    const releases: IndexedRelease[] = []
-    for (const source of sources) releases.push(await tar.release(source))
+    const writer = new IndexWriter(indexFd)
+    for (const source of sources) await tar.release(source, writer)
 
     const tag = app.kind === 'tag' ? app.release.slice(`${app.app}/tags/`.length) : null
-    const index: ReleaseIndex = {
-      // Format 1 unless a release keeps empty directories: older readers read the others.
-      format: releases.some((r) => r.dirs) ? INDEX_FORMAT_DIRS : INDEX_FORMAT,
-      app: app.app,
-      tag,
-      release: app.release,
-      modulepath: releases.map((r) => r.release),
-      releases,
-    }
-    const indexBytes = serializeIndex(index)
-    const signature = key ? signIndex(indexBytes, key) : null
+    const {index, size, pieces} = writer.finish({app: app.app, tag, release: app.release, modulepath: sources.map((source) => source.release)})
+    // Ed25519 signs the whole message at once: only a signed pack holds release.json in memory.
+    const signature = key ? signIndex(Buffer.concat([...pieces()]), key) : null
     // release.json (and its signature) go first, as gzip members of their own, compressed
     // on the thread pool while the files' last members finish; then the files' members
     // as they were compressed.
-    const head = gzipMembers(Buffer.concat([...tarEntry(RELEASE_INDEX, indexBytes), ...(signature ? tarEntry(SIGNATURE_FILE, signature) : [])]), GZIP_LEVEL)
+    const headTar = new TarWriter(new SegmentedGzip((chunk) => writeAll(headFd, chunk), GZIP_LEVEL))
+    const head = (async () => {
+      await headTar.entry(RELEASE_INDEX, size, pieces())
+      if (signature) await headTar.entry(SIGNATURE_FILE, signature.length, [signature])
+      await headTar.end(false)
+    })()
     head.catch(() => {})
     await tar.end()
+    await head
     const result = {release: app.release, index, signedBy: key ? keyId(key) : null}
     if (!output || !temp) {
       const to = options.to!
       // A reader that goes away (`| head`) is an error event, not an exception.
       const closed = new Promise<never>((_, reject) => to.on('error', reject))
       closed.catch(() => {})
-      const {sha256, bytes} = await emitArchive(await head, spoolFd, async (chunk) => {
+      const {sha256, bytes} = await emitArchive([headFd, spoolFd], async (chunk) => {
         if (!to.write(Buffer.from(chunk))) await Promise.race([once(to, 'drain'), closed])
       })
       return {...result, output: null, sha256, bytes}
     }
 
     const outFd = openFd(temp, 'wx', 0o644)
-    const {sha256, bytes} = await emitArchive(await head, spoolFd, (chunk) => writeAll(outFd, chunk))
+    const {sha256, bytes} = await emitArchive([headFd, spoolFd], (chunk) => writeAll(outFd, chunk))
     await rename(temp, output)
     return {...result, output, sha256, bytes}
   } catch (error) {
@@ -132,10 +143,11 @@ export async function packRelease(options: PackOptions): Promise<PackResult> {
     // Writing the archive or its spool: a full disk (74), a reader gone (74), a missing
     // directory, a directory in the way.
     const path = (error as NodeJS.ErrnoException).path
-    const label = path === spool ? `spool ${spool}` : output ? `output ${output}` : 'standard output'
+    const spooling = typeof path === 'string' && path.startsWith(spool)
+    const label = spooling ? `spool ${path}` : output ? `output ${output}` : 'standard output'
     const io = asIoError(error, label)
     if (io) throw io
-    if (path === temp || path === spool) throw describeFsError(error, label)
+    if (path === temp || spooling) throw describeFsError(error, label)
     throw error
   } finally {
     forget()
@@ -143,24 +155,21 @@ export async function packRelease(options: PackOptions): Promise<PackResult> {
   }
 }
 
-/** The archive's bytes in order: the head's members, then the spool; with their sha256 and size. */
-async function emitArchive(head: Buffer[], spoolFd: number, write: (chunk: Buffer) => Promise<void> | void): Promise<{sha256: string; bytes: number}> {
+/** The archive's bytes in order: each spool's whole content, one after the other; with their sha256 and size. */
+async function emitArchive(spools: number[], write: (chunk: Buffer) => Promise<void> | void): Promise<{sha256: string; bytes: number}> {
   const hash = createHash('sha256')
   let bytes = 0
-  const emit = async (chunk: Buffer) => {
-    hash.update(chunk)
-    bytes += chunk.length
-    await write(chunk)
-  }
-
-  for (const member of head) await emit(member)
-
   const buffer = Buffer.allocUnsafe(SEGMENT_BYTES)
-  let position = 0
-  let read: number
-  while ((read = readSync(spoolFd, buffer, 0, buffer.length, position)) > 0) {
-    position += read
-    await emit(buffer.subarray(0, read))
+  for (const fd of spools) {
+    let position = 0
+    let read: number
+    while ((read = readSync(fd, buffer, 0, buffer.length, position)) > 0) {
+      position += read
+      const chunk = buffer.subarray(0, read)
+      hash.update(chunk)
+      bytes += read
+      await write(chunk)
+    }
   }
 
   return {sha256: hash.digest('hex'), bytes}

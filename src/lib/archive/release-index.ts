@@ -152,13 +152,6 @@ export function indexDirs(index: ReleaseIndex): Set<string> {
   return new Set(index.releases.flatMap((entry) => (entry.dirs ?? []).map((dir) => `${entry.release}/${dir}`)))
 }
 
-/** Looks up files by archive path (`foo/tags/1.0.0/manifest.yaml`). */
-export function indexFiles(index: ReleaseIndex): Map<string, {release: string; file: TreeFile}> {
-  const map = new Map<string, {release: string; file: TreeFile}>()
-  for (const entry of index.releases) for (const file of entry.files) map.set(`${entry.release}/${file.path}`, {release: entry.release, file})
-  return map
-}
-
 /** Archive entry names in the order pack writes them: release by release, files sorted. */
 export function archivePaths(index: ReleaseIndex): string[] {
   return index.releases.flatMap((entry) => [...entry.files].sort((a, b) => compareBytes(a.path, b.path)).map((file) => `${entry.release}/${file.path}`))

@@ -87,7 +87,10 @@ export class SegmentedGzip {
         this.idle.push(engine)
         this.free.push(buffer)
         // The header's OS byte: 255, "unknown", whatever zlib was built for (as gzipMembers).
-        chunks[0][9] = 255
+        // The engine's output buffer is reused until full, so the header can straddle two
+        // chunks (a member whose first chunk was 5 bytes kept OS 3: pack was not
+        // byte-identical run to run on large releases).
+        setByte(chunks, 9, 255)
         resolve(chunks)
       })
     })
@@ -97,6 +100,18 @@ export class SegmentedGzip {
     const engine = createGzip({level: this.level, chunkSize: OUTPUT_CHUNK})
     this.engines.push(engine)
     return engine
+  }
+}
+
+/** Sets the byte at `offset` of chunks read as one buffer. */
+function setByte(chunks: Buffer[], offset: number, value: number): void {
+  for (const chunk of chunks) {
+    if (offset < chunk.length) {
+      chunk[offset] = value
+      return
+    }
+
+    offset -= chunk.length
   }
 }
 

@@ -6,8 +6,8 @@ import {Pax} from 'tar/pax'
 
 import {ReleaseError} from '../errors.js'
 import {NO_FOLLOW_READ, oneShotHash} from '../tree/hash-files.js'
-import type {IndexedRelease} from './release-index.js'
-import {type TreeEntry, type TreeFile, describeKind, treeDigest} from '../tree/release-tree.js'
+import type {IndexWriter, PackedRelease} from './index-writer.js'
+import {type TreeEntry, describeKind} from '../tree/release-tree.js'
 import {SEGMENT_BYTES, type SegmentedGzip} from './segmented-gzip.js'
 
 /** One release to pack: its name, where it lies, and what it holds in archive order. */
@@ -49,14 +49,16 @@ export class TarWriter {
     this.buffer = gzip.take()
   }
 
-  /** A release's files and empty directories, in order; returns what release.json lists for it. */
-  async release(source: PackSource): Promise<IndexedRelease> {
-    const files: TreeFile[] = []
-    const dirs: string[] = []
+  /**
+   * A release's files and empty directories, in order; each goes to `index` (release.json's
+   * text, spooled) as it is written, so nothing is kept per file. Returns the release's digest.
+   */
+  async release(source: PackSource, index: IndexWriter): Promise<PackedRelease> {
+    index.begin(source.release)
     for (const entry of source.entries) {
       if (entry.dir) {
         this.header(`${source.release}/${entry.path}/`, 0, 0o755, 'Directory')
-        dirs.push(entry.path)
+        index.dir(entry.path)
       } else {
         const file = openReleaseFile(`${source.root}/${entry.path}`, `${source.release}/${entry.path}`)
         try {
@@ -64,7 +66,7 @@ export class TarWriter {
           // Most files fit in the segment being filled: written without a promise each.
           const sha256 = file.size <= SEGMENT_BYTES - this.used && oneShotHash ? this.smallContent(file) : await this.content(file)
           this.pad(file.size)
-          files.push({path: entry.path, size: file.size, executable: file.executable, sha256})
+          index.file(entry.path, file.size, file.executable, sha256)
         } finally {
           closeSync(file.fd)
         }
@@ -74,7 +76,21 @@ export class TarWriter {
       if (flushing) await flushing
     }
 
-    return {release: source.release, digest: treeDigest(files, dirs), files, ...(dirs.length > 0 ? {dirs} : {})}
+    return index.end()
+  }
+
+  /** A file entry (mode 0644) whose `size` bytes come as pieces, each copied before the next is asked for. */
+  async entry(path: string, size: number, pieces: Iterable<Buffer>): Promise<void> {
+    this.header(path, size, 0o644, 'File')
+    let written = 0
+    for (const piece of pieces) {
+      this.append(piece)
+      written += piece.length
+      await this.flush()
+    }
+
+    if (written !== size) throw new Error(`${path}: ${written} bytes written, ${size} declared`)
+    this.pad(size)
   }
 
   /** Writes what is buffered; with `last` (the default), the end-of-archive marker first. */

@@ -9,7 +9,7 @@ import {basename, dirname, join} from 'node:path'
  * `owner`: given to the temporary file through its descriptor before the rename, never
  * by path afterwards (a path can have become a link to a file of someone's choosing).
  */
-export async function writeFileAtomic(path: string, data: string | Uint8Array, mode = 0o600, owner?: {uid: number; gid: number}): Promise<void> {
+export async function writeFileAtomic(path: string, data: string | Uint8Array | Iterable<string>, mode = 0o600, owner?: {uid: number; gid: number}): Promise<void> {
   const prepared = await prepareFileAtomic(path, data, mode, owner)
   try {
     prepared.commit()
@@ -32,12 +32,14 @@ export interface PreparedFile {
  * several files and then committing them back to back makes the moment they disagree
  * (a reader, or a process killed in between) as short as two rename(2) calls.
  */
-export async function prepareFileAtomic(path: string, data: string | Uint8Array, mode = 0o600, owner?: {uid: number; gid: number}): Promise<PreparedFile> {
+export async function prepareFileAtomic(path: string, data: string | Uint8Array | Iterable<string>, mode = 0o600, owner?: {uid: number; gid: number}): Promise<PreparedFile> {
   const temp = join(dirname(path), `.${basename(path)}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`)
   const handle = await open(temp, 'wx', mode)
   try {
     if (owner) await handle.chown(owner.uid, owner.gid).catch(() => {})
-    await handle.writeFile(data)
+    // Pieces (a large file written as it is made, never one string) go one after another.
+    if (typeof data === 'string' || data instanceof Uint8Array) await handle.writeFile(data)
+    else for (const piece of data) await handle.write(piece)
     await handle.sync()
   } catch (error) {
     await handle.close()

@@ -8,6 +8,7 @@ import {Header} from 'tar'
 
 import {installArchive} from '../../../src/lib/install/install-archive.js'
 import {openArchive} from '../../../src/lib/install/open-archive.js'
+import {verifyInstalled} from '../../../src/lib/verify/verify-installed.js'
 import {packRelease} from '../../../src/lib/archive/pack.js'
 import {type ReleaseIndex, RELEASE_INDEX} from '../../../src/lib/archive/release-index.js'
 import {treeDigest} from '../../../src/lib/tree/release-tree.js'
@@ -194,6 +195,25 @@ test('the genuine archive, rewritten by the corpus writer without changes, insta
   const result = await installArchive(stream, label, {moduleDir: w.moduleDir, trustDir: null})
   t.deepEqual(result.installed, [DEP, APP])
   t.is(await readFile(join(w.moduleDir, DATA), 'utf8'), 'some data that a hostile archive will alter\n')
+})
+
+test('the genuine archive with its files in reverse order (not the order pack writes) installs the same', async (t) => {
+  // Install matches entries against release.json in pack's order without a lookup table;
+  // any other order must still be read, by the map made for it.
+  const w = await world(t)
+  const path = join(w.root, 'reversed.tar.gz')
+  await writeFile(path, gzip([genuine.entries[0], ...genuine.entries.slice(1).reverse()]))
+  const {stream, label} = await openArchive(path)
+  const result = await installArchive(stream, label, {moduleDir: w.moduleDir, trustDir: null})
+  t.deepEqual(result.installed, [DEP, APP])
+  t.is(await readFile(join(w.moduleDir, DATA), 'utf8'), 'some data that a hostile archive will alter\n')
+  t.true((await verifyInstalled(w.moduleDir, [])).results.every((r) => r.ok))
+})
+
+test('a listed file repeated before its turn (the second copy where pack puts it) is refused', async (t) => {
+  const w = await world(t)
+  const last = genuine.entries.at(-1)!
+  await assertRefused(t, w, gzip([genuine.entries[0], last, ...genuine.entries.slice(1)]), [JSON.stringify(last.path), 'appears twice'])
 })
 
 // --- entries added to a genuine archive -----------------------------------------------------

@@ -5,7 +5,7 @@ import test, {type ExecutionContext} from 'ava'
 
 import {readInstallRecord} from '../../../src/lib/install/install-record.js'
 import {packRelease} from '../../../src/lib/archive/pack.js'
-import type {ReleaseIndex} from '../../../src/lib/archive/release-index.js'
+import type {PackedIndex} from '../../../src/lib/archive/index-writer.js'
 import {readReleaseTree, treeDigest} from '../../../src/lib/tree/release-tree.js'
 import {verifyInstalled} from '../../../src/lib/verify/verify-installed.js'
 import {cli, startCli} from '../../helpers/cli.js'
@@ -43,7 +43,7 @@ async function dirModes(root: string): Promise<Array<[string, number]>> {
 interface Setup {
   moduleDir: string
   archive: string
-  index: ReleaseIndex
+  index: PackedIndex
   /** The unrelated release and its record as installed before the crash. */
   unrelatedBefore: Record<string, string>
 }
