@@ -53,6 +53,16 @@ async function makeNode(dir: string, name: string, settings: {repo: string; trus
 
 const inputFor = (app: string, port: number) => `app: ${app}\nclasses:\n  foo:\n    port: ${port}\n`
 
+/** A signed demo repository with web1's input (foo 1.4.0) published, and node NAME reading it. */
+async function publishedWeb1(t: import('ava').ExecutionContext, name: string): Promise<Node> {
+  const dir = await tempDir(t)
+  const {key, pub} = await keyPair(dir, 'release')
+  const {repo} = await demoRepository(join(dir, 'build'), key)
+  await writeFile(join(dir, 'web1.yaml'), inputFor('foo/tags/1.4.0', 8080))
+  t.is((await cli(['publish', '--node', 'web1', '--input', join(dir, 'web1.yaml'), '--repo', repo, '--sign', key])).exitCode, 0)
+  return makeNode(dir, name, {repo, trust: pub})
+}
+
 /** Refused, nothing kept or applied: 65 naming why, the input file as it was, puppet not started, the module dir as it was. */
 async function assertRefused(t: import('ava').ExecutionContext, node: Node, message: RegExp, before: {input: string | null; modules: string[]; lastCompleted: string | null}) {
   await rm(join(node.fake, 'args'), {force: true})
@@ -130,12 +140,7 @@ test("an index entry pointing node A at node B's input is refused by the index p
 })
 
 test('a node with no input in the repository: 66, naming a near name and the configuration file to set node_name in', async (t) => {
-  const dir = await tempDir(t)
-  const {key, pub} = await keyPair(dir, 'release')
-  const {repo} = await demoRepository(join(dir, 'build'), key)
-  await writeFile(join(dir, 'web1.yaml'), inputFor('foo/tags/1.4.0', 8080))
-  t.is((await cli(['publish', '--node', 'web1', '--input', join(dir, 'web1.yaml'), '--repo', repo, '--sign', key])).exitCode, 0)
-  const node = await makeNode(dir, 'web2', {repo, trust: pub})
+  const node = await publishedWeb1(t, 'web2')
   const result = await cli(['apply', '--fetch'], {env: {LOCALPUPPET_CONFIG: node.config}})
   t.is(result.exitCode, 66, result.stderr)
   t.regex(result.stderr, /node web2 has no input in the repository .* \(did you mean web1\?\)/)
@@ -167,12 +172,7 @@ test('validate resolves an input on a channel through --repo, or through the cha
 const asRoot = process.getuid?.() === 0 ? test : test.skip
 
 asRoot("an input directory another user owns is refused (77) before anything is fetched, and the input is not written", async (t) => {
-  const dir = await tempDir(t)
-  const {key, pub} = await keyPair(dir, 'release')
-  const {repo} = await demoRepository(join(dir, 'build'), key)
-  await writeFile(join(dir, 'web1.yaml'), inputFor('foo/tags/1.4.0', 8080))
-  t.is((await cli(['publish', '--node', 'web1', '--input', join(dir, 'web1.yaml'), '--repo', repo, '--sign', key])).exitCode, 0)
-  const node = await makeNode(dir, 'web1', {repo, trust: pub})
+  const node = await publishedWeb1(t, 'web1')
   await chown(dirname(node.input), 1000, 1000)
   const result = await node.apply()
   t.is(result.exitCode, 77, result.stdout)
@@ -183,12 +183,7 @@ asRoot("an input directory another user owns is refused (77) before anything is 
 })
 
 asRoot('an input directory on a full disk: 74 naming the input file, no temporary file left, puppet not started', async (t) => {
-  const dir = await tempDir(t)
-  const {key, pub} = await keyPair(dir, 'release')
-  const {repo} = await demoRepository(join(dir, 'build'), key)
-  await writeFile(join(dir, 'web1.yaml'), inputFor('foo/tags/1.4.0', 8080))
-  t.is((await cli(['publish', '--node', 'web1', '--input', join(dir, 'web1.yaml'), '--repo', repo, '--sign', key])).exitCode, 0)
-  const node = await makeNode(dir, 'web1', {repo, trust: pub})
+  const node = await publishedWeb1(t, 'web1')
   // The input's directory is a small file system, full.
   const mount = await mkdtemp(join(tmpdir(), 'localpuppet-tmpfs-'))
   execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=64k,mode=0755', 'tmpfs', mount])
