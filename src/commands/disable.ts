@@ -1,7 +1,7 @@
 import {Args} from '@oclif/core'
 
 import {BaseCommand, describeWithExitCodes} from '../cli/base-command.js'
-import {puppetFlags, stateFlags, trustFlags} from '../cli/flags.js'
+import {metricsFlags, puppetFlags, stateFlags, trustFlags} from '../cli/flags.js'
 import type {AgentLockState} from '../lib/puppet/agent-lock.js'
 import {defaultStateDir} from '../lib/state/state-dir.js'
 import {resolvePuppetArgs} from '../cli/run-options.js'
@@ -10,17 +10,24 @@ export const puppetLockFlags = {
   ...stateFlags,
   ...trustFlags,
   ...puppetFlags,
+  ...metricsFlags,
+}
+
+/** What disable and enable need to rewrite the metrics file. */
+export function lockMetrics(flags: {puppet: string; 'metrics-file'?: string; 'allow-untrusted'?: boolean}, puppetArgs: string[]) {
+  return {metricsFile: flags['metrics-file'], puppet: flags.puppet, puppetArgs, allowUntrusted: flags['allow-untrusted']}
 }
 
 export default class Disable extends BaseCommand {
   static override summary = "Disable runs with Puppet's own lock, as `puppet agent --disable` does."
   static override description = describeWithExitCodes(
     "Writes Puppet's agent_disabled lock with the message. While it exists, `apply` refuses (73) and shows the message, " +
-      'and so does `puppet agent`. Arguments after `--` that move Puppet\'s state (--vardir, --statedir, --confdir) are honoured.',
+      'and so does `puppet agent`. Arguments after `--` that move Puppet\'s state (--vardir, --statedir, --confdir) are honoured. ' +
+      'With --metrics-file (config metrics_file), the metrics file is rewritten at once: localpuppet_puppet_disabled is 1 with the message.',
     [
       {code: 0, meaning: 'disabled'},
       {code: 69, meaning: 'puppet is not available'},
-      {code: 77, meaning: 'the state dir or the puppet executable is owned by another user or writable by others (--allow-untrusted)'},
+      {code: 77, meaning: "the state dir, the puppet executable or the metrics file's directory is owned by another user or writable by others (--allow-untrusted)"},
     ],
   )
 
@@ -29,12 +36,15 @@ export default class Disable extends BaseCommand {
   static override args = {message: Args.string({description: 'why, shown to whoever tries to run', default: 'reason not specified'})}
   static override flags = puppetLockFlags
 
-  async run(): Promise<AgentLockState> {
+  async run(): Promise<AgentLockState & {metricsWarning: string | null}> {
     this.splitPassThrough()
     const {args, flags} = await this.parse(Disable)
-    const {disableRuns} = await import('../lib/puppet/agent-lock.js')
-    const state = await disableRuns(flags.puppet, await resolvePuppetArgs(this.passThrough), flags['state-dir'] ?? defaultStateDir(), args.message, flags['allow-untrusted'])
+    const [{disableRuns}, {changeRunsLock}] = await Promise.all([import('../lib/puppet/agent-lock.js'), import('../lib/metrics/attempt-metrics.js')])
+    const puppetArgs = await resolvePuppetArgs(this.passThrough)
+    const stateDir = flags['state-dir'] ?? defaultStateDir()
+    const state = await changeRunsLock(() => disableRuns(flags.puppet, puppetArgs, stateDir, args.message, flags['allow-untrusted']), stateDir, lockMetrics(flags, puppetArgs))
     this.warnUntrusted(state.untrusted)
+    if (state.metricsWarning) this.warnLines([state.metricsWarning])
     this.log(`disabled: ${args.message} (${state.lockfile})`)
     return state
   }

@@ -108,7 +108,7 @@ asRoot('apply --replay of a run whose directory or record another user changed i
 })
 
 asRoot('--metrics-file in a directory another user owns is refused (77) before Puppet runs; they cannot redirect root\'s write', async (t) => {
-  const {dir, theirs, fake, apply} = await setup(t)
+  const {dir, state, theirs, fake, apply} = await setup(t)
   const input = join(dir, 'input.yaml')
   await writeFile(input, await readFile(join(DEMO, 'input.yaml')))
   const metrics = join(theirs, 'node.prom')
@@ -130,4 +130,11 @@ asRoot('--metrics-file in a directory another user owns is refused (77) before P
   t.is(allowed.exitCode, 0, allowed.stderr)
   t.true(JSON.parse(allowed.stdout).untrusted.some((line: string) => line.startsWith(`metrics file's directory ${theirs} is not trusted`)), 'recorded')
   t.true(existsSync(metrics))
+
+  // disable rewrites the metrics file too: refused the same way, before Puppet's lock is written.
+  const disabled = await cli(['disable', 'x', '--state-dir', state, '--puppet', FAKE_PUPPET, '--metrics-file', join(theirs, 'm', 'disabled.prom')], {env: {FAKE_PUPPET_DIR: fake}})
+  t.is(disabled.exitCode, 77, disabled.stderr)
+  t.regex(disabled.stderr.split('\n')[0], new RegExp(`^localpuppet: metrics file's directory ${theirs}/m is not trusted`))
+  t.false(existsSync(join(fake, 'agent_disabled.lock')), 'not disabled')
+  t.false(existsSync(join(target, 'disabled.prom')))
 })

@@ -75,7 +75,7 @@ exporterTest('after every attempt the metrics file passes promtool and is scrape
   t.is(scraped.get('localpuppet_last_run_success'), 1)
   t.is(scraped.get('localpuppet_runs_total{state="succeeded"}'), 1)
   t.is(scraped.get('localpuppet_runs_total{state="refused"}'), 1)
-  t.is(scraped.get('localpuppet_last_attempt_exit_code{state="refused"}'), 66)
+  t.is(scraped.get('localpuppet_last_attempt_exit_code{release="",state="refused"}'), 66, 'refused before it resolved a release')
   t.is(scraped.get('localpuppet_release_info{app="web",ref="web/tags/1.0.0",release="web/tags/1.0.0"}'), 1)
   t.is(scraped.get('localpuppet_puppet_disabled{message=""}'), 0)
   t.true(scraped.get('localpuppet_last_success_timestamp_seconds')! > Date.now() / 1000 - 3600)
@@ -91,6 +91,30 @@ test('metrics say when Puppet is disabled, with its message', async (t) => {
   t.regex(text, /^localpuppet_puppet_disabled\{message="db \\"migration\\""\} 1$/m)
   t.regex(text, /^localpuppet_runs_total\{state="refused"\} 1$/m)
   t.notRegex(text, /^localpuppet_last_run_success/m, 'no completed run yet: no sample')
+})
+
+test('disable and enable rewrite the metrics file at once, not at the next run', async (t) => {
+  const {metrics, state, env, apply} = await setup(t)
+  t.is((await apply()).exitCode, 0)
+  t.regex(await readFile(metrics, 'utf8'), /^localpuppet_puppet_disabled\{message=""\} 0$/m)
+  const lock = ['--state-dir', state, '--puppet', FAKE_PUPPET]
+  const disabled = await cli(['disable', 'maint "window"', ...lock], {env})
+  t.is(disabled.exitCode, 0, disabled.stderr)
+  const text = await readFile(metrics, 'utf8')
+  t.regex(text, /^localpuppet_puppet_disabled\{message="maint \\"window\\""\} 1$/m)
+  t.regex(text, /^localpuppet_runs_total\{state="succeeded"\} 1$/m, 'the rest as the last run left it: nothing counted')
+  t.regex(text, /^localpuppet_last_run_success 1$/m)
+
+  const enabled = await cli(['enable', ...lock], {env})
+  t.is(enabled.exitCode, 0, enabled.stderr)
+  t.regex(await readFile(metrics, 'utf8'), /^localpuppet_puppet_disabled\{message=""\} 0$/m)
+
+  // No metrics file configured: nothing written.
+  const elsewhere = join(state, '..', 'other.prom')
+  t.is((await cli(['disable', 'x', ...lock], {env: {...env, LOCALPUPPET_METRICS_FILE: undefined}})).exitCode, 0)
+  t.regex(await readFile(metrics, 'utf8'), /^localpuppet_puppet_disabled\{message=""\} 0$/m, 'left alone')
+  t.is((await cli(['enable', ...lock, '--metrics-file', elsewhere], {env: {...env, LOCALPUPPET_METRICS_FILE: undefined}})).exitCode, 0)
+  t.regex(await readFile(elsewhere, 'utf8'), /^localpuppet_puppet_disabled\{message=""\} 0$/m, '--metrics-file names it')
 })
 
 test('status --check is a Nagios plugin: one line with perfdata, OK, WARNING, CRITICAL, UNKNOWN', async (t) => {

@@ -26,7 +26,7 @@ interface Node {
   apply(): Promise<{exitCode: number; stdout: string; stderr: string}>
 }
 
-async function makeNode(dir: string, name: string, settings: {repo: string; trust?: string}): Promise<Node> {
+async function makeNode(dir: string, name: string, settings: {repo: string; trust?: string; metrics?: string}): Promise<Node> {
   const home = join(dir, name)
   const node: Node = {
     config: join(home, 'config.yaml'),
@@ -46,6 +46,7 @@ async function makeNode(dir: string, name: string, settings: {repo: string; trus
     input_from: 'repository',
     node_name: name,
     puppet: FAKE_PUPPET,
+    ...(settings.metrics ? {metrics_file: settings.metrics} : {}),
   }
   await writeFile(node.config, Object.entries(lines).map(([k, v]) => `${k}: ${JSON.stringify(v)}\n`).join(''), {mode: 0o644})
   return node
@@ -146,6 +147,56 @@ test('a node with no input in the repository: 66, naming a near name and the con
   t.regex(result.stderr, /node web2 has no input in the repository .* \(did you mean web1\?\)/)
   t.true(result.stderr.includes(`or set node_name in ${node.config}`), result.stderr)
   t.false(await exists(node.input))
+})
+
+test("a refused attempt still records the channel the node follows (its fetched input's, else the input it kept), so the metrics and promote's gate count it", async (t) => {
+  const dir = await tempDir(t)
+  const {key, pub} = await keyPair(dir, 'release')
+  const {repo} = await demoRepository(join(dir, 'build'), key)
+  t.is((await cli(['promote', 'foo/tags/1.4.0', '--channel', 'canary', '--repo', repo, '--sign', key])).exitCode, 0)
+  await writeFile(join(dir, 'web1.yaml'), inputFor('foo/channels/canary', 8080))
+  t.is((await cli(['publish', '--node', 'web1', '--input', join(dir, 'web1.yaml'), '--repo', repo, '--sign', key])).exitCode, 0)
+  const metrics = join(dir, 'metrics', 'localpuppet.prom')
+  const node = await makeNode(dir, 'web1', {repo, trust: pub, metrics})
+  const desired = /^localpuppet_desired_release_info\{node="web1",app="foo",ref="foo\/channels\/canary",channel="canary",release="([^"]*)",input="repository"\} 1$/m
+
+  // Its first attempt: the input verifies, but the archive canary's tag comes in was changed on the server (65).
+  const archive = join(repo, JSON.parse(await readFile(join(repo, 'index.json'), 'utf8')).apps.foo.tags['1.4.0'].archive)
+  const original = await readFile(archive)
+  await writeFile(archive, Buffer.concat([original, Buffer.from('x')]))
+  const first = await node.apply()
+  t.is(first.exitCode, 65, first.stdout)
+  t.like((await statusJson(node.state)).record, {state: 'refused', ref: 'foo/channels/canary', release: null})
+  t.regex(await readFile(metrics, 'utf8'), desired)
+  t.regex(await readFile(metrics, 'utf8'), /^localpuppet_last_attempt_exit_code\{state="refused",release=""\} 65$/m)
+
+  // The archive put back: it runs, and keeps the input.
+  await writeFile(archive, original)
+  t.is((await node.apply()).exitCode, 0)
+
+  // Its records gone (a new state dir), and its published input tampered with: the input it kept says what it follows.
+  await rm(node.state, {recursive: true})
+  await writeFile(join(dir, 'web1.yaml'), inputFor('foo/channels/canary', 9090))
+  t.is((await cli(['publish', '--node', 'web1', '--input', join(dir, 'web1.yaml'), '--repo', repo, '--sign', key])).exitCode, 0)
+  const file = join(repo, JSON.parse(await readFile(join(repo, 'index.json'), 'utf8')).nodes.web1.input)
+  await writeFile(file, (await readFile(file, 'utf8')).replace('9090', '8090'))
+  const refused = await node.apply()
+  t.is(refused.exitCode, 65, refused.stdout)
+  t.like((await statusJson(node.state)).record, {state: 'refused', ref: 'foo/channels/canary', release: null})
+  t.is(desired.exec(await readFile(metrics, 'utf8'))?.[1], '')
+})
+
+test('apply --fetch --save on a node whose input comes from the repository is refused (64): the next fetch would undo it', async (t) => {
+  const node = await publishedWeb1(t, 'web1')
+  t.is((await node.apply()).exitCode, 0)
+  const kept = await readFile(node.input, 'utf8')
+  const history = await readdir(node.state)
+  const saved = await cli(['apply', '--fetch', '--save', '--app', 'foo/tags/1.3.0'], {env: {LOCALPUPPET_CONFIG: node.config, FAKE_PUPPET_DIR: node.fake, FAKE_PUPPET_SLEEP: '0'}})
+  t.is(saved.exitCode, 64, saved.stderr)
+  t.regex(saved.stderr.split('\n')[0], /^localpuppet: --fetch --save: this node's input comes from the repository \(input_from: repository\)/)
+  t.regex(saved.stderr, /localpuppet publish --node web1 --input FILE --repo DIR/)
+  t.is(await readFile(node.input, 'utf8'), kept, 'the kept input is unchanged')
+  t.deepEqual(await readdir(node.state), history, 'nothing recorded: a usage error')
 })
 
 test('validate resolves an input on a channel through --repo, or through the channels this node last read', async (t) => {

@@ -1,8 +1,6 @@
-import {dirname} from 'node:path'
-
 import {LocalpuppetError} from '../errors.js'
 import {ExitCode} from '../exit-codes.js'
-import {afterAttempt} from '../metrics/attempt-metrics.js'
+import {afterAttempt, assertTrustedMetricsFile} from '../metrics/attempt-metrics.js'
 import {applyPlan, preflight} from '../run/apply-run.js'
 import {type RunPlan, parseFacts} from '../run/run-plan.js'
 import {newRunId} from '../state/run-id.js'
@@ -10,7 +8,7 @@ import type {RunRecord} from '../state/run-record.js'
 import {parseDuration} from '../util/duration.js'
 import {withStopSignals} from '../util/on-stop.js'
 import {startDetached} from './detach.js'
-import {type AttemptOptions, applyOptions, assertAttemptUsage} from './options.js'
+import {type AttemptOptions, applyOptions, assertAttemptUsage, assertSaveKeepsInput} from './options.js'
 import {type PlanIo, type PlannedAttempt, planAttempt} from './plan-attempt.js'
 import {type AttemptContext, refuseAttempt} from './refusal.js'
 
@@ -49,6 +47,7 @@ export async function attempt(input: string, options: AttemptOptions, io: Attemp
   const facts = parseFacts(options.facts)
   const maxAgeMs = options.maxAge === undefined ? undefined : parseDuration(options.maxAge, '--max-age')
   assertAttemptUsage(options)
+  await assertSaveKeepsInput(options)
   if (options.save && input === '-') await assertSavable(input)
   const context: AttemptContext = {
     stateDir: options.stateDir,
@@ -67,7 +66,7 @@ export async function attempt(input: string, options: AttemptOptions, io: Attemp
   let record: RunRecord | null = null
   try {
     if (options.save) await assertSavable(input)
-    const metricsUntrusted = await assertTrustedMetricsFile(options)
+    const metricsUntrusted = await assertTrustedMetricsFile(options.metricsFile, options.allowUntrusted)
     const planned = await planAttempt(input, options, facts, io, context.runId, (parsed) => (context.input = parsed))
     planned.plan.untrusted.push(...metricsUntrusted.filter((line) => !planned.plan.untrusted.includes(line)))
     context.plan = planned.plan
@@ -86,17 +85,6 @@ export async function attempt(input: string, options: AttemptOptions, io: Attemp
     const warning = await afterAttempt(options.stateDir, record, {metricsFile: options.metricsFile, puppet: options.puppet, puppetArgs: options.puppetArgs, allowUntrusted: options.allowUntrusted})
     if (warning) io.warn(warning)
   }
-}
-
-/**
- * --metrics-file is written by root after every attempt: where another user owns or can
- * write a directory leading to it, they decide where that write lands (a link to
- * /etc/cron.d). Refused (77) before anything runs; --allow-untrusted writes it anyway.
- */
-async function assertTrustedMetricsFile(options: AttemptOptions): Promise<string[]> {
-  if (!options.metricsFile) return []
-  const {assertTrustedPaths} = await import('../util/trusted-path.js')
-  return assertTrustedPaths([{path: dirname(options.metricsFile), what: "metrics file's directory"}], options.allowUntrusted)
 }
 
 /** --save: refused for standard input (64), and before anything runs when the file cannot be rewritten. */

@@ -56,6 +56,21 @@ export function assertAttemptUsage(options: Pick<AttemptOptions, 'save' | 'noop'
   if (options.save && options.noop) throw new UsageError("--save with --noop: a dry run must not change the node's release; drop --save (or --noop)")
 }
 
+/**
+ * --fetch --save on a node whose input comes from the repository (input_from: repository)
+ * would pin the input just kept from it, which the next apply --fetch replaces with the
+ * published one without a word: 64, before anything runs, saying where the change belongs.
+ */
+export async function assertSaveKeepsInput(options: Pick<AttemptOptions, 'save' | 'fetch'>): Promise<void> {
+  if (!options.save || !options.fetch) return
+  const {nodeIdentity} = await import('../config/node-identity.js')
+  const identity = await nodeIdentity()
+  if (identity.inputFrom !== 'repository') return
+  throw new UsageError(`--fetch --save: this node's input comes from the repository (input_from: repository); its next apply --fetch would replace the saved app with the published input`, [
+    `change the published input instead: localpuppet publish --node ${identity.node} --input FILE --repo DIR (or promote its channel); or run once without --save (--app RELEASE)`,
+  ])
+}
+
 /** The library's plan options for a run's options. */
 export function planOptions(options: RunOptions, facts: Record<string, string>, fetched: RunFetch | null = null): PlanOptions {
   return {

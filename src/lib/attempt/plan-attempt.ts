@@ -59,7 +59,20 @@ export async function planAttempt(inputPath: string, options: RunOptions, facts:
   const identity = options.fetch ? await nodeIdentity() : null
   if (identity?.inputFrom === 'repository') {
     // The node's input and its release from one read of the signed index; unreachable: the input file as last kept.
-    const result = await fetchForNode(inputPath, identity, options, io)
+    let seen = false
+    const result = await fetchForNode(inputPath, identity, options, io, (parsed) => {
+      seen = true
+      onInput?.(parsed)
+    }).catch(async (error: unknown) => {
+      // Refused before its input was had (tampered, unsigned, not listed): the input kept last
+      // time still says what the node follows (its channel), for the record and the metrics.
+      if (!seen && onInput) {
+        const kept = await readInputText(inputPath, io.stdin, {allow: options.allowUntrusted}).then((read) => parseNodeInput(read.text, read.source), () => undefined)
+        if (kept) onInput(kept)
+      }
+
+      throw error
+    })
     if ('unreachable' in result) {
       unreachable = result.unreachable
       fetched = {fetched: {source: result.source, releases: [], error: result.unreachable.message, fallback: true}}
@@ -122,9 +135,9 @@ export async function pinInput<T extends {app: ReleaseRef}>(input: T, release: s
 type Unreachable = {unreachable: LocalpuppetError; source: string}
 
 /** input_from: repository: the node's input and its release, or, when the source could not be reached (69), that error and the source. */
-async function fetchForNode(inputPath: string, identity: NodeIdentity, options: RunOptions, io: PlanIo): Promise<NodeFetch | Unreachable> {
+async function fetchForNode(inputPath: string, identity: NodeIdentity, options: RunOptions, io: PlanIo, onInput: (input: NodeInput) => void): Promise<NodeFetch | Unreachable> {
   const {fetchNodeInput} = await import('../source/node-input-fetch.js')
-  return guardedFetch(options, io, (fetch, onProgress) => fetchNodeInput(inputPath, identity, fetch, {keep: options.keepFetchedInput === true, onProgress}), (result) => result.result)
+  return guardedFetch(options, io, (fetch, onProgress) => fetchNodeInput(inputPath, identity, fetch, {keep: options.keepFetchedInput === true, onProgress, onInput}), (result) => result.result)
 }
 
 /** The fetch before a run: what it brought, or, when the source could not be reached (69), that error and the source. */

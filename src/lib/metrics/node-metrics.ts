@@ -40,6 +40,8 @@ export function nodeMetrics(state: NodeState, counts: Record<string, number>, di
   const lastSuccess = newestRecord(state.records, isSuccess)
   const {applied} = appliedAndDrift(state.records)
   const desired = newestRecord(state.records, (record) => record.ref !== null)
+  // A refused attempt names its app (the channel) but resolved nothing: what that app last resolved to stands.
+  const resolved = desired?.release ?? newestRecord(state.records, (record) => record.ref === desired?.ref && record.release !== null)?.release ?? null
   const since = healthySince(state.records, applied?.release ?? null)
   const completed = state.lastCompleted
   const reported = newestRecord(state.records, (record) => COMPLETED_STATES.includes(record.state) && record.resources !== null)
@@ -53,11 +55,11 @@ export function nodeMetrics(state: NodeState, counts: Record<string, number>, di
     },
     {
       name: 'localpuppet_last_attempt_exit_code',
-      help: 'What the newest finished attempt exited with (0 success; see localpuppet apply --help).',
+      help: 'What the newest finished attempt exited with (0 success; see localpuppet apply --help), its state and its release (empty: refused before one was resolved).',
       type: 'gauge',
       samples: (() => {
         const last = newestRecord(state.records, (record) => record.exitCode !== null)
-        return last ? [{labels: {state: last.state}, value: last.exitCode!}] : []
+        return last ? [{labels: {state: last.state, release: last.release ?? ''}, value: last.exitCode!}] : []
       })(),
     },
     {
@@ -100,17 +102,17 @@ export function nodeMetrics(state: NodeState, counts: Record<string, number>, di
     },
     {
       name: 'localpuppet_desired_release_info',
-      help: "What the node should run: its input's app as written (ref), its channel (empty: none), the release it resolved to (empty: not resolved), the node's name and where its input comes from (file or repository); always 1.",
+      help: "What the node should run: its input's app as written (ref), its channel (empty: none), the release it resolved to (by the newest attempt that resolved it; empty: not resolved yet), the node's name and where its input comes from (file or repository); always 1.",
       type: 'gauge',
       samples: desired?.ref
         ? [
             {
               labels: {
                 node: node?.node ?? '',
-                app: desired.release?.split('/')[0] ?? desired.ref.replace(/^app\//, '').split(/[/@]/)[0],
+                app: resolved?.split('/')[0] ?? desired.ref.replace(/^app\//, '').split(/[/@]/)[0],
                 ref: desired.ref,
                 channel: channelOf(desired.ref),
-                release: desired.release ?? '',
+                release: resolved ?? '',
                 input: node?.inputFrom ?? 'file',
               },
               value: 1,

@@ -34,7 +34,16 @@ export interface NodeFetch {
  * that status, plan, --save and the finish hook see it, and a run without the repository
  * applies it. The input file's directory must be one only root can write (77).
  */
-export async function fetchNodeInput(inputPath: string, identity: NodeIdentity, fetch: ConfiguredFetch, options: Pick<FetchOptions, 'timeoutSeconds' | 'onProgress'> & {keep: boolean}): Promise<NodeFetch> {
+export async function fetchNodeInput(
+  inputPath: string,
+  identity: NodeIdentity,
+  fetch: ConfiguredFetch,
+  options: Pick<FetchOptions, 'timeoutSeconds' | 'onProgress'> & {
+    keep: boolean
+    /** The node's input as soon as it is verified and parsed, before its release is fetched: a refusal after it records what the node follows. */
+    onInput?: (input: NodeInput) => void
+  },
+): Promise<NodeFetch> {
   if (inputPath === '-') throw new UsageError('input_from: repository: the input comes from the repository; give no input on standard input')
   const source = await configuredSource(fetch)
   const trust = await settingList('trust', fetch.trust)
@@ -60,6 +69,7 @@ export async function fetchNodeInput(inputPath: string, identity: NodeIdentity, 
       : null
     const got = await opened.nodeInput(identity.node, fetchOptions, before)
     const input = parseNodeInput(got.text, `${got.location} (input of node ${identity.node})`)
+    options.onInput?.(input)
     const result = await opened.fetch([input.app.text], fetchOptions)
     let status: FetchedNodeInput['status'] = 'not kept'
     if (options.keep) {
