@@ -177,5 +177,8 @@ export function renderFleetStatus(status: FleetStatus, now = Date.now()): string
   const off = status.offWanted.filter((node) => !status.noAnswer.includes(node))
   if (off.length > 0) lines.push(`Not on their wanted release: ${off.join(', ')}`)
   lines.push(`Nodes: ${status.expectedFrom}`)
+  const from = status.wantedFrom
+  if (from?.from === 'index') lines.push(`Wanted: as the signed index of ${from.source} names it now (version ${from.version ?? 'none'}${from.signedBy ? `, signed by ${from.signedBy}` : ', unsigned'})`)
+  else if (from) lines.push("Wanted: as each node resolved it on its last run (a channel moved since is not seen until the node runs again; --source URL|DIR reads the repository's index now)")
   return lines.join('\n')
 }

@@ -2,7 +2,7 @@ import {Flags} from '@oclif/core'
 
 import {BaseCommand, describeWithExitCodes} from '../../cli/base-command.js'
 import {type McoFlagValues, mcoFlags, transportSpec} from '../../cli/fleet-flags.js'
-import {stateFlags, trustFlags} from '../../cli/flags.js'
+import {sourceFlags, stateFlags, trustFlags} from '../../cli/flags.js'
 import {defaultStateDir} from '../../lib/state/state-dir.js'
 
 export default class FleetStatus extends BaseCommand {
@@ -17,19 +17,21 @@ export default class FleetStatus extends BaseCommand {
     [
       {code: 0, meaning: 'every node answered (or reports) and has applied its wanted release'},
       {code: 1, meaning: 'a node has not applied its wanted release, or did not answer (stopped reporting); or no node matched'},
-      {code: 64, meaning: 'usage error'},
-      {code: 69, meaning: 'mco cannot be run or the broker cannot be reached; Prometheus cannot be reached or cannot answer'},
+      {code: 64, meaning: 'usage error (--source apt; plain http with no trusted key and no --insecure)'},
+      {code: 65, meaning: "--source: the repository's index is invalid, not signed by a trusted key, older than one this machine accepted, or expired"},
+      {code: 69, meaning: 'mco cannot be run or the broker cannot be reached; Prometheus or the repository cannot be reached or cannot answer'},
       {code: 77, meaning: 'the rollouts directory (where the fleet is remembered) is owned by another user or writable by others (--allow-untrusted)'},
     ],
   )
 
-  static override usage = '<%= command.id %> [--via mco [DISCOVERY FLAGS] | --prometheus URL]'
+  static override usage = '<%= command.id %> [--via mco [DISCOVERY FLAGS] | --prometheus URL [--source URL|DIR]]'
   static override examples = [
     '<%= config.bin %> fleet status',
     '<%= config.bin %> fleet status -W role=web --json',
     '<%= config.bin %> fleet status --nodes fleet.txt',
     '<%= config.bin %> fleet status --prometheus http://prometheus:9090',
     '<%= config.bin %> fleet status --prometheus http://prometheus:9090 --channel canary --json',
+    '<%= config.bin %> fleet status --prometheus http://prometheus:9090 --source https://releases.example.com/puppet --trust release-key.pub.pem',
   ]
 
   static override flags = {
@@ -38,6 +40,14 @@ export default class FleetStatus extends BaseCommand {
     prometheus: Flags.string({description: "read the fleet from the node metrics in this Prometheus (http://host:9090)", helpValue: 'URL'}),
     lookback: Flags.string({description: '--prometheus: list nodes seen this far back whose metrics are gone as "stopped reporting" [default: 1d]', helpValue: 'DURATION', dependsOn: ['prometheus']}),
     channel: Flags.string({description: '--prometheus: only the nodes whose input follows this channel', helpValue: 'NAME', dependsOn: ['prometheus']}),
+    source: Flags.string({
+      description:
+        "--prometheus: resolve each node's wanted release through this release repository's signed index now (a channel's tag, a range's newest match), read as a node reads it and remembered nowhere [default: the source setting, if any; else wanted is as of each node's last run] (env LOCALPUPPET_SOURCE, config source)",
+      helpValue: 'URL|DIR',
+      dependsOn: ['prometheus'],
+    }),
+    trust: sourceFlags.trust,
+    insecure: sourceFlags.insecure,
     ...stateFlags,
     ...trustFlags,
   }
@@ -53,8 +63,15 @@ export default class FleetStatus extends BaseCommand {
         throw new UsageError('--via prometheus needs --prometheus URL')
       }
 
-      const [{fleetStatusViaPrometheus}, {parseDuration}] = await Promise.all([import('../../lib/fleet/prometheus-fleet.js'), import('../../lib/util/duration.js')])
-      status = await fleetStatusViaPrometheus(flags.prometheus, {lookbackMs: flags.lookback ? parseDuration(flags.lookback, '--lookback') : undefined, channel: flags.channel})
+      const [{fleetStatusViaPrometheus}, {readWantedIndex}, {parseDuration}] = await Promise.all([
+        import('../../lib/fleet/prometheus-fleet.js'),
+        import('../../lib/fleet/wanted-now.js'),
+        import('../../lib/util/duration.js'),
+      ])
+      const lookbackMs = flags.lookback ? parseDuration(flags.lookback, '--lookback') : undefined
+      const wanted = await readWantedIndex({source: flags.source, trust: flags.trust, insecure: flags.insecure, allowUntrusted: flags['allow-untrusted']})
+      if (wanted) this.warnLines(wanted.warnings)
+      status = await fleetStatusViaPrometheus(flags.prometheus, {lookbackMs, channel: flags.channel, wanted})
     } else {
       const {fleetStatusViaMco} = await import('../../lib/fleet/fleet-status.js')
       status = await fleetStatusViaMco(transportSpec({...flags, via: 'mco'} as McoFlagValues), {stateDir: flags['state-dir'] ?? defaultStateDir(), allowUntrusted: flags['allow-untrusted']}, (line) => this.warnLines([line]))

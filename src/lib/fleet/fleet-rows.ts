@@ -28,6 +28,15 @@ export interface FleetRow {
   onWanted: boolean | null
 }
 
+/** Where a fleet's wanted releases came from, as JSON gives it. */
+export interface WantedFrom {
+  /** index: the repository's signed index now; last run: each node's own resolution on its newest run. */
+  from: 'index' | 'last run'
+  source: string | null
+  version: number | null
+  signedBy: string | null
+}
+
 export interface FleetStatus {
   nodes: FleetRow[]
   byApplied: Record<string, number>
@@ -39,6 +48,8 @@ export interface FleetStatus {
   ok: boolean
   /** Where the node list came from. */
   expectedFrom: string
+  /** From Prometheus: where the wanted releases came from. */
+  wantedFrom?: WantedFrom
 }
 
 /** An exact release is compared as it is; a range or a branch is met by any release the node applied from it. */

@@ -1,5 +1,6 @@
-import {PrometheusClient, type PromSample} from '../prometheus/client.js'
-import {type FleetRow, type FleetStatus, summarizeFleet} from './fleet-rows.js'
+import {PrometheusClient, type PromSample, promRegexLiteral} from '../prometheus/client.js'
+import {type FleetRow, type FleetStatus, type WantedFrom, summarizeFleet} from './fleet-rows.js'
+import {type WantedIndex, resolveInIndex} from './wanted-now.js'
 
 /** What the node metrics say of one node (its series, by job and instance), at Prometheus' evaluation time. */
 export interface PromNode extends FleetRow {
@@ -10,6 +11,8 @@ export interface PromNode extends FleetRow {
   /** The channel its input names, or null. */
   channel: string | null
   desired: string | null
+  /** With the index (--source): the tag the node's own newest run resolved its app to, which `desired` replaces. */
+  lastResolved?: string | null
   lastSuccessAt: string | null
   /** Since when its runs have all succeeded on the applied release. */
   healthySince: string | null
@@ -49,16 +52,23 @@ export interface PromFleetOptions {
   timeoutMs?: number
   /** Only the nodes whose input follows this channel. */
   channel?: string
+  /** The repository's signed index now (fleet status --source): wanted releases resolve through it, not as each node last resolved them. */
+  wanted?: WantedIndex | null
 }
+
+/** A scrape target: a node's series share its job and instance. */
+const targetKey = (labels: Record<string, string>) => `${labels.job ?? ''}\u0000${labels.instance ?? ''}`
 
 /**
  * The fleet as the node exporters' Prometheus sees it: one query for every current series
  * of the node metrics, one for the nodes seen within the lookback (so a node whose
- * exporter went quiet is listed as stopped, never left out), one for their last attempt.
+ * exporter went quiet is listed as stopped, never left out), one for their last attempt;
+ * and only when a stopped node reported more than one label set, one for the newest.
  */
 export async function readPromFleet(url: string, options: PromFleetOptions = {}): Promise<PromFleet> {
   const client = new PrometheusClient(url, {timeoutMs: options.timeoutMs})
-  const lookback = `${Math.max(60, Math.round((options.lookbackMs ?? 86_400_000) / 1000))}s`
+  const lookbackSeconds = Math.max(60, Math.round((options.lookbackMs ?? 86_400_000) / 1000))
+  const lookback = `${lookbackSeconds}s`
   const [current, seen, lastAttempts] = await Promise.all([
     client.query(`{__name__=~"localpuppet_(${NAMES.join('|')})"}`),
     client.query(`last_over_time(localpuppet_desired_release_info[${lookback}])`),
@@ -66,8 +76,7 @@ export async function readPromFleet(url: string, options: PromFleetOptions = {})
   ])
   const at = current[0]?.at ?? seen[0]?.at ?? Date.now()
   const byTarget = new Map<string, PromSample[]>()
-  const key = (labels: Record<string, string>) => `${labels.job ?? ''}\u0000${labels.instance ?? ''}`
-  for (const sample of current) byTarget.set(key(sample.labels), [...(byTarget.get(key(sample.labels)) ?? []), sample])
+  for (const sample of current) byTarget.set(targetKey(sample.labels), [...(byTarget.get(targetKey(sample.labels)) ?? []), sample])
   const nodes: PromNode[] = []
   const seenTargets = new Set<string>()
   for (const [target, samples] of byTarget) {
@@ -76,16 +85,43 @@ export async function readPromFleet(url: string, options: PromFleetOptions = {})
     seenTargets.add(target)
   }
 
+  // A node that stopped reporting: the label set it reported last (its release or channel may have changed within the lookback).
+  const stopped = new Map<string, Array<Record<string, string>>>()
   for (const sample of seen) {
-    const target = key(sample.labels)
-    if (seenTargets.has(target)) continue
-    seenTargets.add(target)
-    const last = lastAttempts.find((s) => key(s.labels) === target)
-    nodes.push(stoppedNode(sample.labels, last?.value))
+    const target = targetKey(sample.labels)
+    if (!seenTargets.has(target)) stopped.set(target, [...(stopped.get(target) ?? []), sample.labels])
+  }
+
+  const newest = await newestLabelSets(client, stopped, lookbackSeconds)
+  for (const [target, labels] of stopped) {
+    const last = lastAttempts.find((s) => targetKey(s.labels) === target)
+    nodes.push(stoppedNode(newest.get(target) ?? labels[0], last?.value))
   }
 
   nodes.sort((a, b) => (a.node < b.node ? -1 : a.node > b.node ? 1 : 0))
   return {nodes, at, url}
+}
+
+/**
+ * For each stopped target that reported more than one label set of the desired-release
+ * info within the lookback, the one scraped last: one query of the raw samples of just
+ * those targets (their own timestamps; last_over_time answers at the evaluation time).
+ */
+async function newestLabelSets(client: PrometheusClient, stopped: Map<string, Array<Record<string, string>>>, lookbackSeconds: number): Promise<Map<string, Record<string, string>>> {
+  const ambiguous = [...stopped.values()].filter((sets) => sets.length > 1)
+  const newest = new Map<string, Record<string, string>>()
+  if (ambiguous.length === 0) return newest
+  const instances = [...new Set(ambiguous.map((sets) => sets[0].instance ?? ''))]
+  const series = await client.lastSeen(`localpuppet_desired_release_info{instance=~${promRegexLiteral(instances)}}`, lookbackSeconds)
+  const best = new Map<string, number>()
+  for (const {labels, at} of series) {
+    const target = targetKey(labels)
+    if (!stopped.has(target) || !(at > (best.get(target) ?? Number.NEGATIVE_INFINITY))) continue
+    best.set(target, at)
+    newest.set(target, labels)
+  }
+
+  return newest
 }
 
 const iso = (seconds: number | undefined) => (seconds === undefined || !Number.isFinite(seconds) ? null : new Date(seconds * 1000).toISOString())
@@ -112,7 +148,8 @@ function nodeFrom(samples: PromSample[]): PromNode {
     desired: resolved,
     applied,
     state: running ? 'running' : (exit?.labels.state ?? 'no runs'),
-    release: one('release_info')?.labels.release ?? null,
+    // The newest attempt's release (a refused one's too); metrics from before that label: the newest completed run's.
+    release: exit && 'release' in exit.labels ? exit.labels.release || null : (one('release_info')?.labels.release ?? null),
     at: iso(one('last_attempt_timestamp_seconds')?.value),
     noop: false,
     drift: corrective ? corrective.value : null,
@@ -153,9 +190,36 @@ function stoppedNode(labels: Record<string, string>, lastAttempt: number | undef
   }
 }
 
+/**
+ * A node's row with its wanted release as the index names it now: a node that applied
+ * another tag than its channel names now is not on its wanted release, whatever its last
+ * run resolved (the channel may have moved since). Trunk and branches keep the node's own.
+ */
+export function wantedThroughIndex(node: PromNode, index: WantedIndex['index']): PromNode {
+  if (node.wanted === null) return node
+  const {release, why} = resolveInIndex(node.wanted, index)
+  if (release === null && why === null) return node
+  return {
+    ...node,
+    desired: release,
+    lastResolved: node.desired,
+    onWanted: node.stopped ? null : release !== null && node.applied === release,
+    message: why ?? node.message,
+  }
+}
+
 /** fleet status --prometheus: the same rows and counts as the MCollective view, from the nodes' metrics. */
-export async function fleetStatusViaPrometheus(url: string, options: PromFleetOptions = {}): Promise<FleetStatus & {at: string}> {
+export async function fleetStatusViaPrometheus(url: string, options: PromFleetOptions = {}): Promise<FleetStatus & {at: string; wantedFrom: WantedFrom}> {
   const fleet = await readPromFleet(url, options)
-  const nodes = options.channel === undefined ? fleet.nodes : fleet.nodes.filter((node) => node.channel === options.channel)
-  return {...summarizeFleet(nodes, `Prometheus ${url} (every node seen in the last ${Math.round((options.lookbackMs ?? 86_400_000) / 3_600_000)}h)`), at: new Date(fleet.at).toISOString()}
+  const {wanted} = options
+  const following = options.channel === undefined ? fleet.nodes : fleet.nodes.filter((node) => node.channel === options.channel)
+  const nodes = wanted ? following.map((node) => wantedThroughIndex(node, wanted.index)) : following
+  const wantedFrom: WantedFrom = wanted
+    ? {from: 'index', source: wanted.source, version: wanted.version, signedBy: wanted.signedBy}
+    : {from: 'last run', source: null, version: null, signedBy: null}
+  return {
+    ...summarizeFleet(nodes, `Prometheus ${url} (every node seen in the last ${Math.round((options.lookbackMs ?? 86_400_000) / 3_600_000)}h)`),
+    at: new Date(fleet.at).toISOString(),
+    wantedFrom,
+  }
 }

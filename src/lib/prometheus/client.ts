@@ -48,6 +48,30 @@ export class PrometheusClient {
 
   /** An instant query: the series it returns (a vector), evaluated at `time` (ms) or now. */
   async query(promql: string, time?: number): Promise<PromSample[]> {
+    return (await this.instant(promql, 'vector', time)).map((entry: any) => {
+      const [at, value] = Array.isArray(entry?.value) ? entry.value : [Number.NaN, 'NaN']
+      return {labels: labelsOf(entry), value: Number(value), at: Number(at) * 1000}
+    })
+  }
+
+  /**
+   * When each series a selector names was last scraped within `rangeSeconds`: an instant
+   * query of the range (`selector[range]`), whose raw samples carry their own timestamps
+   * (a function of a range, last_over_time included, answers at the evaluation time).
+   */
+  async lastSeen(selector: string, rangeSeconds: number): Promise<Array<{labels: Record<string, string>; at: number}>> {
+    return (await this.instant(`${selector}[${Math.max(1, Math.round(rangeSeconds))}s]`, 'matrix')).map((entry: any) => {
+      let last = Number.NaN
+      for (const pair of Array.isArray(entry?.values) ? entry.values : []) {
+        const at = Array.isArray(pair) ? Number(pair[0]) : Number.NaN
+        if (Number.isFinite(at) && !(at <= last)) last = at
+      }
+
+      return {labels: labelsOf(entry), at: last * 1000}
+    })
+  }
+
+  private async instant(promql: string, expected: 'vector' | 'matrix', time?: number): Promise<unknown[]> {
     const target = new URL('api/v1/query', this.base)
     const body = new URLSearchParams({query: promql, ...(time === undefined ? {} : {time: String(time / 1000)})})
     const unavailable = (why: string) => new FleetUnavailableError(`prometheus ${this.url}: ${why}`, ['check --prometheus and that Prometheus is up'])
@@ -89,11 +113,18 @@ export class PrometheusClient {
     }
 
     if (doc?.status !== 'success') throw unavailable(`HTTP ${status}: ${doc?.errorType ?? 'error'}: ${doc?.error ?? 'no answer'} (query ${promql})`)
-    if (doc.data?.resultType !== 'vector' || !Array.isArray(doc.data.result)) throw unavailable(`query ${promql}: expected an instant vector, got ${doc.data?.resultType}`)
-    return doc.data.result.map((entry: any) => {
-      const [at, value] = Array.isArray(entry?.value) ? entry.value : [Number.NaN, 'NaN']
-      const labels = entry && typeof entry.metric === 'object' && entry.metric !== null ? entry.metric : {}
-      return {labels: Object.fromEntries(Object.entries(labels).map(([k, v]) => [k, String(v)])), value: Number(value), at: Number(at) * 1000}
-    })
+    if (doc.data?.resultType !== expected || !Array.isArray(doc.data.result)) throw unavailable(`query ${promql}: expected ${expected === 'vector' ? 'an instant vector' : 'a range vector'}, got ${doc.data?.resultType}`)
+    return doc.data.result
   }
+}
+
+function labelsOf(entry: any): Record<string, string> {
+  const labels = entry && typeof entry.metric === 'object' && entry.metric !== null ? entry.metric : {}
+  return Object.fromEntries(Object.entries(labels).map(([k, v]) => [k, String(v)]))
+}
+
+/** A PromQL string literal matching exactly the `values` (and nothing else) as a regular expression (`=~`): RE2's metacharacters escaped, then the string's. */
+export function promRegexLiteral(values: string[]): string {
+  const alternatives = values.map((value) => value.replace(/[\\.+*?()|[\]{}^$]/g, '\\$&')).join('|')
+  return JSON.stringify(alternatives)
 }

@@ -5,7 +5,7 @@ import {settingList, settingString} from '../config/settings.js'
 import {LocalpuppetError, NotFoundError, UsageError} from '../errors.js'
 import {ExitCode} from '../exit-codes.js'
 import type {ReleaseRef} from '../release/release-ref.js'
-import {type FetchOptions, type FetchResult, type ReleaseSource, looksLikeHost, sourceKind} from './release-source.js'
+import {type FetchOptions, type FetchResult, type IndexRead, type ReleaseSource, looksLikeHost, sourceKind} from './release-source.js'
 
 /**
  * The one place a source is turned into something that fetches: every kind of source
@@ -61,6 +61,21 @@ export async function fetchReleases(source: string, refs: string[], options: Fet
   try {
     const result = await opened.fetch(refs, options)
     return {...result, untrusted: [...new Set([...untrusted, ...(result.untrusted ?? [])])]}
+  } finally {
+    await opened.close()
+  }
+}
+
+/**
+ * A repository's index as it is now, for a command that only reads it (fleet status
+ * --source): verified as a node verifies it (trusted keys, plain http, freshness against
+ * what this machine accepted), remembered nowhere. 64 for a source with no index (apt).
+ */
+export async function readSourceIndex(spec: string, options: FetchOptions): Promise<IndexRead> {
+  const opened = await openSource(spec, options)
+  try {
+    if (!opened.currentIndex) throw new UsageError(`source ${spec} has no index of channels; give a release repository (https://, http://, file:// or a directory)`)
+    return await opened.currentIndex(options)
   } finally {
     await opened.close()
   }

@@ -58,6 +58,15 @@ export interface NodeInputFetch {
   indexExpires: string | null
 }
 
+/** A repository's index as read: signature verified (signedBy, null when no key is trusted), judged fresh against what this machine accepted. */
+export interface IndexRead {
+  index: import('../repository/repository-index.js').RepositoryIndex
+  signedBy: string | null
+  accepted: import('../repository/accepted-versions.js').IndexFreshness
+  /** The trust problems --allow-untrusted let through. */
+  untrusted: string[]
+}
+
 /** Where releases come from: something that can install tags into a module directory. */
 export interface ReleaseSource {
   /** What the run record and --json name as the source. */
@@ -65,6 +74,8 @@ export interface ReleaseSource {
   fetch(refs: string[], options: FetchOptions): Promise<FetchResult>
   /** A node's own input (repositories only; apt has none). */
   nodeInput?(node: string, options: FetchOptions, have?: Buffer | null): Promise<NodeInputFetch>
+  /** The index as it is now, remembered nowhere (repositories only): what an operator's command reads. */
+  currentIndex?(options: FetchOptions): Promise<IndexRead>
   close(): Promise<void>
 }
 

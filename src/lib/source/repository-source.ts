@@ -19,16 +19,8 @@ import {
   indexChannels,
   parseRepositoryIndex,
 } from '../repository/repository-index.js'
-import type {IndexFreshness} from '../repository/accepted-versions.js'
-import type {FetchOptions, FetchResult, FetchedRelease, NodeInputFetch, ReleaseSource} from './release-source.js'
+import type {FetchOptions, FetchResult, FetchedRelease, IndexRead, NodeInputFetch, ReleaseSource} from './release-source.js'
 import type {Transport} from '../repository/transport.js'
-
-interface AcceptedRead {
-  index: RepositoryIndex
-  signedBy: string | null
-  accepted: IndexFreshness
-  untrusted: string[]
-}
 
 /** A release repository (index.json plus archives) read through a transport. */
 export class RepositorySource implements ReleaseSource {
@@ -110,14 +102,39 @@ export class RepositorySource implements ReleaseSource {
   }
 
   /** The index, read once per source (a node input and its releases come from the same index), judged fresh and remembered. */
-  private acceptedIndex(options: FetchOptions): Promise<AcceptedRead> {
+  private acceptedIndex(options: FetchOptions): Promise<IndexRead> {
     this.accepted ??= this.readAccepted(options)
     return this.accepted
   }
 
-  private accepted?: Promise<AcceptedRead>
+  private accepted?: Promise<IndexRead>
 
-  private async readAccepted(options: FetchOptions): Promise<AcceptedRead> {
+  private async readAccepted(options: FetchOptions): Promise<IndexRead> {
+    const {index, signedBy, untrusted} = await this.readTrusted(options)
+    // Before anything is resolved or installed: an index older than one this node accepted,
+    // or expired, is a refusal (65), never a reason to fall back.
+    const {acceptIndex} = await import('../repository/accepted-versions.js')
+    const accepted = await acceptIndex(options.moduleDir, this.label, signedBy, index, {allowUntrusted: options.allowUntrusted, channels: indexChannels(index)})
+    untrusted.push(...accepted.untrusted)
+    return {index, signedBy, accepted, untrusted}
+  }
+
+  /**
+   * The index as it is now, for a reader that is not the node (fleet status --source): its
+   * signature checked as a node checks it, and judged fresh against what this machine
+   * accepted (an older version or an expired index is 65, as on a node), but remembered
+   * nowhere: an operator's look writes nothing into the module directory.
+   */
+  async currentIndex(options: FetchOptions): Promise<IndexRead> {
+    const {index, signedBy, untrusted} = await this.readTrusted(options)
+    const {judgeIndex, readAcceptedVersions} = await import('../repository/accepted-versions.js')
+    const {memory, untrusted: memoryProblems} = await readAcceptedVersions(options.moduleDir, options.allowUntrusted)
+    const accepted = judgeIndex(memory, this.label, signedBy, index, Date.now())
+    return {index, signedBy, accepted, untrusted: [...untrusted, ...memoryProblems]}
+  }
+
+  /** index.json, with its signature verified when keys are trusted; refused unsigned over plain http or from a place others can write. */
+  private async readTrusted(options: FetchOptions): Promise<Omit<IndexRead, 'accepted'>> {
     const keys = await loadTrustedKeys(options.trust ?? [], options.trustDir)
     if (keys.length === 0 && this.transport.kind === 'http' && !options.insecure) {
       throw new UsageError(`source ${this.label}: plain http with no trusted key; anyone on the path could substitute releases`, [
@@ -131,12 +148,7 @@ export class RepositorySource implements ReleaseSource {
     refuseUnlessAllowed(placeProblem, {allow: options.allowUntrusted, content: true, hints: [UNSIGNED_HINT]})
     const untrusted: string[] = placeProblem ? [placeProblem.message] : []
     const {index, signedBy} = await this.readIndex(keys)
-    // Before anything is resolved or installed: an index older than one this node accepted,
-    // or expired, is a refusal (65), never a reason to fall back.
-    const {acceptIndex} = await import('../repository/accepted-versions.js')
-    const accepted = await acceptIndex(options.moduleDir, this.label, signedBy, index, {allowUntrusted: options.allowUntrusted, channels: indexChannels(index)})
-    untrusted.push(...accepted.untrusted)
-    return {index, signedBy, accepted, untrusted}
+    return {index, signedBy, untrusted}
   }
 
   /** index.json (and, when keys are trusted, its signature, which must verify). */

@@ -1,0 +1,101 @@
+import test from 'ava'
+
+import {fleetStatusViaPrometheus, readPromFleet} from '../../../src/lib/fleet/prometheus-fleet.js'
+import type {RepositoryIndex} from '../../../src/lib/repository/repository-index.js'
+import {testServer} from '../../helpers/repository.js'
+
+/*
+ * The fleet view against a stand-in for Prometheus' HTTP API: each query's answer is given,
+ * so what the view makes of a node is exact (a real Prometheus: test/e2e/pull-fleet.test.ts).
+ */
+
+const NOW = Date.parse('2026-11-25T12:00:00.000Z') / 1000
+type Series = {metric: Record<string, string>; value?: [number, string]; values?: Array<[number, string]>}
+
+/** Answers each query with `answers[query]` (a vector), or a matrix for a range selector; records the queries. */
+async function fakePrometheus(t: import('ava').ExecutionContext, answers: (query: string) => {resultType: 'vector' | 'matrix'; result: Series[]}) {
+  const queries: string[] = []
+  const server = await testServer('/nonexistent', async (req, res) => {
+    let body = ''
+    for await (const chunk of req) body += chunk
+    const query = new URLSearchParams(body).get('query') ?? ''
+    queries.push(query)
+    res.writeHead(200, {'content-type': 'application/json'})
+    res.end(JSON.stringify({status: 'success', data: answers(query)}))
+    return true
+  })
+  t.teardown(() => server.close())
+  return {url: server.url, queries}
+}
+
+const sample = (name: string, labels: Record<string, string>, value: number, target = 'web1:9100'): Series => ({
+  metric: {__name__: `localpuppet_${name}`, instance: target, job: 'localpuppet', ...labels},
+  value: [NOW, String(value)],
+})
+const desired = (release: string, target = 'web1:9100', node = 'web1') => ({node, app: 'foo', ref: 'foo/channels/canary', channel: 'canary', release, input: 'repository', instance: target})
+
+/** web1 reports now: applied 1.4.0, its channel resolved to 1.4.0 on its last run, its newest attempt refused before resolving. */
+function current(): Series[] {
+  return [
+    sample('desired_release_info', desired('foo/tags/1.4.0'), 1),
+    sample('applied_release_info', {app: 'foo', release: 'foo/tags/1.4.0'}, 1),
+    sample('release_info', {app: 'foo', ref: 'foo/channels/canary', release: 'foo/tags/1.4.0'}, 1),
+    sample('last_attempt_exit_code', {state: 'refused', release: ''}, 65),
+    sample('last_attempt_timestamp_seconds', {}, NOW - 60),
+    sample('last_run_success', {}, 1),
+  ]
+}
+
+test('a node that stopped reporting is shown with the label set it reported last, not whichever comes first', async (t) => {
+  const older = {metric: {__name__: 'localpuppet_desired_release_info', job: 'localpuppet', ...desired('foo/tags/1.3.0', 'web2:9100', 'web2')}}
+  const newer = {metric: {__name__: 'localpuppet_desired_release_info', job: 'localpuppet', ...desired('foo/tags/1.4.0', 'web2:9100', 'web2')}}
+  const prometheus = await fakePrometheus(t, (query) => {
+    if (query.startsWith('{__name__=~')) return {resultType: 'vector', result: current()}
+    if (query.startsWith('last_over_time(localpuppet_desired_release_info')) {
+      // Both label sets web2 reported within the lookback; the older first.
+      return {resultType: 'vector', result: [sample('desired_release_info', desired('foo/tags/1.4.0'), 1), {...older, value: [NOW, '1']}, {...newer, value: [NOW, '1']}]}
+    }
+
+    if (query.startsWith('last_over_time(localpuppet_last_attempt')) return {resultType: 'vector', result: [sample('last_attempt_timestamp_seconds', {}, NOW - 7200, 'web2:9100')]}
+    // The raw samples: 1.4.0 was scraped last.
+    return {resultType: 'matrix', result: [{...newer, values: [[NOW - 4000, '1'], [NOW - 3000, '1']]}, {...older, values: [[NOW - 9000, '1'], [NOW - 5000, '1']]}]}
+  })
+  const fleet = await readPromFleet(prometheus.url)
+  t.like(fleet.nodes.find((node) => node.node === 'web2'), {state: 'stopped reporting', stopped: true, desired: 'foo/tags/1.4.0', at: new Date((NOW - 7200) * 1000).toISOString()})
+  t.true(prometheus.queries.some((query) => query === 'localpuppet_desired_release_info{instance=~"web2:9100"}[86400s]'), prometheus.queries.join('\n'))
+
+  // Only one label set: no fourth query.
+  const single = await fakePrometheus(t, (query) =>
+    query.startsWith('{__name__=~') ? {resultType: 'vector', result: current()} : query.startsWith('last_over_time(localpuppet_desired') ? {resultType: 'vector', result: [{...older, value: [NOW, '1']}]} : {resultType: 'vector', result: []},
+  )
+  t.like((await readPromFleet(single.url)).nodes.find((node) => node.node === 'web2'), {desired: 'foo/tags/1.3.0'})
+  t.is(single.queries.length, 3)
+})
+
+test("RELEASE is the newest attempt's (a refused one's: none), not the newest completed run's", async (t) => {
+  const prometheus = await fakePrometheus(t, (query) => ({resultType: 'vector', result: query.startsWith('{__name__=~') ? current() : []}))
+  t.like((await readPromFleet(prometheus.url)).nodes[0], {node: 'web1', state: 'refused', release: null, applied: 'foo/tags/1.4.0'})
+
+  // Metrics written before the exit code had a release label: the newest completed run's, as before.
+  const older = await fakePrometheus(t, (query) => ({
+    resultType: 'vector',
+    result: query.startsWith('{__name__=~') ? current().map((s) => (s.metric.__name__ === 'localpuppet_last_attempt_exit_code' ? sample('last_attempt_exit_code', {state: 'failed'}, 1) : s)) : [],
+  }))
+  t.like((await readPromFleet(older.url)).nodes[0], {state: 'failed', release: 'foo/tags/1.4.0'})
+})
+
+test("with the repository's index, wanted is what the channel names now: a node that has not applied it is not on its release", async (t) => {
+  const prometheus = await fakePrometheus(t, (query) => ({resultType: 'vector', result: query.startsWith('{__name__=~') ? current() : []}))
+  const index = (canary: string): RepositoryIndex => ({format: 1, version: 7, apps: {foo: {tags: {'1.4.0': {} as never, '1.5.0': {} as never}, channels: {canary}}}})
+
+  const lastRun = await fleetStatusViaPrometheus(prometheus.url)
+  t.like(lastRun.nodes[0], {desired: 'foo/tags/1.4.0', onWanted: true})
+  t.like(lastRun, {ok: true, wantedFrom: {from: 'last run'}})
+
+  // promote moved canary to 1.5.0; web1 has not run since.
+  const wanted = {source: 'https://releases.example.com/puppet', index: index('1.5.0'), version: 7, signedBy: 'abc', warnings: []}
+  const now = await fleetStatusViaPrometheus(prometheus.url, {wanted})
+  t.like(now.nodes[0], {wanted: 'foo/channels/canary', desired: 'foo/tags/1.5.0', lastResolved: 'foo/tags/1.4.0', applied: 'foo/tags/1.4.0', onWanted: false})
+  t.like(now, {ok: false, offWanted: ['web1'], wantedFrom: {from: 'index', source: wanted.source, version: 7, signedBy: 'abc'}})
+  t.like((await fleetStatusViaPrometheus(prometheus.url, {wanted: {...wanted, index: index('1.4.0')}})).nodes[0], {desired: 'foo/tags/1.4.0', onWanted: true})
+})
