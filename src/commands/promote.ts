@@ -16,7 +16,7 @@ export default class Promote extends BaseCommand {
     [
       {code: 0, meaning: 'the channel names the tag (moved, or already there)'},
       {code: 1, meaning: '--require-healthy: a node following the channel is not healthy on the tag yet, or too few are; nothing changed'},
-      {code: 64, meaning: 'usage error (not an exact tag, a bad channel name, --require-healthy without --prometheus)'},
+      {code: 64, meaning: 'usage error (not an exact tag, a bad channel name, --require-healthy without --prometheus, or --prometheus, --for, --min-nodes or --stale-after without --require-healthy)'},
       {code: 65, meaning: "the repository's index is invalid"},
       {code: 66, meaning: 'the tag is not published, or no repository there'},
       {code: 69, meaning: 'Prometheus cannot be reached or cannot answer'},
@@ -36,13 +36,13 @@ export default class Promote extends BaseCommand {
     sign: Flags.string({description: 'sign index.json with this Ed25519 private key (PEM)', helpValue: 'KEY.pem'}),
     expires: Flags.string({description: 'how long nodes believe the new index (default 30d)', helpValue: 'DURATION'}),
     'require-healthy': Flags.string({description: 'first require every node following this channel to be healthy on the tag (see --prometheus)', helpValue: 'CHANNEL', dependsOn: ['prometheus']}),
-    prometheus: Flags.string({description: "the Prometheus that scrapes the nodes' metrics (http://host:9090)", helpValue: 'URL'}),
+    prometheus: Flags.string({description: "--require-healthy: the Prometheus that scrapes the nodes' metrics (http://host:9090)", helpValue: 'URL', dependsOn: ['require-healthy']}),
     for: Flags.string({description: '--require-healthy: how long each node must have been healthy on the tag (0s, 10m, 2h) [default: 0s]', helpValue: 'DURATION', dependsOn: ['require-healthy']}),
     'min-nodes': Flags.integer({description: '--require-healthy: at least this many healthy nodes [default: 1]', min: 1, helpValue: 'N', dependsOn: ['require-healthy']}),
     'stale-after': Flags.string({description: "--require-healthy: a node whose newest attempt is older than this is stale [default: 2h]", helpValue: 'DURATION', dependsOn: ['require-healthy']}),
   }
 
-  async run(): Promise<PromoteResult | {promoted: false; health: ChannelHealth}> {
+  async run(): Promise<(PromoteResult & {promoted: true; health?: ChannelHealth}) | {promoted: false; health: ChannelHealth}> {
     const {args, flags} = await this.parse(Promote)
     const [{promoteChannel, parsePromotion}, {parseDuration}] = await Promise.all([import('../lib/repository/promote.js'), import('../lib/util/duration.js')])
     const expiresInMs = flags.expires === undefined ? undefined : parseDuration(flags.expires, '--expires')
@@ -76,6 +76,6 @@ export default class Promote extends BaseCommand {
       this.log(`index version ${result.version}, expires ${result.expires}${result.signedBy ? `, signed by ${result.signedBy}` : ''}`)
     }
 
-    return health ? {...result, health} : result
+    return {promoted: true, ...result, ...(health ? {health} : {})}
   }
 }
