@@ -4,21 +4,22 @@ import {setTimeout as sleep} from 'node:timers/promises'
 
 import type {ExecutionContext} from 'ava'
 
-import {type CliResult, FAKE_PUPPET, cli, isolatePuppet, statusJson} from '../helpers/cli.js'
+import {type CliResult, cli, isolatePuppet, statusJson} from '../helpers/cli.js'
 import {startNginx} from '../helpers/nginx.js'
 import {testNeeding} from '../helpers/packages.js'
-import {type PrometheusServer, type Started, startNodeExporter, startPrometheus} from '../helpers/prometheus.js'
+import {type PrometheusServer, type Started, startNodeExporter, startPrometheus, startScrapeRelay} from '../helpers/prometheus.js'
 import {DEMO_MODULES, demoRepository, keyPair} from '../helpers/repository.js'
 import {tempDir} from '../helpers/temp.js'
 
 /*
  * Issue 23 end to end, with real parts on 127.0.0.1: nginx serving the repository, three
  * nodes (each its own configuration, module dir, state dir, input path and node exporter
- * textfile directory) whose "timer command" is `localpuppet apply --fetch`, one
+ * textfile directory) whose timer command is the README's drop-in (`localpuppet apply
+ * --fetch --if-changed --timeout 3600`) running the real `puppet apply`, one
  * prometheus-node-exporter per node, and a Prometheus scraping them every second. The
- * canary runs the real `puppet apply`; the two stable nodes run the fake puppet (what it
- * was given is checked), which keeps the test to a few real Puppet runs. The demo's foo
- * 1.3.0 and 1.4.0 stand for the issue's 1.0.0 and 1.1.0.
+ * canary's exporter is scraped through a relay the test can hold, so that "Prometheus has
+ * not scraped the canary's run yet" is a state the test sets rather than a race. The demo's
+ * foo 1.3.0 and 1.4.0 stand for the issue's 1.0.0 and 1.1.0.
  */
 
 const fleetTest = await testNeeding(['nginx-light', 'prometheus', 'prometheus-node-exporter', 'puppet-agent'])
@@ -26,8 +27,8 @@ const fleetTest = await testNeeding(['nginx-light', 'prometheus', 'prometheus-no
 const NODES = ['node1', 'node2', 'node3'] as const
 type NodeName = (typeof NODES)[number]
 const CHANNEL_OF: Record<NodeName, string> = {node1: 'canary', node2: 'stable', node3: 'stable'}
-/** Only the canary runs the real Puppet. */
-const REAL_PUPPET: Record<NodeName, boolean> = {node1: true, node2: false, node3: false}
+/** The README's timer command (integrations/systemd's drop-in for a pulling node), with --json to read its record. */
+const TIMER_COMMAND = ['apply', '--fetch', '--if-changed', '--timeout', '3600', '--json']
 
 interface FleetNode {
   name: NodeName
@@ -35,10 +36,8 @@ interface FleetNode {
   state: string
   input: string
   metrics: string
-  /** Where the fake puppet records its arguments (stable nodes). */
-  fake: string
   exporter: Started
-  /** The node's systemd timer would run this: `localpuppet apply --fetch` with its configuration. */
+  /** The node's systemd timer would run this, with its configuration. */
   timer(): Promise<CliResult>
 }
 
@@ -100,12 +99,10 @@ fleetTest('pull fleet: publish, canary, promotion gated on what Prometheus scrap
       state: join(home, 'state'),
       input: join(home, 'etc', 'input.yaml'),
       metrics: join(textfiles, 'localpuppet.prom'),
-      fake: join(home, 'fake-puppet'),
       exporter,
-      timer: () => cli(['apply', '--fetch', '--json'], {env: {LOCALPUPPET_CONFIG: node.config, FAKE_PUPPET_DIR: node.fake, FAKE_PUPPET_SLEEP: '0'}}),
+      timer: () => cli(TIMER_COMMAND, {env: {LOCALPUPPET_CONFIG: node.config}}),
     }
     await mkdir(join(home, 'etc'), {mode: 0o755})
-    await mkdir(node.fake)
     const settings = {
       module_dir: join(home, 'modules'),
       state_dir: node.state,
@@ -115,18 +112,22 @@ fleetTest('pull fleet: publish, canary, promotion gated on what Prometheus scrap
       input_from: 'repository',
       node_name: name,
       metrics_file: node.metrics,
-      ...(REAL_PUPPET[name] ? {puppet_args: isolatePuppet(home)} : {puppet: FAKE_PUPPET}),
+      puppet_args: isolatePuppet(home),
     }
     await writeFile(node.config, Object.entries(settings).map(([k, v]) => `${k}: ${JSON.stringify(v)}\n`).join(''), {mode: 0o644})
     nodes[name] = node
   }
 
-  const exporters = new Map(NODES.map((name) => [`127.0.0.1:${nodes[name].exporter.port}`, name]))
+  // The canary is scraped through a relay the test can hold; the stable nodes' exporters directly.
+  const relay = await startScrapeRelay(`${nodes.node1.exporter.url}/metrics`)
+  t.teardown(() => relay.close())
+  const exporters = new Map<string, NodeName>([[relay.target, 'node1'], ...(['node2', 'node3'] as const).map((name) => [`127.0.0.1:${nodes[name].exporter.port}`, name] as [string, NodeName])])
   const prometheus = await startPrometheus(join(dir, 'prometheus'), [...exporters.keys()])
   t.teardown(() => prometheus.stop())
   const gate = (release: string) => promote(release, 'stable', '--require-healthy', 'canary', '--prometheus', prometheus.url)
-  const fleetStatus = async () => {
-    const result = await cli(['fleet', 'status', '--prometheus', prometheus.url, '--json'])
+  /** fleet status from an operator's machine: with the repository's index now (--source), or as each node last resolved its channel. */
+  const fleetStatus = async (withSource = true) => {
+    const result = await cli(['fleet', 'status', '--prometheus', prometheus.url, ...(withSource ? ['--source', nginx.url, '--trust', pub] : []), '--json'])
     return {exitCode: result.exitCode, status: JSON.parse(result.stdout || 'null'), stderr: result.stderr}
   }
 
@@ -138,10 +139,9 @@ fleetTest('pull fleet: publish, canary, promotion gated on what Prometheus scrap
       t.is(result.exitCode, expected.exitCode, `${name}: ${result.stderr}`)
       const record = JSON.parse(result.stdout)
       t.like(record, {state: expected.state, release: expected.release}, name)
-      // What Puppet was given: the release fetched into the node's own module dir.
-      const modulepath = `${join(dir, 'nodes', name, 'modules', expected.release)}:${join(dir, 'nodes', name, 'modules', 'dist', 'tags', '2.0.1')}`
-      if (REAL_PUPPET[name]) t.true(record.resources?.changed >= 2, `${name}: the real puppet applied the notifies: ${JSON.stringify(record.resources)}`)
-      else t.regex(await readFile(join(nodes[name].fake, 'args'), 'utf8'), new RegExp(`^--modulepath\n${modulepath}\n`, 'm'), name)
+      // What Puppet ran: the release fetched into the node's own module dir, whose notifies it applied.
+      t.is(record.modulepath?.[0], join(dir, 'nodes', name, 'modules', expected.release), name)
+      if (expected.state === 'succeeded') t.true(record.resources?.changed >= 2, `${name}: the real puppet applied the notifies: ${JSON.stringify(record.resources)}`)
     }
 
     return results.map((result) => JSON.parse(result.stdout))
@@ -160,16 +160,36 @@ fleetTest('pull fleet: publish, canary, promotion gated on what Prometheus scrap
     return NODES.every((name) => applied[name] === 'foo/tags/1.3.0')
   })
 
-  // 1.4.0 to canary. Before the canary's timer has run, the gate is shut, naming node1.
+  // 1.4.0 to canary. Read through the index now, node1 is off its wanted release at once;
+  // as the nodes last resolved their channels, every node still looks on it.
   t.is((await promote('foo/tags/1.4.0', 'canary')).exitCode, 0)
+  const moved = await fleetStatus()
+  t.is(moved.exitCode, 1, moved.stderr)
+  t.like(moved.status, {offWanted: ['node1'], wantedFrom: {from: 'index', source: nginx.url, version: (await index()).version}})
+  t.like(moved.status.nodes[0], {node: 'node1', desired: 'foo/tags/1.4.0', lastResolved: 'foo/tags/1.3.0', applied: 'foo/tags/1.3.0', onWanted: false})
+  const lastRun = await fleetStatus(false)
+  t.is(lastRun.exitCode, 0, lastRun.stderr)
+  t.like(lastRun.status, {offWanted: [], wantedFrom: {from: 'last run'}})
+  const lastRunText = await cli(['fleet', 'status', '--prometheus', prometheus.url])
+  t.regex(lastRunText.stdout, /^Wanted: as each node resolved it on its last run/m)
+
+  // Before the canary's timer has run, the gate is shut, naming node1.
   const early = await gate('foo/tags/1.4.0')
   t.is(early.exitCode, 1, early.stderr)
   t.regex(early.stderr, /node1 \(not yet run\)/)
   t.notRegex(early.stderr, /node[23]/, 'only the nodes following canary are judged')
   t.is((await index()).apps.foo.channels.stable, '1.3.0', 'a refused promotion changes nothing')
 
-  // The canary's timer applies 1.4.0; once Prometheus has scraped it, the promotion goes through.
+  // The canary's timer applies 1.4.0, but Prometheus has not scraped it yet (the relay holds
+  // what it served before the run): still shut. Once scraped, the promotion goes through.
+  await relay.hold()
   await runTimers(['node1'], {release: 'foo/tags/1.4.0', state: 'succeeded', exitCode: 0})
+  t.regex(await readFile(nodes.node1.metrics, 'utf8'), /^localpuppet_applied_release_info\{app="foo",release="foo\/tags\/1\.4\.0"\} 1$/m, 'the node has written it')
+  const unscraped = await gate('foo/tags/1.4.0')
+  t.is(unscraped.exitCode, 1, unscraped.stderr)
+  t.regex(unscraped.stderr, /node1 \(not yet run\)/)
+  t.is((await index()).apps.foo.channels.stable, '1.3.0')
+  relay.release()
   await until(t, "Prometheus has scraped node1's run of 1.4.0", async () => (await appliedInPrometheus(prometheus, exporters)).node1 === 'foo/tags/1.4.0')
   const promoted = await gate('foo/tags/1.4.0')
   t.is(promoted.exitCode, 0, promoted.stderr)
@@ -214,10 +234,10 @@ fleetTest('pull fleet: publish, canary, promotion gated on what Prometheus scrap
   t.regex(refused.stderr, /node1 \(failed\)/)
   t.is((await index()).apps.foo.channels.stable, '1.4.0', 'stable still names 1.4.0')
 
-  // The stable nodes' timers run again: they stay on 1.4.0, and say so.
-  await runTimers(['node2', 'node3'], {release: 'foo/tags/1.4.0', state: 'succeeded', exitCode: 0})
+  // The stable nodes' timers run again: nothing changed for them (--if-changed skips), they stay on 1.4.0, and say so.
+  await runTimers(['node2', 'node3'], {release: 'foo/tags/1.4.0', state: 'skipped', exitCode: 0})
   for (const name of ['node2', 'node3'] as const) {
-    t.like((await statusJson(nodes[name].state)).record, {state: 'succeeded', release: 'foo/tags/1.4.0', ref: 'foo/channels/stable'})
+    t.like((await statusJson(nodes[name].state)).record, {state: 'skipped', release: 'foo/tags/1.4.0', ref: 'foo/channels/stable'})
     t.regex(await readFile(nodes[name].metrics, 'utf8'), /^localpuppet_applied_release_info\{app="foo",release="foo\/tags\/1\.4\.0"\} 1$/m)
   }
 
@@ -242,6 +262,9 @@ fleetTest('pull fleet: publish, canary, promotion gated on what Prometheus scrap
     return silent.status?.nodes.some((row: any) => row.node === 'node3' && row.state === 'stopped reporting') === true
   })
   t.is(silent!.exitCode, 1)
-  t.like(silent!.status.nodes.find((row: any) => row.node === 'node3'), {state: 'stopped reporting', onWanted: null, wanted: 'foo/channels/stable'})
+  t.like(silent!.status.nodes.find((row: any) => row.node === 'node3'), {state: 'stopped reporting', onWanted: null, wanted: 'foo/channels/stable', desired: 'foo/tags/1.4.0'})
+  // Without the index: the label set node3 reported last (1.4.0), not its older one (1.3.0) also seen within the lookback.
+  const silentLastRun = await fleetStatus(false)
+  t.like(silentLastRun.status.nodes.find((row: any) => row.node === 'node3'), {state: 'stopped reporting', desired: 'foo/tags/1.4.0'})
   t.true(silent!.status.noAnswer.includes('node3'))
 })

@@ -101,3 +101,61 @@ export async function startPrometheus(work: string, targets: string[], options: 
     },
   }
 }
+
+/** A relay in front of an exporter that can hold what Prometheus scrapes (see startScrapeRelay). */
+export interface ScrapeRelay {
+  /** host:port, Prometheus' target. */
+  target: string
+  /** From now on, every scrape gets the exporter's answer as it is at this moment. */
+  hold(): Promise<void>
+  /** Scrapes reach the exporter again. */
+  release(): void
+  /** How many scrapes reached the relay since it started. */
+  scrapes(): number
+  close(): Promise<void>
+}
+
+/**
+ * An HTTP relay on 127.0.0.1 between Prometheus and a real exporter (`upstream`, its
+ * /metrics URL). While held, Prometheus is answered with what the exporter said when
+ * hold() was called: a test decides when Prometheus sees a node's new metrics (so "not
+ * scraped yet" is a state the test sets, not a race it hopes to win), and the series
+ * stay fresh meanwhile (no failed scrape, nothing goes stale).
+ */
+export async function startScrapeRelay(upstream: string): Promise<ScrapeRelay> {
+  const {createServer} = await import('node:http')
+  let held: {body: string; type: string} | null = null
+  let count = 0
+  const live = async () => {
+    const response = await fetch(upstream)
+    return {body: await response.text(), type: response.headers.get('content-type') ?? 'text/plain; version=0.0.4'}
+  }
+
+  const server = createServer(async (req, res) => {
+    count++
+    try {
+      const answer = held ?? (await live())
+      res.writeHead(200, {'content-type': answer.type})
+      res.end(answer.body)
+    } catch (error) {
+      res.writeHead(502)
+      res.end(String(error))
+    }
+  })
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  const {port} = server.address() as {port: number}
+  return {
+    target: `127.0.0.1:${port}`,
+    async hold() {
+      held = await live()
+    },
+    release() {
+      held = null
+    },
+    scrapes: () => count,
+    async close() {
+      server.closeAllConnections()
+      await new Promise((resolve) => server.close(resolve))
+    },
+  }
+}
