@@ -7,9 +7,10 @@
  *                            so the run is skipped) vs a warm `fetch` of the same tag, over
  *                            Debian's nginx on 127.0.0.1; on the demo release and on
  *                            Debian's Puppet modules in one tag
- *   fleet status / curl      `fleet status --prometheus` over 1,000 simulated nodes (about
- *                            12,000 series, backfilled into Debian's Prometheus with
- *                            promtool) vs curl sending the same three queries; peak memory
+ *   fleet status / curl      `fleet status --prometheus` over 1,000 simulated nodes (15
+ *                            series each, every one the fleet view reads: 15,000,
+ *                            backfilled into Debian's Prometheus with promtool) vs curl
+ *                            sending the same three queries; peak memory
  */
 import {execFileSync, spawn, spawnSync} from 'node:child_process'
 import {cpSync, existsSync, mkdirSync, readdirSync, writeFileSync} from 'node:fs'
@@ -17,6 +18,7 @@ import {join} from 'node:path'
 import {setTimeout as sleep} from 'node:timers/promises'
 import {fileURLToPath} from 'node:url'
 
+import {fleetQueries} from '../../src/lib/fleet/prometheus-fleet.js'
 import {freePort, portOpen} from '../helpers/net.js'
 import {startNginx} from '../helpers/nginx.js'
 
@@ -65,8 +67,8 @@ async function channelNode(work: string, modules: string, app: string, tag: stri
   }
 }
 
-/** OpenMetrics text for `count` nodes: every series the fleet view reads, two samples each, the newest 10 s ago. */
-function simulatedFleet(count: number): string {
+/** OpenMetrics text for `count` nodes: every series the fleet view reads, two samples each, the newest 10 s ago; and how many series. */
+function simulatedFleet(count: number): {text: string; series: number} {
   const now = Date.now() / 1000
   const times = [now - 70, now - 10]
   const families: Array<[string, (i: number) => Array<[Record<string, string>, number]>]> = [
@@ -83,11 +85,13 @@ function simulatedFleet(count: number): string {
     ['localpuppet_run_in_progress', () => [[{}, 0]]],
   ]
   const lines: string[] = []
+  let series = 0
   const esc = (value: string) => value.replaceAll('\\', '\\\\').replaceAll('"', '\\"')
   for (const [name, samples] of families) {
     lines.push(`# TYPE ${name} gauge`)
     for (let i = 0; i < count; i++) {
       for (const [labels, value] of samples(i)) {
+        series++
         const all = {instance: `node${i}:9100`, job: 'localpuppet', ...labels}
         const text = Object.entries(all).map(([k, v]) => `${k}="${esc(v)}"`).join(',')
         for (const at of times) lines.push(`${name}{${text}} ${value} ${at.toFixed(3)}`)
@@ -96,13 +100,14 @@ function simulatedFleet(count: number): string {
   }
 
   lines.push('# EOF')
-  return lines.join('\n') + '\n'
+  return {text: lines.join('\n') + '\n', series}
 }
 
 async function promFleet(work: string, time: Time, compare: Compare, peakMb: Peak, rounds: number): Promise<void> {
   mkdirSync(work, {recursive: true})
   const nodes = 1000
-  writeFileSync(join(work, 'fleet.om'), simulatedFleet(nodes))
+  const fleet = simulatedFleet(nodes)
+  writeFileSync(join(work, 'fleet.om'), fleet.text)
   execFileSync('promtool', ['tsdb', 'create-blocks-from', 'openmetrics', join(work, 'fleet.om'), join(work, 'data')], {stdio: 'ignore'})
   writeFileSync(join(work, 'prometheus.yml'), 'global:\n  scrape_interval: 1m\nscrape_configs: []\n')
   const port = await freePort()
@@ -117,8 +122,9 @@ async function promFleet(work: string, time: Time, compare: Compare, peakMb: Pea
 
     const check = spawnSync('node', [BIN, 'fleet', 'status', '--prometheus', url, '--json'], {encoding: 'utf8'})
     const status = JSON.parse(check.stdout)
-    console.log(`fleet status: ${status.nodes.length} nodes from ${nodes} simulated (${nodes * 15} series), exit ${check.status}`)
-    const queries = ['{__name__=~"localpuppet_.*"}', 'last_over_time(localpuppet_desired_release_info[1d])', 'last_over_time(localpuppet_last_attempt_timestamp_seconds[1d])']
+    console.log(`fleet status: ${status.nodes.length} nodes from ${nodes} simulated (${fleet.series} series), exit ${check.status}`)
+    // The very queries fleet status sends (its default lookback: 1 day).
+    const queries = fleetQueries(86_400)
     const curl = queries.map((q) => `curl -sf -o /dev/null --data-urlencode 'query=${q}' ${url}/api/v1/query`).join(' && ')
     // fleet status exits 1 here (some simulated nodes are off their release): sh keeps time() from taking that for a failure, as it wraps curl.
     compare('fleet status / curl', null, () => time('sh', ['-c', `node '${BIN}' fleet status --prometheus ${url} --json >/dev/null; exit 0`]), () => time('sh', ['-c', curl]), rounds)

@@ -56,6 +56,15 @@ export interface PromFleetOptions {
   wanted?: WantedIndex | null
 }
 
+/** The three instant queries of a fleet view: every current node series, the nodes seen within the lookback, their last attempt. */
+export function fleetQueries(lookbackSeconds: number): [string, string, string] {
+  return [
+    `{__name__=~"localpuppet_(${NAMES.join('|')})"}`,
+    `last_over_time(localpuppet_desired_release_info[${lookbackSeconds}s])`,
+    `last_over_time(localpuppet_last_attempt_timestamp_seconds[${lookbackSeconds}s])`,
+  ]
+}
+
 /** A scrape target: a node's series share its job and instance. */
 const targetKey = (labels: Record<string, string>) => `${labels.job ?? ''}\u0000${labels.instance ?? ''}`
 
@@ -68,12 +77,7 @@ const targetKey = (labels: Record<string, string>) => `${labels.job ?? ''}\u0000
 export async function readPromFleet(url: string, options: PromFleetOptions = {}): Promise<PromFleet> {
   const client = new PrometheusClient(url, {timeoutMs: options.timeoutMs})
   const lookbackSeconds = Math.max(60, Math.round((options.lookbackMs ?? 86_400_000) / 1000))
-  const lookback = `${lookbackSeconds}s`
-  const [current, seen, lastAttempts] = await Promise.all([
-    client.query(`{__name__=~"localpuppet_(${NAMES.join('|')})"}`),
-    client.query(`last_over_time(localpuppet_desired_release_info[${lookback}])`),
-    client.query(`last_over_time(localpuppet_last_attempt_timestamp_seconds[${lookback}])`),
-  ])
+  const [current, seen, lastAttempts] = await Promise.all(fleetQueries(lookbackSeconds).map((query) => client.query(query)))
   const at = current[0]?.at ?? seen[0]?.at ?? Date.now()
   const byTarget = new Map<string, PromSample[]>()
   for (const sample of current) byTarget.set(targetKey(sample.labels), [...(byTarget.get(targetKey(sample.labels)) ?? []), sample])
