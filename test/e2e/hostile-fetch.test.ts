@@ -2,12 +2,12 @@
 // hostile index. Every case ends by itself with the README's exit code (bounded: a watchdog
 // kills the process, and the test fails, if it does not end within a minute), says one line,
 // and leaves nothing in the module directory.
-import {mkdir, readFile, readdir, writeFile} from 'node:fs/promises'
+import {cp, mkdir, readFile, readdir, writeFile} from 'node:fs/promises'
 import {join} from 'node:path'
 
 import test, {type ExecutionContext} from 'ava'
 
-import {startCli} from '../helpers/cli.js'
+import {cli, startCli} from '../helpers/cli.js'
 import {copyRepository, sharedDemoRepository} from '../helpers/repository.js'
 import {type HostileAnswer, drip, head, hostileServer} from '../helpers/hostile-server.js'
 import {tempDir} from '../helpers/temp.js'
@@ -253,4 +253,48 @@ test('an archive whose release.json disagrees with a signed index is refused (65
   await s.signIndex(s.index)
   const server = await serve(t, s, () => false)
   await refusedBounded(t, s, server.url, 65, /holds foo\/tags\/1\.3\.0 .*not what the index says for foo\/tags\/1\.4\.0; refused/)
+})
+
+test('another repository signed with the same key (staging over production) is refused (65) naming both ids; the genuine one still fetches', async (t) => {
+  const dir = await tempDir(t)
+  const modules = join(dir, 'modules')
+  await mkdir(modules)
+  const publish = async (repo: string, ...archives: string[]) => {
+    const published = await cli(['publish', ...archives, '--repo', repo, '--sign', base.key, '--json'])
+    t.is(published.exitCode, 0, published.stderr)
+    return JSON.parse(published.stdout)
+  }
+
+  // A (production): foo 1.4.0 at version 1. B (staging, same key): foo 1.3.0, re-signed to version 4.
+  const a = join(dir, 'production')
+  const b = join(dir, 'staging')
+  const first = await publish(a, join(base.dir, 'foo-1.4.0.tar.gz'))
+  await publish(b, join(base.dir, 'foo-1.3.0.tar.gz'))
+  for (let i = 0; i < 3; i++) await publish(b)
+  const staging = JSON.parse(await readFile(join(b, 'index.json'), 'utf8'))
+  t.is(staging.version, 4)
+
+  const fetch = () => cli(['fetch', 'foo@^1.3', '--source', a, '--module-dir', modules, '--trust', base.pub, '--json'])
+  const genuine = await fetch()
+  t.is(genuine.exitCode, 0, genuine.stderr)
+  t.like(JSON.parse(genuine.stdout), {releases: [{release: 'foo/tags/1.4.0', status: 'installed'}], indexVersion: 1})
+
+  // The mirror of A now serves B's index, signature and archives.
+  const genuineIndex = await readFile(join(a, 'index.json'))
+  const genuineSig = await readFile(join(a, 'index.json.sig'))
+  await cp(b, a, {recursive: true, force: true})
+  const substituted = await cli(['fetch', 'foo@^1.3', '--source', a, '--module-dir', modules, '--trust', base.pub])
+  t.is(substituted.exitCode, 65, substituted.stderr)
+  t.is(substituted.stderr.trimEnd().split('\n').filter((line) => !line.startsWith('  ')).length, 1, substituted.stderr)
+  t.regex(substituted.stderr, new RegExp(`^localpuppet: index of ${a} is of repository ${staging.repository}, not ${first.repository}, which this node accepted from it: .*--accept-repository ${staging.repository}`))
+  t.deepEqual(await readdir(join(modules, 'foo', 'tags')), ['1.4.0'], 'nothing of B installed')
+
+  // The genuine index again: accepted (B's version 4 was never remembered).
+  await writeFile(join(a, 'index.json.sig'), genuineSig)
+  await writeFile(join(a, 'index.json'), genuineIndex)
+  const again = await fetch()
+  t.is(again.exitCode, 0, again.stderr)
+  t.like(JSON.parse(again.stdout), {releases: [{release: 'foo/tags/1.4.0', status: 'already present'}], indexVersion: 1})
+  t.regex(String(first.repository), /^[0-9a-f]{32}$/)
+  t.not(staging.repository, first.repository, 'each repository has its own identity')
 })

@@ -69,7 +69,7 @@ export class RepositorySource implements ReleaseSource {
       releases.push({release, ref, status, bytes: published.size, modulepath: published.modulepath})
     }
 
-    return {source: this.label, releases, signedBy, indexVersion: accepted.version, indexExpires: accepted.expires, untrusted, warnings: accepted.warning ? [accepted.warning] : []}
+    return {source: this.label, releases, signedBy, repository: accepted.repository, indexVersion: accepted.version, indexExpires: accepted.expires, untrusted, warnings: accepted.warning ? [accepted.warning] : []}
   }
 
   /**
@@ -134,7 +134,7 @@ export class RepositorySource implements ReleaseSource {
     // Before anything is resolved or installed: an index older than one this node accepted,
     // or expired, is a refusal (65), never a reason to fall back.
     const {acceptIndex} = await import('../repository/accepted-versions.js')
-    const accepted = await acceptIndex(options.moduleDir, this.label, signedBy, index, {allowUntrusted: options.allowUntrusted, channels: indexChannels(index)})
+    const accepted = await acceptIndex(options.moduleDir, this.label, index, {allowUntrusted: options.allowUntrusted, channels: indexChannels(index), acceptRepository: options.acceptRepository})
     untrusted.push(...accepted.untrusted)
     return {index, signedBy, accepted, untrusted}
   }
