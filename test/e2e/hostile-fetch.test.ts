@@ -252,7 +252,7 @@ test('an archive whose release.json disagrees with a signed index is refused (65
   tags['1.4.0'] = {...tags['1.4.0'], archive: tags['1.3.0'].archive, size: tags['1.3.0'].size, sha256: tags['1.3.0'].sha256}
   await s.signIndex(s.index)
   const server = await serve(t, s, () => false)
-  await refusedBounded(t, s, server.url, 65, /holds foo\/tags\/1\.3\.0 .*not what the index says for foo\/tags\/1\.4\.0; refused/)
+  await refusedBounded(t, s, server.url, 65, /holds foo\/tags\/1\.3\.0 .*not what the index says for foo\/tags\/1\.4\.0: another release; refused/)
 })
 
 test('another repository signed with the same key (staging over production) is refused (65) naming both ids; the genuine one still fetches', async (t) => {
@@ -297,4 +297,28 @@ test('another repository signed with the same key (staging over production) is r
   t.like(JSON.parse(again.stdout), {releases: [{release: 'foo/tags/1.4.0', status: 'already present'}], indexVersion: 1})
   t.regex(String(first.repository), /^[0-9a-f]{32}$/)
   t.not(staging.repository, first.repository, 'each repository has its own identity')
+})
+
+test('an archive whose release.json has the release the index says but another dependency digest, or another modulepath, is refused (65), nothing installed', async (t) => {
+  const dependency = 'dist/tags/2.0.1'
+  const cases: Array<[string, (entry: any) => void, RegExp]> = [
+    ['another dependency digest', (entry) => (entry.digests[dependency] = `sha256:${'0'.repeat(64)}`), new RegExp(`${dependency} is sha256:\\w+ in it, sha256:0{64} in the index; refused`)],
+    ['a modulepath without the dependency', (entry) => {
+      entry.modulepath = ['foo/tags/1.4.0']
+      entry.digests = {'foo/tags/1.4.0': entry.digest}
+    }, /its modulepath is foo\/tags\/1\.4\.0, dist\/tags\/2\.0\.1, the index says foo\/tags\/1\.4\.0; refused/],
+    ['another dependency tag', (entry) => {
+      entry.modulepath = ['foo/tags/1.4.0', 'dist/tags/2.0.0']
+      entry.digests = {'foo/tags/1.4.0': entry.digest, 'dist/tags/2.0.0': entry.digests[dependency]}
+    }, /its modulepath is foo\/tags\/1\.4\.0, dist\/tags\/2\.0\.1, the index says foo\/tags\/1\.4\.0, dist\/tags\/2\.0\.0; refused/],
+  ]
+  for (const [name, change, message] of cases) {
+    const s = await scenario(t)
+    t.deepEqual(s.index.apps.foo.tags['1.4.0'].modulepath, ['foo/tags/1.4.0', dependency])
+    change(s.index.apps.foo.tags['1.4.0'])
+    await s.signIndex(s.index)
+    const server = await serve(t, s, () => false)
+    await refusedBounded(t, s, server.url, 65, message)
+    t.deepEqual(await readdir(s.modules), ['.localpuppet'], `${name}: nothing installed`)
+  }
 })
