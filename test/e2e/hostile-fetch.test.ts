@@ -2,6 +2,7 @@
 // hostile index. Every case ends by itself with the README's exit code (bounded: a watchdog
 // kills the process, and the test fails, if it does not end within a minute), says one line,
 // and leaves nothing in the module directory.
+import {existsSync} from 'node:fs'
 import {cp, mkdir, readFile, readdir, writeFile} from 'node:fs/promises'
 import {join} from 'node:path'
 
@@ -213,7 +214,7 @@ test('a signed index with 10,000 tags is read in bounded time; a range still pic
   t.regex(String(result.stderr), /foo\/tags\/9\.9\.9 is not in the repository .*; it has 1\.4\.0, 1\.3\.0, 0\.99\.99, 0\.99\.98, 0\.99\.97, \.\.\.$/m)
 })
 
-test('a signed index with hostile entries is refused (65) naming the entry: .., absolute, names over 255 bytes, sizes of terabytes', async (t) => {
+test('a signed index with hostile entries is refused (65) naming the entry: .., absolute, names over 255 bytes (ASCII or not), sizes of terabytes', async (t) => {
   const cases: Array<[string, (index: any) => void, RegExp]> = [
     ['..', (index) => (index.apps.foo.tags['1.4.0'].archive = 'archives/../../../etc/shadow'), /archive path .* is absolute, has '\.\.' or is invalid/],
     ['absolute', (index) => (index.apps.foo.tags['1.4.0'].archive = '/etc/shadow'), /archive path .* is absolute, has '\.\.' or is invalid/],
@@ -223,6 +224,8 @@ test('a signed index with hostile entries is refused (65) naming the entry: .., 
     ['a terabyte', (index) => (index.apps.foo.tags['1.4.0'].size = 2 ** 40), /tag "foo\/tags\/1\.4\.0": invalid size 1099511627776/],
     ['1e300 bytes', (index) => (index.apps.foo.tags['1.4.0'].size = 1e300), /tag "foo\/tags\/1\.4\.0": invalid size 1e\+300/],
     ['a negative size', (index) => (index.apps.foo.tags['1.4.0'].size = -1), /invalid size -1/],
+    // 200 UTF-16 code units, 400 bytes: a name no file system takes.
+    ['a non-ASCII archive name over 255 bytes', (index) => (index.apps.foo.tags['1.4.0'].archive = `archives/foo/${'é'.repeat(200)}.tar.gz`), /archive path .* is absolute, has '\.\.' or is invalid/],
   ]
   for (const [name, change, message] of cases) {
     const s = await scenario(t)
@@ -231,6 +234,7 @@ test('a signed index with hostile entries is refused (65) naming the entry: .., 
     const server = await serve(t, s, () => false)
     await refusedBounded(t, s, server.url, 65, message)
     t.deepEqual(server.requests.filter(isArchive), [], `${name}: nothing downloaded`)
+    t.false(existsSync(join(s.modules, '.localpuppet', 'repositories.json')), `${name}: the index was never accepted`)
   }
 })
 
