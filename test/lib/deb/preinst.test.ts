@@ -25,7 +25,7 @@ async function setup(t: Parameters<typeof tempDir>[0], installed: Tree | null, c
   }
 
   const script = join(dir, 'preinst')
-  await writeFile(script, preinstScript({package: 'localpuppet-web-1.0.0', release, digest: treeDigest(files, dirs), releaseDir: join(modules, release), recordFile, files, dirs}))
+  await writeFile(script, preinstScript({package: 'localpuppet-web-1.0.0', release, digest: treeDigest(files, dirs), moduleDir: modules, releaseDir: join(modules, release), recordFile, files, dirs}))
   await chmod(script, 0o755)
   const run = (action = 'install') => execa(script, [action], {reject: false})
   return {modules, release, run}
