@@ -70,7 +70,7 @@ export const FETCH_EXIT_CODES: ExitCodeRow[] = [
   {code: 66, meaning: 'the tag, range or channel is not in the repository; a source without a scheme that reads as a host and is no directory here'},
   {code: 69, meaning: 'the repository cannot be reached (after retries: connection refused or reset, timed out, too slow, HTTP 5xx or 429, a redirect loop, plain HTTP on an https:// port), or lacks a file its index names'},
   {code: 73, meaning: 'a tag is installed with other content, or another install is running'},
-  {code: 77, meaning: 'the module dir, its .localpuppet (or the record of accepted index versions in it) or the <app>/tags (or <app>) it writes into, or an unsigned directory repository (or its index), is owned by another user or writable by others (--allow-untrusted)'},
+  {code: 77, meaning: 'the module dir, its .localpuppet (or the record of accepted index versions in it) or the <app>/tags (or <app>) it writes into, or an unsigned directory repository (or its index), is owned by another user or writable by others (--allow-untrusted); a trusted key (or its directory) is (no override)'},
 ]
 
 /** Renders a table of exit codes as aligned plain text, for --help and the README. */
