@@ -75,6 +75,9 @@ test('promote moves a channel to a published tag under a new index version, and 
   const same = await promoteChannel({repo, release: 'foo/tags/1.1.0', channel: 'stable'})
   t.like(same, {moved: false, version: 4})
   t.deepEqual(JSON.parse(await readFile(join(repo, 'index.json'), 'utf8')).apps.foo.channels, {stable: '1.1.0'})
+  // A repository made before ids gets one from its first promote, and keeps it.
+  t.regex(first.repository, /^[0-9a-f]{32}$/)
+  t.deepEqual([second.repository, same.repository, JSON.parse(await readFile(join(repo, 'index.json'), 'utf8')).repository], [first.repository, first.repository, first.repository])
 })
 
 test('promote refuses a tag that is not published (66), a range (64) and a bad channel name (64), changing nothing', async (t) => {
