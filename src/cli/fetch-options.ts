@@ -9,12 +9,13 @@ export interface FetchFlagValues {
   trust?: string[]
   insecure: boolean
   'allow-untrusted'?: boolean
+  'accept-repository'?: string
 }
 
 /** fetch: the configured source (flag, env, config file), with download progress on a terminal only. */
 export async function fetchFromSource(refs: string[], flags: FetchFlagValues, options: {timeoutSeconds?: number; progress: boolean}): Promise<FetchResult> {
   const {fetchConfigured} = await import('../lib/source/fetch.js')
-  const fetch: ConfiguredFetch = {moduleDir: flags['module-dir'], source: flags.source, trust: flags.trust, insecure: flags.insecure, allowUntrusted: flags['allow-untrusted']}
+  const fetch: ConfiguredFetch = {moduleDir: flags['module-dir'], source: flags.source, trust: flags.trust, insecure: flags.insecure, allowUntrusted: flags['allow-untrusted'], acceptRepository: flags['accept-repository']}
   const printer = downloadProgress(options.progress)
   try {
     return await fetchConfigured(refs, fetch, {timeoutSeconds: options.timeoutSeconds, onProgress: printer ? (p) => printer.update(p) : undefined})

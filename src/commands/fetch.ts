@@ -30,6 +30,10 @@ export default class Fetch extends BaseCommand {
     ...moduleDirFlags,
     ...sourceFlags,
     ...trustFlags,
+    'accept-repository': Flags.string({
+      description: 'accept the repository with this id at the source in place of the one this node pinned (a repository re-created on purpose; its versions start afresh): the id is the repository field of its index.json',
+      helpValue: 'ID',
+    }),
     timeout: Flags.integer({description: 'give up on a request that is silent this long (connect, headers, body), or whose body brings less than 16 KiB/s over that long, in seconds; retried', min: 1, default: 30, helpValue: 'SECONDS'}),
   }
 

@@ -73,7 +73,7 @@ export default class Promote extends BaseCommand {
           ? `${result.app}/channels/${result.channel}: ${result.previous ? `${result.previous} -> ` : ''}${result.tag}`
           : `${result.app}/channels/${result.channel} already names ${result.tag}`,
       )
-      this.log(`index version ${result.version}, expires ${result.expires}${result.signedBy ? `, signed by ${result.signedBy}` : ''}`)
+      this.log(`repository ${result.repository}, index version ${result.version}, expires ${result.expires}${result.signedBy ? `, signed by ${result.signedBy}` : ''}`)
     }
 
     return {promoted: true, ...result, ...(health ? {health} : {})}

@@ -56,7 +56,7 @@ export default class Publish extends BaseCommand {
     if (!this.jsonEnabled()) {
       for (const r of result.releases) this.log(r.status === 'added' ? `published ${r.release} as ${r.archive}` : `unchanged ${r.release} (already published with the same content)`)
       for (const n of result.nodes) this.log(`${n.status === 'unchanged' ? 'unchanged' : n.status === 'added' ? 'published' : 'updated'} input of node ${n.node} (app ${n.app})`)
-      this.log(`index version ${result.version}, expires ${result.expires}${result.signedBy ? `, signed by ${result.signedBy}` : ''}`)
+      this.log(`repository ${result.repository}, index version ${result.version}, expires ${result.expires}${result.signedBy ? `, signed by ${result.signedBy}` : ''}`)
     }
 
     return result

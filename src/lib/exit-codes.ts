@@ -29,14 +29,14 @@ export const APPLY_EXIT_CODES: ExitCodeRow[] = [
   {code: 1, meaning: 'Puppet reported failures, or the catalog did not compile'},
   {code: '0/2/4/6/1', meaning: "with --detailed-exitcodes: 2 changes, 4 failures, 6 both"},
   {code: 64, meaning: 'usage error (unknown command or flag, bad flag value)'},
-  {code: 65, meaning: 'invalid input or release (YAML, schema, mutable, path); --fetch: bad signature or digest, a replayed (older) or expired repository index, a node input that does not match the index'},
+  {code: 65, meaning: "invalid input or release (YAML, schema, mutable, path); --fetch: bad signature or digest, a replayed (older), expired or substituted (another repository's) repository index, a node input that does not match the index"},
   {code: 66, meaning: 'input, module dir or release not found; no tag fits range; a channel the repository (without --fetch: this node) does not know; no input for this node in the repository (input_from: repository)'},
   {code: 69, meaning: "puppet is not available; --fetch: the release repository cannot be reached and the input's release is not installed"},
   {code: 70, meaning: 'internal error: a bug; please report it with the trace'},
   {code: 73, meaning: 'another run holds the lock (recorded as busy), or Puppet is disabled'},
   {code: 74, meaning: 'an I/O error: the state directory (or another file) could not be written, e.g. the disk is full; with --save, the input cannot be rewritten'},
   {code: 75, meaning: 'the run timed out (--timeout)'},
-  {code: 77, meaning: 'something it must trust (the input file, state dir, module dir, a release or anything in it, the main manifest, the puppet executable) is owned by another user or writable by others'},
+  {code: 77, meaning: "something it must trust is owned by another user or writable by others: the configuration file, the input file (input_from: repository: its directory), the state dir, a replayed run's directory or record (--replay, rollback), the metrics file's directory, the module dir, a release or anything in it, the main manifest, the puppet executable or its interpreter, a trusted key; --fetch: what fetch's 77 names"},
   {code: '130/143', meaning: 'interrupted by SIGINT/SIGTERM (SIGHUP 129); puppet stopped'},
 ]
 
@@ -66,11 +66,11 @@ export const INSTALL_EXIT_CODES: ExitCodeRow[] = [
 export const FETCH_EXIT_CODES: ExitCodeRow[] = [
   {code: 0, meaning: 'fetched, or already present'},
   {code: 64, meaning: 'usage error; no source configured; plain http with no trusted key and no --insecure; trunk or a branch'},
-  {code: 65, meaning: 'bad signature or digest, hostile index or archive, a redirect from https to http; an index older than one already accepted from the repository (a replay), or expired; the record of accepted versions is damaged'},
+  {code: 65, meaning: 'bad signature or digest, hostile index or archive, a redirect from https to http; an index older than one already accepted from the repository (a replay), or expired; an index of another repository than the one accepted from the source (or without an id once one is), or not the one --accept-repository names; the record of accepted versions is damaged'},
   {code: 66, meaning: 'the tag, range or channel is not in the repository; a source without a scheme that reads as a host and is no directory here'},
-  {code: 69, meaning: 'the repository cannot be reached (after retries), or lacks a file its index names'},
+  {code: 69, meaning: 'the repository cannot be reached (after retries: connection refused or reset, timed out, too slow, HTTP 5xx or 429, a redirect loop, plain HTTP on an https:// port), or lacks a file its index names'},
   {code: 73, meaning: 'a tag is installed with other content, or another install is running'},
-  {code: 77, meaning: 'the module dir, its .localpuppet (or the record of accepted index versions in it) or the <app>/tags (or <app>) it writes into, or an unsigned directory repository (or its index), is owned by another user or writable by others (--allow-untrusted)'},
+  {code: 77, meaning: 'the module dir, its .localpuppet (or the record of accepted index versions in it) or the <app>/tags (or <app>) it writes into, or an unsigned directory repository (or its index), is owned by another user or writable by others (--allow-untrusted); a trusted key (or its directory) is (no override)'},
 ]
 
 /** Renders a table of exit codes as aligned plain text, for --help and the README. */

@@ -1,5 +1,5 @@
 import {existsSync} from 'node:fs'
-import {appendFile, chmod, mkdir, readFile, writeFile} from 'node:fs/promises'
+import {appendFile, chmod, chown, mkdir, readFile, readdir, rm, symlink, writeFile} from 'node:fs/promises'
 import {join} from 'node:path'
 
 import test, {type ExecutionContext} from 'ava'
@@ -9,6 +9,7 @@ import {cli, isolatePuppet} from '../helpers/cli.js'
 import {dpkg, knownPackages, localAptRepository, purgeAfter, uniqueApps} from '../helpers/dpkg.js'
 import {type Tree, tempDir, writeTree} from '../helpers/temp.js'
 import {testNeeding} from '../helpers/packages.js'
+import {asHostile, hostileUid} from '../helpers/hostile-user.js'
 
 const aptRepositoryTest = await testNeeding(['apt-utils'], test.serial)
 
@@ -239,4 +240,128 @@ test('pack --format deb: flags that belong to archives are usage errors, and the
   const again = await cli(['pack', 'foo@^1', '--format', 'deb', '--module-dir', demo, '-o', join(dir, 'x')])
   t.is(again.exitCode, 66, 'a missing output directory')
   t.regex(again.stderr, /output directory .*\/x: not found/)
+})
+
+// Issue 26: odd but valid tag names, through pack, dpkg and apt's range resolution; names that could only map by folding two tags into one are refused at pack.
+aptRepositoryTest('odd but valid tags (1.0-, v2.0.0-rc.1, 1..2, 1.0.0+build.5) go through dpkg and apt one-to-one; 1.0_beta and V1.0 are refused at pack (65), nothing written', async (t) => {
+  const odd = ['1.0-', 'v2.0.0-rc.1', '1..2', '1.0.0+build.5']
+  const {dir, web, base, source, modules, packs} = await packed(t, {tags: odd})
+  t.deepEqual(packs.map((p: any) => [p.packages[0].package, p.packages[0].version]), [
+    [`localpuppet-${web}-1.0-`, '0'],
+    [`localpuppet-${web}-v2.0.0-rc.1`, '2.0.0-rc.1'],
+    [`localpuppet-${web}-1..2`, '1..2'],
+    [`localpuppet-${web}-1.0.0+build.5`, '1.0.0+build.5'],
+  ])
+  const repo = await localAptRepository(dir, [...packs.map((p: any) => p.packages[0].file), packs[0].packages[1].file])
+  t.is((await repo.update()).exitCode, 0)
+  await mkdir(modules, {recursive: true})
+  const fetch = async (ref: string) => {
+    const result = await cli(['fetch', ref, '--source', 'apt', '--module-dir', modules, '--json'], {env: repo.env})
+    t.is(result.exitCode, 0, `${ref}: ${result.stderr}`)
+    return JSON.parse(result.stdout).releases[0].release
+  }
+
+  // Ranges pick among the tags that are versions; the others are reached by name only.
+  t.is(await fetch(`${web}@^2.0.0-rc.0`), `${web}/tags/v2.0.0-rc.1`)
+  t.is(await fetch(`${web}@^1`), `${web}/tags/1.0.0+build.5`)
+  t.is(await fetch(`${web}/tags/1.0-`), `${web}/tags/1.0-`)
+  t.is(await fetch(`${web}/tags/1..2`), `${web}/tags/1..2`)
+  const missing = await cli(['fetch', `${web}@^3`, '--source', 'apt', '--module-dir', modules], {env: repo.env})
+  t.is(missing.exitCode, 66)
+  t.regex(missing.stderr, /apt has v2\.0\.0-rc\.1, 1\.0\.0\+build\.5, 1\.\.2, 1\.0-$/m)
+  t.deepEqual((await knownPackages([web])).sort(), odd.map((tag) => `localpuppet-${web}-${tag}`).sort())
+  const verified = await cli(['verify', '--module-dir', modules])
+  t.is(verified.exitCode, 0, verified.stderr)
+  for (const tag of odd) t.regex(verified.stdout, new RegExp(`^ok +${web}/tags/${tag.replaceAll('.', '\\.').replaceAll('+', '\\+')}$`, 'm'))
+
+  for (const [tag, why] of [['1.0_beta', /tag "1\.0_beta" must start with a digit \(or v and a digit\) and hold only \[a-z0-9\.\+-\]/], ['V1.0', /tag "V1\.0" has upper-case letters/]] as const) {
+    await writeTree(source, {[`${web}/tags/${tag}/${web}/manifests/init.pp`]: `class ${web} {}\n`})
+    const out = join(dir, `refused-${tag}`)
+    await mkdir(out)
+    const refused = await cli(['pack', `${web}/tags/${tag}`, '--format', 'deb', '--module-dir', source, '-o', out, '--node-module-dir', modules])
+    t.is(refused.exitCode, 65, refused.stderr)
+    t.regex(refused.stderr, new RegExp(`^localpuppet: ${web}/tags/${tag}: cannot be named as a Debian package without ambiguity: ${why.source}`))
+    t.deepEqual(await readdir(out), [], 'nothing written')
+  }
+
+  const purged = await dpkg(['purge', '-y', '-q', ...odd.map((tag) => `localpuppet-${web}-${tag}`), `localpuppet-${base}-2.0.1`], 'apt-get', repo.env)
+  t.is(purged.exitCode, 0, purged.stderr)
+  t.false(existsSync(join(modules, web)))
+})
+
+const hostile = hostileUid()
+const asRootSerial = hostile === null ? test.skip : test.serial
+
+/** Every file under `dir`, with its content: to show dpkg wrote nothing there. */
+async function contents(dir: string): Promise<Record<string, string>> {
+  const out: Record<string, string> = {}
+  for (const entry of await readdir(dir, {recursive: true, withFileTypes: true})) {
+    if (entry.isFile()) out[join(entry.parentPath, entry.name)] = await readFile(join(entry.parentPath, entry.name), 'utf8')
+  }
+
+  return out
+}
+
+// Issue 26: the preinst when the tag is already there as a link, or in a directory another user owns or can write, on install and on upgrade (a reinstall).
+asRootSerial('the preinst refuses a tag that is a symbolic link, or a directory (or <app>/tags) another user owns, on install and on upgrade: nothing written where a link leads', async (t) => {
+  const {dir, web, source, modules, packs} = await packed(t)
+  await chmod(dir, 0o755)
+  const [app, dependency] = packs[0].packages
+  t.is((await dpkg(['-i', dependency.file])).exitCode, 0)
+  const tags = join(modules, web, 'tags')
+  const tag = join(tags, '1.4.0')
+  const archive = join(dir, 'web.tar.gz')
+  t.is((await cli(['pack', `${web}/tags/1.4.0`, '--module-dir', source, '-o', archive])).exitCode, 0)
+  const refusedWith = async (message: RegExp) => {
+    const result = await dpkg(['-i', app.file])
+    t.not(result.exitCode, 0, 'refused')
+    t.regex(result.stderr, new RegExp(`^localpuppet-${web}-1\\.4\\.0: ${web}/tags/1\\.4\\.0: ${message.source}`, 'm'))
+  }
+
+  // Install: the tag installed by localpuppet (record and all), then its directory given to another user.
+  t.is((await cli(['install', archive, '--module-dir', modules])).exitCode, 0)
+  await execa('chown', ['-R', String(hostile), tag])
+  await refusedWith(new RegExp(`${tag} is owned by uid ${hostile}, not root`))
+  t.deepEqual(await knownPackages([web]), [])
+
+  // Install: the tag a link to a copy of itself elsewhere (the record still says the same digest).
+  await execa('chown', ['-R', 'root', tag])
+  const elsewhere = join(dir, 'elsewhere')
+  await execa('mv', [tag, elsewhere])
+  await symlink(elsewhere, tag)
+  const before = await contents(elsewhere)
+  await refusedWith(new RegExp(`${tag} is a symbolic link: dpkg would write where it leads`))
+  t.deepEqual(await contents(elsewhere), before)
+  await rm(tag)
+  await execa('mv', [elsewhere, tag])
+
+  // Now dpkg's own: upgrade (a reinstall of the same package) meets the same link.
+  const taken = await dpkg(['-i', app.file])
+  t.is(taken.exitCode, 0, taken.stderr)
+  await execa('mv', [tag, elsewhere])
+  await symlink(elsewhere, tag)
+  await execa('chmod', ['-R', 'u+w', elsewhere])
+  await rm(join(elsewhere, web, 'manifests', 'init.pp'))
+  const emptied = await contents(elsewhere)
+  await refusedWith(new RegExp(`${tag} is a symbolic link: dpkg would write where it leads`))
+  t.deepEqual(await contents(elsewhere), emptied, 'nothing written through the link')
+  await rm(tag)
+  await execa('mv', [elsewhere, tag])
+  await writeFile(join(tag, web, 'manifests', 'init.pp'), await readFile(join(source, web, 'tags', '1.4.0', web, 'manifests', 'init.pp')))
+
+  // Upgrade: the tag's directory another user's, who adds a file to it.
+  await execa('chown', ['-R', String(hostile), tag])
+  asHostile(`chmod u+w ${tag} && echo 'class evil {}' > ${tag}/evil.pp`)
+  await refusedWith(new RegExp(`${tag} is owned by uid ${hostile}, not root`))
+  await rm(join(tag, 'evil.pp'))
+  await execa('chown', ['-R', 'root', tag])
+
+  // Upgrade: <app>/tags another user's, who swaps the tag for a link to a directory of theirs.
+  await chown(tags, hostile!, hostile!)
+  const theirs = join(dir, 'theirs')
+  await mkdir(theirs, {mode: 0o755})
+  await chown(theirs, hostile!, hostile!)
+  asHostile(`mv ${tag} ${tags}/.old && ln -s ${theirs}/target ${tag} && mkdir ${theirs}/target`)
+  await refusedWith(new RegExp(`${tags} is owned by uid ${hostile}, not root`))
+  t.deepEqual(await readdir(join(theirs, 'target')), [], 'nothing written where their link leads')
 })

@@ -1,15 +1,14 @@
-import {execFile} from 'node:child_process'
 import {existsSync} from 'node:fs'
 import {createServer as createHttpsServer} from 'node:https'
 import {appendFile, chmod, mkdir, readFile, readdir, writeFile} from 'node:fs/promises'
 import {join} from 'node:path'
-import {promisify} from 'node:util'
 
 import test, {type ExecutionContext} from 'ava'
 
 import {FAKE_PUPPET, cli} from '../helpers/cli.js'
 import {type Handler, copyRepository, demoRepository, keyPair, sendMegabytes, testServer} from '../helpers/repository.js'
 import {tempDir} from '../helpers/temp.js'
+import {selfSignedCertificate} from '../helpers/tls.js'
 
 // One signed repository (foo 1.3.0 and 1.4.0), built once; each test serves a copy it may break.
 let base: {dir: string; repo: string; key: string; pub: string; otherPub: string}
@@ -244,7 +243,7 @@ test('an archive that is not what the index says (another tag behind the right d
   const tags = s.index.apps.foo.tags
   tags['1.4.0'] = {...tags['1.4.0'], archive: tags['1.3.0'].archive, size: tags['1.3.0'].size, sha256: tags['1.3.0'].sha256}
   await s.saveIndex(s.index)
-  await refused(t, s, fetchArgs(s, s.repo), 65, /holds foo\/tags\/1\.3\.0 .*not what the index says for foo\/tags\/1\.4\.0; refused/)
+  await refused(t, s, fetchArgs(s, s.repo), 65, /holds foo\/tags\/1\.3\.0 .*not what the index says for foo\/tags\/1\.4\.0: another release; refused/)
 })
 
 test('source mistakes get one line naming the source and the fix: no scheme (66), https:// against a plain-http port (69)', async (t) => {
@@ -286,10 +285,7 @@ test('HTTP_PROXY is honoured; NO_PROXY bypasses it', async (t) => {
 
 test('https without keys is allowed; a redirect from https to plain http is refused (65)', async (t) => {
   const s = await scenario(t)
-  const dir = await tempDir(t)
-  const key = join(dir, 'key.pem')
-  const cert = join(dir, 'cert.pem')
-  await promisify(execFile)('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-keyout', key, '-out', cert, '-days', '1', '-subj', '/CN=127.0.0.1', '-addext', 'subjectAltName=IP:127.0.0.1'])
+  const {key, cert} = await selfSignedCertificate(await tempDir(t))
   const plain = await serve(t, s.repo)
   let downgrade = false
   const server = createHttpsServer({key: await readFile(key), cert: await readFile(cert)}, async (req, res) => {

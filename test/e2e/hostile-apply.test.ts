@@ -35,9 +35,10 @@ async function setup(t: ExecutionContext) {
 asRoot('apply --save on an input that is a link or a hard link into another user\'s file: refused (77) before Puppet runs, their file unchanged', async (t) => {
   const {dir, theirs, fake, apply} = await setup(t)
   const text = (await readFile(join(DEMO, 'input.yaml'), 'utf8')).replace('foo@^1.4', 'foo/tags/1.3.0')
+  // Their file, written by them.
   const owned = join(theirs, 'node.yaml')
-  await writeFile(owned, text)
-  await chown(owned, uid!, uid!)
+  await writeFile(join(dir, 'text.yaml'), text, {mode: 0o644})
+  asHostile(`cp ${join(dir, 'text.yaml')} ${owned}`)
 
   const symbolic = join(dir, 'symlink.yaml')
   await symlink(owned, symbolic)

@@ -3,13 +3,13 @@
 // link into their files, a huge or endless file and hostile values: each one line with the
 // README's exit code, never a hang, never 70.
 import {execFileSync} from 'node:child_process'
-import {chmod, chown, mkdir, symlink, writeFile} from 'node:fs/promises'
+import {chmod, chown, mkdir, rename, symlink, writeFile} from 'node:fs/promises'
 import {join} from 'node:path'
 
 import test, {type ExecutionContext} from 'ava'
 
 import {cli} from '../helpers/cli.js'
-import {hostileUid} from '../helpers/hostile-user.js'
+import {asHostile, hostileUid} from '../helpers/hostile-user.js'
 import {tempDir} from '../helpers/temp.js'
 
 const uid = hostileUid()
@@ -35,9 +35,9 @@ async function places(t: ExecutionContext) {
 
 asRoot('a configuration that is a link to another user\'s file, or into a directory another user owns, is refused (77) naming it', async (t) => {
   const {dir, theirs} = await places(t)
+  // Their own file, written by them.
   const owned = join(theirs, 'config.yaml')
-  await writeFile(owned, 'puppet: /tmp/evil\n')
-  await chown(owned, uid!, uid!)
+  asHostile(`printf 'puppet: /tmp/evil\\n' > ${owned}`)
   const link = join(dir, 'config.yaml')
   await symlink(owned, link)
   await config(t, link, 77, /configuration('s parent directory)? .* is not trusted: owned by uid \d+/)
@@ -49,14 +49,18 @@ asRoot('a configuration that is a link to another user\'s file, or into a direct
   await symlink(swappable, viaLink)
   await config(t, viaLink, 77, /is not trusted: .*owned by uid \d+/)
   await config(t, swappable, 77, /is not trusted: .*owned by uid \d+/)
+  // What they can do with it: put their own in its place.
+  asHostile(`mv -f ${owned} ${swappable}`)
+  await config(t, swappable, 77, /is not trusted: .*owned by uid \d+/)
 })
 
 asRoot('a configuration file another user owns but cannot write any more (0444) is still theirs (77)', async (t) => {
-  const {dir} = await places(t)
-  const file = join(dir, 'config.yaml')
-  await writeFile(file, 'puppet: /tmp/evil\n', {mode: 0o444})
-  await chown(file, uid!, uid!)
-  await config(t, file, 77, /owned by uid \d+, not root/)
+  const {dir, theirs} = await places(t)
+  const file = join(theirs, 'config.yaml')
+  asHostile(`printf 'puppet: /tmp/evil\\n' > ${file} && chmod 0444 ${file}`)
+  // Moved by root into a directory of root's: the file is still theirs (they may chmod it back at any time).
+  await rename(file, join(dir, 'config.yaml'))
+  await config(t, join(dir, 'config.yaml'), 77, /owned by uid \d+, not root/)
 })
 
 test('a huge configuration, /dev/zero, a FIFO with no writer, a directory: refused at once (65)', async (t) => {

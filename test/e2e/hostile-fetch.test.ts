@@ -2,15 +2,19 @@
 // hostile index. Every case ends by itself with the README's exit code (bounded: a watchdog
 // kills the process, and the test fails, if it does not end within a minute), says one line,
 // and leaves nothing in the module directory.
-import {mkdir, readFile, readdir, writeFile} from 'node:fs/promises'
+import {existsSync} from 'node:fs'
+import {createServer as createHttpsServer} from 'node:https'
+import {cp, mkdir, readFile, readdir, writeFile} from 'node:fs/promises'
 import {join} from 'node:path'
+import {fileURLToPath} from 'node:url'
 
 import test, {type ExecutionContext} from 'ava'
 
-import {startCli} from '../helpers/cli.js'
+import {FAKE_PUPPET, cli, startCli} from '../helpers/cli.js'
 import {copyRepository, sharedDemoRepository} from '../helpers/repository.js'
-import {type HostileAnswer, drip, head, hostileServer} from '../helpers/hostile-server.js'
+import {type HostileAnswer, drip, head, hostileServer, pour} from '../helpers/hostile-server.js'
 import {tempDir} from '../helpers/temp.js'
+import {selfSignedCertificate} from '../helpers/tls.js'
 import {loadSigningKey, signIndex} from '../../src/lib/archive/signature.js'
 
 let base: Awaited<ReturnType<typeof sharedDemoRepository>>
@@ -56,13 +60,22 @@ async function leftovers(modules: string): Promise<string[]> {
 /** A bound on a fetch that must end by itself: killed, and failed, past this. */
 const WATCHDOG_MS = 60_000
 
-async function fetchBounded(t: ExecutionContext, s: Scenario, source: string, ...extra: string[]) {
-  const child = startCli(['fetch', 'foo@^1.4', '--source', source, '--module-dir', s.modules, '--trust', base.pub, ...extra])
+const MAX_RSS_PROBE = fileURLToPath(new URL('../helpers/max-rss-probe.mjs', import.meta.url))
+
+/** The CLI, killed (and the test failed) past the watchdog; with its peak resident memory in MiB. */
+async function runBounded(t: ExecutionContext, args: string[], env: Record<string, string> = {}) {
+  const rss = join(await tempDir(t), 'max-rss')
+  const child = startCli(args, {env: {...env, LOCALPUPPET_TEST_MAXRSS_FILE: rss}, nodeArgs: ['--import', MAX_RSS_PROBE]})
   const watchdog = setTimeout(() => child.kill('SIGKILL'), WATCHDOG_MS)
   const result = await child
   clearTimeout(watchdog)
   t.falsy(result.signal, `ended by itself within ${WATCHDOG_MS / 1000} s`)
-  return {exitCode: result.exitCode ?? -1, stderr: String(result.stderr), stdout: String(result.stdout)}
+  const maxRssMb = Number(await readFile(rss, 'utf8')) / 1024
+  return {exitCode: result.exitCode ?? -1, stderr: String(result.stderr), stdout: String(result.stdout), maxRssMb}
+}
+
+async function fetchBounded(t: ExecutionContext, s: Scenario, source: string, ...extra: string[]) {
+  return runBounded(t, ['fetch', 'foo@^1.4', '--source', source, '--module-dir', s.modules, '--trust', base.pub, ...extra])
 }
 
 async function refusedBounded(t: ExecutionContext, s: Scenario, source: string, exitCode: number, message: RegExp, ...extra: string[]) {
@@ -150,18 +163,11 @@ test('Content-Length lies: shorter than the archive is truncated (65); longer, w
 
 test('Content-Length of terabytes, an archive larger than the index says: refused at once (65), never downloaded', async (t) => {
   const s = await scenario(t)
-  let sent = 0
-  const server = await serve(t, s, (path, body, socket) => {
+  const server = await serve(t, s, (path, _body, socket) => {
     if (!isArchive(path)) return false
     socket.write(head(200, {'content-length': 2 ** 40}))
     // Endless: what a lying server would send until cut off.
-    const chunk = Buffer.alloc(64 * 1024, 1)
-    const pump = () => {
-      while (!socket.destroyed && socket.write(chunk)) sent += chunk.length
-      if (!socket.destroyed) socket.once('drain', pump)
-    }
-
-    pump()
+    pour(socket)
     return true
   })
   await refusedBounded(t, s, server.url, 65, /foo-1\.4\.0\.tar\.gz: (Content-Length 1099511627776 is )?longer than the \d+ bytes the index says; refused/)
@@ -213,7 +219,7 @@ test('a signed index with 10,000 tags is read in bounded time; a range still pic
   t.regex(String(result.stderr), /foo\/tags\/9\.9\.9 is not in the repository .*; it has 1\.4\.0, 1\.3\.0, 0\.99\.99, 0\.99\.98, 0\.99\.97, \.\.\.$/m)
 })
 
-test('a signed index with hostile entries is refused (65) naming the entry: .., absolute, names over 255 bytes, sizes of terabytes', async (t) => {
+test('a signed index with hostile entries is refused (65) naming the entry: .., absolute, names over 255 bytes (ASCII or not), sizes of terabytes', async (t) => {
   const cases: Array<[string, (index: any) => void, RegExp]> = [
     ['..', (index) => (index.apps.foo.tags['1.4.0'].archive = 'archives/../../../etc/shadow'), /archive path .* is absolute, has '\.\.' or is invalid/],
     ['absolute', (index) => (index.apps.foo.tags['1.4.0'].archive = '/etc/shadow'), /archive path .* is absolute, has '\.\.' or is invalid/],
@@ -223,6 +229,8 @@ test('a signed index with hostile entries is refused (65) naming the entry: .., 
     ['a terabyte', (index) => (index.apps.foo.tags['1.4.0'].size = 2 ** 40), /tag "foo\/tags\/1\.4\.0": invalid size 1099511627776/],
     ['1e300 bytes', (index) => (index.apps.foo.tags['1.4.0'].size = 1e300), /tag "foo\/tags\/1\.4\.0": invalid size 1e\+300/],
     ['a negative size', (index) => (index.apps.foo.tags['1.4.0'].size = -1), /invalid size -1/],
+    // 200 UTF-16 code units, 400 bytes: a name no file system takes.
+    ['a non-ASCII archive name over 255 bytes', (index) => (index.apps.foo.tags['1.4.0'].archive = `archives/foo/${'é'.repeat(200)}.tar.gz`), /archive path .* is absolute, has '\.\.' or is invalid/],
   ]
   for (const [name, change, message] of cases) {
     const s = await scenario(t)
@@ -231,6 +239,7 @@ test('a signed index with hostile entries is refused (65) naming the entry: .., 
     const server = await serve(t, s, () => false)
     await refusedBounded(t, s, server.url, 65, message)
     t.deepEqual(server.requests.filter(isArchive), [], `${name}: nothing downloaded`)
+    t.false(existsSync(join(s.modules, '.localpuppet', 'repositories.json')), `${name}: the index was never accepted`)
   }
 })
 
@@ -252,5 +261,151 @@ test('an archive whose release.json disagrees with a signed index is refused (65
   tags['1.4.0'] = {...tags['1.4.0'], archive: tags['1.3.0'].archive, size: tags['1.3.0'].size, sha256: tags['1.3.0'].sha256}
   await s.signIndex(s.index)
   const server = await serve(t, s, () => false)
-  await refusedBounded(t, s, server.url, 65, /holds foo\/tags\/1\.3\.0 .*not what the index says for foo\/tags\/1\.4\.0; refused/)
+  await refusedBounded(t, s, server.url, 65, /holds foo\/tags\/1\.3\.0 .*not what the index says for foo\/tags\/1\.4\.0: another release; refused/)
+})
+
+test('another repository signed with the same key (staging over production) is refused (65) naming both ids; the genuine one still fetches', async (t) => {
+  const dir = await tempDir(t)
+  const modules = join(dir, 'modules')
+  await mkdir(modules)
+  const publish = async (repo: string, ...archives: string[]) => {
+    const published = await cli(['publish', ...archives, '--repo', repo, '--sign', base.key, '--json'])
+    t.is(published.exitCode, 0, published.stderr)
+    return JSON.parse(published.stdout)
+  }
+
+  // A (production): foo 1.4.0 at version 1. B (staging, same key): foo 1.3.0, re-signed to version 4.
+  const a = join(dir, 'production')
+  const b = join(dir, 'staging')
+  const first = await publish(a, join(base.dir, 'foo-1.4.0.tar.gz'))
+  await publish(b, join(base.dir, 'foo-1.3.0.tar.gz'))
+  for (let i = 0; i < 3; i++) await publish(b)
+  const staging = JSON.parse(await readFile(join(b, 'index.json'), 'utf8'))
+  t.is(staging.version, 4)
+
+  const fetch = () => cli(['fetch', 'foo@^1.3', '--source', a, '--module-dir', modules, '--trust', base.pub, '--json'])
+  const genuine = await fetch()
+  t.is(genuine.exitCode, 0, genuine.stderr)
+  t.like(JSON.parse(genuine.stdout), {releases: [{release: 'foo/tags/1.4.0', status: 'installed'}], indexVersion: 1})
+
+  // The mirror of A now serves B's index, signature and archives.
+  const genuineIndex = await readFile(join(a, 'index.json'))
+  const genuineSig = await readFile(join(a, 'index.json.sig'))
+  await cp(b, a, {recursive: true, force: true})
+  const substituted = await cli(['fetch', 'foo@^1.3', '--source', a, '--module-dir', modules, '--trust', base.pub])
+  t.is(substituted.exitCode, 65, substituted.stderr)
+  t.is(substituted.stderr.trimEnd().split('\n').filter((line) => !line.startsWith('  ')).length, 1, substituted.stderr)
+  t.regex(substituted.stderr, new RegExp(`^localpuppet: index of ${a} is of repository ${staging.repository}, not ${first.repository}, which this node accepted from it: .*--accept-repository ${staging.repository}`))
+  t.deepEqual(await readdir(join(modules, 'foo', 'tags')), ['1.4.0'], 'nothing of B installed')
+
+  // The genuine index again: accepted (B's version 4 was never remembered).
+  await writeFile(join(a, 'index.json.sig'), genuineSig)
+  await writeFile(join(a, 'index.json'), genuineIndex)
+  const again = await fetch()
+  t.is(again.exitCode, 0, again.stderr)
+  t.like(JSON.parse(again.stdout), {releases: [{release: 'foo/tags/1.4.0', status: 'already present'}], indexVersion: 1})
+  t.regex(String(first.repository), /^[0-9a-f]{32}$/)
+  t.not(staging.repository, first.repository, 'each repository has its own identity')
+})
+
+test('an archive whose release.json has the release the index says but another dependency digest, or another modulepath, is refused (65), nothing installed', async (t) => {
+  const dependency = 'dist/tags/2.0.1'
+  const cases: Array<[string, (entry: any) => void, RegExp]> = [
+    ['another dependency digest', (entry) => (entry.digests[dependency] = `sha256:${'0'.repeat(64)}`), new RegExp(`${dependency} is sha256:\\w+ in it, sha256:0{64} in the index; refused`)],
+    ['a modulepath without the dependency', (entry) => {
+      entry.modulepath = ['foo/tags/1.4.0']
+      entry.digests = {'foo/tags/1.4.0': entry.digest}
+    }, /its modulepath is foo\/tags\/1\.4\.0, dist\/tags\/2\.0\.1, the index says foo\/tags\/1\.4\.0; refused/],
+    ['another dependency tag', (entry) => {
+      entry.modulepath = ['foo/tags/1.4.0', 'dist/tags/2.0.0']
+      entry.digests = {'foo/tags/1.4.0': entry.digest, 'dist/tags/2.0.0': entry.digests[dependency]}
+    }, /its modulepath is foo\/tags\/1\.4\.0, dist\/tags\/2\.0\.1, the index says foo\/tags\/1\.4\.0, dist\/tags\/2\.0\.0; refused/],
+  ]
+  for (const [name, change, message] of cases) {
+    const s = await scenario(t)
+    t.deepEqual(s.index.apps.foo.tags['1.4.0'].modulepath, ['foo/tags/1.4.0', dependency])
+    change(s.index.apps.foo.tags['1.4.0'])
+    await s.signIndex(s.index)
+    const server = await serve(t, s, () => false)
+    await refusedBounded(t, s, server.url, 65, message)
+    t.deepEqual(await readdir(s.modules), ['.localpuppet'], `${name}: nothing installed`)
+  }
+})
+
+/**
+ * What a fetch (or apply --fetch) may hold in memory against a hostile server, whatever it
+ * sends: Node and the CLI (about 100 MiB here at peak), and an index of at most 16 MiB read
+ * whole (117 MiB measured for the endless index). An endless body buffered would pass it
+ * within a second; a larger cap on the index, or a body kept twice, would too.
+ */
+const PEAK_MIB = 160
+
+test('endless bodies with trusted keys: an index is cut at 16 MiB (65), an archive at the size the index says (65), each in bounded memory, nothing kept', async (t) => {
+  const s = await scenario(t)
+  const index = await serve(t, s, (path, _body, socket) => {
+    if (path !== '/index.json') return false
+    socket.write(head(200))
+    pour(socket, Buffer.alloc(64 * 1024, 0x20))
+    return true
+  })
+  const cutIndex = await refusedBounded(t, s, index.url, 65, /index\.json: larger than 16777216 bytes; refused/)
+  t.true(cutIndex.maxRssMb < PEAK_MIB, `peak ${cutIndex.maxRssMb} MiB`)
+  t.false(existsSync(join(s.modules, '.localpuppet', 'repositories.json')), 'nothing accepted')
+
+  const archive = await serve(t, s, (path, _body, socket) => {
+    if (!isArchive(path)) return false
+    socket.write(head(200))
+    pour(socket)
+    return true
+  })
+  const cutArchive = await refusedBounded(t, s, archive.url, 65, /foo-1\.4\.0\.tar\.gz: longer than the \d+ bytes the index says; refused/)
+  t.true(cutArchive.maxRssMb < PEAK_MIB, `peak ${cutArchive.maxRssMb} MiB`)
+  t.is(archive.requests.filter(isArchive).length, 1, 'not retried: a lie is no network fault')
+})
+
+test("an endless node input with trusted keys is cut at 1 MiB (65): nothing kept, puppet not started", async (t) => {
+  const s = await scenario(t)
+  const dir = await tempDir(t)
+  await writeFile(join(dir, 'web1.yaml'), 'app: foo/tags/1.4.0\nclasses: [foo]\n')
+  const published = await cli(['publish', '--node', 'web1', '--input', join(dir, 'web1.yaml'), '--repo', s.repo, '--sign', base.key])
+  t.is(published.exitCode, 0, published.stderr)
+  const server = await serve(t, s, (path, _body, socket) => {
+    if (!path.startsWith('/inputs/')) return false
+    socket.write(head(200))
+    pour(socket, Buffer.alloc(64 * 1024, 0x23))
+    return true
+  })
+  const input = join(dir, 'etc', 'input.yaml')
+  const fake = join(dir, 'fake')
+  await mkdir(fake)
+  const config = join(dir, 'config.yaml')
+  const settings = {module_dir: s.modules, state_dir: join(dir, 'state'), source: server.url, trust: base.pub, input, input_from: 'repository', node_name: 'web1', puppet: FAKE_PUPPET}
+  await writeFile(config, Object.entries(settings).map(([key, value]) => `${key}: ${JSON.stringify(value)}\n`).join(''))
+  const result = await runBounded(t, ['apply', '--fetch'], {LOCALPUPPET_CONFIG: config, FAKE_PUPPET_DIR: fake, FAKE_PUPPET_SLEEP: '0'})
+  t.is(result.exitCode, 65, result.stderr)
+  t.regex(result.stderr, /^localpuppet: http:\/\/127\.0\.0\.1:\d+\/inputs\/web1\/[0-9a-f]{64}\.yaml: larger than 1048576 bytes; refused$/m)
+  t.is(result.stderr.trimEnd().split('\n').filter((line) => !line.startsWith('  ')).length, 1, result.stderr)
+  t.true(result.maxRssMb < PEAK_MIB, `peak ${result.maxRssMb} MiB`)
+  t.false(existsSync(input), 'no input kept')
+  t.false(existsSync(join(fake, 'args')), 'puppet was not started')
+  t.deepEqual(await leftovers(s.modules), [])
+})
+
+test('a redirect from https to plain http is refused (65) with trusted keys too: a signature is no reason to go down to http', async (t) => {
+  const s = await scenario(t)
+  const plain = await serve(t, s, () => false)
+  const {key, cert} = await selfSignedCertificate(await tempDir(t))
+  const server = createHttpsServer({key: await readFile(key), cert: await readFile(cert)}, (req, res) => {
+    res.writeHead(301, {location: `${plain.url}${new URL(req.url ?? '/', 'https://x').pathname}`})
+    res.end()
+  })
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  server.on('connection', (socket) => t.teardown(() => socket.destroy()))
+  t.teardown(() => new Promise<void>((resolve) => server.close(() => resolve())))
+  const url = `https://127.0.0.1:${(server.address() as {port: number}).port}`
+  const result = await runBounded(t, ['fetch', 'foo@^1.4', '--source', url, '--module-dir', s.modules, '--trust', base.pub], {NODE_EXTRA_CA_CERTS: cert})
+  t.is(result.exitCode, 65, result.stderr)
+  t.is(result.stderr.trimEnd(), `localpuppet: ${url}/index.json: redirected to ${plain.url}/index.json; refused (never from https to plain http)`)
+  t.deepEqual(plain.requests, [], 'nothing asked of the plain http server')
+  t.deepEqual(await leftovers(s.modules), [])
 })

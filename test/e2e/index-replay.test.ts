@@ -132,7 +132,7 @@ test('an expired index is refused (65) naming the date, even a version never see
   // --expires: a short one lapses.
   const short = await cli(['publish', '--repo', s.repo, '--sign', s.key, '--expires', '1s'])
   t.is(short.exitCode, 0, short.stderr)
-  t.regex(short.stdout, /^index version 11, expires \S+, signed by sha256:\w+$/)
+  t.regex(short.stdout, /^repository [0-9a-f]{32}, index version 11, expires \S+, signed by sha256:\w+$/)
   await new Promise((done) => setTimeout(done, 1500))
   const lapsed = await cli(['fetch', 'foo@^1.3', '--source', s.repo, '--trust', s.pub, '--module-dir', s.modules])
   t.is(lapsed.exitCode, 65, lapsed.stderr)
@@ -230,4 +230,58 @@ test('a channel rides on the same index: a replayed older index (one naming anot
   t.is(replayed.exitCode, 65, replayed.stdout)
   t.regex(JSON.parse(replayed.stdout).error.message, /index version \d+ of .* is older than version \d+ already accepted from it: a replay/)
   t.false(existsSync(join(s.modules, 'foo', 'tags', '1.3.0')), 'the replayed channel installed nothing')
+})
+
+test('a key rotation continues the same versions: an index signed by the retired key (still trusted) below what the new key signed is a replay (65)', async (t) => {
+  const s = await replayScenario(t)
+  const rotated = await keyPair(s.dir, 'rotated')
+  // The publisher re-signs with its new key: version 3. Nodes trust both keys for a while.
+  t.is((await cli(['publish', '--repo', s.repo, '--sign', rotated.key])).exitCode, 0)
+  const fetch = () => cli(['fetch', 'foo@^1.3', '--source', s.repo, '--trust', s.pub, '--trust', rotated.pub, '--module-dir', s.modules, '--json'])
+  const first = await fetch()
+  t.is(first.exitCode, 0, first.stderr)
+  t.like(JSON.parse(first.stdout), {indexVersion: 3, releases: [{release: 'foo/tags/1.4.0', status: 'installed'}]})
+  const before = await snapshot(s.modules)
+  // The attacker's copy: version 1, signed by the retired key.
+  await restoreOld(s)
+  const replayed = await fetch()
+  t.is(replayed.exitCode, 65, replayed.stdout)
+  t.is(JSON.parse(replayed.stdout).error.message, `index version 1 of ${s.repo} is older than version 3 already accepted from it: a replay (rollback attack)?`)
+  t.deepEqual(await snapshot(s.modules), before, 'nothing installed')
+})
+
+test('a repository re-created on purpose (a new id) is refused (65) until fetch --accept-repository ID; then the old one is the stranger', async (t) => {
+  const s = await replayScenario(t)
+  const fetch = (...extra: string[]) => cli(['fetch', 'foo@^1.3', '--source', s.repo, '--trust', s.pub, '--module-dir', s.modules, '--json', ...extra])
+  const first = await fetch()
+  t.is(first.exitCode, 0, first.stderr)
+  const old = JSON.parse(first.stdout).repository
+  t.regex(old, /^[0-9a-f]{32}$/)
+  t.is(old, JSON.parse(await readFile(join(s.repo, 'index.json'), 'utf8')).repository, 'every publish kept the first one\'s id')
+
+  await rm(s.repo, {recursive: true})
+  const made = await cli(['publish', join(s.dir, 'foo-1.3.0.tar.gz'), '--repo', s.repo, '--sign', s.key, '--json'])
+  t.is(made.exitCode, 0, made.stderr)
+  const fresh = JSON.parse(made.stdout).repository
+  t.not(fresh, old)
+  const refused = await fetch()
+  t.is(refused.exitCode, 65, refused.stdout)
+  t.is(
+    JSON.parse(refused.stdout).error.message,
+    `index of ${s.repo} is of repository ${fresh}, not ${old}, which this node accepted from it: another repository's index in its place (one signed with the same key)? ` +
+      `If ${s.repo} was re-created on purpose, accept it once: localpuppet fetch APP --source ${s.repo} --accept-repository ${fresh}`,
+  )
+
+  t.is((await fetch('--accept-repository', 'not-an-id')).exitCode, 64)
+  t.is((await fetch('--accept-repository', old)).exitCode, 65, 'the flag names what the index must be')
+  const accepted = await fetch('--accept-repository', fresh)
+  t.is(accepted.exitCode, 0, accepted.stderr)
+  t.like(JSON.parse(accepted.stdout), {repository: fresh, indexVersion: 1})
+  t.is((await fetch()).exitCode, 0, 'pinned from then on')
+
+  // The old repository's index (a mirror not yet synced) is now refused.
+  await restoreOld(s)
+  const stale = await fetch()
+  t.is(stale.exitCode, 65)
+  t.regex(JSON.parse(stale.stdout).error.message, new RegExp(`is of repository ${old}, not ${fresh}`))
 })

@@ -54,14 +54,19 @@ async function makeNode(dir: string, name: string, settings: {repo: string; trus
 
 const inputFor = (app: string, port: number) => `app: ${app}\nclasses:\n  foo:\n    port: ${port}\n`
 
-/** A signed demo repository with web1's input (foo 1.4.0) published, and node NAME reading it. */
-async function publishedWeb1(t: import('ava').ExecutionContext, name: string): Promise<Node> {
+/** A signed demo repository with web1's input (foo 1.4.0) published, and node NAME reading it; `publish` publishes web1's input anew. */
+async function publishedWeb1(t: import('ava').ExecutionContext, name: string): Promise<Node & {repo: string; publish(input: string): Promise<void>}> {
   const dir = await tempDir(t)
   const {key, pub} = await keyPair(dir, 'release')
   const {repo} = await demoRepository(join(dir, 'build'), key)
-  await writeFile(join(dir, 'web1.yaml'), inputFor('foo/tags/1.4.0', 8080))
-  t.is((await cli(['publish', '--node', 'web1', '--input', join(dir, 'web1.yaml'), '--repo', repo, '--sign', key])).exitCode, 0)
-  return makeNode(dir, name, {repo, trust: pub})
+  const publish = async (input: string) => {
+    await writeFile(join(dir, 'web1.yaml'), input)
+    const published = await cli(['publish', '--node', 'web1', '--input', join(dir, 'web1.yaml'), '--repo', repo, '--sign', key])
+    t.is(published.exitCode, 0, published.stderr)
+  }
+
+  await publish(inputFor('foo/tags/1.4.0', 8080))
+  return {...(await makeNode(dir, name, {repo, trust: pub})), repo, publish}
 }
 
 /** Refused, nothing kept or applied: 65 naming why, the input file as it was, puppet not started, the module dir as it was. */
@@ -138,6 +143,29 @@ test("an index entry pointing node A at node B's input is refused by the index p
   await rm(join(repo, 'index.json.sig'))
   const trusting = await makeNode(join(dir, 'trusting'), 'web1', {repo, trust: pub})
   await assertRefused(t, trusting, /index\.json: not signed, and trusted keys are configured/, {input: null, modules: [], lastCompleted: null})
+})
+
+test('a replayed older index, naming an older input for web1, is refused (65): the newer input kept, nothing applied, the attempt recorded as refused', async (t) => {
+  const node = await publishedWeb1(t, 'web1')
+  // The attacker keeps the index (and signature) that names the input with port 8080.
+  const old = {index: await readFile(join(node.repo, 'index.json')), sig: await readFile(join(node.repo, 'index.json.sig'))}
+  const first = await node.apply()
+  t.is(first.exitCode, 0, first.stderr)
+  await node.publish(inputFor('foo/tags/1.4.0', 9090))
+  const second = await node.apply()
+  t.is(second.exitCode, 0, second.stderr)
+  t.like(JSON.parse(second.stdout), {state: 'succeeded', fetch: {input: {node: 'web1', status: 'updated'}}})
+  t.is(await readFile(node.input, 'utf8'), inputFor('foo/tags/1.4.0', 9090))
+
+  // The old index and signature served again (the old input file is still in the repository, stored by content).
+  await writeFile(join(node.repo, 'index.json.sig'), old.sig)
+  await writeFile(join(node.repo, 'index.json'), old.index)
+  t.true(await exists(join(node.repo, JSON.parse(old.index.toString()).nodes.web1.input)), 'the old input is there to be served')
+  await assertRefused(t, node, /^index version \d+ of .* is older than version \d+ already accepted from it: a replay \(rollback attack\)\?$/, {
+    input: inputFor('foo/tags/1.4.0', 9090),
+    modules: (await readdir(node.modules)).sort(),
+    lastCompleted: JSON.parse(second.stdout).id,
+  })
 })
 
 test('a node with no input in the repository: 66, naming a near name and the configuration file to set node_name in', async (t) => {

@@ -30,6 +30,7 @@ nginxTest('pack, publish (signed), fetch from nginx into an empty module dir, ve
     source: `${nginx.url}/`,
     releases: [{release: 'foo/tags/1.4.0', ref: 'foo@^1.3', status: 'installed', bytes: JSON.parse(fetched.stdout).releases[0].bytes, modulepath: ['foo/tags/1.4.0', 'dist/tags/2.0.1']}],
     signedBy: JSON.parse(fetched.stdout).signedBy,
+    repository: JSON.parse(await readFile(join(repo, 'index.json'), 'utf8')).repository,
     indexVersion: 1,
     indexExpires: JSON.parse(await readFile(join(repo, 'index.json'), 'utf8')).expires,
     untrusted: [],

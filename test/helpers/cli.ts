@@ -18,6 +18,8 @@ export interface CliOptions {
   env?: Record<string, string | undefined>
   input?: string | Uint8Array
   cwd?: string
+  /** Options for node itself, before the CLI (`--import` a probe). */
+  nodeArgs?: string[]
 }
 
 /** Runs the built CLI (`bin/run.js`) as a user would, never throwing on a non-zero exit. */
@@ -27,7 +29,7 @@ export async function cli(args: string[], options: CliOptions = {}): Promise<Cli
 }
 
 export function startCli(args: string[], options: CliOptions = {}): ResultPromise<{reject: false}> {
-  return execa('node', [BIN, ...args], {
+  return execa('node', [...(options.nodeArgs ?? []), BIN, ...args], {
     reject: false,
     cwd: options.cwd ?? REPO,
     env: {FORCE_COLOR: '0', LOCALPUPPET_MODULE_DIR: undefined, LOCALPUPPET_STATE_DIR: undefined, LOCALPUPPET_PUPPET: undefined, ...options.env},

@@ -70,3 +70,13 @@ export function head(status: number, headers: Record<string, string | number> = 
   const lines = [`HTTP/1.1 ${status} ${status === 200 ? 'OK' : 'X'}`, ...Object.entries(headers).map(([name, value]) => `${name}: ${value}`), 'Connection: close']
   return Buffer.from(lines.join('\r\n') + '\r\n\r\n', 'latin1')
 }
+
+/** Writes `chunk` (64 KiB of zeros by default) again and again, as fast as the client reads, until it goes away: an endless body. */
+export function pour(socket: Socket, chunk = Buffer.alloc(64 * 1024)): void {
+  const pump = () => {
+    while (!socket.destroyed && socket.write(chunk));
+    if (!socket.destroyed) socket.once('drain', pump)
+  }
+
+  pump()
+}

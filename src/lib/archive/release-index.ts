@@ -47,12 +47,17 @@ export function parseReleasePath(text: string): {app: string; kind: 'trunk' | 'b
 
 /**
  * A path inside a release as an archive may carry it: relative, `/`-separated, no empty,
- * `.` or `..` segments, no control characters (a newline would forge a digest line).
+ * `.` or `..` segments, no control characters (a newline would forge a digest line), names
+ * of at most 255 bytes and at most 4096 bytes in all (as UTF-8, as file systems count them:
+ * `é` is one UTF-16 code unit but two bytes, so 200 of them pass a count of code units and
+ * fail at the file system, after the index that named them was accepted).
  */
 export function isSafeRelativePath(path: string): boolean {
   if (path.length === 0 || path.length > 4096 || UNSAFE_PATH.test(path)) return false
-  // Only a path longer than 255 can have a segment that is.
-  return path.length <= 255 || path.split('/').every((segment) => segment.length <= 255)
+  // A UTF-16 code unit is at most 3 bytes of UTF-8: a path this short cannot be too long.
+  if (path.length <= 85) return true
+  if (Buffer.byteLength(path) > 4096) return false
+  return path.split('/').every((segment) => segment.length <= 85 || Buffer.byteLength(segment) <= 255)
 }
 
 /**

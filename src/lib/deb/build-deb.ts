@@ -115,6 +115,7 @@ async function buildOne(entry: ResolvedRelease, depends: string[], context: {nod
           package: name,
           release: entry.release,
           digest,
+          moduleDir: context.nodeModuleDir,
           releaseDir: join(context.nodeModuleDir, entry.release),
           recordFile: recordPath(context.nodeModuleDir, entry.release),
           files,

@@ -1,3 +1,5 @@
+import {dirname, join, relative} from 'node:path'
+
 import type {TreeFile} from '../tree/release-tree.js'
 
 export interface PreinstParams {
@@ -5,6 +7,7 @@ export interface PreinstParams {
   release: string
   digest: string
   /** Absolute paths on the node. */
+  moduleDir: string
   releaseDir: string
   recordFile: string
   files: TreeFile[]
@@ -17,6 +20,11 @@ export interface PreinstParams {
  * that `localpuppet install` or `fetch` put there first would silently get a second
  * owner. Before unpacking, this checks the tag and its install record:
  *
+ * - below the module directory, a link where dpkg would write (\`<app>\`, \`<app>/tags\`, the
+ *   tag, its record's directories, anything in the tag), or any of those (or the module
+ *   directory) owned by another user than root or writable by group or others: refused,
+ *   on install and upgrade alike (dpkg follows links to directories: root's files would
+ *   land where that user chose);
  * - nothing there: install;
  * - a record with another digest: refused (tags are immutable), on install and reinstall;
  * - on a first install, a directory without a record, or whose files differ from this
@@ -48,6 +56,25 @@ case "$1" in
   *) exit 0 ;;
 esac
 
+# Where dpkg writes must be root's alone, by localpuppet's own rule (root trusts only what
+# root owns): dpkg follows a link to a directory, so a link below the module directory, or a
+# directory there another user owns or can write (they can put a link in it), lets them
+# choose where root's files land, or change them afterwards.
+me=$(id -u)
+for path in ${[params.moduleDir, ...belowModuleDir(params)].map((path) => quote(path)).join(' ')}; do
+  if [ "$path" != ${quote(params.moduleDir)} ] && [ -L "$path" ]; then
+    refuse "$path is a symbolic link: dpkg would write where it leads; remove it (a tag is a directory)"
+  fi
+  [ -e "$path" ] || continue
+  owner=$(stat -L -c %u -- "$path")
+  [ "$owner" = 0 ] || [ "$owner" = "$me" ] || refuse "$path is owned by uid $owner, not root; check what it holds, then: chown -R root $path"
+  [ -z "$(find -L "$path" -maxdepth 0 -perm /022)" ] || refuse "$path is writable by group or others; check what it holds, then: chmod go-w $path"
+done
+if [ -d "$dir" ]; then
+  found=$(find "$dir" -mindepth 1 \\( -type l -o -perm /022 -o \\( ! -uid 0 ! -uid "$me" \\) \\) -print -quit)
+  [ -z "$found" ] || refuse "$found is a link, or owned or writable by another user; check what the tag holds: localpuppet verify $release"
+fi
+
 if [ -e "$record" ]; then
   current=$(sed -n 's/.*"digest":"\\(sha256:[0-9a-f]*\\)".*/\\1/p' "$record" | head -n 1)
   [ "$current" = "$digest" ] || refuse "already installed with other content ($current; this package has $digest); tags are immutable: publish the change as a new tag"
@@ -73,6 +100,19 @@ LOCALPUPPET_SHA256SUMS
 
 exit 0
 `
+}
+
+/**
+ * What dpkg writes into below the module directory, top down: \`<app>\`, \`<app>/tags\`, the
+ * tag, and the directories of its install record (\`.localpuppet/records/<app>/tags\`).
+ */
+function belowModuleDir(params: PreinstParams): string[] {
+  const steps = (to: string) => {
+    const parts = relative(params.moduleDir, to).split('/')
+    return parts.map((_, i) => join(params.moduleDir, ...parts.slice(0, i + 1)))
+  }
+
+  return [...new Set([...steps(params.releaseDir), ...steps(dirname(params.recordFile))])]
 }
 
 /** A line of \`sha256sum\` output; a name with a backslash is escaped as sha256sum does. */

@@ -8,26 +8,30 @@ import {isValidVersionName} from '../release/release-ref.js'
 import {RunLock} from '../state/lock.js'
 import {writeFileAtomic} from '../util/atomic-write.js'
 import {openedPathTrustProblem, refuseUnlessAllowed} from '../util/trusted-path.js'
-import type {RepositoryIndex} from './repository-index.js'
+import {REPOSITORY_ID, type RepositoryIndex} from './repository-index.js'
 
 /** In the module directory's `.localpuppet/`: what the node accepted from each repository. */
 export const ACCEPTED_VERSIONS_FILE = 'repositories.json'
 const LOCK_FILE = 'repositories.lock'
-/** The key under which an index accepted without a trusted key is remembered. */
-export const UNSIGNED = 'unsigned'
 
-/** What a node accepted from one repository under one key. */
+/**
+ * What a node accepted from one repository (whatever key signed it: a key rotation
+ * continues the same versions, so an index signed by a retired key that is still
+ * trusted cannot roll the node back either).
+ */
 export interface AcceptedIndex {
+  /** The repository's identity, pinned by the first index accepted that had one; null: none seen yet (older publishers). */
+  repository: string | null
   /** The highest index version accepted; null: only indexes without a version (older publishers) so far. */
   version: number | null
   expires: string | null
   acceptedAt: string
 }
 
-/** repositories.json: per repository (its normalised source), per key fingerprint (or `unsigned`). */
+/** repositories.json: per repository (its normalised source). */
 export interface AcceptedVersions {
-  format: 1
-  repositories: Record<string, Record<string, AcceptedIndex>>
+  format: 2
+  repositories: Record<string, AcceptedIndex>
   /**
    * The tag each channel (`foo/channels/stable`) named in the newest index accepted that
    * has it: how an input on a channel resolves when the repository cannot be reached, or
@@ -44,8 +48,9 @@ export interface RememberedChannel {
   at: string
 }
 
-/** The outcome of an index judged fresh: the version and expiry to report, and a warning for a person, if any. */
+/** The outcome of an index judged fresh: the repository, version and expiry to report, and a warning for a person, if any. */
 export interface IndexFreshness {
+  repository: string | null
   version: number | null
   expires: string | null
   warning: string | null
@@ -67,35 +72,60 @@ export function acceptedVersionsPath(moduleDir: string): string {
   return join(localpuppetDir(moduleDir), ACCEPTED_VERSIONS_FILE)
 }
 
+/** What an index says about itself: its identity, version and expiry. */
+export type IndexHeader = Pick<RepositoryIndex, 'repository' | 'version' | 'expires'>
+
 /**
- * Judges an index against what the node accepted before, without I/O. An index older than
- * one accepted from the same repository and key is a replay (65, naming both versions); an
- * expired one may be a replay that froze the node (65, naming the date); an index without a
- * version is accepted (with a warning) only while nothing versioned came from the repository.
- * Equal versions are fine: the same index fetched again.
+ * Judges an index against what the node accepted before from the same source, without I/O.
+ * First its identity: an index of another repository than the one pinned for the source
+ * (another repository signed with the same key, copied over this one), or one without an
+ * identity once one is pinned, is refused (65, naming both), unless `acceptRepository`
+ * names the index's own (a repository re-created on purpose). Then its version: older than
+ * one accepted is a replay (65, naming both versions); an expired one may be a replay that
+ * froze the node (65, naming the date); an index without a version is accepted (with a
+ * warning) only while nothing versioned came from the source. Equal versions are fine: the
+ * same index fetched again.
  */
-export function judgeIndex(memory: AcceptedVersions, source: string, signer: string | null, index: Pick<RepositoryIndex, 'version' | 'expires'>, now: number): IndexFreshness {
-  const known = memory.repositories[repositoryKey(source)] ?? {}
-  const accepted = known[signer ?? UNSIGNED]
+export function judgeIndex(memory: AcceptedVersions, source: string, index: IndexHeader, now: number, acceptRepository?: string): IndexFreshness {
+  const before = memory.repositories[repositoryKey(source)]
+  const id = index.repository ?? null
+  if (acceptRepository !== undefined && id !== acceptRepository) {
+    throw new ReleaseError(`index of ${source} ${id === null ? 'has no repository id' : `is of repository ${id}`}, not ${acceptRepository} as --accept-repository says; refused`, [
+      `the id is the repository field of its index.json, and publish --json's repository`,
+    ])
+  }
+
+  // A repository re-created on purpose: what was accepted from the one before says nothing about it.
+  const known = acceptRepository !== undefined && before?.repository !== acceptRepository ? undefined : before
+  const pinned = known?.repository ?? null
+  if (pinned !== null && id !== pinned) {
+    throw new ReleaseError(
+      `index of ${source} ${id === null ? 'has no repository id' : `is of repository ${id}`}, not ${pinned}, which this node accepted from it: another repository's index in its place (one signed with the same key)? ` +
+        (id === null
+          ? 'Only a localpuppet older than repository ids publishes an index without one: publish with this one.'
+          : `If ${source} was re-created on purpose, accept it once: localpuppet fetch APP --source ${source} --accept-repository ${id}`),
+      ['a mirror or proxy may be serving another repository: check it against the one this node is meant to follow'],
+    )
+  }
+
   if (index.version === undefined) {
-    const versioned = Object.values(known).find((entry) => entry.version !== null)
-    if (versioned) {
-      throw new ReleaseError(`index of ${source} has no version (made by an older localpuppet), but version ${versioned.version} was already accepted from it: a replay (rollback attack)?`, [
+    if (known?.version != null) {
+      throw new ReleaseError(`index of ${source} has no version (made by an older localpuppet), but version ${known.version} was already accepted from it: a replay (rollback attack)?`, [
         'a mirror or proxy may be serving an old copy; re-publish the repository (publish --repo DIR --sign KEY.pem) and check its mirrors',
       ])
     }
 
     const warning =
-      Object.keys(known).length === 0
+      known === undefined
         ? `index of ${source} has no version or expiry (published by an older localpuppet): nothing stops an old copy from being replayed; re-publish it with this localpuppet (publish --repo DIR --sign KEY.pem)`
         : null
-    return {version: null, expires: null, warning}
+    return {repository: id, version: null, expires: null, warning}
   }
 
-  if (accepted?.version != null && index.version < accepted.version) {
-    throw new ReleaseError(`index version ${index.version} of ${source} is older than version ${accepted.version} already accepted from it: a replay (rollback attack)?`, [
+  if (known?.version != null && index.version < known.version) {
+    throw new ReleaseError(`index version ${index.version} of ${source} is older than version ${known.version} already accepted from it: a replay (rollback attack)?`, [
       'a mirror or proxy may be serving an old copy: check it against the repository',
-      `a repository rebuilt from scratch starts again at 1: re-sign it (publish --repo DIR --sign KEY.pem) until it passes ${accepted.version}, or make this node forget it (its entry in ${ACCEPTED_VERSIONS_FILE} under the module directory's .localpuppet)`,
+      `a repository restored from a backup: re-sign it (publish --repo DIR --sign KEY.pem) until it passes ${known.version}`,
     ])
   }
 
@@ -105,20 +135,33 @@ export function judgeIndex(memory: AcceptedVersions, source: string, signer: str
     ])
   }
 
-  return {version: index.version, expires: index.expires!, warning: null}
+  return {repository: id, version: index.version, expires: index.expires!, warning: null}
 }
 
-/** `memory` with the index accepted (versions only grow), and the channels it names (`app/channels/name` → tag). */
-export function rememberIndex(memory: AcceptedVersions, source: string, signer: string | null, freshness: IndexFreshness, now: number, channels: Record<string, string> = {}): AcceptedVersions {
+/**
+ * `memory` with the index accepted: versions only grow, and a repository's identity, once
+ * pinned, changes only to one judgeIndex let through (--accept-repository), which starts
+ * its versions afresh. Also the channels it names (`app/channels/name` → tag).
+ */
+export function rememberIndex(memory: AcceptedVersions, source: string, freshness: IndexFreshness, now: number, channels: Record<string, string> = {}): AcceptedVersions {
   const key = repositoryKey(source)
-  const known = {...memory.repositories[key]}
-  const before = known[signer ?? UNSIGNED]
-  // An older version is never remembered over a newer one; the same index again changes nothing (not even when it was accepted).
-  const same = before !== undefined && before.version === freshness.version && before.expires === freshness.expires
-  const keep = same || (before?.version != null && (freshness.version === null || before.version > freshness.version))
-  known[signer ?? UNSIGNED] = keep ? before : {version: freshness.version, expires: freshness.expires, acceptedAt: new Date(now).toISOString()}
-  const next: AcceptedVersions = {...memory, repositories: {...memory.repositories, [key]: known}}
+  const before = memory.repositories[key] as AcceptedIndex | undefined
   const at = new Date(now).toISOString()
+  const fresh: AcceptedIndex = {repository: freshness.repository, version: freshness.version, expires: freshness.expires, acceptedAt: at}
+  let entry: AcceptedIndex
+  if (before === undefined || (before.repository !== null && freshness.repository !== null && before.repository !== freshness.repository)) {
+    // First seen, or another repository accepted on purpose (--accept-repository): its versions start afresh.
+    entry = fresh
+  } else {
+    // An older version is never remembered over a newer one; the same index again changes nothing (not even when it was accepted).
+    // An id, once pinned, stays; the first index that has one pins it.
+    const repository = before.repository ?? freshness.repository
+    const same = before.version === freshness.version && before.expires === freshness.expires
+    const keep = same || (before.version !== null && (freshness.version === null || before.version > freshness.version))
+    entry = keep ? (before.repository === repository ? before : {...before, repository}) : {...fresh, repository}
+  }
+
+  const next: AcceptedVersions = {...memory, repositories: {...memory.repositories, [key]: entry}}
   const remembered = {...memory.channels}
   for (const [channel, tag] of Object.entries(channels)) {
     const old = remembered[channel]
@@ -136,8 +179,8 @@ export async function rememberedChannels(moduleDir: string, allowUntrusted = fal
 }
 
 /**
- * Judges an index from `source` (signed by `signer`, or null) against the versions the
- * node accepted before and remembers it: under a lock in the module directory's
+ * Judges an index from `source` against what the node accepted from it before (its
+ * identity, versions) and remembers it: under a lock in the module directory's
  * `.localpuppet`, so two fetches at once cannot lower what is remembered. The file is
  * believed only when nobody but root (or the effective user) could have written it (77,
  * unless `allowUntrusted`, when the problem is returned to be reported).
@@ -145,9 +188,8 @@ export async function rememberedChannels(moduleDir: string, allowUntrusted = fal
 export async function acceptIndex(
   moduleDir: string,
   source: string,
-  signer: string | null,
-  index: Pick<RepositoryIndex, 'version' | 'expires'>,
-  options: {allowUntrusted?: boolean; now?: number; channels?: Record<string, string>} = {},
+  index: IndexHeader,
+  options: {allowUntrusted?: boolean; now?: number; channels?: Record<string, string>; acceptRepository?: string} = {},
 ): Promise<IndexFreshness & {untrusted: string[]}> {
   const own = localpuppetDir(moduleDir)
   try {
@@ -161,8 +203,8 @@ export async function acceptIndex(
   try {
     const {memory, untrusted} = await readAcceptedVersions(moduleDir, options.allowUntrusted)
     const now = options.now ?? Date.now()
-    const freshness = judgeIndex(memory, source, signer, index, now)
-    const next = rememberIndex(memory, source, signer, freshness, now, options.channels)
+    const freshness = judgeIndex(memory, source, index, now, options.acceptRepository)
+    const next = rememberIndex(memory, source, freshness, now, options.channels)
     // The same index fetched again (every timer run while nothing is published) writes nothing.
     if (JSON.stringify(next) !== JSON.stringify(memory)) {
       try {
@@ -185,7 +227,7 @@ export async function readAcceptedVersions(moduleDir: string, allowUntrusted = f
   try {
     handle = await open(path, constants.O_RDONLY | constants.O_NOFOLLOW)
   } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return {memory: {format: 1, repositories: {}}, untrusted: []}
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return {memory: {format: 2, repositories: {}}, untrusted: []}
     if ((error as NodeJS.ErrnoException).code === 'ELOOP') throw new DamagedRecordError(`${path}: a symbolic link, not the node's own record of accepted repository versions`, [`remove it: rm ${path}`])
     throw describeFsError(error, path)
   }
@@ -202,10 +244,14 @@ export async function readAcceptedVersions(moduleDir: string, allowUntrusted = f
   }
 }
 
-/** 65 for anything but the shape this file writes. */
+/**
+ * 65 for anything but the shape this file writes. Format 1 (versions per source and signing
+ * key, before repository ids) is read as format 2: per source, the highest version any key
+ * had, no identity pinned yet.
+ */
 export function parseAcceptedVersions(text: string, path: string): AcceptedVersions {
   const damaged = (why: string): never => {
-    throw new DamagedRecordError(`${path} is damaged: ${why}`, [`remove it to start over (this node then forgets which index versions it accepted): rm ${path}`])
+    throw new DamagedRecordError(`${path} is damaged: ${why}`, [`remove it to start over (this node then forgets which repositories and index versions it accepted): rm ${path}`])
   }
 
   let doc: any
@@ -215,15 +261,23 @@ export function parseAcceptedVersions(text: string, path: string): AcceptedVersi
     return damaged(`not valid JSON (${(error as Error).message})`)
   }
 
-  if (doc?.format !== 1 || !isObject(doc.repositories)) damaged('not a record of accepted repository versions')
-  for (const [source, keys] of Object.entries(doc.repositories as Record<string, unknown>)) {
-    if (!isObject(keys)) return damaged(`${source}: not an object`)
-    for (const [key, entry] of Object.entries(keys)) {
-      const e = entry as AcceptedIndex
-      if (!isObject(e) || !(e.version === null || (Number.isSafeInteger(e.version) && e.version >= 1)) || !(e.expires === null || typeof e.expires === 'string')) {
-        damaged(`${source} ${key}: invalid entry`)
-      }
+  if (!isObject(doc) || (doc.format !== 1 && doc.format !== 2) || !isObject(doc.repositories)) damaged('not a record of accepted repository versions')
+  const validEntry = (e: any): e is AcceptedIndex =>
+    e !== null && typeof e === 'object' && (e.version === null || (Number.isSafeInteger(e.version) && e.version >= 1)) && (e.expires === null || typeof e.expires === 'string') && typeof e.acceptedAt === 'string'
+  const repositories: Record<string, AcceptedIndex> = {}
+  for (const [source, entry] of Object.entries(doc.repositories as Record<string, any>)) {
+    if (!isObject(entry)) return damaged(`${source}: not an object`)
+    if (doc.format === 1) {
+      const entries: unknown[] = Object.values(entry)
+      if (entries.length === 0) continue
+      if (!entries.every(validEntry)) return damaged(`${source}: invalid entry`)
+      const highest = (entries as AcceptedIndex[]).reduce((a, b) => ((b.version ?? 0) > (a.version ?? 0) ? b : a))
+      repositories[source] = {repository: null, version: highest.version, expires: highest.expires, acceptedAt: highest.acceptedAt}
+      continue
     }
+
+    if (!validEntry(entry) || !(entry.repository === null || (typeof entry.repository === 'string' && REPOSITORY_ID.test(entry.repository)))) damaged(`${source}: invalid entry`)
+    repositories[source] = entry as unknown as AcceptedIndex
   }
 
   if (doc.channels !== undefined) {
@@ -234,7 +288,7 @@ export function parseAcceptedVersions(text: string, path: string): AcceptedVersi
     }
   }
 
-  return doc as AcceptedVersions
+  return {format: 2, repositories, ...(doc.channels === undefined ? {} : {channels: doc.channels})}
 }
 
 function isObject(value: unknown): value is Record<string, unknown> {

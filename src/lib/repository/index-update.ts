@@ -1,3 +1,4 @@
+import {randomBytes} from 'node:crypto'
 import {mkdir, open, readFile, readdir, stat, unlink} from 'node:fs/promises'
 import {join} from 'node:path'
 
@@ -34,6 +35,8 @@ export interface IndexUpdateOptions {
 }
 
 export interface IndexUpdate {
+  /** The repository's identity (drawn by its first publish, kept by every later one). */
+  repository: string
   /** The key id that signed index.json, or null. */
   signedBy: string | null
   /** The new index's version (the previous one's + 1) and expiry. */
@@ -47,7 +50,8 @@ export interface IndexUpdate {
  * inputs); then the index gets the next version and a new expiry and is replaced, its
  * signature first and the index last, so a reader never sees an index naming a file that is
  * not there. Every change, even of nothing, re-signs: what lets nodes refuse a replayed
- * index and notice a frozen one.
+ * index and notice a frozen one. The repository's identity is drawn on its first publish
+ * and kept ever after.
  */
 export async function updateIndex<T>(options: IndexUpdateOptions, change: (index: RepositoryIndex) => Promise<T>): Promise<T & IndexUpdate> {
   const now = options.now ?? Date.now
@@ -62,6 +66,9 @@ export async function updateIndex<T>(options: IndexUpdateOptions, change: (index
     if (signed && !key) throw new UsageError(`${options.repo} is a signed repository (${REPOSITORY_SIGNATURE}); publish with --sign KEY.pem`, ['an index without a fresh signature would be refused by every node'])
     const result = await change(index)
     // Under the lock, from the index just read: two publishers never write the same version.
+    // A new repository (or one whose publishers were older than identities) gets its identity
+    // now; every later publish keeps it, so nodes can tell this repository from another.
+    index.repository ??= randomBytes(16).toString('hex')
     index.version = (index.version ?? 0) + 1
     index.expires = new Date(now() + expiresInMs).toISOString()
     const bytes = serializeRepositoryIndex(index)
@@ -84,7 +91,7 @@ export async function updateIndex<T>(options: IndexUpdateOptions, change: (index
     }
 
     await syncDir(options.repo)
-    return {...result, signedBy: key ? keyId(key) : null, version: index.version, expires: index.expires}
+    return {...result, repository: index.repository, signedBy: key ? keyId(key) : null, version: index.version, expires: index.expires}
   } finally {
     await lock.release()
   }

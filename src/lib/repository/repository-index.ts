@@ -67,8 +67,18 @@ export function inputPathFor(node: string, sha256: string): string {
   return `inputs/${node}/${sha256}.yaml`
 }
 
+/** A repository's identity as publish writes it into the index: 128 random bits, hex. */
+export const REPOSITORY_ID = /^[0-9a-f]{32}$/
+
 export interface RepositoryIndex {
   format: typeof REPOSITORY_FORMAT
+  /**
+   * The repository's identity, drawn at random by its first publish and kept by every
+   * later one: a node pins it per source, so another repository's index (signed with the
+   * same key: staging and production) copied over this one is refused. Absent in indexes
+   * made before identities.
+   */
+  repository?: string
   /**
    * Grows by one with every publish (a fresh repository starts at 1): a node refuses an
    * index older than one it accepted (a replay). Absent in indexes made before versions.
@@ -97,9 +107,10 @@ export function serializeRepositoryIndex(index: RepositoryIndex): Buffer {
         return [app, {tags: sorted(tags), ...(channels && Object.keys(channels).length > 0 ? {channels: sorted(channels)} : {})}]
       }),
   )
+  const identity = index.repository === undefined ? {} : {repository: index.repository}
   const versioned = index.version === undefined ? {} : {version: index.version, expires: index.expires}
   const nodes = index.nodes && Object.keys(index.nodes).length > 0 ? {nodes: sorted(index.nodes)} : {}
-  return Buffer.from(JSON.stringify({format: index.format, ...versioned, apps, ...nodes}, null, 1) + '\n')
+  return Buffer.from(JSON.stringify({format: index.format, ...identity, ...versioned, apps, ...nodes}, null, 1) + '\n')
 }
 
 const SHA256 = /^[0-9a-f]{64}$/
@@ -133,6 +144,10 @@ export function parseRepositoryIndex(bytes: Buffer, label: string): RepositoryIn
   if (index.version !== undefined || index.expires !== undefined) {
     if (!Number.isSafeInteger(index.version) || index.version! < 1) fail(`invalid version ${JSON.stringify(index.version)} (expected an integer from 1)`)
     if (typeof index.expires !== 'string' || !ISO_TIME.test(index.expires) || Number.isNaN(Date.parse(index.expires))) fail(`invalid expires ${JSON.stringify(index.expires)} (expected an ISO 8601 time)`)
+  }
+
+  if (index.repository !== undefined && (typeof index.repository !== 'string' || !REPOSITORY_ID.test(index.repository))) {
+    fail(`invalid repository ${JSON.stringify(index.repository)} (expected 32 hex digits)`)
   }
 
   if (!isObject(index.apps)) fail('apps is not an object')

@@ -90,6 +90,8 @@ export interface ConfiguredFetch {
   trust?: string[]
   insecure: boolean
   allowUntrusted?: boolean
+  /** --accept-repository (fetch only): see FetchOptions. */
+  acceptRepository?: string
 }
 
 /**
@@ -98,6 +100,11 @@ export interface ConfiguredFetch {
  */
 export async function fetchConfigured(refs: string[], fetch: ConfiguredFetch, options: Pick<FetchOptions, 'timeoutSeconds' | 'onProgress'> = {}): Promise<FetchResult> {
   const source = await configuredSource(fetch)
+  if (fetch.acceptRepository !== undefined) {
+    const {REPOSITORY_ID} = await import('../repository/repository-index.js')
+    if (!REPOSITORY_ID.test(fetch.acceptRepository)) throw new UsageError(`--accept-repository ${fetch.acceptRepository}: not a repository id (32 hex digits: the repository field of its index.json)`)
+  }
+
   const trust = await settingList('trust', fetch.trust)
   return fetchReleases(source, refs, {
     moduleDir: fetch.moduleDir,
@@ -105,6 +112,7 @@ export async function fetchConfigured(refs: string[], fetch: ConfiguredFetch, op
     insecure: fetch.insecure,
     timeoutSeconds: options.timeoutSeconds,
     allowUntrusted: fetch.allowUntrusted,
+    acceptRepository: fetch.acceptRepository,
     onProgress: options.onProgress,
   })
 }

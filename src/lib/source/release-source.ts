@@ -14,6 +14,8 @@ export interface FetchOptions {
   env?: NodeJS.ProcessEnv
   /** --allow-untrusted: install into a module directory others can write (see Staging.open). */
   allowUntrusted?: boolean
+  /** --accept-repository: the identity of a repository re-created on purpose, accepted in place of the one pinned for the source. */
+  acceptRepository?: string
 }
 
 export interface FetchedRelease {
@@ -33,6 +35,8 @@ export interface FetchResult {
   releases: FetchedRelease[]
   /** The trusted key that signed the index, or null when no key is trusted. */
   signedBy: string | null
+  /** The repository's identity (null: an index made before identities); absent for apt. */
+  repository?: string | null
   /** The repository index's version and expiry (null: an index made before versions); absent for apt. */
   indexVersion?: number | null
   indexExpires?: string | null

@@ -61,7 +61,7 @@ export class RepositorySource implements ReleaseSource {
       releases.push({release, ref, status, bytes: published.size, modulepath: published.modulepath})
     }
 
-    return {source: this.label, releases, signedBy, indexVersion: accepted.version, indexExpires: accepted.expires, untrusted, warnings: accepted.warning ? [accepted.warning] : []}
+    return {source: this.label, releases, signedBy, repository: accepted.repository, indexVersion: accepted.version, indexExpires: accepted.expires, untrusted, warnings: accepted.warning ? [accepted.warning] : []}
   }
 
   /**
@@ -114,7 +114,7 @@ export class RepositorySource implements ReleaseSource {
     // Before anything is resolved or installed: an index older than one this node accepted,
     // or expired, is a refusal (65), never a reason to fall back.
     const {acceptIndex} = await import('../repository/accepted-versions.js')
-    const accepted = await acceptIndex(options.moduleDir, this.label, signedBy, index, {allowUntrusted: options.allowUntrusted, channels: indexChannels(index)})
+    const accepted = await acceptIndex(options.moduleDir, this.label, index, {allowUntrusted: options.allowUntrusted, channels: indexChannels(index), acceptRepository: options.acceptRepository})
     untrusted.push(...accepted.untrusted)
     return {index, signedBy, accepted, untrusted}
   }
@@ -129,7 +129,7 @@ export class RepositorySource implements ReleaseSource {
     const {index, signedBy, untrusted} = await this.readTrusted(options)
     const {judgeIndex, readAcceptedVersions} = await import('../repository/accepted-versions.js')
     const {memory, untrusted: memoryProblems} = await readAcceptedVersions(options.moduleDir, options.allowUntrusted)
-    const accepted = judgeIndex(memory, this.label, signedBy, index, Date.now())
+    const accepted = judgeIndex(memory, this.label, index, Date.now())
     return {index, signedBy, accepted, untrusted: [...untrusted, ...memoryProblems]}
   }
 
@@ -252,12 +252,26 @@ export class RepositorySource implements ReleaseSource {
       await this.transport.download(published.archive, temp, published, options.onProgress && ((bytes) => options.onProgress!({release, bytes, total: published.size})))
       // The archive must hold what the index says it does, before anything is installed.
       const {index} = await readArchiveHead(temp, where)
-      const digests = Object.fromEntries(index.releases.map((r) => [r.release, r.digest]))
-      const same = index.release === release && index.modulepath.length === published.modulepath.length && published.modulepath.every((r, i) => index.modulepath[i] === r && digests[r] === published.digests[r])
-      if (!same) throw new ReleaseError(`${where}: holds ${index.release} (${index.modulepath.join(', ')}), not what the index says for ${release}; refused`)
+      const differs = archiveDisagreement(index, release, published)
+      if (differs) throw new ReleaseError(`${where}: holds ${index.release} (${index.modulepath.join(', ')}), not what the index says for ${release}: ${differs}; refused`)
       return await installArchive(createReadStream(temp, {highWaterMark: 1024 * 1024}), where, {moduleDir: options.moduleDir, trust: options.trust, trustDir: options.trustDir, allowUntrusted: options.allowUntrusted})
     } finally {
       await rm(temp, {force: true})
     }
   }
+}
+
+/**
+ * How an archive's release.json differs from the index entry it was downloaded for (its
+ * release, modulepath in order, and each release's digest), or null when it holds exactly that.
+ */
+export function archiveDisagreement(held: {release: string; modulepath: string[]; releases: Array<{release: string; digest: string}>}, release: string, published: PublishedTag): string | null {
+  if (held.release !== release) return `another release`
+  if (held.modulepath.length !== published.modulepath.length || held.modulepath.some((r, i) => published.modulepath[i] !== r)) {
+    return `its modulepath is ${held.modulepath.join(', ')}, the index says ${published.modulepath.join(', ')}`
+  }
+
+  const digests = new Map(held.releases.map((r) => [r.release, r.digest]))
+  const other = published.modulepath.find((r) => digests.get(r) !== published.digests[r])
+  return other === undefined ? null : `${other} is ${digests.get(other) ?? 'missing'} in it, ${published.digests[other]} in the index`
 }

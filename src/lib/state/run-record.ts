@@ -30,6 +30,8 @@ export const COMPLETED_STATES: readonly RunState[] = ['succeeded', 'failed', 'er
  */
 export interface RunFetch {
   source: string
+  /** The repository's identity (null: an index made before identities); absent for apt and a fallback. */
+  repository?: string | null
   /** The repository index's version and expiry the fetch used (null: an index made before versions); absent for apt and a fallback. */
   indexVersion?: number | null
   indexExpires?: string | null

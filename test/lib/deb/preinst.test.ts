@@ -1,4 +1,4 @@
-import {chmod, mkdir, rm, writeFile} from 'node:fs/promises'
+import {chmod, mkdir, rename, rm, symlink, writeFile} from 'node:fs/promises'
 import {join} from 'node:path'
 
 import test from 'ava'
@@ -25,7 +25,7 @@ async function setup(t: Parameters<typeof tempDir>[0], installed: Tree | null, c
   }
 
   const script = join(dir, 'preinst')
-  await writeFile(script, preinstScript({package: 'localpuppet-web-1.0.0', release, digest: treeDigest(files, dirs), releaseDir: join(modules, release), recordFile, files, dirs}))
+  await writeFile(script, preinstScript({package: 'localpuppet-web-1.0.0', release, digest: treeDigest(files, dirs), moduleDir: modules, releaseDir: join(modules, release), recordFile, files, dirs}))
   await chmod(script, 0o755)
   const run = (action = 'install') => execa(script, [action], {reject: false})
   return {modules, release, run}
@@ -81,4 +81,35 @@ test('a directory without a record is refused on install', async (t) => {
   const result = await run('install')
   t.is(result.exitCode, 1)
   t.regex(result.stderr, /exists without a localpuppet install record/)
+})
+
+test('a link where dpkg would write, or a directory group or others can write, is refused on install and upgrade alike, one line naming it', async (t) => {
+  const cases: Array<[string, (modules: string, release: string) => Promise<void>, (modules: string, release: string) => RegExp]> = [
+    ['the tag a link', async (modules, release) => {
+      await rename(join(modules, release), join(modules, 'elsewhere'))
+      await symlink(join(modules, 'elsewhere'), join(modules, release))
+    }, (modules, release) => new RegExp(`${join(modules, release)} is a symbolic link: dpkg would write where it leads`)],
+    ['<app>/tags a link', async (modules) => {
+      await rename(join(modules, 'web/tags'), join(modules, 'elsewhere'))
+      await symlink(join(modules, 'elsewhere'), join(modules, 'web/tags'))
+    }, (modules) => new RegExp(`${join(modules, 'web/tags')} is a symbolic link`)],
+    ['a link inside the tag', async (modules, release) => {
+      await chmod(join(modules, release, 'web'), 0o755)
+      await symlink('/etc', join(modules, release, 'web', 'etc'))
+    }, (modules, release) => new RegExp(`${join(modules, release, 'web', 'etc')} is a link, or owned or writable by another user`)],
+    ['the tag writable by others', async (modules, release) => chmod(join(modules, release), 0o777), (modules, release) => new RegExp(`${join(modules, release)} is writable by group or others; check what it holds, then: chmod go-w`)],
+    ['<app> writable by the group', async (modules) => chmod(join(modules, 'web'), 0o775), (modules) => new RegExp(`${join(modules, 'web')} is writable by group or others`)],
+    ['the record\'s directory writable by others', async (modules) => chmod(join(modules, '.localpuppet/records/web/tags'), 0o777), (modules) => new RegExp(`${join(modules, '.localpuppet/records/web/tags')} is writable by group or others`)],
+  ]
+  for (const [name, change, message] of cases) {
+    const {modules, release, run} = await setup(t, CONTENT, CONTENT)
+    t.is((await run('upgrade')).exitCode, 0, `${name}: fine before`)
+    await change(modules, release)
+    for (const action of ['install', 'upgrade']) {
+      const result = await run(action)
+      t.is(result.exitCode, 1, `${name}, ${action}: ${result.stderr}`)
+      t.is(result.stderr.trimEnd().split('\n').length, 1, result.stderr)
+      t.regex(result.stderr, new RegExp(`^localpuppet-web-1\\.0\\.0: web/tags/1\\.0\\.0: ${message(modules, release).source}`), `${name}, ${action}`)
+    }
+  }
 })

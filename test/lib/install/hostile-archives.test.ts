@@ -457,6 +457,23 @@ for (const evilPath of ['../../../evil-listed', '/etc/cron.d/evil', 'foo/../../e
   })
 }
 
+// Issue 26: names counted in bytes, as file systems count them, not in UTF-16 code units.
+for (const [name, evilPath] of [
+  ['200 × é (400 bytes, 200 code units)', 'é'.repeat(200)],
+  ['64 emoji (256 bytes)', '\uD83D\uDE00'.repeat(64)],
+  ['a directory of 128 × é', `${'é'.repeat(128)}/x.pp`],
+]) {
+  test(`release.json listing a name over 255 bytes in non-ASCII letters (${name}) is refused as unsafe, before anything is written`, async (t) => {
+    const w = await world(t)
+    const content = Buffer.from('x\n')
+    const entries = withIndex((index) => {
+      index.releases[0].files.push({path: evilPath, size: content.length, executable: false, sha256: sha256(content)})
+      index.releases[0].digest = treeDigest(index.releases[0].files)
+    })
+    await assertRefused(t, w, gzip(entries), [RELEASE_INDEX, 'unsafe or invalid path', JSON.stringify(evilPath)])
+  })
+}
+
 test('release.json declaring a release path that climbs out (../tags/1.0.0) is refused', async (t) => {
   const w = await world(t)
   const entries = withIndex((index) => {

@@ -50,10 +50,10 @@ test("an index entry cannot point a node at another node's input, or at a path o
 })
 
 test('the node remembers the channels of the newest index it accepted', (t) => {
-  const freshness = judgeIndex({format: 1, repositories: {}}, '/srv/repo', null, {version: 3, expires: '2030-01-01T00:00:00.000Z'}, Date.now())
-  const memory = rememberIndex({format: 1, repositories: {}}, '/srv/repo', null, freshness, Date.now(), {'foo/channels/stable': '1.0.0'})
+  const freshness = judgeIndex({format: 2, repositories: {}}, '/srv/repo', {version: 3, expires: '2030-01-01T00:00:00.000Z'}, Date.now())
+  const memory = rememberIndex({format: 2, repositories: {}}, '/srv/repo', freshness, Date.now(), {'foo/channels/stable': '1.0.0'})
   t.is(memory.channels!['foo/channels/stable'].tag, '1.0.0')
-  const moved = rememberIndex(memory, '/srv/repo', null, {...freshness, version: 4}, Date.now(), {'foo/channels/stable': '1.1.0'})
+  const moved = rememberIndex(memory, '/srv/repo', {...freshness, version: 4}, Date.now(), {'foo/channels/stable': '1.1.0'})
   t.is(moved.channels!['foo/channels/stable'].tag, '1.1.0')
   t.is(moved.channels!['foo/channels/stable'].version, 4)
 })
@@ -75,6 +75,9 @@ test('promote moves a channel to a published tag under a new index version, and 
   const same = await promoteChannel({repo, release: 'foo/tags/1.1.0', channel: 'stable'})
   t.like(same, {moved: false, version: 4})
   t.deepEqual(JSON.parse(await readFile(join(repo, 'index.json'), 'utf8')).apps.foo.channels, {stable: '1.1.0'})
+  // A repository made before ids gets one from its first promote, and keeps it.
+  t.regex(first.repository, /^[0-9a-f]{32}$/)
+  t.deepEqual([second.repository, same.repository, JSON.parse(await readFile(join(repo, 'index.json'), 'utf8')).repository], [first.repository, first.repository, first.repository])
 })
 
 test('promote refuses a tag that is not published (66), a range (64) and a bad channel name (64), changing nothing', async (t) => {

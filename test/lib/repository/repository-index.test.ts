@@ -48,7 +48,18 @@ test('version and expiry: kept, serialised inside the signed bytes, before the a
   t.false(serializeRepositoryIndex(old).toString().includes('version'))
 })
 
+test('the repository id: kept, serialised first inside the signed bytes; an index without one (older publishers) still parses', (t) => {
+  const id = '0123456789abcdef0123456789abcdef'
+  const index = parse({...validIndex(), repository: id, version: 7, expires: '2026-12-25T00:00:00.000Z'})
+  t.is(index.repository, id)
+  t.regex(serializeRepositoryIndex(index).toString(), new RegExp(`^\\{\\n "format": 1,\\n "repository": "${id}",\\n "version": 7,`))
+  t.false(serializeRepositoryIndex(parse(validIndex())).toString().includes('repository'))
+})
+
 const hostile: Array<[string, (doc: any) => void, RegExp]> = [
+  ['a repository id that is not 32 hex digits', (d) => (d.repository = 'production'), /invalid repository "production" \(expected 32 hex digits\)/],
+  ['a repository id in upper case', (d) => (d.repository = 'A'.repeat(32)), /invalid repository "A{32}"/],
+  ['a repository id that is a number', (d) => (d.repository = 1), /invalid repository 1/],
   ['a version without an expiry', (d) => (d.version = 3), /invalid expires undefined/],
   ['an expiry without a version', (d) => (d.expires = '2026-12-25T00:00:00.000Z'), /invalid version undefined/],
   ['version 0', (d) => Object.assign(d, {version: 0, expires: '2026-12-25T00:00:00.000Z'}), /invalid version 0/],

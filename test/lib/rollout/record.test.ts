@@ -5,26 +5,14 @@ import {join} from 'node:path'
 import test from 'ava'
 
 import {DamagedRecordError, UntrustedPathError} from '../../../src/lib/errors.js'
-import {driveRollout} from '../../../src/lib/rollout/drive.js'
-import {RolloutEngine} from '../../../src/lib/rollout/engine.js'
 import {RolloutStore, engineFromRecord, listRolloutRecords, openRolloutsDir, readRolloutRecord} from '../../../src/lib/rollout/record.js'
-import {rolloutSettings} from '../../../src/lib/rollout/settings.js'
 import {hostileUid} from '../../helpers/hostile-user.js'
-import {SimulatedFleet, VirtualClock} from '../../helpers/simulated-fleet.js'
+import {recordedRollout} from '../../helpers/rollout-record.js'
 
 async function recorded(t: {teardown(fn: () => Promise<void>): void}) {
   const state = await mkdtemp(join(tmpdir(), 'localpuppet-rollouts-'))
   t.teardown(() => rm(state, {recursive: true, force: true}))
-  const {dir} = await openRolloutsDir(state, false, true)
-  const settings = rolloutSettings({ref: 'app/tags/1.1.0', batch: '1'})
-  const names = ['a', 'b', 'c']
-  const engine = new RolloutEngine(settings, names)
-  const store = RolloutStore.create(dir, {transport: {via: 'mco', mco: 'mco', connection: [], discovery: [], replyTimeout: null, discoveryTimeout: null}, settings, expected: names, expectedFrom: 'test'}, engine)
-  const clock = new VirtualClock()
-  const fleet = new SimulatedFleet(names.map((name) => ({name, behaviour: name === 'b' ? 'fail' : 'succeed', runMs: 2000, before: 'app/tags/1.0.0'})), clock)
-  await driveRollout(engine, fleet, clock, {record: (event) => store.add(event, engine)})
-  await store.save({status: 'done', exitCode: 1})
-  return {state, dir, store, engine}
+  return {state, ...(await recordedRollout(state))}
 }
 
 test('a record replays to the state it records; one whose events were edited is refused (65), not resumed', async (t) => {
