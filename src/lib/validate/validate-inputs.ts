@@ -89,8 +89,10 @@ export interface ValidateOptions {
  * node: input YAML and schema, release resolution (ranges, immutability, path escape,
  * verification of installed tags), classes Puppet's autoloader cannot find, class
  * parameters they do not declare (metaparameters aside), required parameters neither the
- * input nor the module's data gives, values certainly of the wrong type, and Puppet
- * syntax errors of every manifest involved, each file checked on its own. With `compile`,
+ * input nor the module's data gives, values certainly of the wrong type, Puppet syntax
+ * errors of every manifest involved, each file checked on its own, variables Puppet would
+ * not find (checkVariables), and modules' metadata.json: whether Puppet loads them and
+ * allows the Puppet judged (checkModules). With `compile`,
  * each input's catalog is also compiled by Puppet, as apply would; both in one process
  * that loads Puppet once. Writes nothing.
  *
