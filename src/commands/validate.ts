@@ -9,8 +9,10 @@ export default class Validate extends BaseCommand {
   static override description = describeWithExitCodes(
     'For every input (files, or directories of *.yaml): YAML and schema errors, a release that cannot be resolved or ' +
       'breaks immutability or verification, classes not defined on the modulepath and class parameters they do not ' +
-      'declare (with did-you-mean), and Puppet syntax errors of every manifest involved, each file on its own, in ' +
-      'one Puppet process. Each with file and line. No run record; nothing is written.\n\n' +
+      'declare (with did-you-mean), Puppet syntax errors of every manifest involved, each file on its own, in ' +
+      'one Puppet process, variables Puppet would not find where the release\'s mode makes that an error ' +
+      '(strict_variables, strict: error), and metadata.json Puppet refuses. Each with file and line. No run record; ' +
+      'nothing is written.\n\n' +
       'Classes count as defined only where Puppet\'s autoloader finds them; metaparameters (stage, require, tag...) are ' +
       "accepted on every class; a required parameter the input does not give is reported unless the module's own Hiera " +
       'data gives it (or might, on some node); a value that certainly does not match its parameter\'s type is reported.\n\n' +

@@ -69,7 +69,7 @@ test('the static pass finds each rule, with the line of every kind of key', asyn
   const result = await cli(['validate', join(RULES, 'inputs'), ...base, '--puppet', 'none', '--format', 'json'])
   t.is(result.exitCode, 65, result.stderr)
   const report = JSON.parse(result.stdout) as Report
-  t.deepEqual(report.checks, ['input', 'release', 'classes', 'parameters', 'syntax', 'requirements'])
+  t.deepEqual(report.checks, ['input', 'release', 'classes', 'parameters', 'syntax', 'variables', 'metadata', 'requirements'])
   t.deepEqual(
     Object.fromEntries(Object.entries(byName(report)).map(([name, entry]) => [name, entry.problems.map((p) => [p.check, p.message])])),
     STATIC,
@@ -81,7 +81,7 @@ test('--compile: Puppet compiles every input in one run, agrees with the static 
   const result = await cli(['validate', join(RULES, 'inputs'), ...base, '--compile', '--facts', join(RULES, 'facts', 'redhat.json'), '--format', 'json', '--', ...isolatePuppet(dir)])
   t.is(result.exitCode, 65, result.stderr)
   const report = JSON.parse(result.stdout) as Report
-  t.deepEqual(report.checks, ['input', 'release', 'classes', 'parameters', 'syntax', 'requirements', 'compile'])
+  t.deepEqual(report.checks, ['input', 'release', 'classes', 'parameters', 'syntax', 'variables', 'metadata', 'requirements', 'compile'])
   for (const [name, entry] of Object.entries(byName(report))) {
     const [status, message] = COMPILE[name]
     t.is(entry.compile?.status, status, name)
@@ -116,7 +116,7 @@ test('--compile --facts DIR: one fact set per input name, an input without one i
   t.is(result.exitCode, 65, result.stderr)
   const xml = new XMLParser({ignoreAttributes: false, attributeNamePrefix: '', isArray: (name) => ['testsuite', 'testcase', 'failure'].includes(name)}).parse(result.stdout)
   const suites = xml.testsuites.testsuite as Array<{name: string; testcase: Array<{name: string; failure?: Array<{message: string}>; skipped?: {message: string}}>}>
-  for (const suite of suites) t.deepEqual(suite.testcase.map((c) => c.name), ['input', 'release', 'classes', 'parameters', 'syntax', 'requirements', 'compile'])
+  for (const suite of suites) t.deepEqual(suite.testcase.map((c) => c.name), ['input', 'release', 'classes', 'parameters', 'syntax', 'variables', 'metadata', 'requirements', 'compile'])
   const compileOf = (name: string) => suites.find((s) => s.name.endsWith(name))!.testcase.find((c) => c.name === 'compile')!
   // Debian facts (puppet facts YAML, Ruby tag and all): RedHat.yaml is not read, on_redhat has no value.
   t.regex(compileOf('data-given.yaml').failure![0].message, /Class\[Data_mod\]: expects a value for parameter 'on_redhat'/)
@@ -128,7 +128,7 @@ test('--format junit with --compile: a compile testcase per input, skipped when 
   const result = await cli(['validate', input('bad-release.yaml'), input('metaparameters.yaml'), ...base, '--compile', '--facts', join(RULES, 'facts', 'redhat.json'), '--format', 'junit', '--', ...isolatePuppet(dir)])
   t.is(result.exitCode, 65, result.stderr)
   const xml = new XMLParser({ignoreAttributes: false, attributeNamePrefix: '', isArray: (name) => ['testsuite', 'testcase', 'failure'].includes(name)}).parse(result.stdout)
-  t.is(xml.testsuites.tests, '14')
+  t.is(xml.testsuites.tests, '18')
   t.is(xml.testsuites.skipped, '1')
   const [bad, meta] = xml.testsuites.testsuite as Array<{testcase: Array<{name: string; failure?: unknown; skipped?: {message: string}}>}>
   t.is(bad.testcase.at(-1)!.skipped!.message, 'not compiled: the input or its release has problems')

@@ -58,7 +58,7 @@ test('--format junit: one testsuite per input, one testcase per check, failures 
   t.is(xml.testsuites.failures, '10')
   for (const suite of suites) {
     const expected = EXPECTED[suite.name.split('/').pop()!]
-    t.deepEqual(suite.testcase.map((c) => c.name), ['input', 'release', 'classes', 'parameters', 'syntax', 'requirements'])
+    t.deepEqual(suite.testcase.map((c) => c.name), ['input', 'release', 'classes', 'parameters', 'syntax', 'variables', 'metadata', 'requirements'])
     t.is(suite.failures, String(expected.length))
     const failures = suite.testcase.flatMap((c) => (c.failure ?? []).map((f) => [c.name, f.message]))
     t.deepEqual(failures, expected)

@@ -1,6 +1,6 @@
 import chalk from 'chalk'
 
-import type {ValidateReport} from '../../lib/validate/validate-inputs.js'
+import type {CheckName, ValidateReport} from '../../lib/validate/validate-inputs.js'
 
 /** Human output: each input with its problems, then a count. */
 export function renderValidateText(report: ValidateReport): string {
@@ -28,14 +28,19 @@ export function renderValidateText(report: ValidateReport): string {
 /**
  * JUnit XML as CI systems read it: one testsuite per input, one testcase per check (with
  * --compile, a `compile` one, skipped when the input could not be compiled), a failure
- * element per problem so each shows inline with its file and line. When Puppet could
- * not be run, `syntax` is an error (not a pass) and `compile` skipped, with the reason.
+ * element per problem so each shows inline with its file and line. A check that did not
+ * run for an input (`requirements` when which Puppet this is cannot be told, `variables`
+ * when the language mode lets unknown variables pass) is skipped with the reason, never
+ * shown as passed. When Puppet could not be run, `syntax` is an error (not a pass) and
+ * `compile` skipped, with the reason.
  */
 export function renderValidateJunit(report: ValidateReport): string {
   const out = ['<?xml version="1.0" encoding="UTF-8"?>']
   const checks = report.checks
   const failures = report.inputs.reduce((sum, input) => sum + checks.filter((check) => input.problems.some((p) => p.check === check)).length, 0)
-  const skipped = report.inputs.filter((input) => input.compile?.status === 'skipped' && !input.problems.some((p) => p.check === 'compile')).length
+  const skippedCase = (input: ValidateReport['inputs'][number], check: CheckName) =>
+    !input.problems.some((p) => p.check === check) && (check === 'compile' ? input.compile?.status === 'skipped' : input.skipped[check] !== undefined)
+  const skipped = report.inputs.reduce((sum, input) => sum + checks.filter((check) => skippedCase(input, check)).length, 0)
   const errors = report.puppetUnavailable === null ? 0 : report.inputs.length
   out.push(`<testsuites name="localpuppet validate" tests="${report.inputs.length * checks.length}" failures="${failures}"${errors ? ` errors="${errors}"` : ''}${skipped ? ` skipped="${skipped}"` : ''}>`)
   for (const input of report.inputs) {
@@ -46,6 +51,11 @@ export function renderValidateJunit(report: ValidateReport): string {
       const attrs = `classname="${xml(input.file)}" name="${check}"${problems[0]?.file ? ` file="${xml(problems[0].file)}"` : ''}${problems[0]?.line ? ` line="${problems[0].line}"` : ''}`
       if (check === 'compile' && problems.length === 0 && input.compile?.status === 'skipped') {
         out.push(`    <testcase ${attrs}><skipped message="${xml(`not compiled: ${input.compile.reason}`)}"/></testcase>`)
+        continue
+      }
+
+      if (check !== 'compile' && skippedCase(input, check)) {
+        out.push(`    <testcase ${attrs}><skipped message="${xml(input.skipped[check]!)}"/></testcase>`)
         continue
       }
 

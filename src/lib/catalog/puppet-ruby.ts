@@ -31,6 +31,16 @@ Puppet::Util::Log.newdestination(Puppet::Test::LogCollector.new(logs))
 Puppet::Util::Log.level = :warning
 `
 
+/**
+ * After PUPPET_PRELUDE: one answer naming the Puppet library this process loaded, its
+ * version and the real path of its puppet/version.rb (which says whose it is: a package's
+ * file or a gem's directory), for when the puppet executable alone does not tell.
+ */
+export const PUPPET_LIBRARY = String.raw`
+library = $LOADED_FEATURES.find { |f| f.end_with?('/puppet/version.rb') }
+out.puts(JSON.generate({'library' => {'version' => Puppet.version.to_s, 'file' => library && File.realpath(library)}}))
+`
+
 export interface PuppetRubyRun {
   /** Every line of stdout that is a JSON object, parsed, in order. */
   answers: Array<Record<string, unknown>>
@@ -81,4 +91,13 @@ export async function runPuppetRuby(puppet: string, program: string, request: Re
 function interpreterOf(puppet: string): string[] {
   const found = scriptInterpreter(puppet)
   return found?.path && /ruby/.test(basename(found.path)) ? [found.path, ...found.args] : ['ruby']
+}
+
+/**
+ * Whether `puppet` is a Ruby script (Debian's, a gem's), so that runPuppetRuby loads the
+ * very library it runs; a shell wrapper's Puppet is only a guess of the ruby on PATH.
+ */
+export function runsAsRuby(puppet: string): boolean {
+  const found = scriptInterpreter(puppet)
+  return Boolean(found?.path && /ruby/.test(basename(found.path)))
 }

@@ -108,7 +108,28 @@ function identify(path: string, dpkgInfo: string): PuppetIdentity {
     real = realpathSync(path)
   } catch {}
 
-  const names = new Set([path, real])
+  const packaged = owningPackage(new Set([path, real]), dpkgInfo)
+  if (packaged) return {implementation: implementationOf(packaged.name), version: packaged.versionFile ? versionIn(packaged.versionFile) : null, path, owner: `dpkg:${packaged.name}`}
+  const gem = /\/gems\/(puppet|openvox)-(\d+\.\d+\.\d+[^/]*)\/bin\/puppet$/.exec(real)
+  if (gem) return {implementation: implementationOf(gem[1]), version: versionIn(join(dirname(dirname(real)), 'lib', 'puppet', 'version.rb')) ?? gem[2], path, owner: `gem:${gem[1]}`}
+  const wrapper = rubygemsWrapper(real)
+  if (wrapper) return {implementation: implementationOf(wrapper), version: null, path, owner: `gem:${wrapper}`}
+  return {implementation: null, version: null, path, owner: null}
+}
+
+/**
+ * Whose Puppet library a puppet/version.rb is (the one a Ruby process loaded): the Debian
+ * package whose file list names it, or the gem whose directory holds it; null for neither.
+ */
+export function identifyLibrary(versionFile: string, dpkgInfo = DPKG_INFO): {implementation: 'puppet' | 'openvox'; owner: string} | null {
+  const packaged = owningPackage(new Set([versionFile]), dpkgInfo)
+  if (packaged) return {implementation: implementationOf(packaged.name), owner: `dpkg:${packaged.name}`}
+  const gem = /\/gems\/(puppet|openvox)-\d+\.\d+\.\d+[^/]*\/lib\/puppet\/version\.rb$/.exec(versionFile)
+  return gem ? {implementation: implementationOf(gem[1]), owner: `gem:${gem[1]}`} : null
+}
+
+/** The first of PACKAGES whose dpkg file list names one of `names`, with the puppet/version.rb it ships. */
+function owningPackage(names: Set<string>, dpkgInfo: string): {name: string; versionFile: string | undefined} | null {
   for (const name of PACKAGES) {
     let list: string
     try {
@@ -118,16 +139,10 @@ function identify(path: string, dpkgInfo: string): PuppetIdentity {
     }
 
     const files = list.split('\n')
-    if (!files.some((file) => names.has(file))) continue
-    const versionFile = files.find((file) => file.endsWith('/puppet/version.rb'))
-    return {implementation: implementationOf(name), version: versionFile ? versionIn(versionFile) : null, path, owner: `dpkg:${name}`}
+    if (files.some((file) => names.has(file))) return {name, versionFile: files.find((file) => file.endsWith('/puppet/version.rb'))}
   }
 
-  const gem = /\/gems\/(puppet|openvox)-(\d+\.\d+\.\d+[^/]*)\/bin\/puppet$/.exec(real)
-  if (gem) return {implementation: implementationOf(gem[1]), version: versionIn(join(dirname(dirname(real)), 'lib', 'puppet', 'version.rb')) ?? gem[2], path, owner: `gem:${gem[1]}`}
-  const wrapper = rubygemsWrapper(real)
-  if (wrapper) return {implementation: implementationOf(wrapper), version: null, path, owner: `gem:${wrapper}`}
-  return {implementation: null, version: null, path, owner: null}
+  return null
 }
 
 function implementationOf(name: string): 'puppet' | 'openvox' {

@@ -30,3 +30,26 @@ export function languageMode(language: ManifestLanguage, manifest: string): Lang
 export function languageModeArgs(mode: Pick<LanguageMode, 'strict' | 'strictVariables'>): string[] {
   return ['--strict', mode.strict, mode.strictVariables ? '--strict_variables' : '--no-strict_variables']
 }
+
+/**
+ * The mode Puppet compiles in when `puppetArgs` (the arguments for puppet, which come
+ * after languageModeArgs on its command line and so win) set `--strict` or
+ * `--[no-]strict_variables` themselves; `overridden` says they did.
+ */
+export function effectiveLanguageMode(mode: LanguageMode, puppetArgs: string[]): LanguageMode & {overridden: boolean} {
+  let {strict, strictVariables} = mode
+  let overridden = false
+  for (const [index, arg] of puppetArgs.entries()) {
+    const strictValue = /^--strict(?:=(.*))?$/.exec(arg)
+    if (strictValue) {
+      const value = strictValue[1] ?? puppetArgs[index + 1]
+      if (value === 'off' || value === 'warning' || value === 'error') [strict, overridden] = [value, true]
+      continue
+    }
+
+    const variables = /^--(no-)?strict_variables(?:=(true|false))?$/.exec(arg)
+    if (variables) [strictVariables, overridden] = [variables[1] === undefined && variables[2] !== 'false', true]
+  }
+
+  return {...mode, strict, strictVariables, overridden}
+}

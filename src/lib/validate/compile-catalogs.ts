@@ -1,5 +1,6 @@
-import {type SyntaxProblem, SYNTAX_CHECK, syntaxProblems, validateManifests} from '../catalog/parser-validate.js'
-import {PUPPET_PRELUDE, runPuppetRuby} from '../catalog/puppet-ruby.js'
+import {type SyntaxProblem, SYNTAX_CHECK, syntaxProblems} from '../catalog/parser-validate.js'
+import {PUPPET_LIBRARY, PUPPET_PRELUDE, runPuppetRuby} from '../catalog/puppet-ruby.js'
+import {type FacterNames, type FileScopes, VARIABLE_SCOPES} from '../catalog/variable-scopes.js'
 
 /** One catalog to compile: what `apply` would hand Puppet for one input. */
 export interface CompileJob {
@@ -55,7 +56,7 @@ describe = lambda do |e|
   {'message' => message, 'file' => file, 'line' => line, 'column' => pos}
 end
 
-request['jobs'].each do |job|
+(request['jobs'] || []).each do |job|
   logs.clear
   result = {'id' => job['id'], 'ok' => false, 'resources' => nil, 'error' => nil}
   begin
@@ -94,22 +95,47 @@ request['jobs'].each do |job|
 end
 `
 
+/** What the one Puppet process of validate answers. */
+export interface PuppetChecks {
+  results: CompileResult[]
+  syntax: SyntaxProblem[]
+  /** The classes and defines of each file of `scopeFiles` that parsed (see VARIABLE_SCOPES). */
+  scopes: Map<string, FileScopes>
+  /** Facter's fact names, when `scopeFiles` asked for them and this Puppet has Facter 4. */
+  facter: FacterNames | null
+  /** The Puppet library the process loaded: its version, and the real path of its puppet/version.rb. */
+  library: {version: string; file: string | null} | null
+}
+
 /**
- * Compiles every job's catalog in one Ruby process that loads Puppet once (Puppet takes
- * seconds to start; compiling is a fraction of that), after checking the syntax of every
- * file of `syntaxFiles` each on its own (see SYNTAX_CHECK) in the same process. `puppet`
- * is the puppet executable: its interpreter (from its #! line) runs the program, so it is
- * that Puppet's library. `puppetArgs` are Puppet settings as on its command line
- * (`--confdir`, ...).
+ * In one Ruby process that loads Puppet once (Puppet takes seconds to start; compiling
+ * is a fraction of that): checks the syntax of every file of `syntaxFiles`, each on its
+ * own (see SYNTAX_CHECK), reading the classes and defines of those of `scopeFiles` as it
+ * goes (see VARIABLE_SCOPES), then compiles every job's catalog. `puppet` is the puppet
+ * executable: its interpreter (from its #! line) runs the program, so it is that Puppet's
+ * library. `puppetArgs` are Puppet settings as on its command line (`--confdir`, ...).
  */
-export async function compileCatalogs(puppet: string, jobs: CompileJob[], puppetArgs: string[] = [], syntaxFiles: string[] = []): Promise<{results: CompileResult[]; syntax: SyntaxProblem[]}> {
-  if (jobs.length === 0) return {results: [], syntax: await validateManifests(puppet, syntaxFiles, puppetArgs)}
-  const {answers, ended} = await runPuppetRuby(puppet, PUPPET_PRELUDE + SYNTAX_CHECK + COMPILE, {puppet_args: puppetArgs, syntax: syntaxFiles, jobs})
+export async function compileCatalogs(puppet: string, jobs: CompileJob[], puppetArgs: string[] = [], syntaxFiles: string[] = [], scopeFiles: string[] = []): Promise<PuppetChecks> {
+  if (jobs.length === 0 && syntaxFiles.length === 0) return {results: [], syntax: [], scopes: new Map(), facter: null, library: null}
+  const program = PUPPET_PRELUDE + PUPPET_LIBRARY + VARIABLE_SCOPES + SYNTAX_CHECK + COMPILE
+  const {answers, ended} = await runPuppetRuby(puppet, program, {puppet_args: puppetArgs, syntax: syntaxFiles, scopes: scopeFiles, jobs})
   const results = new Map<string, CompileResult>()
-  for (const answer of answers) if (typeof answer.id === 'string') results.set(answer.id, answer as unknown as CompileResult)
+  const scopes = new Map<string, FileScopes>()
+  let facter: FacterNames | null = null
+  let library: PuppetChecks['library'] = null
+  for (const answer of answers) {
+    if (typeof answer.id === 'string') results.set(answer.id, answer as unknown as CompileResult)
+    if (typeof answer.syntax === 'string' && answer.scopes) scopes.set(answer.syntax, answer.scopes as FileScopes)
+    if ('facter' in answer) facter = answer.facter as FacterNames | null
+    if (answer.library) library = answer.library as PuppetChecks['library']
+  }
+
   const stopped = `Puppet stopped before compiling this input (${ended})`
   return {
     results: jobs.map((job) => results.get(job.id) ?? {id: job.id, ok: false, resources: null, error: {message: stopped, file: null, line: null, column: null}}),
     syntax: syntaxProblems(syntaxFiles, answers, ended),
+    scopes,
+    facter,
+    library,
   }
 }

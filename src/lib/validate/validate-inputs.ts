@@ -17,16 +17,19 @@ import {type Resolution, modulepathTrustPaths, newTreeMemo, realModuleDir, resol
 import {RUN_ID_PLACEHOLDER} from '../state/run-id.js'
 import {closest} from '../util/did-you-mean.js'
 import {assertNoTrustProblems, assertTrustedPaths} from '../util/trusted-path.js'
-import {type CompileJob, compileCatalogs} from './compile-catalogs.js'
-import {type RequirementFinding, checkModuleRequirements} from './module-requirements.js'
-import {identifyPuppet} from '../puppet/puppet-identity.js'
-import {type LanguageMode, languageModeArgs} from '../release/language-mode.js'
+import {type CompileJob, type PuppetChecks, compileCatalogs} from './compile-catalogs.js'
+import {type ModuleFacts, moduleFacts} from '../catalog/module-facts.js'
+import {runsAsRuby} from '../catalog/puppet-ruby.js'
+import {type ModuleFinding, type ModuleMetadata, type RunningPuppet, metadataFindings, readModuleMetadata, requirementFindings} from './module-requirements.js'
+import {unknownVariables} from './undefined-variables.js'
+import {identifyLibrary, identifyPuppet} from '../puppet/puppet-identity.js'
+import {type LanguageMode, effectiveLanguageMode, languageModeArgs} from '../release/language-mode.js'
 import type {RecordedPuppet} from '../state/run-record.js'
 import {factSets} from './fact-sets.js'
 import {lineOfKey} from '../yaml.js'
 
 /** The checks run on every input; each is one JUnit test case. `compile` only with --compile. */
-export const CHECKS = ['input', 'release', 'classes', 'parameters', 'syntax', 'requirements', 'compile'] as const
+export const CHECKS = ['input', 'release', 'classes', 'parameters', 'syntax', 'variables', 'metadata', 'requirements', 'compile'] as const
 export type CheckName = (typeof CHECKS)[number]
 
 export interface Problem {
@@ -44,8 +47,10 @@ export interface InputReport {
   /** The release the input resolved to, or null. */
   release: string | null
   problems: Problem[]
-  /** What is worth knowing but fails nothing: a Puppet newer than a module's requirements allow (see checkModuleRequirements). */
+  /** What is worth knowing but fails nothing: a Puppet newer than a module's requirements allow (see requirementFindings), metadata.json Puppet only warns about. */
   warnings: Problem[]
+  /** Checks that did not run for this input, and why (`requirements`: which Puppet this is cannot be told). */
+  skipped: Partial<Record<CheckName, string>>
   /** How the release compiles (see RunPlan.languageMode), or null when it did not resolve. */
   languageMode: LanguageMode | null
   /** With --compile: whether Puppet compiled its catalog, or why it was not tried (skipped). */
@@ -59,7 +64,7 @@ export interface ValidateReport {
   problems: number
   /** Why Puppet could not be run for the syntax check and --compile (exit 69), or null: those checks did not run. */
   puppetUnavailable: string | null
-  /** The Puppet the syntax check, --compile and the module requirements are judged with, or null (--puppet none). */
+  /** The Puppet the syntax check, --compile and the module requirements are judged with, or null (--puppet none); its version from the library its Ruby loaded when nothing else tells. */
   puppet: RecordedPuppet | null
 }
 
@@ -84,8 +89,10 @@ export interface ValidateOptions {
  * node: input YAML and schema, release resolution (ranges, immutability, path escape,
  * verification of installed tags), classes Puppet's autoloader cannot find, class
  * parameters they do not declare (metaparameters aside), required parameters neither the
- * input nor the module's data gives, values certainly of the wrong type, and Puppet
- * syntax errors of every manifest involved, each file checked on its own. With `compile`,
+ * input nor the module's data gives, values certainly of the wrong type, Puppet syntax
+ * errors of every manifest involved, each file checked on its own, variables Puppet would
+ * not find (checkVariables), and modules' metadata.json: whether Puppet loads them and
+ * allows the Puppet judged (checkModules). With `compile`,
  * each input's catalog is also compiled by Puppet, as apply would; both in one process
  * that loads Puppet once. Writes nothing.
  *
@@ -103,17 +110,15 @@ export async function validateInputs(paths: string[], options: ValidateOptions):
   const runsCodeAsRoot = options.compile === true && (process.geteuid?.() ?? 0) === 0
   const catalogs = new Map<string, ClassCatalog>()
   const jobs: Array<CompileJob & {report: InputReport; text: string}> = []
-  const reports: Array<InputReport & {manifests: string[]}> = []
+  const reports: CheckedInput[] = []
   const identity = options.puppet === null ? null : identifyPuppet(options.puppet)
-  const puppet = identity === null ? null : {implementation: identity.implementation, version: identity.version, path: identity.path}
-  const requirements = new Map<string, Promise<RequirementFinding[]>>()
   // What one call has already read of each release (see the doc comment): trees, verification, manifest lists.
   const treeMemo = newTreeMemo()
   const verified = new Map<string, Promise<unknown>>()
   const catalogManifests = new Map<ClassCatalog, string[]>()
 
   for (const file of files) {
-    const report: InputReport & {manifests: string[]} = {file, release: null, problems: [], warnings: [], languageMode: null, manifests: []}
+    const report: CheckedInput = {file, release: null, problems: [], warnings: [], skipped: {}, languageMode: null, manifests: [], modulepath: [], mode: null, nodeNames: [], classNames: [], catalog: null}
     if (options.compile) report.compile = {status: 'skipped', resources: null, reason: 'the input or its release has problems'}
     reports.push(report)
     // The same reader as apply: FIFOs, devices, oversized files and invalid UTF-8 are refused alike.
@@ -154,16 +159,12 @@ export async function validateInputs(paths: string[], options: ValidateOptions):
 
     report.release = resolution.modulepath[0].release
     report.languageMode = resolution.languageMode
-    if (identity !== null) {
-      for (const entry of resolution.modulepath) {
-        if (!requirements.has(entry.path)) requirements.set(entry.path, checkModuleRequirements(entry.path, entry.release, identity))
-        for (const found of await requirements.get(entry.path)!) {
-          const shown = {check: 'requirements' as const, file: found.file, line: found.line, column: null, message: `${file}: ${found.message}`}
-          if (found.severity === 'problem') report.problems.push(shown)
-          else report.warnings.push(shown)
-        }
-      }
-    }
+    report.modulepath = resolution.modulepath
+    report.mode = effectiveLanguageMode(resolution.languageMode, options.puppetArgs ?? [])
+    // The node's top-scope names: the ENC document's parameters, and the facts of --facts.
+    const nodeFacts = facts?.get(file)
+    report.classNames = input.classes === undefined || input.classes === null ? [] : Array.isArray(input.classes) ? (input.classes as string[]) : Object.keys(input.classes)
+    report.nodeNames = [...Object.keys(buildEncDocument(input, {release: report.release, runId: RUN_ID_PLACEHOLDER}).parameters), ...(nodeFacts && !(nodeFacts instanceof InputError) ? Object.keys(nodeFacts) : [])]
 
     const modulepath = resolution.modulepath.map((entry) => entry.path)
     const key = modulepath.join(':')
@@ -172,6 +173,7 @@ export async function validateInputs(paths: string[], options: ValidateOptions):
     // One list per catalog, shared by its inputs (not a copy of every manifest per input).
     if (!catalogManifests.has(catalog)) catalogManifests.set(catalog, [...catalog.definitions.manifests, ...(manifest === null ? [] : [manifest])])
     report.manifests = catalogManifests.get(catalog)!
+    report.catalog = catalog
     report.problems.push(...checkClasses(input.classes, catalog, text, file))
     if (!options.compile) continue
     if (runsCodeAsRoot) {
@@ -202,10 +204,12 @@ export async function validateInputs(paths: string[], options: ValidateOptions):
   // One Ruby process loads Puppet once for the syntax check and the compile alike.
   const manifests = options.puppet === null ? [] : [...new Set([...new Set(reports.map((report) => report.manifests))].flat())].sort()
   const compileJobs = options.compile ? jobs.map(({report: _report, text: _text, ...job}) => job) : []
-  let checked: Awaited<ReturnType<typeof compileCatalogs>> = {syntax: [], results: []}
+  // Classes and defines are read for the inputs whose mode makes an unknown variable fail.
+  const scopeFiles = options.puppet === null ? [] : [...new Set(reports.filter((report) => failsOnUnknownVariables(report.mode)).flatMap((report) => report.manifests))].sort()
+  let checked: PuppetChecks = {syntax: [], results: [], scopes: new Map(), facter: null, library: null}
   let puppetUnavailable: string | null = null
   try {
-    if (options.puppet !== null) checked = await compileCatalogs(options.puppet, compileJobs, options.puppetArgs, manifests)
+    if (options.puppet !== null) checked = await compileCatalogs(options.puppet, compileJobs, options.puppetArgs, manifests, scopeFiles)
   } catch (error) {
     // Every input is still reported (CI gets its JUnit): only what needed Puppet is missing.
     if (!(error instanceof PuppetUnavailableError)) throw error
@@ -247,9 +251,136 @@ export async function validateInputs(paths: string[], options: ValidateOptions):
     report.problems.push({check: 'compile', file: shown, line: line ?? null, column: column ?? null, message: `${report.file}: ${where}: ${message}`})
   }
 
-  const inputs = reports.map(({manifests: _manifests, ...report}) => report)
+  const judged = judgedPuppet(options.puppet, identity, checked.library, puppetUnavailable)
+  await checkModules(reports, judged)
+  await checkVariables(reports, checked, {moduleDir, manifest, puppet: options.puppet, puppetUnavailable})
+  // Each input's problems in the order of CHECKS (the checks after Puppet's run add theirs last).
+  for (const report of reports) report.problems.sort((a, b) => CHECKS.indexOf(a.check) - CHECKS.indexOf(b.check))
+  const inputs = reports.map(({manifests: _manifests, modulepath: _modulepath, mode: _mode, nodeNames: _nodeNames, classNames: _classNames, catalog: _catalog, ...report}) => report)
   const checks = CHECKS.filter((check) => check !== 'compile' || options.compile)
+  const puppet = identity === null ? null : 'skipped' in judged ? {implementation: identity.implementation, version: identity.version, path: identity.path} : {implementation: judged.implementation, version: judged.version, path: judged.path}
   return {checks, inputs, problems: inputs.reduce((sum, report) => sum + report.problems.length, 0), puppetUnavailable, puppet}
+}
+
+/** An input as validate checks it: its report, and what the checks after Puppet's run need of it. */
+type CheckedInput = InputReport & {
+  manifests: string[]
+  /** The releases of its modulepath (none when it did not resolve). */
+  modulepath: Resolution['modulepath']
+  /** The release's language mode as Puppet would get it (the arguments for puppet win), or null. */
+  mode: (LanguageMode & {overridden: boolean}) | null
+  /** Its top-scope names: the ENC document's parameters and the facts of --facts. */
+  nodeNames: string[]
+  /** The classes it gives the node. */
+  classNames: string[]
+  /** The classes and defines of its modulepath and main manifest, as Puppet's autoloader finds them. */
+  catalog: ClassCatalog | null
+}
+
+type JudgedPuppet = (RunningPuppet & {implementation: 'puppet' | 'openvox'; version: string}) | {skipped: string}
+
+/**
+ * The Puppet module requirements are judged against: the one validate runs, as what owns
+ * it tells (identifyPuppet); else, for a Ruby script (a gem's wrapper, which names its gem
+ * but not its version), what its own Ruby loaded in validate's Puppet process: that
+ * library's version and whose it is. A shell wrapper's Puppet is not guessed at.
+ */
+function judgedPuppet(path: string | null, identity: ReturnType<typeof identifyPuppet> | null, library: PuppetChecks['library'], unavailable: string | null): JudgedPuppet {
+  if (path === null || identity === null) return {skipped: 'requirements not checked: --puppet none, so no Puppet to check them against'}
+  if (identity.implementation !== null && identity.version !== null) return {implementation: identity.implementation, version: identity.version, path}
+  const cannot = `requirements not checked: cannot tell which Puppet ${path} is`
+  if (unavailable !== null) return {skipped: `${cannot} (neither a package nor a gem owns it, and it could not be run)`}
+  if (library !== null && runsAsRuby(path)) {
+    const loaded = library.file === null ? null : identifyLibrary(library.file)
+    const implementation = identity.implementation ?? loaded?.implementation ?? null
+    if (implementation !== null && (loaded === null || loaded.implementation === implementation)) return {implementation, version: library.version, path}
+    return {skipped: `${cannot} (its Ruby loads ${library.file ?? 'a Puppet library'}, which neither a package nor a gem owns)`}
+  }
+
+  return {skipped: `${cannot} (neither a package nor a gem owns it: a wrapper script?)`}
+}
+
+/**
+ * Each input's modules, by their metadata.json: whether Puppet loads them (under the
+ * input's `strict`, see metadataFindings) and whether they allow the judged Puppet
+ * (requirementFindings); each release's metadata read once per call.
+ */
+async function checkModules(reports: CheckedInput[], judged: JudgedPuppet): Promise<void> {
+  const read = new Map<string, Promise<ModuleMetadata[]>>()
+  for (const report of reports) {
+    if (report.modulepath.length === 0 || report.mode === null) continue
+    if ('skipped' in judged) {
+      report.skipped.requirements = judged.skipped
+      report.warnings.push({check: 'requirements', file: null, line: null, column: null, message: `${report.file}: ${judged.skipped}`})
+    }
+
+    for (const entry of report.modulepath) {
+      if (!read.has(entry.path)) read.set(entry.path, readModuleMetadata(entry.path))
+      const metadata = await read.get(entry.path)!
+      const add = (check: 'metadata' | 'requirements', findings: ModuleFinding[]) => {
+        for (const found of findings) (found.severity === 'problem' ? report.problems : report.warnings).push({check, file: found.file, line: found.line, column: null, message: `${report.file}: ${found.message}`})
+      }
+
+      add('metadata', metadataFindings(metadata, entry.release, report.mode.strict, 'skipped' in judged ? null : judged.version))
+      if (!('skipped' in judged)) add('requirements', requirementFindings(metadata, entry.release, judged))
+    }
+  }
+}
+
+/** Whether Puppet fails to compile code that reads an unknown variable in this mode (tried on 7.23 and 8.10: under strict_variables, and under strict: error whatever strict_variables says). */
+function failsOnUnknownVariables(mode: LanguageMode | null): boolean {
+  return mode !== null && (mode.strictVariables || mode.strict === 'error')
+}
+
+/**
+ * The variables each input's classes and defines read that Puppet would not find
+ * (unknownVariables), for the inputs whose mode makes that fail: a problem where Puppet
+ * certainly evaluates the read, a warning where code it may skip reads it. The other
+ * inputs' `variables` check is skipped, saying why.
+ */
+async function checkVariables(reports: CheckedInput[], checked: PuppetChecks, context: {moduleDir: string; manifest: string | null; puppet: string | null; puppetUnavailable: string | null}): Promise<void> {
+  const mainUses = context.manifest === null ? [] : (checked.scopes.get(context.manifest)?.uses ?? [])
+  const facts = new Map<string, Promise<ModuleFacts>>()
+  for (const report of reports) {
+    if (report.mode === null) continue
+    if (!failsOnUnknownVariables(report.mode)) {
+      report.skipped.variables = `not checked: under strict: ${report.mode.strict} with strict_variables: false Puppet does not fail on an unknown variable`
+      continue
+    }
+
+    if (context.puppet === null || context.puppetUnavailable !== null) {
+      report.skipped.variables = context.puppet === null ? 'not checked: --puppet none (Puppet reads the classes)' : `not checked: ${context.puppetUnavailable}`
+      continue
+    }
+
+    const releaseFacts: ModuleFacts[] = []
+    for (const entry of report.modulepath) {
+      if (!facts.has(entry.path)) facts.set(entry.path, moduleFacts(entry.path))
+      releaseFacts.push(await facts.get(entry.path)!)
+    }
+
+    const catalog = report.catalog
+    const loads = (definition: {kind: 'class' | 'define'; name: string}, file: string) => {
+      const found = catalog?.find(definition.kind, definition.name)
+      return found !== undefined && resolve(context.moduleDir, found.file) === file
+    }
+
+    const {unknown, skipped} = unknownVariables({files: report.manifests, scopes: checked.scopes, facter: checked.facter, moduleFacts: releaseFacts, nodeNames: report.nodeNames, roots: [...report.classNames.map((name): [string, boolean] => [name, false]), ...mainUses], loads})
+    if (skipped !== null) report.skipped.variables = `not checked: ${skipped}`
+    const mode = report.mode
+    const setting = mode.strictVariables ? 'strict_variables: true' : 'strict: error'
+    const source = mode.overridden ? 'set in the arguments for puppet' : mode.pinned === null ? "the default: the release pins neither, so Puppet 8's" : `pinned by ${mode.pinned}`
+    for (const found of unknown) {
+      const shown = relative(context.moduleDir, found.file)
+      const why =
+        found.legacy === null
+          ? 'no parameter, local variable, ENC parameter or fact has that name'
+          : `a legacy fact, which this Puppet does not collect (include_legacy_facts is false)${found.legacy === '' ? '' : `: use $facts${found.legacy.split('.').map((part) => `['${part}']`).join('')}`}`
+      const fails = `Puppet fails on it under ${setting} (${source})`
+      const message = `${shown}:${found.line}:${found.column}: Unknown variable: '${found.written}' in ${found.definition.kind} ${found.definition.name}: ${why}; ${found.certain ? fails : `${fails} if it evaluates this code, which depends on a condition, a loop, a default or a conditional declaration`}`
+      ;(found.certain ? report.problems : report.warnings).push({check: 'variables', file: shown, line: found.line, column: found.column, message})
+    }
+  }
 }
 
 /**

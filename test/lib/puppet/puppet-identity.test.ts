@@ -2,7 +2,7 @@ import {join} from 'node:path'
 
 import test from 'ava'
 
-import {explainPuppet, identifyPuppet, locatePuppet} from '../../../src/lib/puppet/puppet-identity.js'
+import {explainPuppet, identifyLibrary, identifyPuppet, locatePuppet} from '../../../src/lib/puppet/puppet-identity.js'
 import {tempDir, writeTree} from '../../helpers/temp.js'
 
 const script = (body: string) => ({mode: 0o755, content: `#!/bin/sh\n${body}\n`})
@@ -58,4 +58,12 @@ test('finding puppet: a set path as it is; plain puppet on PATH, then /opt/puppe
   t.is(explainPuppet('puppet', 'built-in', {PATH: join(dir, 'empty')}, fallback).why, `puppet, the default, is not on PATH; ${fallback} is where Puppet's and OpenVox's packages put it`)
   t.is(explainPuppet('puppet', 'built-in', {PATH: join(dir, 'path')}, fallback).why, 'puppet, the default, found on PATH')
   t.is(explainPuppet(join(dir, 'other/puppet'), 'LOCALPUPPET_PUPPET', {}, fallback).why, `${join(dir, 'other/puppet')}, set by LOCALPUPPET_PUPPET`)
+})
+
+test("a Puppet library (the puppet/version.rb a Ruby process loaded) is whoever's file list or gem directory holds it", async (t) => {
+  const dir = await tempDir(t)
+  await writeTree(dir, {'lib/puppet/version.rb': "PUPPETVERSION = '8.10.0'\n", 'dpkg/puppet-agent.list': `${dir}/lib/puppet/version.rb\n`})
+  t.deepEqual(identifyLibrary(join(dir, 'lib/puppet/version.rb'), join(dir, 'dpkg')), {implementation: 'puppet', owner: 'dpkg:puppet-agent'})
+  t.deepEqual(identifyLibrary('/var/lib/gems/3.3.0/gems/openvox-8.19.1/lib/puppet/version.rb', join(dir, 'dpkg')), {implementation: 'openvox', owner: 'gem:openvox'})
+  t.is(identifyLibrary('/src/puppet/lib/puppet/version.rb', join(dir, 'dpkg')), null)
 })

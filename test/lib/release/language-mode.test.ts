@@ -1,6 +1,6 @@
 import test from 'ava'
 
-import {DEFAULT_LANGUAGE_MODE, languageMode, languageModeArgs} from '../../../src/lib/release/language-mode.js'
+import {DEFAULT_LANGUAGE_MODE, effectiveLanguageMode, languageMode, languageModeArgs} from '../../../src/lib/release/language-mode.js'
 import {parseManifestLanguage, parseReleaseManifest} from '../../../src/lib/release/release-manifest.js'
 
 const label = 'app/tags/1.0.0/manifest.yaml'
@@ -19,4 +19,12 @@ test('a wrong value names the file, line and key', (t) => {
   t.throws(() => parseManifestLanguage('modulepath: []\nstrict: errors\n', label), {message: `${label}:2: strict must be one of off, warning, error, got "errors"`})
   t.throws(() => parseManifestLanguage('strict_variables: "yes"\n', label), {message: `${label}:1: strict_variables must be true or false, got "yes"`})
   t.throws(() => parseReleaseManifest('strict_variable: true\n', label), {message: `${label}: unknown key "strict_variable" (did you mean strict_variables?); allowed: modulepath, strict, strict_variables`})
+})
+
+test('the arguments for puppet, which come after the mode on its command line, decide what Puppet compiles with', (t) => {
+  const mode = {strict: 'error' as const, strictVariables: true, pinned: label}
+  t.deepEqual(effectiveLanguageMode(mode, ['--confdir', '/x']), {...mode, overridden: false})
+  t.like(effectiveLanguageMode(mode, ['--strict', 'warning', '--no-strict_variables']), {strict: 'warning', strictVariables: false, overridden: true})
+  t.like(effectiveLanguageMode({...mode, strictVariables: false}, ['--strict=off', '--strict_variables']), {strict: 'off', strictVariables: true})
+  t.like(effectiveLanguageMode(mode, ['--strict_variables=false']), {strictVariables: false})
 })
