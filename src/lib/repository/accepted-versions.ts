@@ -140,16 +140,20 @@ export function judgeIndex(memory: AcceptedVersions, source: string, index: Inde
 
 /**
  * `memory` with the index accepted: versions only grow, and a repository's identity, once
- * pinned, changes only to one judgeIndex let through (--accept-repository), which starts
- * its versions afresh. Also the channels it names (`app/channels/name` → tag).
+ * pinned, changes only to one judgeIndex let through (--accept-repository, given here as
+ * to judgeIndex), which starts its versions afresh, as judgeIndex judged it: also where no
+ * id was pinned yet (versions from a publisher older than ids), or the next fetch would
+ * refuse as a replay the very repository accepted. Also the channels it names
+ * (`app/channels/name` → tag).
  */
-export function rememberIndex(memory: AcceptedVersions, source: string, freshness: IndexFreshness, now: number, channels: Record<string, string> = {}): AcceptedVersions {
+export function rememberIndex(memory: AcceptedVersions, source: string, freshness: IndexFreshness, now: number, channels: Record<string, string> = {}, acceptRepository?: string): AcceptedVersions {
   const key = repositoryKey(source)
   const before = memory.repositories[key] as AcceptedIndex | undefined
   const at = new Date(now).toISOString()
   const fresh: AcceptedIndex = {repository: freshness.repository, version: freshness.version, expires: freshness.expires, acceptedAt: at}
+  const replaced = before !== undefined && (acceptRepository === undefined ? before.repository !== null && freshness.repository !== null && before.repository !== freshness.repository : before.repository !== acceptRepository)
   let entry: AcceptedIndex
-  if (before === undefined || (before.repository !== null && freshness.repository !== null && before.repository !== freshness.repository)) {
+  if (before === undefined || replaced) {
     // First seen, or another repository accepted on purpose (--accept-repository): its versions start afresh.
     entry = fresh
   } else {
@@ -204,7 +208,7 @@ export async function acceptIndex(
     const {memory, untrusted} = await readAcceptedVersions(moduleDir, options.allowUntrusted)
     const now = options.now ?? Date.now()
     const freshness = judgeIndex(memory, source, index, now, options.acceptRepository)
-    const next = rememberIndex(memory, source, freshness, now, options.channels)
+    const next = rememberIndex(memory, source, freshness, now, options.channels, options.acceptRepository)
     // The same index fetched again (every timer run while nothing is published) writes nothing.
     if (JSON.stringify(next) !== JSON.stringify(memory)) {
       try {
