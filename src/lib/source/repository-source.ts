@@ -62,6 +62,12 @@ export class RepositorySource implements ReleaseSource {
       releases.push({release, ref, status, bytes: published.size, modulepath: published.modulepath})
     }
 
+    // A channel that moved is remembered only once its tag is here (see acceptIndex): now it is.
+    if (releases.some((r) => r.status === 'installed')) {
+      const {rememberInstalledChannels} = await import('../repository/accepted-versions.js')
+      await rememberInstalledChannels(options.moduleDir, this.label, index, indexChannels(index), {allowUntrusted: options.allowUntrusted})
+    }
+
     return {source: this.label, releases, signedBy, repository: accepted.repository, indexVersion: accepted.version, indexExpires: accepted.expires, untrusted, warnings: accepted.warning ? [accepted.warning] : []}
   }
 
