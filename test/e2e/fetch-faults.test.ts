@@ -1,6 +1,6 @@
 import {existsSync} from 'node:fs'
 import {createServer as createHttpsServer} from 'node:https'
-import {appendFile, chmod, mkdir, readFile, readdir, writeFile} from 'node:fs/promises'
+import {appendFile, chmod, mkdir, readFile, readdir, rename, writeFile} from 'node:fs/promises'
 import {join} from 'node:path'
 
 import test, {type ExecutionContext} from 'ava'
@@ -41,6 +41,15 @@ async function scenario(t: ExecutionContext): Promise<Scenario> {
   await mkdir(modules)
   const index = JSON.parse(await readFile(join(repo, 'index.json'), 'utf8'))
   return {repo, modules, index, saveIndex: (next) => writeFile(join(repo, 'index.json'), JSON.stringify(next))}
+}
+
+/** A scenario and a node's own directories: its state and fake puppet's. */
+async function nodeScenario(t: ExecutionContext): Promise<{s: Scenario; dir: string; state: string; fake: string}> {
+  const s = await scenario(t)
+  const dir = await tempDir(t)
+  const fake = join(dir, 'fake')
+  await mkdir(fake)
+  return {s, dir, state: join(dir, 'state'), fake}
 }
 
 async function serve(t: ExecutionContext, root: string, handler?: Handler) {
@@ -333,11 +342,7 @@ test('a tag installed with other content is a conflict (73) found before downloa
 
 // Issue 27, item 3: a web-server outage must not stop a timer fleet from enforcing what it has.
 test('apply --fetch with the repository down runs the installed release, warns, and records, shows and counts the failed fetch; a range resolves among installed tags', async (t) => {
-  const s = await scenario(t)
-  const dir = await tempDir(t)
-  const state = join(dir, 'state')
-  const fake = join(dir, 'fake')
-  await mkdir(fake)
+  const {s, dir, state, fake} = await nodeScenario(t)
   let down = false
   const server = await serve(t, s.repo, (_req, res) => {
     if (!down) return false
@@ -401,4 +406,44 @@ test('apply --fetch with the repository down runs the installed release, warns, 
   const modified = await apply('foo/tags/1.3.0')
   t.is(modified.exitCode, 65, modified.stderr)
   t.regex(modified.stderr, /modified since install/)
+})
+
+// The channel a node follows was remembered as moved when its index was accepted, before
+// the new tag was downloaded: an archive that could not be had then (a mirror that syncs the
+// index before the archives, an outage) left the fallback resolving the channel to a tag the
+// node does not have, and the node stopped running at all (69) instead of keeping its release.
+test('apply --fetch on a channel just moved, whose new tag cannot be downloaded: the node keeps running the tag it has, warns, and takes the new one once it can', async (t) => {
+  const {s, dir, state, fake} = await nodeScenario(t)
+  const input = join(dir, 'input.yaml')
+  await writeFile(input, 'app: foo/channels/stable\nclasses: [foo, platform]\n')
+  const apply = () => cli(['apply', input, '--fetch', '--json', '--source', s.repo, '--trust', base.pub, '--module-dir', s.modules, '--state-dir', state, '--puppet', FAKE_PUPPET], {env: {FAKE_PUPPET_DIR: fake, FAKE_PUPPET_SLEEP: '0'}})
+  const promote = async (tag: string) => {
+    const promoted = await cli(['promote', `foo/tags/${tag}`, '--channel', 'stable', '--repo', s.repo, '--sign', base.key])
+    t.is(promoted.exitCode, 0, promoted.stderr)
+  }
+
+  await promote('1.3.0')
+  const first = await apply()
+  t.is(first.exitCode, 0, first.stderr)
+  t.like(JSON.parse(first.stdout), {state: 'succeeded', release: 'foo/tags/1.3.0'})
+
+  await promote('1.4.0')
+  const archive = join(s.repo, 'archives/foo/foo-1.4.0.tar.gz')
+  await rename(archive, `${archive}.away`)
+  for (const attempt of [1, 2]) {
+    const kept = await apply()
+    t.is(kept.exitCode, 0, `run ${attempt}: ${kept.stderr}`)
+    t.regex(kept.stderr, /warning: --fetch: .*foo-1\.4\.0\.tar\.gz: not found.*; applying foo\/tags\/1\.3\.0 as installed here \(verified\)/)
+    t.like(JSON.parse(kept.stdout), {state: 'succeeded', release: 'foo/tags/1.3.0', fetch: {fallback: true}})
+  }
+
+  // Without --fetch, the channel is still what the node has.
+  const plan = await cli(['plan', input, '--module-dir', s.modules, '--json'])
+  t.like(JSON.parse(plan.stdout), {release: 'foo/tags/1.3.0'})
+
+  await rename(`${archive}.away`, archive)
+  const moved = await apply()
+  t.is(moved.exitCode, 0, moved.stderr)
+  t.like(JSON.parse(moved.stdout), {state: 'succeeded', release: 'foo/tags/1.4.0'})
+  t.like(JSON.parse((await cli(['plan', input, '--module-dir', s.modules, '--json'])).stdout), {release: 'foo/tags/1.4.0'})
 })

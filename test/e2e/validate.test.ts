@@ -1,4 +1,4 @@
-import {cp} from 'node:fs/promises'
+import {cp, stat, writeFile} from 'node:fs/promises'
 import {join} from 'node:path'
 
 import Ajv2020 from 'ajv/dist/2020.js'
@@ -175,4 +175,30 @@ test('Puppet that cannot be run: 69, and every input is still reported (JUnit wr
   t.is(xml.testsuite.length, 3)
   t.is(xml.errors, '3')
   t.regex(result.stderr, /^localpuppet: could not load Puppet with .*bin\/ruby \(the interpreter of .*bin\/puppet\): Error: cannot load such file -- puppet$/m)
+})
+
+// Puppet raises more than ParseError on a file: a Puppet::Error for bytes that are not UTF-8
+// (a Latin-1 comment in an old module), SystemStackError for nesting deeper than its
+// parser's stack. Either ended the one Ruby process, and every file after it was reported
+// as "Puppet stopped before checking this file", the clean ones too, with no reason given.
+test('a manifest Puppet cannot read (not UTF-8, nested too deeply) is that file\'s problem, named; the files after it are still checked, and nothing in them runs', async (t) => {
+  const dir = await tempDir(t)
+  const modules = join(dir, 'modules')
+  const manifests = join(modules, 'ev/trunk/ev/manifests')
+  await writeTree(modules, {
+    'ev/trunk/ev/manifests/init.pp': `class ev {\n  $a = inline_template('<%= File.write("${dir}/ran", "x") %>')\n  $b = generate('/bin/touch', '${dir}/ran')\n  notify { "\${a}\${b}\${undefined_var}": }\n}\n`,
+    'ev/trunk/ev/manifests/deep.pp': `class ev::deep { $x = ${'['.repeat(3000)}1${']'.repeat(3000)} }\n`,
+  })
+  await writeFile(join(manifests, 'a_latin1.pp'), Buffer.concat([Buffer.from('# caf'), Buffer.from([0xe9]), Buffer.from('\nclass ev::a_latin1 {}\n')]))
+  await writeFile(join(dir, 'input.yaml'), 'app: ev/trunk\nclasses: [ev]\n')
+  const result = await cli(['validate', join(dir, 'input.yaml'), '--module-dir', modules, '--format', 'json', '--', ...isolatePuppet(dir)])
+  t.is(result.exitCode, 65, result.stderr)
+  const problems = JSON.parse(result.stdout).inputs[0].problems.map((p: {check: string; file: string; message: string}) => [p.check, p.file, p.message])
+  t.is(problems.length, 3, JSON.stringify(problems))
+  t.like(problems.find(([, file]: string[]) => file.endsWith('a_latin1.pp')), ['syntax'])
+  t.regex(problems.find(([, file]: string[]) => file.endsWith('a_latin1.pp'))[2], /invalid byte sequence in UTF-8/)
+  t.regex(problems.find(([, file]: string[]) => file.endsWith('deep.pp'))[2], /nested too deeply/)
+  t.like(problems.find(([, file]: string[]) => file.endsWith('init.pp')), ['variables'])
+  t.false(problems.some(([, , message]: string[]) => /stopped before checking/.test(message)))
+  t.false(await stat(join(dir, 'ran')).then(() => true, () => false), 'validate only parses: nothing in a manifest runs')
 })

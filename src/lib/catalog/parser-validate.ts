@@ -28,12 +28,22 @@ export const SYNTAX_CHECK = String.raw`
       env.check_for_reparse
       main = env.known_resource_types.hostclass('')
       if defined?(variable_scope_files) && variable_scope_files[file] && main && main.code.respond_to?(:program_model)
-        scopes = LocalpuppetVariableScopes.scan(main.code.program_model)
+        begin
+          scopes = LocalpuppetVariableScopes.scan(main.code.program_model)
+        rescue SystemStackError, StandardError
+          # Parsed, but too deep for the walker: its variables are not judged (the file is not at fault).
+          scopes = nil
+        end
       end
       env.known_resource_types.clear
     end
   rescue Puppet::ParseError => e
-    errors << {'message' => e.basic_message, 'file' => e.file, 'line' => e.line, 'column' => e.pos}
+    errors << {'message' => e.basic_message.to_s.scrub, 'file' => e.file, 'line' => e.line, 'column' => e.pos}
+  rescue SystemStackError
+    errors << {'message' => 'Could not parse: nested too deeply for Puppet\'s parser (stack level too deep)'}
+  rescue StandardError => e
+    # Puppet::Error for bytes that are not UTF-8, and whatever else Puppet raises on one file: that file's problem, and the next file is still checked.
+    errors << {'message' => e.message.to_s.scrub}
   end
   logged = logs.select { |l| l.level == :err }.map { |l| {'message' => l.message, 'file' => l.file, 'line' => l.line, 'column' => l.pos} }
   answer = {'syntax' => file, 'errors' => logged.empty? ? errors : logged}

@@ -25,6 +25,10 @@ export interface PreinstParams {
  *   directory) owned by another user than root or writable by group or others: refused,
  *   on install and upgrade alike (dpkg follows links to directories: root's files would
  *   land where that user chose);
+ * - a directory leading to the module directory (walked as the kernel walks it, through
+ *   links) owned by another user or writable by group or others, unless a root-owned sticky
+ *   one such as /tmp: refused likewise (its owner could swap the module directory for a
+ *   link, after the check too);
  * - nothing there: install;
  * - a record with another digest: refused (tags are immutable), on install and reinstall;
  * - on a first install, a directory without a record, or whose files differ from this
@@ -61,6 +65,48 @@ esac
 # directory there another user owns or can write (they can put a link in it), lets them
 # choose where root's files land, or change them afterwards.
 me=$(id -u)
+
+# The directories leading to the module directory, walked as the kernel (and so dpkg) walks
+# them, a link's target included: each must be root's and writable by nobody else (a
+# root-owned sticky one such as /tmp is fine), as localpuppet's trust rule says. Whoever owns
+# one could otherwise swap what follows it, the module directory too, for a link, after this
+# check as well as before it.
+on_the_way() {
+  owner=$(stat -c %u -- "$1")
+  [ "$owner" = 0 ] || [ "$owner" = "$me" ] || refuse "$1 (on the way to the module directory) is owned by uid $owner, not root: they can swap the module directory for a link; check it, then: chown root $1"
+  [ -k "$1" ] || [ -z "$(find "$1" -maxdepth 0 -perm /022)" ] || refuse "$1 (on the way to the module directory) is writable by group or others: they can swap the module directory for a link; check it, then: chmod go-w $1"
+}
+at=/
+rest=${quote(params.moduleDir)}
+links=0
+on_the_way /
+while [ -n "$rest" ]; do
+  name=\${rest%%/*}
+  if [ "$name" = "$rest" ]; then rest=; else rest=\${rest#*/}; fi
+  case $name in
+    ''|.) continue ;;
+    ..) at=$(dirname -- "$at"); continue ;;
+  esac
+  next=\${at%/}/$name
+  if [ -L "$next" ]; then
+    # In a sticky directory others can write (the only place another user's link can be), a link must be root's.
+    if [ -k "$at" ] && [ -n "$(find "$at" -maxdepth 0 -perm /022)" ]; then
+      owner=$(stat -c %u -- "$next")
+      [ "$owner" = 0 ] || [ "$owner" = "$me" ] || refuse "$next (on the way to the module directory) is a link owned by uid $owner, not root: they can point it elsewhere"
+    fi
+    links=$((links + 1))
+    [ "$links" -le 40 ] || refuse "$next: too many levels of links on the way to the module directory"
+    target=$(readlink -- "$next")
+    case $target in /*) at=/ ;; esac
+    rest=$target\${rest:+/$rest}
+    continue
+  fi
+  # Not there yet: dpkg makes it in $at, judged already.
+  [ -d "$next" ] || break
+  on_the_way "$next"
+  at=$next
+done
+
 for path in ${[params.moduleDir, ...belowModuleDir(params)].map((path) => quote(path)).join(' ')}; do
   if [ "$path" != ${quote(params.moduleDir)} ] && [ -L "$path" ]; then
     refuse "$path is a symbolic link: dpkg would write where it leads; remove it (a tag is a directory)"

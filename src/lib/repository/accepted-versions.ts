@@ -1,9 +1,9 @@
 import {constants} from 'node:fs'
-import {mkdir, open} from 'node:fs/promises'
+import {mkdir, open, stat} from 'node:fs/promises'
 import {join} from 'node:path'
 
 import {DamagedRecordError, ReleaseError, describeFsError} from '../errors.js'
-import {localpuppetDir} from '../install/install-record.js'
+import {localpuppetDir, recordPath} from '../install/install-record.js'
 import {isValidVersionName} from '../release/release-ref.js'
 import {RunLock} from '../state/lock.js'
 import {writeFileAtomic} from '../util/atomic-write.js'
@@ -34,8 +34,9 @@ export interface AcceptedVersions {
   repositories: Record<string, AcceptedIndex>
   /**
    * The tag each channel (`foo/channels/stable`) named in the newest index accepted that
-   * has it: how an input on a channel resolves when the repository cannot be reached, or
-   * for plan and apply without --fetch. Absent before channels.
+   * has it, once that tag is installed here (see installedChannels): how an input on a
+   * channel resolves when the repository cannot be reached, or for plan and apply without
+   * --fetch. Absent before channels.
    */
   channels?: Record<string, RememberedChannel>
 }
@@ -140,16 +141,20 @@ export function judgeIndex(memory: AcceptedVersions, source: string, index: Inde
 
 /**
  * `memory` with the index accepted: versions only grow, and a repository's identity, once
- * pinned, changes only to one judgeIndex let through (--accept-repository), which starts
- * its versions afresh. Also the channels it names (`app/channels/name` → tag).
+ * pinned, changes only to one judgeIndex let through (--accept-repository, given here as
+ * to judgeIndex), which starts its versions afresh, as judgeIndex judged it: also where no
+ * id was pinned yet (versions from a publisher older than ids), or the next fetch would
+ * refuse as a replay the very repository accepted. Also the channels it names
+ * (`app/channels/name` → tag).
  */
-export function rememberIndex(memory: AcceptedVersions, source: string, freshness: IndexFreshness, now: number, channels: Record<string, string> = {}): AcceptedVersions {
+export function rememberIndex(memory: AcceptedVersions, source: string, freshness: IndexFreshness, now: number, channels: Record<string, string> = {}, acceptRepository?: string): AcceptedVersions {
   const key = repositoryKey(source)
   const before = memory.repositories[key] as AcceptedIndex | undefined
   const at = new Date(now).toISOString()
   const fresh: AcceptedIndex = {repository: freshness.repository, version: freshness.version, expires: freshness.expires, acceptedAt: at}
+  const replaced = before !== undefined && (acceptRepository === undefined ? before.repository !== null && freshness.repository !== null && before.repository !== freshness.repository : before.repository !== acceptRepository)
   let entry: AcceptedIndex
-  if (before === undefined || (before.repository !== null && freshness.repository !== null && before.repository !== freshness.repository)) {
+  if (before === undefined || replaced) {
     // First seen, or another repository accepted on purpose (--accept-repository): its versions start afresh.
     entry = fresh
   } else {
@@ -180,7 +185,8 @@ export async function rememberedChannels(moduleDir: string, allowUntrusted = fal
 
 /**
  * Judges an index from `source` against what the node accepted from it before (its
- * identity, versions) and remembers it: under a lock in the module directory's
+ * identity, versions) and remembers it, with its channels whose tags are here (see
+ * installedChannels): under a lock in the module directory's
  * `.localpuppet`, so two fetches at once cannot lower what is remembered. The file is
  * believed only when nobody but root (or the effective user) could have written it (77,
  * unless `allowUntrusted`, when the problem is returned to be reported).
@@ -191,6 +197,34 @@ export async function acceptIndex(
   index: IndexHeader,
   options: {allowUntrusted?: boolean; now?: number; channels?: Record<string, string>; acceptRepository?: string} = {},
 ): Promise<IndexFreshness & {untrusted: string[]}> {
+  return changeAcceptedVersions(moduleDir, options.allowUntrusted, async (memory, untrusted) => {
+    const now = options.now ?? Date.now()
+    const freshness = judgeIndex(memory, source, index, now, options.acceptRepository)
+    const channels = await installedChannels(moduleDir, memory, options.channels ?? {})
+    return {next: rememberIndex(memory, source, freshness, now, channels, options.acceptRepository), result: {...freshness, untrusted}}
+  })
+}
+
+/**
+ * After a fetch installed releases: the channels of the index it accepted (acceptIndex)
+ * whose tags are now here are remembered (see installedChannels). Nothing, when another
+ * fetch accepted a newer index from the source meanwhile: its channels are the newer ones.
+ */
+export async function rememberInstalledChannels(moduleDir: string, source: string, index: IndexHeader, channels: Record<string, string>, options: {allowUntrusted?: boolean; now?: number} = {}): Promise<void> {
+  await changeAcceptedVersions(moduleDir, options.allowUntrusted, async (memory) => {
+    const entry = memory.repositories[repositoryKey(source)]
+    if (entry === undefined || entry.version !== (index.version ?? null) || entry.repository !== (index.repository ?? null)) return {next: memory, result: undefined}
+    const freshness = {repository: entry.repository, version: entry.version, expires: entry.expires, warning: null}
+    return {next: rememberIndex(memory, source, freshness, options.now ?? Date.now(), await installedChannels(moduleDir, memory, channels)), result: undefined}
+  })
+}
+
+/**
+ * repositories.json changed under a lock in the module directory's `.localpuppet`, so two
+ * fetches at once cannot lower what is remembered: `change` gets it as read (judged before
+ * it is believed) and gives what to write, which is written only when it differs.
+ */
+async function changeAcceptedVersions<T>(moduleDir: string, allowUntrusted: boolean | undefined, change: (memory: AcceptedVersions, untrusted: string[]) => Promise<{next: AcceptedVersions; result: T}>): Promise<T> {
   const own = localpuppetDir(moduleDir)
   try {
     // Not recursive: a module directory that is not there is an error (66), never made here.
@@ -201,10 +235,8 @@ export async function acceptIndex(
 
   const lock = await RunLock.acquireFileWaiting(join(own, LOCK_FILE), 30_000)
   try {
-    const {memory, untrusted} = await readAcceptedVersions(moduleDir, options.allowUntrusted)
-    const now = options.now ?? Date.now()
-    const freshness = judgeIndex(memory, source, index, now, options.acceptRepository)
-    const next = rememberIndex(memory, source, freshness, now, options.channels)
+    const {memory, untrusted} = await readAcceptedVersions(moduleDir, allowUntrusted)
+    const {next, result} = await change(memory, untrusted)
     // The same index fetched again (every timer run while nothing is published) writes nothing.
     if (JSON.stringify(next) !== JSON.stringify(memory)) {
       try {
@@ -214,10 +246,33 @@ export async function acceptIndex(
       }
     }
 
-    return {...freshness, untrusted}
+    return result
   } finally {
     await lock.release()
   }
+}
+
+/**
+ * The channels of an accepted index the node may remember now: each it has not read yet,
+ * and one that moved only once the tag it names now is installed here (has its install
+ * record). Until then the node keeps the tag it has: a fetch that cannot download the new
+ * tag (a mirror that syncs the index before the archives, an outage) falls back to the
+ * release the node runs, not to one it does not have. The fetch that installs the tag
+ * remembers the channel again (RepositorySource.fetch).
+ */
+async function installedChannels(moduleDir: string, memory: AcceptedVersions, channels: Record<string, string>): Promise<Record<string, string>> {
+  const remembered: Record<string, string> = {}
+  for (const [channel, tag] of Object.entries(channels)) {
+    const before = memory.channels?.[channel]
+    if (before !== undefined && before.tag !== tag) {
+      const release = `${channel.slice(0, channel.indexOf('/channels/'))}/tags/${tag}`
+      if (!(await stat(recordPath(moduleDir, release)).then(() => true, () => false))) continue
+    }
+
+    remembered[channel] = tag
+  }
+
+  return remembered
 }
 
 /** repositories.json, judged before it is believed; empty when there is none yet. */

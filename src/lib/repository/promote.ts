@@ -4,6 +4,7 @@ import {loadSigningKey} from '../archive/signature.js'
 import {NotFoundError, UsageError} from '../errors.js'
 import {isValidChannelName, parseReleaseRef} from '../release/release-ref.js'
 import {type IndexUpdate, hasIndex, updateIndex} from './index-update.js'
+import {own} from '../util/own.js'
 
 export interface PromoteOptions {
   repo: string
@@ -47,15 +48,15 @@ export async function promoteChannel(options: PromoteOptions): Promise<PromoteRe
   if (!(await hasIndex(repo))) throw new NotFoundError(`no release repository at ${repo}: no index.json`, ['publish the release first: localpuppet publish ARCHIVE --repo DIR'])
   const key = options.signingKey ? await loadSigningKey(options.signingKey) : null
   const updated = await updateIndex({repo, key, lockWaitMs: options.lockWaitMs, expiresInMs: options.expiresInMs, now: options.now}, async (index) => {
-    const entry = index.apps[app]
-    if (!entry?.tags[tag]) {
+    const entry = own(index.apps, app)
+    if (entry === undefined || own(entry.tags, tag) === undefined) {
       const known = Object.keys(entry?.tags ?? {})
       throw new NotFoundError(`${app}/tags/${tag} is not published in ${repo}${known.length > 0 ? `; it has ${known.slice(-5).join(', ')}` : `; it has no tags of ${app}`}`, [
         `publish it first: localpuppet publish ${app}-${tag}.tar.gz --repo ${repo}`,
       ])
     }
 
-    const previous = entry.channels?.[options.channel] ?? null
+    const previous = own(entry.channels, options.channel) ?? null
     entry.channels = {...entry.channels, [options.channel]: tag}
     return {previous, moved: previous !== tag}
   })

@@ -4,6 +4,7 @@ import {dirname, join} from 'node:path'
 
 import {InputError, NotFoundError, UsageError, describeFsError} from '../errors.js'
 import {writeFileAtomic} from '../util/atomic-write.js'
+import {own} from '../util/own.js'
 import {parseNodeInput} from '../input/node-input.js'
 import {readInputText} from '../input/read-input.js'
 import {type ReleaseRef, maxSatisfyingTag} from '../release/release-ref.js'
@@ -82,7 +83,7 @@ export async function addNodeInputs(repo: string, index: RepositoryIndex, inputs
   const results: PublishedNodeInput[] = []
   for (const input of inputs) assertResolvable(index, input)
   for (const input of inputs) {
-    const before = index.nodes?.[input.node]
+    const before = own(index.nodes, input.node)
     const path = inputPathFor(input.node, input.sha256)
     if (before?.sha256 === input.sha256 && (await exists(join(repo, path)))) {
       results.push({node: input.node, input: path, sha256: input.sha256, app: input.app, status: 'unchanged'})
@@ -100,13 +101,14 @@ export async function addNodeInputs(repo: string, index: RepositoryIndex, inputs
 
 function assertResolvable(index: RepositoryIndex, input: CheckedNodeInput): void {
   const {ref} = input
-  const tags = Object.keys(index.apps[ref.app]?.tags ?? {})
+  const app = own(index.apps, ref.app)
+  const tags = Object.keys(app?.tags ?? {})
   const fail = (why: string): never => {
     throw new NotFoundError(`${input.file}: node ${input.node}'s app ${input.app}: ${why}`, ['publish the release first (both may be given to one publish), or promote a tag to the channel'])
   }
 
   if (ref.kind === 'tag' && !tags.includes(ref.tag)) fail(`the repository has no tag ${ref.tag} of ${ref.app}`)
-  if (ref.kind === 'channel' && index.apps[ref.app]?.channels?.[ref.channel] === undefined) fail(`the repository has no channel ${ref.channel} of ${ref.app}`)
+  if (ref.kind === 'channel' && own(app?.channels, ref.channel) === undefined) fail(`the repository has no channel ${ref.channel} of ${ref.app}`)
   if (ref.kind === 'range' && !tags.includes(ref.range) && maxSatisfyingTag(tags, ref.range) === undefined) fail(`no tag of ${ref.app} in the repository satisfies ${JSON.stringify(ref.range)}`)
 }
 

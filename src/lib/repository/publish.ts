@@ -12,6 +12,7 @@ import {readArchiveHead} from './archive-head.js'
 import {type IndexUpdate, hasIndex, updateIndex} from './index-update.js'
 import {type NodeInputFile, type PublishedNodeInput, addNodeInputs, checkNodeInputs} from './publish-inputs.js'
 import {type PublishedTag, REPOSITORY_INDEX, archivePathFor} from './repository-index.js'
+import {own} from '../util/own.js'
 
 export interface PublishOptions {
   repo: string
@@ -75,7 +76,7 @@ export async function publishArchives(options: PublishOptions): Promise<PublishR
     const releases: PublishedEntry[] = []
     const toAdd: typeof candidates = []
     for (const candidate of candidates) {
-      const existing = index.apps[candidate.app]?.tags[candidate.tagName]
+      const existing = own(own(index.apps, candidate.app)?.tags, candidate.tagName)
       const entry = {release: candidate.release, archive: candidate.tag.archive, size: candidate.tag.size, sha256: candidate.tag.sha256}
       if (existing) {
         if (!sameContent(existing, candidate.tag)) {
@@ -94,7 +95,8 @@ export async function publishArchives(options: PublishOptions): Promise<PublishR
 
     for (const candidate of toAdd) {
       await copyInto(candidate.source, join(repo, candidate.tag.archive))
-      ;(index.apps[candidate.app] ??= {tags: {}}).tags[candidate.tagName] = candidate.tag
+      if (!Object.hasOwn(index.apps, candidate.app)) index.apps[candidate.app] = {tags: {}}
+      index.apps[candidate.app].tags[candidate.tagName] = candidate.tag
     }
 
     const nodes = await addNodeInputs(repo, index, inputs, now)

@@ -8,6 +8,7 @@ import {localpuppetDir, readInstallRecord} from '../install/install-record.js'
 import {loadTrustedKeys, verifyIndexSignature} from '../archive/signature.js'
 import {ConflictError, NotFoundError, ReleaseError, RepositoryUnavailableError, UsageError, describeFsError} from '../errors.js'
 import {type ReleaseRef, maxSatisfyingTag, parseReleaseRef, sortTagsNewestFirst} from '../release/release-ref.js'
+import {own} from '../util/own.js'
 import {UNSIGNED_HINT, refuseUnlessAllowed} from '../util/trusted-path.js'
 import {
   type PublishedTag,
@@ -61,6 +62,12 @@ export class RepositorySource implements ReleaseSource {
       releases.push({release, ref, status, bytes: published.size, modulepath: published.modulepath})
     }
 
+    // A channel that moved is remembered only once its tag is here (see acceptIndex): now it is.
+    if (releases.some((r) => r.status === 'installed')) {
+      const {rememberInstalledChannels} = await import('../repository/accepted-versions.js')
+      await rememberInstalledChannels(options.moduleDir, this.label, index, indexChannels(index), {allowUntrusted: options.allowUntrusted})
+    }
+
     return {source: this.label, releases, signedBy, repository: accepted.repository, indexVersion: accepted.version, indexExpires: accepted.expires, untrusted, warnings: accepted.warning ? [accepted.warning] : []}
   }
 
@@ -72,7 +79,7 @@ export class RepositorySource implements ReleaseSource {
    */
   async nodeInput(node: string, options: FetchOptions, have?: Buffer | null): Promise<NodeInputFetch> {
     const {index, signedBy, accepted} = await this.acceptedIndex(options)
-    const published = index.nodes?.[node]
+    const published = own(index.nodes, node)
     if (published === undefined) {
       const names = Object.keys(index.nodes ?? {})
       const {closest} = await import('../util/did-you-mean.js')
@@ -180,7 +187,8 @@ export class RepositorySource implements ReleaseSource {
       throw new UsageError(`${ref.text}: repositories hold tags only, not ${ref.kind === 'trunk' ? 'trunk' : 'branches'}`, [`fetch a tag (${ref.app}/tags/1.0.0) or a range (${ref.app}@^1)`])
     }
 
-    const tags = Object.keys(index.apps[ref.app]?.tags ?? {})
+    const app = own(index.apps, ref.app)
+    const tags = Object.keys(app?.tags ?? {})
     const known = sortTagsNewestFirst(tags).slice(0, 5)
     const shown = tags.length === 0 ? `; the repository has no tags of ${ref.app}` : `; it has ${known.join(', ')}${tags.length > known.length ? ', ...' : ''}`
     if (ref.kind === 'tag') {
@@ -189,9 +197,9 @@ export class RepositorySource implements ReleaseSource {
     }
 
     if (ref.kind === 'channel') {
-      const tag = index.apps[ref.app]?.channels?.[ref.channel]
+      const tag = own(app?.channels, ref.channel)
       if (tag === undefined) {
-        const channels = Object.keys(index.apps[ref.app]?.channels ?? {})
+        const channels = Object.keys(app?.channels ?? {})
         throw new NotFoundError(`${ref.text}: the repository ${this.label} has no channel ${ref.channel} of ${ref.app}${channels.length > 0 ? `; it has ${channels.join(', ')}` : ''}`, [
           `promote a tag to it: localpuppet promote ${ref.app}/tags/TAG --channel ${ref.channel} --repo DIR`,
         ])

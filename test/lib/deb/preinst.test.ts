@@ -1,4 +1,4 @@
-import {chmod, mkdir, rename, rm, symlink, writeFile} from 'node:fs/promises'
+import {chmod, chown, mkdir, rename, rm, symlink, writeFile} from 'node:fs/promises'
 import {join} from 'node:path'
 
 import test from 'ava'
@@ -6,12 +6,13 @@ import {execa} from 'execa'
 
 import {readReleaseContent, treeDigest} from '../../../src/lib/tree/release-tree.js'
 import {preinstScript} from '../../../src/lib/deb/preinst.js'
+import {asHostile, hostileUid} from '../../helpers/hostile-user.js'
 import {type Tree, tempDir, writeTree} from '../../helpers/temp.js'
 
 /** A tag as `install` leaves it (files, record) and the preinst of a package of `content`. */
-async function setup(t: Parameters<typeof tempDir>[0], installed: Tree | null, content: Tree) {
+async function setup(t: Parameters<typeof tempDir>[0], installed: Tree | null, content: Tree, at?: string) {
   const dir = await tempDir(t)
-  const modules = join(dir, "it's modules")
+  const modules = at ?? join(dir, "it's modules")
   const release = 'web/tags/1.0.0'
   const source = join(dir, 'source')
   await writeTree(source, content)
@@ -112,4 +113,50 @@ test('a link where dpkg would write, or a directory group or others can write, i
       t.regex(result.stderr, new RegExp(`^localpuppet-web-1\\.0\\.0: web/tags/1\\.0\\.0: ${message(modules, release).source}`), `${name}, ${action}`)
     }
   }
+})
+
+// dpkg walks the module directory's path as the kernel does: whoever owns a directory on the
+// way can swap what follows for a link (the module directory itself may be a link), and
+// root's files then land in a directory of their choosing.
+test("the directories leading to the module directory must be root's (a root-owned sticky one, as /tmp, is fine), as localpuppet's own trust rule says: else refused, one line naming it", async (t) => {
+  const refusedWith = async (run: (action?: string) => Promise<{exitCode?: number; stderr: string}>, pattern: string, what: string) => {
+    for (const action of ['install', 'upgrade']) {
+      const result = await run(action)
+      t.is(result.exitCode, 1, `${what}, ${action}: ${result.stderr}`)
+      t.is(result.stderr.trimEnd().split('\n').length, 1, result.stderr)
+      t.true(result.stderr.startsWith(`localpuppet-web-1.0.0: web/tags/1.0.0: ${pattern}`), `${what}, ${action}: ${result.stderr}`)
+    }
+  }
+
+  const {modules, run} = await setup(t, CONTENT, CONTENT)
+  const parent = join(modules, '..')
+  t.is((await run('install')).exitCode, 0, 'fine before')
+  await chmod(parent, 0o777)
+  await refusedWith(run, `${parent} (on the way to the module directory) is writable by group or others`, 'parent writable by others')
+  await chmod(parent, 0o1777)
+  t.is((await run('install')).exitCode, 0, 'a root-owned sticky parent, as /tmp')
+  await chmod(parent, 0o700)
+
+  // The module directory a link (root's, in a directory of root's) to one elsewhere: fine; to one in a directory others can write: refused.
+  const inner = join(parent, 'real', 'inner')
+  await mkdir(inner, {recursive: true})
+  await rename(modules, join(inner, 'modules'))
+  await symlink(join(inner, 'modules'), modules)
+  t.is((await run('install')).exitCode, 0, "the module directory a link of root's")
+  await chmod(inner, 0o757)
+  await refusedWith(run, `${inner} (on the way to the module directory) is writable by group or others`, "the link's target in a directory others can write")
+
+  const hostile = hostileUid()
+  if (hostile === null) return
+  // Another user owns the module directory's parent, and swaps the module directory for a link to a root-owned directory they chose.
+  const theirs = join(parent, 'theirs')
+  await mkdir(theirs)
+  await chmod(parent, 0o755)
+  const chosen = join(parent, 'chosen')
+  await mkdir(chosen, {mode: 0o755})
+  const staged = await setup(t, CONTENT, CONTENT, join(theirs, 'modules'))
+  await chown(theirs, hostile, hostile)
+  t.is((await staged.run('install')).exitCode === 0, false, 'refused before any swap')
+  asHostile(`mv '${join(theirs, 'modules')}' '${join(theirs, 'old')}' && ln -s '${chosen}' '${join(theirs, 'modules')}'`)
+  await refusedWith(staged.run, `${theirs} (on the way to the module directory) is owned by uid ${hostile}, not root`, "the parent another user's, the module directory their link")
 })

@@ -91,6 +91,24 @@ test('--accept-repository: the named repository replaces the pinned one and star
   refusal(t, () => judgeIndex(remembered(5), SOURCE, {repository: OTHER_ID, version: 1, expires: '2026-11-01T00:00:00.000Z'}, NOW, OTHER_ID))
 })
 
+test('--accept-repository where no id is pinned yet (versions from a publisher older than ids): the named repository starts afresh, and later fetches without the flag keep taking it', async (t) => {
+  // What an older publisher's indexes left: version 5, no id. The repository is re-created (id OTHER_ID, version 1) and accepted on purpose.
+  const before = remembered(5, null)
+  const accepted = judgeIndex(before, SOURCE, {repository: OTHER_ID, version: 1, expires: LATER}, NOW, OTHER_ID)
+  const memory = rememberIndex(before, SOURCE, accepted, NOW, {}, OTHER_ID)
+  t.like(memory.repositories[SOURCE], {repository: OTHER_ID, version: 1})
+  t.is(judgeIndex(memory, SOURCE, {repository: OTHER_ID, version: 1, expires: LATER}, NOW).version, 1)
+
+  // The same through acceptIndex, as fetch --accept-repository and the next timer run call it.
+  const modules = await tempDir(t)
+  await acceptIndex(modules, SOURCE, {version: 5, expires: LATER}, {now: NOW})
+  await acceptIndex(modules, SOURCE, {repository: OTHER_ID, version: 1, expires: LATER}, {now: NOW, acceptRepository: OTHER_ID})
+  t.like((await acceptIndex(modules, SOURCE, {repository: OTHER_ID, version: 2, expires: LATER}, {now: NOW})), {repository: OTHER_ID, version: 2})
+  t.like(JSON.parse(await readFile(acceptedVersionsPath(modules), 'utf8')).repositories[SOURCE], {repository: OTHER_ID, version: 2})
+  // Versions only grow from there.
+  refusal(t, () => judgeIndex(rememberIndex(memory, SOURCE, {repository: OTHER_ID, version: 3, expires: LATER, warning: null}, NOW), SOURCE, {repository: OTHER_ID, version: 2, expires: LATER}, NOW))
+})
+
 test('an expired index is refused (65) naming the date, even at a version already accepted', (t) => {
   const expires = '2026-11-25T11:59:59.000Z'
   const message = refusal(t, () => judgeIndex(remembered(5), SOURCE, {repository: ID, version: 5, expires}, NOW))

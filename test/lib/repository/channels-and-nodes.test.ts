@@ -9,7 +9,8 @@ import {promoteChannel} from '../../../src/lib/repository/promote.js'
 import {publishArchives} from '../../../src/lib/repository/publish.js'
 import {type RepositoryIndex, indexChannels, inputPathFor, parseRepositoryIndex, serializeRepositoryIndex} from '../../../src/lib/repository/repository-index.js'
 import {rememberIndex, judgeIndex} from '../../../src/lib/repository/accepted-versions.js'
-import {tempDir} from '../../helpers/temp.js'
+import {cli} from '../../helpers/cli.js'
+import {tempDir, writeReleases} from '../../helpers/temp.js'
 
 const SHA = 'c'.repeat(64)
 const DIGEST = `sha256:${'d'.repeat(64)}`
@@ -121,4 +122,29 @@ test('publish --node: the input is validated as apply validates it, its app must
   const name = await t.throwsAsync(publishArchives({repo, archives: [], nodes: [{node: 'Web_1/../x', file: join(dir, 'web1.yaml')}]}))
   t.is((name as LocalpuppetError).exitCode, 64)
   t.deepEqual(await readFile(join(repo, 'index.json')), before, 'nothing changed by a refused publish')
+})
+
+// Names of Object.prototype's members are valid app and channel names: looked up in the index
+// as plain properties, they found a function where no entry is.
+test('an app or channel named like a member of every JavaScript object (constructor, toString) is published, promoted and checked like any other', async (t) => {
+  const repo = await repoWithTags(t)
+  const dir = join(repo, '..')
+  const moduleDir = join(dir, 'modules')
+  await writeReleases(moduleDir, {'constructor/tags/1.0.0': null})
+  const archive = join(dir, 'constructor-1.0.0.tar.gz')
+  const packed = await cli(['pack', 'constructor/tags/1.0.0', '--module-dir', moduleDir, '-o', archive])
+  t.is(packed.exitCode, 0, packed.stderr)
+  const published = await publishArchives({repo, archives: [archive]})
+  t.like(published.releases[0], {release: 'constructor/tags/1.0.0', status: 'added'})
+
+  // An input naming a channel foo does not have, while foo has channels: refused, as the node would meet it.
+  await promoteChannel({repo, release: 'foo/tags/1.0.0', channel: 'stable'})
+  await writeFile(join(dir, 'web2.yaml'), 'app: foo/channels/constructor\n')
+  const error = await t.throwsAsync(publishArchives({repo, archives: [], nodes: [{node: 'web2', file: join(dir, 'web2.yaml')}]}))
+  t.is((error as LocalpuppetError).exitCode, 66)
+  t.regex(error!.message, /the repository has no channel constructor of foo/)
+
+  t.like(await promoteChannel({repo, release: 'foo/tags/1.1.0', channel: 'constructor'}), {previous: null, moved: true})
+  t.like(await promoteChannel({repo, release: 'foo/tags/1.0.0', channel: 'constructor'}), {previous: '1.1.0', moved: true})
+  t.like((await publishArchives({repo, archives: [], nodes: [{node: 'web2', file: join(dir, 'web2.yaml')}]})).nodes[0], {node: 'web2', status: 'added'})
 })
