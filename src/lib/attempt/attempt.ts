@@ -7,7 +7,6 @@ import {newRunId} from '../state/run-id.js'
 import type {RunRecord} from '../state/run-record.js'
 import {parseDuration} from '../util/duration.js'
 import {withStopSignals} from '../util/on-stop.js'
-import {startDetached} from './detach.js'
 import {type AttemptOptions, applyOptions, assertAttemptUsage, assertSaveKeepsInput} from './options.js'
 import {type PlanIo, type PlannedAttempt, planAttempt} from './plan-attempt.js'
 import {type AttemptContext, refuseAttempt} from './refusal.js'
@@ -121,6 +120,8 @@ async function runInForeground(input: string, plan: RunPlan, options: AttemptOpt
 async function startInBackground(input: string, planned: PlannedAttempt, options: AttemptOptions, io: AttemptIo, context: AttemptContext): Promise<AttemptResult> {
   const {plan} = planned
   await preflight(plan, {checkLock: true})
+  // execa (for the detached child's IPC) costs some 15 ms to load: only --detach pays it.
+  const {startDetached} = await import('./detach.js')
   const reply = await startDetached(io.entry, {
     input,
     options: {...options, detach: false},
