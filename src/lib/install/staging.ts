@@ -10,7 +10,7 @@ import {RunLock} from '../state/lock.js'
 import {faultPoint} from '../util/fault.js'
 import {asIoError} from '../util/io-error.js'
 import {assertTrustedPaths} from '../util/trusted-path.js'
-import {type InstallRecord, type InstallSource, assertTrustedModuleDir, localpuppetDir, readInstallRecord, recordPath, writeInstallRecord} from './install-record.js'
+import {type InstallRecord, type InstallSource, assertTrustedModuleDir, localpuppetDir, readRecordHead, recordPath, writeInstallRecord} from './install-record.js'
 import {type TreeFile, readReleaseContent, treeDigest} from '../tree/release-tree.js'
 import {oneShotHash} from '../tree/hash-files.js'
 
@@ -235,7 +235,7 @@ export class Staging {
       else {
         const current = await installedDigest(target, release.release)
         if (current !== release.digest) {
-          const record = await readInstallRecord(this.moduleDir, release.release)
+          const record = readRecordHead(this.moduleDir, release.release)
           if (record?.digest === release.digest) {
             throw new ConflictError(`${release.release} was modified after it was installed; nothing was touched`, [
               `localpuppet verify ${release.release} lists the changes; remove ${target} and install again to restore it`,
@@ -271,7 +271,7 @@ export class Staging {
         // (the record comes first) but maybe not yet read-only; or, from older versions,
         // not recorded.
         if (!release.mutable && ((await lstat(target)).mode & 0o222) !== 0) await makeDirsReadOnly(target)
-        if (!(await readInstallRecord(this.moduleDir, release.release))) await writeInstallRecord(this.moduleDir, record)
+        if (!readRecordHead(this.moduleDir, release.release)) await writeInstallRecord(this.moduleDir, record)
 
         result.unchanged.push(release.release)
         continue
