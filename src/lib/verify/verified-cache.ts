@@ -24,8 +24,8 @@ import {isTrustedEntry} from '../util/trusted-path.js'
  * A write through a shared writable mapping sets the times only when it faults a page
  * writable: until the page is written back (about 30 s on ext4, never on tmpfs) further
  * writes through it change the bytes and no time. So no key is kept for a file that some
- * process has mapped so at the moment the keys are written; one mapped later faults on
- * its first write and moves the ctime.
+ * process has mapped so when the check begins or when the keys are written (KeyWriter);
+ * one mapped and unmapped in between faults on its first write and moves the ctime.
  *
  * Kept in `.localpuppet/verified/<release>.json` (the release's slashes escaped), mode
  * 0600 in a 0700 directory, root's: format, release and record first, then one key per
@@ -201,8 +201,12 @@ const keyInode = (key: string) => key.split(':')[1]
 /**
  * The keys of a check, written as its files are checked (to a temporary file beside the
  * cache: memory does not grow with the release) and kept only for a release verified
- * whole, by commit(), which drops the keys of files some process has mapped shared and
- * writable then.
+ * whole, by commit(). No key is written for a file some process had mapped shared and
+ * writable when the check began (`mapped`), and commit() drops those mapped when it ends:
+ * a write through a page already faulted writable sets no ctime until writeback, so a
+ * process that wrote after the file was read and unmapped before the keys were kept would
+ * leave a key with no trace of the change; one mapped and unmapped wholly in between
+ * faulted on its first write and moved the ctime.
  *
  * Best effort: a module directory that cannot be written (a read-only mount, a CI job that
  * is not root), a cache directory that is not trusted, or a /proc that cannot be read keeps
@@ -225,7 +229,9 @@ export class KeyWriter {
   }
 
   static open(moduleDir: string, release: string, record: string): KeyWriter | null {
-    const mapped = new Set<string>()
+    // Read before any file is: a mapping that goes away before the check ends is still seen.
+    const mapped = sharedWritableInodes()
+    if (mapped === null) return null
     try {
       mkdirSync(verifiedCacheDir(moduleDir), {mode: 0o700})
     } catch (error) {
@@ -236,7 +242,7 @@ export class KeyWriter {
     const path = cachePath(moduleDir, release)
     const temp = `${path}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`
     try {
-      return new KeyWriter(path, temp, openSync(temp, 'wx', 0o600), release, record, mapped)
+      return new KeyWriter(path, temp, openSync(temp, 'wx+', 0o600), release, record, mapped)
     } catch {
       return null
     }
@@ -259,7 +265,7 @@ export class KeyWriter {
     try {
       this.text += ']}\n'
       this.flush()
-      // Read after the files were: a file mapped since faults and moves its ctime.
+      // Read again now the files were: a file mapped meanwhile and still mapped is not keyed either.
       const mapped = sharedWritableInodes()
       if (mapped === null) throw new Error('/proc cannot be read')
       const added = [...mapped].filter((inode) => !this.mapped.has(inode))
