@@ -2,17 +2,10 @@ import {createHash, type Hash} from 'node:crypto'
 import {readSync, writeSync} from 'node:fs'
 
 import {compareBytes} from '../tree/release-tree.js'
-import type {ReleaseIndex} from './release-index.js'
+import type {ReleaseIndex, ReleaseSummary} from './release-index.js'
 
 /** What pack says of one release it wrote: release.json lists its files, this only counts them. */
-export interface PackedRelease {
-  release: string
-  digest: string
-  /** How many files it holds. */
-  files: number
-  /** Empty directories, as release.json lists them; absent when there are none. */
-  dirs?: string[]
-}
+export type PackedRelease = Omit<ReleaseSummary, 'bytes'>
 
 /** release.json's head and what each release holds, without the file list (which lies in the spool). */
 export type PackedIndex = Omit<ReleaseIndex, 'releases'> & {releases: PackedRelease[]}

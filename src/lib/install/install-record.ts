@@ -214,7 +214,10 @@ export function readRecordFields(moduleDir: string, release: string): RecordFiel
   }
 }
 
-export async function writeInstallRecord(moduleDir: string, record: InstallRecord): Promise<void> {
+/** A record to write: its files may come as they are read (from an archive's release.json). */
+export type RecordToWrite = Omit<InstallRecord, 'files'> & {files: Iterable<TreeFile>}
+
+export async function writeInstallRecord(moduleDir: string, record: RecordToWrite): Promise<void> {
   const path = recordPath(moduleDir, record.release)
   await mkdir(join(path, '..'), {recursive: true, mode: 0o755})
   await writeFileAtomic(path, recordText(record), 0o644)
@@ -225,7 +228,7 @@ export async function writeInstallRecord(moduleDir: string, record: InstallRecor
  * file (15 MB for 100,000 files), and one string of it, then its bytes, is memory that
  * grows with the release.
  */
-export function* recordText(record: InstallRecord): Iterable<string> {
+export function* recordText(record: RecordToWrite): Iterable<string> {
   let text = '{'
   let first = true
   for (const [key, value] of Object.entries(record)) {
@@ -238,9 +241,10 @@ export function* recordText(record: InstallRecord): Iterable<string> {
     }
 
     text += '['
-    const files = value as TreeFile[]
-    for (let i = 0; i < files.length; i++) {
-      text += `${i === 0 ? '' : ','}${JSON.stringify(files[i])}`
+    let firstFile = true
+    for (const file of value as Iterable<TreeFile>) {
+      text += `${firstFile ? '' : ','}${JSON.stringify(file)}`
+      firstFile = false
       if (text.length >= 64 * 1024) {
         yield text
         text = ''

@@ -68,8 +68,9 @@ function valueEnd(text: string, from: number): number {
 
 /**
  * A JSON document read from a ByteSource as it is walked: enterObject() then key() until
- * null, enterArray() then elements() until empty, value() for anything taken whole, and
- * finish() to check that nothing follows.
+ * null, enterArray() then elements() until empty (or nextElement() before taking each
+ * element like a key's value), value() for anything taken whole, and finish() to check
+ * that nothing follows.
  */
 export class JsonReader {
   private text = ''
@@ -111,6 +112,16 @@ export class JsonReader {
     return key
   }
 
+  /** Reads keys of the object entered, their values skipped, up to `wanted` (true: its value comes next) or the object's end (false). */
+  seek(wanted: string): boolean {
+    for (let key; (key = this.key()) !== null; ) {
+      if (key === wanted) return true
+      this.value()
+    }
+
+    return false
+  }
+
   /** Enters the array that comes next. */
   enterArray(): void {
     this.takeValue()
@@ -120,6 +131,7 @@ export class JsonReader {
 
   /** The next elements of the array entered, parsed at once, about `chars` characters of them; none at the array's end. */
   elements(chars = KEEP_CHARS): unknown[] {
+    if (this.afterKey) this.fail('a value')
     if (!this.separator(true)) return []
     this.peek()
     this.mark = this.at
@@ -138,6 +150,17 @@ export class JsonReader {
     } finally {
       this.mark = -1
     }
+  }
+
+  /**
+   * Whether another element of the array entered follows (its comma read); it is then
+   * taken like a key's value: value(), enterObject() or enterArray(). False at the array's end.
+   */
+  nextElement(): boolean {
+    if (this.afterKey) this.fail('a value')
+    if (!this.separator(true)) return false
+    this.afterKey = true
+    return true
   }
 
   /** The next value, whole: the value of the key just read, or the document. */
@@ -244,6 +267,16 @@ export class JsonReader {
   private fail(what: string): never {
     const near = this.text.slice(this.at, this.at + 20)
     throw new JsonStreamError(near === '' ? `ends where ${what} was expected` : `${what} was expected at ${JSON.stringify(near)}`)
+  }
+}
+
+/** A ByteSource reading bytes in memory. */
+export function bufferSource(bytes: Buffer): ByteSource {
+  let at = 0
+  return (buffer) => {
+    const count = bytes.copy(buffer, 0, at)
+    at += count
+    return count
   }
 }
 

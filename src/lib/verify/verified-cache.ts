@@ -293,7 +293,7 @@ export class KeyWriter {
   private drop(inodes: Set<string>): void {
     const reader = new JsonReader(fdSource(this.fd))
     reader.enterObject()
-    while (reader.key() !== 'keys') reader.value()
+    if (!reader.seek('keys')) throw new Error('no keys')
     reader.enterArray()
     // Rewritten in place: each key is written no longer than it was read, behind the reading.
     let text = KeyWriter.head(this.release, this.record)

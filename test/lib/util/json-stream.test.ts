@@ -91,3 +91,30 @@ for (const [text, why] of [
     t.throws(() => readBack(text, 3, 10, ['a']), {instanceOf: JsonStreamError})
   })
 }
+
+test('an array of objects walked element by element, each entered', (t) => {
+  const doc = {releases: [{release: 'a', files: [{path: 'x'}, {path: 'y'}]}, {release: 'b', files: []}], after: 1}
+  const reader = new JsonReader(source(JSON.stringify(doc, null, 1), 3))
+  const read: Array<{release: unknown; files: unknown[]}> = []
+  reader.enterObject()
+  t.is(reader.key(), 'releases')
+  reader.enterArray()
+  while (reader.nextElement()) {
+    reader.enterObject()
+    const entry = {release: undefined as unknown, files: [] as unknown[]}
+    for (let key; (key = reader.key()) !== null; ) {
+      if (key === 'files') {
+        reader.enterArray()
+        for (let some; (some = reader.elements(1)).length > 0; ) entry.files.push(...some)
+      } else entry.release = reader.value()
+    }
+
+    read.push(entry)
+  }
+
+  t.deepEqual(read, doc.releases)
+  t.is(reader.key(), 'after')
+  t.is(reader.value(), 1)
+  t.is(reader.key(), null)
+  reader.finish()
+})
