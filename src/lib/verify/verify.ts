@@ -111,7 +111,7 @@ async function verifyAgainst(
   // Keys are written again only when one changed.
   let keysChanged = cached === null
   const tree = options.tree && !untrusted ? new ListedTree(options.tree) : new WalkedTree(root, untrusted, euid)
-  const checker = new FileChecker(0, undefined, {keys: Boolean(options.cache)})
+  const checker = new FileChecker(0, undefined, {keys: keys !== null})
   let batch: Batch | null = null
   const begin = (listed: Listed[]): Batch => {
     const reading: number[] = []
@@ -352,13 +352,17 @@ export async function verifyModulepath(
   moduleDir: string,
   releases: Array<{release: string; kind: string}>,
   trees?: Map<string, TreeEntry[]>,
+  options: {
+    /** false: the verification keys kept before are used, none are kept (validate writes nothing). */
+    keepKeys?: boolean
+  } = {},
 ): Promise<Array<{release: string; verified: boolean}>> {
   const checked: Array<{release: string; verified: boolean}> = []
   try {
     for (const release of releases) {
       if (release.kind !== 'tag') continue
       // Who owns and can write each entry: judged with the whole modulepath before (run-plan).
-      const result = await verifyRelease(moduleDir, release.release, undefined, {judgeTrust: false, cache: true, tree: trees?.get(release.release)})
+      const result = await verifyRelease(moduleDir, release.release, undefined, {judgeTrust: false, cache: options.keepKeys === false ? 'read' : true, tree: trees?.get(release.release)})
       if (!result.recorded) continue
       if (!result.ok) throw new VerificationError(describeMismatch(result), [`localpuppet verify ${release.release} lists every difference`])
       checked.push({release: release.release, verified: true})
