@@ -67,7 +67,7 @@ export async function verifyRelease(
   record?: InstallRecord | null,
   options: {
     judgeTrust?: boolean
-    /** Keys of files read and matched before (verified-cache.ts): 'keep' reads and keeps them (plan, apply, releases), 'read' only reads them (validate writes nothing); verify reads every byte. */
+    /** Keys of files read and matched before (verified-cache.ts): true uses and keeps them (plan, apply, releases), 'read' only uses them (validate writes nothing); verify reads every byte. */
     cache?: boolean | 'read'
     /** The tree as the resolution just walked it (with each file's lstat): not walked again. */
     tree?: TreeEntry[]
