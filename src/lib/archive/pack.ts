@@ -13,10 +13,10 @@ import {asIoError} from '../util/io-error.js'
 import {onStop} from '../util/on-stop.js'
 import {IndexWriter, type PackedIndex} from './index-writer.js'
 import {RELEASE_INDEX, SIGNATURE_FILE, isSafeRelativePath} from './release-index.js'
-import {listEntries} from '../tree/release-tree.js'
+import {type TreeEntry, treeEntries} from '../tree/release-tree.js'
 import {SEGMENT_BYTES, SegmentedGzip} from './segmented-gzip.js'
 import {keyId, loadSigningKey, signIndex} from './signature.js'
-import {type PackSource, TarWriter} from './tar-writer.js'
+import {TarWriter} from './tar-writer.js'
 
 export interface PackOptions {
   moduleDir: string
@@ -59,7 +59,9 @@ const GZIP_LEVEL = 6
  */
 export async function packRelease(options: PackOptions): Promise<PackResult> {
   const ref = parseReleaseRef(options.ref, 'pack')
-  const resolution = await resolveRelease(options.moduleDir, ref, {allowMutable: options.allowMutable})
+  // Trees are read as they are packed (treeEntries below), not listed beforehand: a list of
+  // every file was memory that grew with the release.
+  const resolution = await resolveRelease(options.moduleDir, ref, {allowMutable: options.allowMutable, checkTrees: false})
   const app = resolution.modulepath[0]
   if ((app.kind === 'trunk' || app.kind === 'branch' || app.linkedTo) && !options.allowMutable) {
     const why = app.linkedTo ? `resolves to ${app.linkedTo} (a link), which` : 'is mutable;'
@@ -67,8 +69,7 @@ export async function packRelease(options: PackOptions): Promise<PackResult> {
   }
 
   const key = options.signingKey ? await loadSigningKey(options.signingKey) : null
-  const sources = resolution.modulepath.map((entry) => ({release: entry.release, root: entry.path, entries: resolution.trees.get(entry.release) ?? listEntries(entry.path, entry.release)}))
-  checkPackable(sources)
+  const sources = resolution.modulepath.map((entry) => ({release: entry.release, root: entry.path, entries: packable(entry.release, treeEntries(entry.path, entry.release))}))
 
   const output = options.output === null ? null : resolve(options.output ?? defaultArchiveName(app.release))
   // Refused before any work, not after packing it all.
@@ -109,7 +110,7 @@ export async function packRelease(options: PackOptions): Promise<PackResult> {
     const tag = app.kind === 'tag' ? app.release.slice(`${app.app}/tags/`.length) : null
     const {index, size, pieces} = writer.finish({app: app.app, tag, release: app.release, modulepath: sources.map((source) => source.release)})
     // Ed25519 signs the whole message at once: only a signed pack holds release.json in memory.
-    const signature = key ? signIndex(Buffer.concat([...pieces()]), key) : null
+    const signature = key ? signIndex(gathered(size, pieces()), key) : null
     // release.json (and its signature) go first, as gzip members of their own, compressed
     // on the thread pool while the files' last members finish; then the files' members
     // as they were compressed.
@@ -175,6 +176,14 @@ async function emitArchive(spools: number[], write: (chunk: Buffer) => Promise<v
   return {sha256: hash.digest('hex'), bytes}
 }
 
+/** Pieces copied into one buffer of their total size as they come (each is good only until the next). */
+function gathered(size: number, pieces: Iterable<Buffer>): Buffer {
+  const whole = Buffer.allocUnsafe(size)
+  let at = 0
+  for (const piece of pieces) at += piece.copy(whole, at)
+  return whole.subarray(0, at)
+}
+
 /** Writes a whole buffer at the file's current offset. */
 function writeAll(fd: number, chunk: Buffer): void {
   let offset = 0
@@ -182,16 +191,14 @@ function writeAll(fd: number, chunk: Buffer): void {
 }
 
 /**
- * What install would refuse, pack refuses first: every path must be one an archive may
- * carry (no control characters, names of at most 255 bytes, as file systems allow).
+ * What install would refuse, pack refuses: every path must be one an archive may carry
+ * (no control characters, names of at most 255 bytes, as file systems allow). Checked as
+ * the entries come; nothing is written unless the whole archive is.
  */
-function checkPackable(sources: PackSource[]): void {
-  for (const source of sources) {
-    for (const entry of source.entries) {
-      if (!isSafeRelativePath(entry.path)) {
-        throw new ReleaseError(`${source.release}/${entry.path}: cannot be packed (a control character, or a name longer than 255 bytes)`)
-      }
-    }
+function* packable(release: string, entries: Iterable<TreeEntry>): Generator<TreeEntry> {
+  for (const entry of entries) {
+    if (!isSafeRelativePath(entry.path)) throw new ReleaseError(`${release}/${entry.path}: cannot be packed (a control character, or a name longer than 255 bytes)`)
+    yield entry
   }
 }
 

@@ -1,6 +1,9 @@
+import {createHash} from 'node:crypto'
+
 import {ReleaseError} from '../errors.js'
 import {isValidVersionName} from '../release/release-ref.js'
-import {type TreeFile, compareBytes, treeDigest} from '../tree/release-tree.js'
+import {type TreeFile, compareBytes} from '../tree/release-tree.js'
+import {type ByteSource, JsonReader, JsonStreamError, bufferSource} from '../util/json-stream.js'
 
 /** The archive's table of contents, its first entry. */
 export const RELEASE_INDEX = 'release.json'
@@ -71,93 +74,235 @@ export function serializeIndex(index: ReleaseIndex): Buffer {
   return Buffer.from(JSON.stringify(index, null, 1) + '\n')
 }
 
+/** What release.json says of one release, without its file list (which is read again as it is needed). */
+export interface ReleaseSummary {
+  release: string
+  digest: string
+  /** How many files it lists, and their total size. */
+  files: number
+  bytes: number
+  /** Empty directories (format 2), sorted; absent when there are none. */
+  dirs?: string[]
+}
+
+/** release.json without the file lists. */
+export type IndexSummary = Omit<ReleaseIndex, 'releases'> & {releases: ReleaseSummary[]}
+
+/** Digest lines gathered before they are hashed. */
+const DIGEST_BATCH_CHARS = 64 * 1024
+
 /**
- * Parses and checks release.json from an archive, trusting nothing: every release path,
- * file path, size and hash is validated, and every release digest must match its files.
+ * Reads and checks release.json from an archive, trusting nothing, without holding its
+ * file lists (17 MB for 96,000 files): every release path, file path, size and hash is
+ * validated, every release digest must match its files. Files must be listed in byte order
+ * of their path, as pack has always listed them: a duplicate, or a file that is also a
+ * directory, is then found beside the file before it. `open` gives the bytes from their
+ * start, each time it is called (a release that keeps empty directories is read twice).
  */
-export function parseIndex(bytes: Buffer, label: string): ReleaseIndex {
+export function readIndex(open: () => ByteSource, label: string): IndexSummary {
   const fail = (why: string): never => {
     throw new ReleaseError(`${label}: ${RELEASE_INDEX}: ${why}`)
   }
 
-  if (bytes.length > MAX_INDEX_BYTES) fail('too large')
-  let doc: unknown
   try {
-    doc = JSON.parse(bytes.toString('utf8'))
+    return readIndexFrom(open, fail)
   } catch (error) {
-    return fail(`not valid JSON (${(error as Error).message})`)
+    if (error instanceof JsonStreamError) return fail(`not valid JSON (${error.message})`)
+    throw error
+  }
+}
+
+/** readIndex of bytes in memory. */
+export function parseIndex(bytes: Buffer, label: string): IndexSummary {
+  if (bytes.length > MAX_INDEX_BYTES) throw new ReleaseError(`${label}: ${RELEASE_INDEX}: too large`)
+  return readIndex(() => bufferSource(bytes), label)
+}
+
+function readIndexFrom(open: () => ByteSource, fail: (why: string) => never): IndexSummary {
+  const reader = new JsonReader(open())
+  const head: Record<string, unknown> = {}
+  const releases: ReleaseSummary[] = []
+  let listed = false
+  const seen = new Set<string>()
+  try {
+    reader.enterObject()
+  } catch (error) {
+    if (error instanceof JsonStreamError) fail('not an object')
+    throw error
   }
 
-  const index = doc as ReleaseIndex
-  if (!index || typeof index !== 'object' || Array.isArray(index)) fail('not an object')
+  for (let key; (key = reader.key()) !== null; ) {
+    if (key !== 'releases') {
+      head[key] = reader.value()
+      continue
+    }
+
+    listed = true
+    if ('format' in head && head.format !== INDEX_FORMAT && head.format !== INDEX_FORMAT_DIRS) break
+    try {
+      reader.enterArray()
+    } catch (error) {
+      if (error instanceof JsonStreamError) fail('lists no releases')
+      throw error
+    }
+
+    while (reader.nextElement()) releases.push(readRelease(reader, releases.length, seen, head.format, fail))
+  }
+
+  const index = {...head, releases} as IndexSummary
   if (index.format !== INDEX_FORMAT && index.format !== INDEX_FORMAT_DIRS) {
     fail(`format ${JSON.stringify(index.format)} is not supported (this localpuppet reads formats ${INDEX_FORMAT} and ${INDEX_FORMAT_DIRS})`)
   }
 
-  if (!Array.isArray(index.releases) || index.releases.length === 0) fail('lists no releases')
+  if (!listed || releases.length === 0) fail('lists no releases')
+  reader.finish()
   if (!Array.isArray(index.modulepath)) fail('modulepath is not a list')
   const app = parseReleasePath(String(index.release))
   if (!app || app.app !== index.app || (app.kind === 'tag' ? app.name !== index.tag : index.tag !== null)) fail(`release ${JSON.stringify(index.release)} does not match app and tag`)
-
-  const seen = new Set<string>()
-  for (const entry of index.releases) {
-    if (!entry || typeof entry.release !== 'string' || !parseReleasePath(entry.release)) fail(`invalid release ${JSON.stringify(entry?.release)}`)
-    if (seen.has(entry.release)) fail(`release ${entry.release} is listed twice`)
-    seen.add(entry.release)
-    if (!Array.isArray(entry.files)) fail(`${entry.release}: files is not a list`)
-    const paths = new Set<string>()
-    for (const file of entry.files) {
-      if (!file || typeof file.path !== 'string' || !isSafeRelativePath(file.path)) fail(`${entry.release}: unsafe or invalid path ${JSON.stringify(file?.path)}`)
-      if (paths.has(file.path)) fail(`${entry.release}: ${file.path} is listed twice`)
-      paths.add(file.path)
-      if (!Number.isSafeInteger(file.size) || file.size < 0) fail(`${entry.release}/${file.path}: invalid size`)
-      if (typeof file.sha256 !== 'string' || !/^[0-9a-f]{64}$/.test(file.sha256)) fail(`${entry.release}/${file.path}: invalid sha256`)
-      if (typeof file.executable !== 'boolean') fail(`${entry.release}/${file.path}: invalid executable flag`)
-    }
-
-    // A file and a directory of the same name cannot both exist.
-    const parents = new Set<string>()
-    for (const path of paths) {
-      for (let i = path.indexOf('/'); i !== -1; i = path.indexOf('/', i + 1)) {
-        if (paths.has(path.slice(0, i))) fail(`${entry.release}: ${path.slice(0, i)} is both a file and a directory`)
-        parents.add(path.slice(0, i))
-      }
-    }
-
-    if (entry.dirs !== undefined) {
-      if (index.format !== INDEX_FORMAT_DIRS || !Array.isArray(entry.dirs)) fail(`${entry.release}: dirs is not a list of a format ${INDEX_FORMAT_DIRS} index`)
-      const dirs = new Set<string>()
-      for (const dir of entry.dirs!) {
-        if (typeof dir !== 'string' || !isSafeRelativePath(dir)) fail(`${entry.release}: unsafe or invalid directory ${JSON.stringify(dir)}`)
-        if (dirs.has(dir) || paths.has(dir)) fail(`${entry.release}: ${dir} is listed twice`)
-        dirs.add(dir)
-        for (let i = dir.indexOf('/'); i !== -1; i = dir.indexOf('/', i + 1)) {
-          if (paths.has(dir.slice(0, i))) fail(`${entry.release}: ${dir.slice(0, i)} is both a file and a directory`)
-          parents.add(dir.slice(0, i))
-        }
-      }
-
-      // Only empty directories are listed: the others follow from the paths below them.
-      for (const dir of dirs) if (parents.has(dir)) fail(`${entry.release}: ${dir} is listed as an empty directory but holds entries`)
-    }
-
-    if (treeDigest(entry.files, entry.dirs ?? []) !== entry.digest) fail(`${entry.release}: digest does not match its file list`)
-  }
-
-  if (index.modulepath.length !== index.releases.length || index.modulepath.some((path, i) => path !== index.releases[i].release)) {
-    fail('modulepath does not match the releases listed')
-  }
-
+  // Empty directories against the files: read again for a release that keeps any (few do).
+  releases.forEach((entry, i) => {
+    if (entry.dirs) checkDirs(entry, indexFiles(open, i), fail)
+  })
+  if (index.modulepath.length !== releases.length || index.modulepath.some((path, i) => path !== releases[i].release)) fail('modulepath does not match the releases listed')
   if (index.modulepath[0] !== index.release) fail('the app is not first on the modulepath')
   return index
 }
 
-/** Empty directories by archive path (`foo/tags/1.0.0/files/empty`). */
-export function indexDirs(index: ReleaseIndex): Set<string> {
-  return new Set(index.releases.flatMap((entry) => (entry.dirs ?? []).map((dir) => `${entry.release}/${dir}`)))
+/** One release of release.json, its files checked and hashed as they come. */
+function readRelease(reader: JsonReader, position: number, seen: Set<string>, format: unknown, fail: (why: string) => never): ReleaseSummary {
+  reader.enterObject()
+  const fields: Record<string, unknown> = {}
+  let name = `releases[${position}]`
+  // Counted, summed and hashed (treeDigest's lines) as the files come.
+  const checked = {files: 0, bytes: 0, lines: '', hash: createHash('sha256')}
+  let hasFiles = false
+  // Paths before the current one that are prefixes of it: a file that is also a directory is one of them.
+  const prefixes: string[] = []
+  let previous: string | null = null
+  for (let key; (key = reader.key()) !== null; ) {
+    if (key !== 'files') {
+      fields[key] = reader.value()
+      if (key === 'release') {
+        if (typeof fields.release !== 'string' || !parseReleasePath(fields.release)) fail(`invalid release ${JSON.stringify(fields.release)}`)
+        name = fields.release as string
+        if (seen.has(name)) fail(`release ${name} is listed twice`)
+        seen.add(name)
+      }
+
+      continue
+    }
+
+    hasFiles = true
+    try {
+      reader.enterArray()
+    } catch (error) {
+      if (error instanceof JsonStreamError) fail(`${name}: files is not a list`)
+      throw error
+    }
+
+    for (let batch; (batch = reader.elements()).length > 0; ) {
+      for (const file of batch as TreeFile[]) {
+        if (!file || typeof file.path !== 'string' || !isSafeRelativePath(file.path)) fail(`${name}: unsafe or invalid path ${JSON.stringify(file?.path)}`)
+        const {path} = file
+        if (previous !== null) {
+          const order = compareBytes(previous, path)
+          if (order === 0) fail(`${name}: ${path} is listed twice`)
+          if (order > 0) fail(`${name}: ${path} is listed after ${previous}; files are listed in byte order of their path`)
+        }
+
+        while (prefixes.length > 0 && !path.startsWith(prefixes.at(-1)!)) prefixes.pop()
+        for (const prefix of prefixes) if (path.charCodeAt(prefix.length) === 0x2f) fail(`${name}: ${prefix} is both a file and a directory`)
+        prefixes.push(path)
+        previous = path
+        if (!Number.isSafeInteger(file.size) || file.size < 0) fail(`${name}/${path}: invalid size`)
+        if (typeof file.sha256 !== 'string' || !/^[0-9a-f]{64}$/.test(file.sha256)) fail(`${name}/${path}: invalid sha256`)
+        if (typeof file.executable !== 'boolean') fail(`${name}/${path}: invalid executable flag`)
+        checked.files++
+        checked.bytes += file.size
+        checked.lines += digestLine(file)
+      }
+
+      // treeDigest's lines, hashed some 64 KiB at a time.
+      if (checked.lines.length >= DIGEST_BATCH_CHARS) {
+        checked.hash.update(checked.lines)
+        checked.lines = ''
+      }
+    }
+  }
+
+  if (typeof fields.release !== 'string') fail(`invalid release ${JSON.stringify(fields.release)}`)
+  if (!hasFiles) fail(`${name}: files is not a list`)
+  const dirs = fields.dirs
+  if (dirs !== undefined) {
+    if (format !== INDEX_FORMAT_DIRS || !Array.isArray(dirs)) fail(`${name}: dirs is not a list of a format ${INDEX_FORMAT_DIRS} index`)
+    const unique = new Set<string>()
+    for (const dir of dirs as unknown[]) {
+      if (typeof dir !== 'string' || !isSafeRelativePath(dir)) fail(`${name}: unsafe or invalid directory ${JSON.stringify(dir)}`)
+      if (unique.has(dir as string)) fail(`${name}: ${dir as string} is listed twice`)
+      unique.add(dir as string)
+    }
+
+    // Only empty directories are listed: not one that holds another.
+    for (const dir of unique) for (const parent of parentDirs(dir)) if (unique.has(parent)) fail(`${name}: ${parent} is listed as an empty directory but holds entries`)
+  }
+
+  checked.hash.update(checked.lines)
+  const sortedDirs = dirs === undefined ? [] : [...(dirs as string[])].sort(compareBytes)
+  for (const dir of sortedDirs) checked.hash.update(`dir ${dir}/\n`)
+  if (`sha256:${checked.hash.digest('hex')}` !== fields.digest) fail(`${name}: digest does not match its file list`)
+  return {release: name, digest: fields.digest as string, files: checked.files, bytes: checked.bytes, ...(dirs === undefined ? {} : {dirs: dirs as string[]})}
 }
 
-/** Archive entry names in the order pack writes them: release by release, files sorted. */
-export function archivePaths(index: ReleaseIndex): string[] {
-  return index.releases.flatMap((entry) => [...entry.files].sort((a, b) => compareBytes(a.path, b.path)).map((file) => `${entry.release}/${file.path}`))
+/** treeDigest's line for a file. */
+function digestLine(file: TreeFile): string {
+  return `${file.sha256} ${file.size} ${file.executable ? 'x' : '-'} ${file.path}\n`
+}
+
+/** `a/b/c` -> `a`, `a/b`. */
+function parentDirs(path: string): string[] {
+  const parents: string[] = []
+  for (let i = path.indexOf('/'); i !== -1; i = path.indexOf('/', i + 1)) parents.push(path.slice(0, i))
+  return parents
+}
+
+/** A release's empty directories against its files: none is a file, below a file, or holds a file. */
+function checkDirs(entry: ReleaseSummary, files: Iterable<{file: TreeFile}>, fail: (why: string) => never): void {
+  const dirs = new Set(entry.dirs)
+  const above = new Set(entry.dirs!.flatMap((dir) => parentDirs(dir)))
+  for (const {file: {path}} of files) {
+    if (dirs.has(path)) fail(`${entry.release}: ${path} is listed twice`)
+    if (above.has(path)) fail(`${entry.release}: ${path} is both a file and a directory`)
+    for (const parent of parentDirs(path)) if (dirs.has(parent)) fail(`${entry.release}: ${parent} is listed as an empty directory but holds entries`)
+  }
+}
+
+/**
+ * The files release.json lists, in its order (release by release), read again from its
+ * bytes a batch at a time; only those of release `only` when given. The index was checked
+ * by readIndex first.
+ */
+export function* indexFiles(open: () => ByteSource, only?: number): Generator<{release: number; file: TreeFile}> {
+  const reader = new JsonReader(open())
+  reader.enterObject()
+  if (!reader.seek('releases')) return
+  reader.enterArray()
+  for (let release = 0; reader.nextElement(); release++) {
+    reader.enterObject()
+    // Each release's keys are read to its end: `files` is one of them.
+    while (reader.seek('files')) {
+      reader.enterArray()
+      for (let batch; (batch = reader.elements()).length > 0; ) {
+        if (only !== undefined && release !== only) continue
+        for (const file of batch as TreeFile[]) yield {release, file}
+      }
+    }
+
+    // Releases after the one asked for are not read.
+    if (only !== undefined && release === only) return
+  }
+}
+
+/** Empty directories by archive path (`foo/tags/1.0.0/files/empty`). */
+export function indexDirs(index: IndexSummary): Set<string> {
+  return new Set(index.releases.flatMap((entry) => (entry.dirs ?? []).map((dir) => `${entry.release}/${dir}`)))
 }

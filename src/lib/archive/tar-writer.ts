@@ -10,11 +10,11 @@ import type {IndexWriter, PackedRelease} from './index-writer.js'
 import {type TreeEntry, describeKind} from '../tree/release-tree.js'
 import {SEGMENT_BYTES, type SegmentedGzip} from './segmented-gzip.js'
 
-/** One release to pack: its name, where it lies, and what it holds in archive order. */
+/** One release to pack: its name, where it lies, and what it holds in archive order (read as it is packed). */
 export interface PackSource {
   release: string
   root: string
-  entries: TreeEntry[]
+  entries: Iterable<TreeEntry>
 }
 
 /** A tar entry's header blocks: ustar, with a pax header before it for what ustar cannot hold. */

@@ -1,4 +1,6 @@
 import {createHash} from 'node:crypto'
+import {closeSync, openSync, writeSync} from 'node:fs'
+import {join} from 'node:path'
 import {type Readable, Transform, Writable} from 'node:stream'
 import {pipeline} from 'node:stream/promises'
 import {createGunzip} from 'node:zlib'
@@ -7,17 +9,19 @@ import {LocalpuppetError, ReleaseError} from '../errors.js'
 import {faultPoint} from '../util/fault.js'
 import {type TrustProblem, UNSIGNED_HINT, refuseUnlessAllowed} from '../util/trusted-path.js'
 import {
-  type ReleaseIndex,
+  type IndexSummary,
   MAX_INDEX_BYTES,
   RELEASE_INDEX,
   SIGNATURE_FILE,
   indexDirs,
+  indexFiles,
   isSafeRelativePath,
-  parseIndex,
   parseReleasePath,
+  readIndex,
 } from '../archive/release-index.js'
 import {type CommitResult, Staging, describeInstallError} from './staging.js'
 import type {TreeFile} from '../tree/release-tree.js'
+import {type ByteSource, fdSource} from '../util/json-stream.js'
 import {type EntrySink, TarFormatError, TarReader} from '../archive/tar-reader.js'
 import {loadTrustedKeys, verifyIndexSignature} from '../archive/signature.js'
 
@@ -68,16 +72,52 @@ async function install(source: Readable, label: string, options: InstallOptions)
   const staging = await Staging.open(options.moduleDir, options).catch((error: unknown) => {
     throw describeInstallError(error, options.moduleDir)
   })
+  const spool = new IndexSpool(staging.dir)
   try {
-    const {index, signedBy, sha256} = await extract(source, label, staging, trusted)
-    // Dependencies first: a release never appears before what it needs.
-    const releases = [...index.releases].reverse().map((entry) => ({...entry, dirs: entry.dirs ?? [], mutable: parseReleasePath(entry.release)?.kind !== 'tag'}))
+    const {index, signedBy, sha256} = await extract(source, label, staging, trusted, spool)
+    // Dependencies first: a release never appears before what it needs. Each release's
+    // files (for its record) are read again from release.json's spool as they are written.
+    const releases = index.releases
+      .map((entry, i) => ({...entry, files: {[Symbol.iterator]: () => releaseFiles(spool.open, i)}, dirs: entry.dirs ?? [], mutable: parseReleasePath(entry.release)?.kind !== 'tag'}))
+      .reverse()
     const result = await staging.commit(releases, {type: 'archive', path: label, sha256}, signedBy)
     return {...result, release: index.release, signedBy, untrusted: [...(archiveProblem ? [archiveProblem.message] : []), ...staging.untrusted]}
   } catch (error) {
     throw describeInstallError(error, options.moduleDir)
   } finally {
+    spool.close()
     await staging.close()
+  }
+}
+
+/** One release's files as release.json lists them. */
+function* releaseFiles(open: () => ByteSource, release: number): Generator<TreeFile> {
+  for (const {file} of indexFiles(open, release)) yield file
+}
+
+/**
+ * release.json as it comes out of the archive, written to a file in staging and read back
+ * a batch at a time as it is needed (checked, matched against the entries, written into
+ * the records): 17 MB of it for 96,000 files, held nowhere in memory.
+ */
+class IndexSpool {
+  private fd: number | null = null
+  private size = 0
+
+  constructor(private readonly dir: string) {}
+
+  write(chunk: Buffer): void {
+    this.fd ??= openSync(join(this.dir, '.release.json'), 'wx+', 0o600)
+    for (let offset = 0; offset < chunk.length; ) offset += writeSync(this.fd, chunk, offset, chunk.length - offset, this.size + offset)
+    this.size += chunk.length
+  }
+
+  /** Its bytes from the start (each call a reader of its own). */
+  readonly open = (): ByteSource => (this.fd === null ? () => 0 : fdSource(this.fd))
+
+  close(): void {
+    if (this.fd !== null) closeSync(this.fd)
+    this.fd = null
   }
 }
 
@@ -92,8 +132,14 @@ const MAX_RAW_TRAILING_BYTES = 1024 * 1024
  * reading stops at the end-of-archive marker (trailing data is refused, not decompressed
  * forever).
  */
-async function extract(source: Readable, label: string, staging: Staging, trusted: Awaited<ReturnType<typeof loadTrustedKeys>>): Promise<{index: ReleaseIndex; signedBy: string | null; sha256: string}> {
-  let index: ReleaseIndex | null = null
+async function extract(
+  source: Readable,
+  label: string,
+  staging: Staging,
+  trusted: Awaited<ReturnType<typeof loadTrustedKeys>>,
+  spool: IndexSpool,
+): Promise<{index: IndexSummary; signedBy: string | null; sha256: string}> {
+  let index: IndexSummary | null = null
   let indexBytes: Buffer | null = null
   let signature: Buffer | null = null
   let signedBy: string | null = null
@@ -101,11 +147,27 @@ async function extract(source: Readable, label: string, staging: Staging, truste
   let dirs = new Set<string>()
   let budget = Number.POSITIVE_INFINITY
   let entries = 0
+  let spooled = false
 
-  /** release.json's signature is checked once it is known whether one follows; its bytes are not kept after. */
+  /** release.json read from its spool and checked: what every entry is matched against. */
+  const loadIndex = () => {
+    const read = readIndex(spool.open, label)
+    index = read
+    listed = new ListedFiles(read, spool.open)
+    dirs = indexDirs(read)
+    budget = declaredTarBytes(read)
+  }
+
+  /**
+   * release.json's signature is checked once it is known whether one follows (its bytes
+   * are not kept after), and release.json is read only then: nothing a trusted key has
+   * not signed is parsed.
+   */
   const checkSignature = () => {
+    if (!spooled) return
     if (trusted.length > 0 && signedBy === null) signedBy = verifyIndexSignature(indexBytes!, signature, trusted, label)
     indexBytes = null
+    if (index === null) loadIndex()
   }
 
   const reader = new TarReader((entry) => {
@@ -115,14 +177,20 @@ async function extract(source: Readable, label: string, staging: Staging, truste
     if (position === 0) {
       if (path !== RELEASE_INDEX || !FILE_TYPES.has(entry.type)) throw refuse(`${label}: does not start with ${RELEASE_INDEX}; not an archive made by localpuppet pack`)
       if (entry.size > MAX_INDEX_BYTES) throw refuse(`${label}: ${RELEASE_INDEX} is too large`)
-      return collect(entry.size, (bytes) => {
-        // Kept only to check a signature against.
-        if (trusted.length > 0) indexBytes = bytes
-        index = parseIndex(bytes, label)
-        listed = new ListedFiles(index)
-        dirs = indexDirs(index)
-        budget = declaredTarBytes(index)
-      })
+      // Kept in memory only to check a signature against (Ed25519 signs the whole message at once).
+      const kept = trusted.length > 0 ? Buffer.alloc(entry.size) : null
+      let fill = 0
+      return {
+        data(chunk) {
+          spool.write(chunk)
+          if (kept) fill += chunk.copy(kept, fill)
+        },
+        end() {
+          spooled = true
+          indexBytes = kept
+          if (!kept) loadIndex()
+        },
+      }
     }
 
     if (position === 1 && path === SIGNATURE_FILE && FILE_TYPES.has(entry.type)) {
@@ -208,70 +276,91 @@ async function extract(source: Readable, label: string, staging: Staging, truste
     throw error
   }
 
-  if (index === null) throw refuse(`${label}: empty archive; no ${RELEASE_INDEX}`)
+  if (!spooled) throw refuse(`${label}: empty archive; no ${RELEASE_INDEX}`)
   checkSignature()
   const missing = listed!.missing()
   if (missing.count > 0) throw refuse(`${label}: truncated or incomplete: ${missing.count} listed file(s) missing, first ${missing.first}`)
-  return {index, signedBy, sha256: archiveHash.digest('hex')}
+  return {index: index!, signedBy, sha256: archiveHash.digest('hex')}
 }
 
 const MAX_SIGNATURE_BYTES = 64 * 1024
 
 /**
  * The files release.json lists, and which of them the archive has delivered. Pack writes
- * them in the order listed, so an entry is normally the next one: found without a lookup
- * table or a string per file (for 100,000 files those were ~20 MB). An archive in any
- * other order is still read: a map by archive path is made the first time an entry is not
- * the next one.
+ * them in the order listed, so an entry is normally the next one: release.json is read
+ * again from its spool beside the archive, one file ahead, with no lookup table and
+ * nothing kept per file. An archive in any other order is still read: a map by archive
+ * path of every listed file is made the first time an entry is not the next one.
  */
 class ListedFiles {
   /** How many files were received. */
   received = 0
-  private readonly releases: Array<{release: string; files: TreeFile[]; got: Uint8Array; tag: boolean}>
-  private release = 0
-  private next = 0
-  private byPath: Map<string, [number, number]> | null = null
+  private readonly releases: Array<{release: string; tag: boolean}>
+  private readonly total: number
+  private readonly sequence: Generator<{release: number; file: TreeFile}>
+  /** The next file in release.json's order (undefined: not read yet; null: none left). */
+  private next: {release: number; file: TreeFile} | null | undefined
+  private byPath: Map<string, {release: number; file: TreeFile; got: boolean}> | null = null
 
-  constructor(index: ReleaseIndex) {
-    this.releases = index.releases.map((entry) => ({release: entry.release, files: entry.files, got: new Uint8Array(entry.files.length), tag: parseReleasePath(entry.release)?.kind === 'tag'}))
+  constructor(
+    index: IndexSummary,
+    private readonly open: () => ByteSource,
+  ) {
+    this.releases = index.releases.map((entry) => ({release: entry.release, tag: parseReleasePath(entry.release)?.kind === 'tag'}))
+    this.total = index.releases.reduce((sum, entry) => sum + entry.files, 0)
+    this.sequence = indexFiles(open)
   }
 
   /** The listed file at an archive path (a tag's or not), 'twice' when it came already, or null when none is listed there. */
   receive(archivePath: string): {file: TreeFile; tag: boolean} | 'twice' | null {
-    while (this.release < this.releases.length && this.next >= this.releases[this.release].files.length) {
-      this.release++
-      this.next = 0
+    if (!this.byPath) {
+      const next = this.peek()
+      if (next && isAt(archivePath, this.releases[next.release].release, next.file.path)) {
+        this.next = undefined
+        this.received++
+        return {file: next.file, tag: this.releases[next.release].tag}
+      }
+
+      this.byPath = this.allByPath()
     }
 
-    let at: [number, number] | undefined
-    const current = this.releases[this.release]
-    if (current && isAt(archivePath, current.release, current.files[this.next].path)) at = [this.release, this.next++]
-    else {
-      this.byPath ??= new Map(this.releases.flatMap((entry, r) => entry.files.map((file, f): [string, [number, number]] => [`${entry.release}/${file.path}`, [r, f]])))
-      at = this.byPath.get(archivePath)
-    }
-
-    if (!at) return null
-    const release = this.releases[at[0]]
-    if (release.got[at[1]]) return 'twice'
-    release.got[at[1]] = 1
+    const found = this.byPath.get(archivePath)
+    if (!found) return null
+    if (found.got) return 'twice'
+    found.got = true
     this.received++
-    return {file: release.files[at[1]], tag: release.tag}
+    return {file: found.file, tag: this.releases[found.release].tag}
   }
 
   /** How many listed files did not come, and the first of them. */
   missing(): {count: number; first: string | null} {
+    if (!this.byPath) {
+      const next = this.peek()
+      return {count: this.total - this.received, first: next ? `${this.releases[next.release].release}/${next.file.path}` : null}
+    }
+
     let count = 0
     let first: string | null = null
-    for (const release of this.releases) {
-      release.got.forEach((got, f) => {
-        if (got) return
-        count++
-        first ??= `${release.release}/${release.files[f].path}`
-      })
+    for (const [path, found] of this.byPath) {
+      if (found.got) continue
+      count++
+      first ??= path
     }
 
     return {count, first}
+  }
+
+  private peek(): {release: number; file: TreeFile} | null {
+    if (this.next === undefined) this.next = this.sequence.next().value ?? null
+    return this.next ?? null
+  }
+
+  /** Every listed file by archive path, those received so far (the first ones, in order) marked. */
+  private allByPath(): Map<string, {release: number; file: TreeFile; got: boolean}> {
+    const map = new Map<string, {release: number; file: TreeFile; got: boolean}>()
+    let position = 0
+    for (const {release, file} of indexFiles(this.open)) map.set(`${this.releases[release].release}/${file.path}`, {release, file, got: position++ < this.received})
+    return map
   }
 }
 
@@ -285,14 +374,10 @@ function isAt(archivePath: string, release: string, path: string): boolean {
  * and a signature, then each file and empty directory with a header and a pax header of
  * at most a few KiB (a path is at most 4096 bytes).
  */
-function declaredTarBytes(index: ReleaseIndex): number {
+function declaredTarBytes(index: IndexSummary): number {
   const entry = (size: number) => 512 + 8192 + size + 511
   let total = entry(MAX_INDEX_BYTES) + entry(MAX_SIGNATURE_BYTES) + 1024
-  for (const release of index.releases) {
-    for (const file of release.files) total += entry(file.size)
-    total += (release.dirs?.length ?? 0) * entry(0)
-  }
-
+  for (const release of index.releases) total += release.bytes + release.files * entry(0) + (release.dirs?.length ?? 0) * entry(0)
   return total
 }
 

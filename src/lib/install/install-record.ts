@@ -1,7 +1,11 @@
+import {createHash} from 'node:crypto'
+import {closeSync, constants, openSync} from 'node:fs'
 import {mkdir, readFile, readdir} from 'node:fs/promises'
 import {join} from 'node:path'
 
+import {DamagedRecordError} from '../errors.js'
 import {writeFileAtomic} from '../util/atomic-write.js'
+import {JsonReader, JsonStreamError, fdSource} from '../util/json-stream.js'
 import {type TrustOptions, assertTrustedPaths} from '../util/trusted-path.js'
 import type {TreeFile} from '../tree/release-tree.js'
 
@@ -63,6 +67,11 @@ export function recordPath(moduleDir: string, release: string): string {
   return join(localpuppetDir(moduleDir), 'records', `${release}.json`)
 }
 
+/**
+ * The whole record, every file as an object: for small uses. What walks the files
+ * (verify) reads them with openInstallRecord, a batch at a time; what needs only the
+ * digest reads the head (readRecordHead).
+ */
 export async function readInstallRecord(moduleDir: string, release: string): Promise<InstallRecord | null> {
   try {
     return JSON.parse(await readFile(recordPath(moduleDir, release), 'utf8')) as InstallRecord
@@ -72,7 +81,143 @@ export async function readInstallRecord(moduleDir: string, release: string): Pro
   }
 }
 
-export async function writeInstallRecord(moduleDir: string, record: InstallRecord): Promise<void> {
+/** A record's fields other than its file list. */
+export type RecordFields = Partial<Omit<InstallRecord, 'files'>>
+
+/** The file list a record batch by batch: about this many characters of it at a time (some 400 files). */
+const RECORD_BATCH_CHARS = 64 * 1024
+
+/**
+ * An install record read as it is walked, so that memory does not grow with the number
+ * of files it lists (a record is some 160 bytes a file: 15 MB for 100,000): the fields
+ * before the file list, then the files in batches, then the fields after. Every record
+ * localpuppet writes has format, release and digest before the files (recordText).
+ */
+export class RecordStream {
+  /** The fields read so far: those before the file list once head() returned, all of them once files() ended. */
+  readonly fields: RecordFields = {}
+  private readonly reader: JsonReader
+  private atFiles = false
+
+  private constructor(
+    readonly path: string,
+    private readonly fd: number,
+  ) {
+    this.reader = new JsonReader(fdSource(fd))
+  }
+
+  /** Opens the record of a release (null when there is none); close() it after. */
+  static open(moduleDir: string, release: string): RecordStream | null {
+    const path = recordPath(moduleDir, release)
+    let fd: number
+    try {
+      fd = openSync(path, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK)
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === 'ENOENT') return null
+      throw error
+    }
+
+    return new RecordStream(path, fd)
+  }
+
+  /**
+   * sha256 of the record's bytes, read from the open file (the one whose files are then
+   * read, whatever is renamed over its path meanwhile): what the verification keys are
+   * checked against.
+   */
+  fingerprint(): string {
+    const hash = createHash('sha256')
+    const source = fdSource(this.fd)
+    const buffer = Buffer.allocUnsafe(256 * 1024)
+    for (let read; (read = source(buffer)) > 0; ) hash.update(buffer.subarray(0, read))
+    return `sha256:${hash.digest('hex')}`
+  }
+
+  /** The fields before the file list (the digest among them). */
+  head(): RecordFields {
+    this.guard(() => {
+      this.reader.enterObject()
+      this.readFields()
+    })
+    return this.fields
+  }
+
+  /** The files in the record's order, a batch at a time; the fields after them are in `fields` once it ends. */
+  *files(): Generator<TreeFile[]> {
+    if (!this.atFiles) this.head()
+    if (this.atFiles) {
+      this.guard(() => this.reader.enterArray())
+      for (;;) {
+        const batch = this.guard(() => this.reader.elements(RECORD_BATCH_CHARS)) as TreeFile[]
+        if (batch.length === 0) break
+        for (const file of batch) if (typeof file?.path !== 'string') this.damaged(`a file without a path (${JSON.stringify(file)?.slice(0, 100)})`)
+        yield batch
+      }
+
+      this.atFiles = false
+      this.guard(() => this.readFields())
+    }
+
+    this.guard(() => this.reader.finish())
+  }
+
+  /** Reads fields up to the file list (then atFiles) or the end of the record. */
+  private readFields(): void {
+    for (let key; (key = this.reader.key()) !== null; ) {
+      if (key === 'files') {
+        this.atFiles = true
+        return
+      }
+
+      ;(this.fields as Record<string, unknown>)[key] = this.reader.value()
+    }
+  }
+
+  close(): void {
+    closeSync(this.fd)
+  }
+
+  private guard<T>(read: () => T): T {
+    try {
+      return read()
+    } catch (error) {
+      if (error instanceof JsonStreamError) this.damaged(error.message)
+      throw error
+    }
+  }
+
+  private damaged(why: string): never {
+    throw new DamagedRecordError(`${this.path} is damaged: ${why}`, ['install the tag again: remove it and its record first'])
+  }
+}
+
+/** The fields of a record before its file list (its digest among them), without reading the files; null when there is none. */
+export function readRecordHead(moduleDir: string, release: string): RecordFields | null {
+  const record = RecordStream.open(moduleDir, release)
+  if (!record) return null
+  try {
+    return {...record.head()}
+  } finally {
+    record.close()
+  }
+}
+
+/** Every field of a record but its file list (the files read a batch at a time and dropped); null when there is none. */
+export function readRecordFields(moduleDir: string, release: string): RecordFields | null {
+  const record = RecordStream.open(moduleDir, release)
+  if (!record) return null
+  try {
+    for (const _batch of record.files());
+    return {...record.fields}
+  } finally {
+    record.close()
+  }
+}
+
+/** A record to write: its files may come as they are read (from an archive's release.json). */
+export type RecordToWrite = Omit<InstallRecord, 'files'> & {files: Iterable<TreeFile>}
+
+export async function writeInstallRecord(moduleDir: string, record: RecordToWrite): Promise<void> {
   const path = recordPath(moduleDir, record.release)
   await mkdir(join(path, '..'), {recursive: true, mode: 0o755})
   await writeFileAtomic(path, recordText(record), 0o644)
@@ -83,7 +228,7 @@ export async function writeInstallRecord(moduleDir: string, record: InstallRecor
  * file (15 MB for 100,000 files), and one string of it, then its bytes, is memory that
  * grows with the release.
  */
-export function* recordText(record: InstallRecord): Iterable<string> {
+export function* recordText(record: RecordToWrite): Iterable<string> {
   let text = '{'
   let first = true
   for (const [key, value] of Object.entries(record)) {
@@ -96,9 +241,10 @@ export function* recordText(record: InstallRecord): Iterable<string> {
     }
 
     text += '['
-    const files = value as TreeFile[]
-    for (let i = 0; i < files.length; i++) {
-      text += `${i === 0 ? '' : ','}${JSON.stringify(files[i])}`
+    let firstFile = true
+    for (const file of value as Iterable<TreeFile>) {
+      text += `${firstFile ? '' : ','}${JSON.stringify(file)}`
+      firstFile = false
       if (text.length >= 64 * 1024) {
         yield text
         text = ''

@@ -1,5 +1,5 @@
 import {type Hash, createHash, randomBytes} from 'node:crypto'
-import {chmodSync, closeSync, fchmodSync, mkdirSync, openSync, writeSync} from 'node:fs'
+import {chmodSync, closeSync, fchmodSync, lstatSync, mkdirSync, openSync, writeSync} from 'node:fs'
 import {chmod, lstat, mkdir, readdir, realpath, rename, rm, rmdir} from 'node:fs/promises'
 import {dirname, join} from 'node:path'
 
@@ -10,7 +10,7 @@ import {RunLock} from '../state/lock.js'
 import {faultPoint} from '../util/fault.js'
 import {asIoError} from '../util/io-error.js'
 import {assertTrustedPaths} from '../util/trusted-path.js'
-import {type InstallRecord, type InstallSource, assertTrustedModuleDir, localpuppetDir, readInstallRecord, recordPath, writeInstallRecord} from './install-record.js'
+import {type InstallSource, type RecordToWrite, assertTrustedModuleDir, localpuppetDir, readRecordHead, recordPath, writeInstallRecord} from './install-record.js'
 import {type TreeFile, readReleaseContent, treeDigest} from '../tree/release-tree.js'
 import {oneShotHash} from '../tree/hash-files.js'
 
@@ -26,7 +26,8 @@ function writeAll(fd: number, data: Buffer): void {
 export interface StagedRelease {
   release: string
   digest: string
-  files: TreeFile[]
+  /** In byte order of the path; read as they are needed (an archive's come from release.json's spool). */
+  files: Iterable<TreeFile>
   /** Empty directories, made in staging before the release moves into place. */
   dirs?: string[]
   /** Trunk or branch: replaced on install, never recorded or made read-only. */
@@ -65,8 +66,12 @@ export class Staging {
     private readonly untrustedPaths: Set<string>,
   ) {}
 
-  /** Directories already made in staging: one mkdir per directory, not one per file. */
-  private readonly made = new Set<string>()
+  /**
+   * The directory made last and those above it, up to staging: one mkdir per directory, not
+   * one per file. Entries come in byte order of the path, so a directory left is not seen
+   * again, and nothing more is kept (a set of every directory made grew with the release).
+   */
+  private made: string[] = []
   /** Where a small file is gathered before it is written: one per install (its files come one at a time), not per process (installs may run side by side in one). */
   private smallFile: Buffer | null = null
   /** Files being written: closed by close() when an install stops half way (a full disk frees nothing while they are open). */
@@ -127,7 +132,7 @@ export class Staging {
     let fd: number
     try {
       const parent = dirname(path)
-      if (!this.made.has(parent)) this.makeDirs(parent)
+      if (this.made.at(-1) !== parent) this.makeDirs(parent)
 
       fd = openSync(path, 'wx', createdWithMode ? mode : 0o600)
     } catch (error) {
@@ -190,17 +195,20 @@ export class Staging {
    * file and a directory of the same name) is a conflict.
    */
   private makeDirs(dir: string): void {
+    // What of the chain made last lies above `dir` is made already.
+    while (this.made.length > 0 && !dir.startsWith(`${this.made.at(-1)!}/`)) this.made.pop()
     const missing: string[] = []
-    for (let at = dir; at.length > this.dir.length && !this.made.has(at); at = dirname(at)) missing.push(at)
+    for (let at = dir; at.length > this.dir.length && at !== this.made.at(-1); at = dirname(at)) missing.push(at)
     for (const path of missing.reverse()) {
       try {
         mkdirSync(path, {mode: 0o755})
       } catch (error) {
-        if ((error as NodeJS.ErrnoException).code === 'EEXIST') throw Object.assign(new Error(`${path}: not a directory`), {code: 'ENOTDIR'})
-        throw error
+        if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error
+        // Made before (an archive in another order comes back to a directory), or a file in the way.
+        if (!lstatSync(path).isDirectory()) throw Object.assign(new Error(`${path}: not a directory`), {code: 'ENOTDIR'})
       }
 
-      this.made.add(path)
+      this.made.push(path)
     }
   }
 
@@ -235,7 +243,7 @@ export class Staging {
       else {
         const current = await installedDigest(target, release.release)
         if (current !== release.digest) {
-          const record = await readInstallRecord(this.moduleDir, release.release)
+          const record = readRecordHead(this.moduleDir, release.release)
           if (record?.digest === release.digest) {
             throw new ConflictError(`${release.release} was modified after it was installed; nothing was touched`, [
               `localpuppet verify ${release.release} lists the changes; remove ${target} and install again to restore it`,
@@ -265,13 +273,13 @@ export class Staging {
       const staged = join(this.dir, release.release)
       const target = join(this.moduleDir, release.release)
       const dirs = release.dirs ?? []
-      const record: InstallRecord = {format: 1, release: release.release, digest: release.digest, files: release.files, ...(dirs.length > 0 ? {dirs} : {}), installedAt: new Date().toISOString(), source, signedBy}
+      const record: RecordToWrite = {format: 1, release: release.release, digest: release.digest, files: release.files, ...(dirs.length > 0 ? {dirs} : {}), installedAt: new Date().toISOString(), source, signedBy}
       if (action === 'unchanged') {
         // Renamed into place by an install killed before it finished the job: recorded
         // (the record comes first) but maybe not yet read-only; or, from older versions,
         // not recorded.
         if (!release.mutable && ((await lstat(target)).mode & 0o222) !== 0) await makeDirsReadOnly(target)
-        if (!(await readInstallRecord(this.moduleDir, release.release))) await writeInstallRecord(this.moduleDir, record)
+        if (!readRecordHead(this.moduleDir, release.release)) await writeInstallRecord(this.moduleDir, record)
 
         result.unchanged.push(release.release)
         continue
@@ -381,22 +389,36 @@ async function installedDigest(target: string, release: string): Promise<string>
 
 /**
  * The directories of a release just installed, read-only, deepest first: the ones its
- * files and empty directories imply, known without reading the tree again.
+ * files and empty directories imply, known without reading the tree again. The files come
+ * in byte order of the path: a directory is done once a file outside it comes, and only
+ * the directories above the current file are kept.
  */
 function makeReleaseDirsReadOnly(root: string, release: StagedRelease): void {
-  const dirs = new Set<string>([''])
-  const add = (path: string) => {
-    for (let slash = path.indexOf('/'); slash !== -1; slash = path.indexOf('/', slash + 1)) dirs.add(path.slice(0, slash))
+  const open: string[] = []
+  const close = (keep: (dir: string) => boolean) => {
+    while (open.length > 0 && !keep(open.at(-1)!)) chmodSync(`${root}/${open.pop()!}`, 0o555)
   }
 
-  for (const file of release.files) add(file.path)
+  const enter = (path: string, self: boolean) => {
+    close((dir) => path.startsWith(`${dir}/`))
+    const end = self ? path.length : path.lastIndexOf('/')
+    for (let slash = path.indexOf('/'); slash !== -1 && slash <= end; slash = path.indexOf('/', slash + 1)) {
+      const dir = path.slice(0, slash)
+      if (open.length === 0 || dir.length > open.at(-1)!.length) open.push(dir)
+    }
+
+    if (self && (open.length === 0 || open.at(-1) !== path)) open.push(path)
+  }
+
+  for (const file of release.files) enter(file.path, false)
+  close(() => false)
+  // Empty directories (few) and those above them: any made read-only already is again.
   for (const dir of release.dirs ?? []) {
-    add(dir)
-    dirs.add(dir)
+    enter(dir, true)
+    close(() => false)
   }
 
-  const depth = (path: string) => (path === '' ? 0 : path.split('/').length)
-  for (const dir of [...dirs].sort((a, b) => depth(b) - depth(a))) chmodSync(dir === '' ? root : `${root}/${dir}`, 0o555)
+  chmodSync(root, 0o555)
 }
 
 /** Read-only directories, deepest first, so nothing can be added to an installed tag. */

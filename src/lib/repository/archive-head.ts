@@ -4,10 +4,11 @@ import {Parser} from 'tar/parse'
 import type {ReadEntry} from 'tar/read-entry'
 
 import {ReleaseError} from '../errors.js'
-import {MAX_INDEX_BYTES, RELEASE_INDEX, SIGNATURE_FILE, type ReleaseIndex, parseIndex} from '../archive/release-index.js'
+import {type IndexSummary, MAX_INDEX_BYTES, RELEASE_INDEX, SIGNATURE_FILE, parseIndex} from '../archive/release-index.js'
 
 export interface ArchiveHead {
-  index: ReleaseIndex
+  /** release.json, checked whole, without its file lists. */
+  index: IndexSummary
   /** The key id release.json.sig claims (checked against trusted keys only on install), or null. */
   signedBy: string | null
 }

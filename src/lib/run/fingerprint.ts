@@ -1,7 +1,7 @@
 import {createHash} from 'node:crypto'
 import {readFile} from 'node:fs/promises'
 
-import {readInstallRecord} from '../install/install-record.js'
+import {readRecordHead} from '../install/install-record.js'
 import {readReleaseTree, treeDigest} from '../tree/release-tree.js'
 import {stringifyJson} from '../util/json.js'
 import type {RunPlan} from './run-plan.js'
@@ -18,7 +18,7 @@ export async function runFingerprint(plan: RunPlan): Promise<string> {
   const verified = new Set(plan.verification.map((entry) => entry.release))
   const releases: Array<[string, string]> = []
   for (const release of plan.releases) {
-    const record = verified.has(release.release) ? await readInstallRecord(plan.moduleDir, release.release) : null
+    const record = verified.has(release.release) ? readRecordHead(plan.moduleDir, release.release) : null
     releases.push([release.release, record?.digest ?? treeDigest(await readReleaseTree(release.path, release.release))])
   }
 

@@ -1,4 +1,4 @@
-import {readInstallRecord} from '../install/install-record.js'
+import {readRecordFields} from '../install/install-record.js'
 import {PACKAGE_PREFIX, appPrefix, packageName, parsePackageName} from '../deb/package-name.js'
 import {LocalpuppetError, NotFoundError, UsageError} from '../errors.js'
 import {ExitCode} from '../exit-codes.js'
@@ -137,8 +137,8 @@ export async function fetchWithApt(options: AptFetchOptions): Promise<AptFetchRe
       const parsed = parsePackageName(name)
       if (!parsed) continue
       const release = `${parsed.app}/tags/${parsed.tag}`
-      const record = await readInstallRecord(moduleDir, release)
-      if (record?.source.type !== 'deb' || record.source.package !== name) {
+      const record = readRecordFields(moduleDir, release)
+      if (record?.source?.type !== 'deb' || record.source.package !== name) {
         throw new NotFoundError(`${name}: installed, but ${release} is not in ${moduleDir} (the package was packed for another --node-module-dir; dpkg -L ${name} shows where)`)
       }
 

@@ -4,7 +4,7 @@ import {join} from 'node:path'
 import {createHash, randomBytes} from 'node:crypto'
 
 import type {InstallResult} from '../install/install-archive.js'
-import {localpuppetDir, readInstallRecord} from '../install/install-record.js'
+import {localpuppetDir, readRecordHead} from '../install/install-record.js'
 import {loadTrustedKeys, verifyIndexSignature} from '../archive/signature.js'
 import {ConflictError, NotFoundError, ReleaseError, RepositoryUnavailableError, UsageError, describeFsError} from '../errors.js'
 import {type ReleaseRef, maxSatisfyingTag, parseReleaseRef, sortTagsNewestFirst} from '../release/release-ref.js'
@@ -220,7 +220,8 @@ export class RepositorySource implements ReleaseSource {
   private async isPresent(moduleDir: string, published: PublishedTag): Promise<boolean> {
     let present = true
     for (const release of published.modulepath) {
-      const record = await readInstallRecord(moduleDir, release)
+      // The digest comes before the file list: only the record's head is read.
+      const record = readRecordHead(moduleDir, release)
       if (record === null) {
         present = false
         continue

@@ -30,7 +30,7 @@ export interface FileCheck {
   /** The open file's owner and mode (absent when it could not be opened). */
   uid?: number
   mode?: number
-  /** The open file's stat key (release-tree.ts fileStat), for a regular file: what was read, for the verification cache. */
+  /** The open file's stat key (release-tree.ts fileStat), for a regular file read, when asked for: what was read, for the verification cache. */
   key?: string
   /** ENOENT (gone), ELOOP (a link), ENOTFILE (a directory, FIFO, device...), or another error code. */
   error?: string
@@ -55,7 +55,7 @@ interface CheckFs {
  * a file of the size expected (a size that differs already says it changed). It uses
  * nothing but its arguments, so that its source runs anywhere.
  */
-function checkFile(path: string, expectedSize: number | undefined, buffer: Buffer, fs: CheckFs, hashing: Hashing, flags: number): FileCheck {
+function checkFile(path: string, expectedSize: number | undefined, buffer: Buffer, fs: CheckFs, hashing: Hashing, flags: number, withKey: boolean): FileCheck {
   let fd: number
   try {
     fd = fs.openSync(path, flags)
@@ -72,8 +72,9 @@ function checkFile(path: string, expectedSize: number | undefined, buffer: Buffe
     const executable = (mode & 0o111) !== 0
     if (!info.isFile()) return {sha256: null, size, executable, uid, mode, error: 'ENOTFILE'}
     if (expectedSize !== undefined && expectedSize !== size) return {sha256: null, size, executable, uid, mode}
-    // The same key as fileStat() in release-tree.ts (this source also runs in the worker: no imports).
-    const key = `${info.dev}:${info.ino}:${size}:${mode}:${uid}:${info.mtimeMs}:${info.ctimeMs}`
+    // The same key as fileStat() in release-tree.ts (this source also runs in the worker: no
+    // imports), made only when asked for: its times turned to text cost more than a small file's hash.
+    const key = withKey ? `${info.dev}:${info.ino}:${size}:${mode}:${uid}:${info.mtimeMs}:${info.ctimeMs}` : undefined
     // Read the size the open file has, no further (no extra call to find the end); a
     // file shorter than that is being written: not what was recorded.
     if (size <= buffer.length && hashing.hash) {
@@ -121,11 +122,11 @@ const fs = require('node:fs')
 const checkFile = ${checkFile.toString()}
 const buffer = Buffer.allocUnsafe(1024 * 1024)
 const crypto = require('node:crypto')
-parentPort.on('message', ({job, paths, sizes, flags, next: shared}) => {
+parentPort.on('message', ({job, paths, sizes, flags, keys, next: shared}) => {
   const next = new Int32Array(shared)
   const results = []
   try {
-    for (let i; (i = Atomics.add(next, 0, 1)) < paths.length; ) results.push([i, checkFile(paths[i], sizes ? sizes[i] : undefined, buffer, fs, crypto, flags)])
+    for (let i; (i = Atomics.add(next, 0, 1)) < paths.length; ) results.push([i, checkFile(paths[i], sizes ? sizes[i] : undefined, buffer, fs, crypto, flags, keys)])
     parentPort.postMessage({job, results})
   } catch (error) {
     parentPort.postMessage({job, error: {message: error.message, code: error.code, path: error.path, syscall: error.syscall, errno: error.errno}})
@@ -206,8 +207,14 @@ export function stopCheckThread(): void {
 export class FileChecker {
   private readonly parallel: boolean
 
-  /** About how many files will be checked, and their total size when it is known (a second thread only pays off for much). */
-  constructor(expectFiles: number, expectBytes?: number) {
+  private readonly keys: boolean
+
+  /**
+   * About how many files will be checked, and their total size when it is known (a second
+   * thread only pays off for much); `keys`: each check carries the open file's stat key.
+   */
+  constructor(expectFiles: number, expectBytes?: number, options: {keys?: boolean} = {}) {
+    this.keys = options.keys === true
     this.parallel = expectBytes === undefined ? expectFiles >= PARALLEL_MIN_FILES : expectBytes >= PARALLEL_MIN_BYTES
     if (this.parallel) startCheckThread()
   }
@@ -218,8 +225,11 @@ export class FileChecker {
    * sizes expected. A file that cannot be read throws its system error (from finish()).
    */
   begin(paths: string[], sizes?: number[]): PendingCheck {
-    const check = (i: number) => checkFile(paths[i], sizes?.[i], HASH_BUFFER, fsModule, hashing, NO_FOLLOW_READ)
-    const current = this.parallel && paths.length >= 2 ? startCheckThread() : null
+    const {keys} = this
+    const check = (i: number) => checkFile(paths[i], sizes?.[i], HASH_BUFFER, fsModule, hashing, NO_FOLLOW_READ, keys)
+    // A list long enough is worth the thread on its own (a caller that hands over batches
+    // may not know the total beforehand).
+    const current = (this.parallel || paths.length >= PARALLEL_MIN_FILES) && paths.length >= 2 ? startCheckThread() : null
     if (!current) return {finish: async () => paths.map((_, i) => check(i)), cancel() {}}
 
     const job = ++current.jobs
@@ -229,7 +239,7 @@ export class FileChecker {
     // Nothing handles a rejection until this thread's share is done: keep it from being reported as unhandled.
     done.catch(() => {})
     const next = new Int32Array(new SharedArrayBuffer(4))
-    worker.postMessage({job, paths, sizes, flags: NO_FOLLOW_READ, next: next.buffer})
+    worker.postMessage({job, paths, sizes, flags: NO_FOLLOW_READ, keys, next: next.buffer})
     // The worker takes no more files; its reply (for the files it had) is dropped.
     const cancel = () => void Atomics.store(next, 0, paths.length)
     return {

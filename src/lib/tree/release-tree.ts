@@ -1,5 +1,5 @@
 import {createHash} from 'node:crypto'
-import {type Stats, lstatSync, readdirSync} from 'node:fs'
+import {type Dirent, type Stats, lstatSync, readdirSync} from 'node:fs'
 
 import {LocalpuppetError, ReleaseError} from '../errors.js'
 import {asIoError} from '../util/io-error.js'
@@ -89,51 +89,110 @@ export function fileStat(info: Stats): FileStat {
   return {key, uid: info.uid, mode: info.mode, changedMs: Math.max(info.mtimeMs, info.ctimeMs)}
 }
 
+/** What a TreeWalk finds: anything but a directory (its directory entry), or a directory with nothing in it (entry null). */
+export interface WalkedEntry {
+  /** Relative to the root, `/`-separated. */
+  path: string
+  /** The absolute path. */
+  full: string
+  entry: Dirent | null
+}
+
+/**
+ * A tree walked in the order an archive and an install record list it (byte order of the
+ * path, a directory sorting as `name/`), one entry at a time: each directory is read when
+ * the walk gets to it, so memory holds the directories on the way down, not the tree.
+ * `onDirectory` is called on each directory below the root before it is read. Directory
+ * entries carry the type (Node stats the rare file system that leaves it unknown).
+ */
+export class TreeWalk {
+  /** Where the walk is: the path (relative) being read or last returned, for messages. */
+  at = ''
+  private readonly stack: Array<{dir: string; prefix: string; entries: Dirent[]; next: number}> = []
+
+  constructor(
+    root: string,
+    private readonly onDirectory?: (full: string) => void,
+  ) {
+    this.stack.push({dir: root, prefix: '', entries: sortedEntries(root), next: 0})
+  }
+
+  /** The next entry, or null at the end. */
+  next(): WalkedEntry | null {
+    for (;;) {
+      const top = this.stack.at(-1)
+      if (!top) return null
+      if (top.next === top.entries.length) {
+        this.stack.pop()
+        continue
+      }
+
+      const entry = top.entries[top.next++]
+      const path = top.prefix === '' ? entry.name : `${top.prefix}/${entry.name}`
+      const full = `${top.dir}/${entry.name}`
+      this.at = path
+      if (!entry.isDirectory()) return {path, full, entry}
+      this.onDirectory?.(full)
+      const entries = sortedEntries(full)
+      if (entries.length === 0) return {path, full, entry: null}
+      this.stack.push({dir: full, prefix: path, entries, next: 0})
+    }
+  }
+}
+
+/**
+ * A directory's entries in the order their paths sort: byte order, a directory as `name/`
+ * (so that `a-b` comes before `a/x`, as it does in a sorted list of paths).
+ */
+function sortedEntries(dir: string): Dirent[] {
+  const keyed = readdirSync(dir, {withFileTypes: true}).map((entry) => ({key: entry.isDirectory() ? `${entry.name}/` : entry.name, entry}))
+  return keyed.sort((a, b) => compareBytes(a.key, b.key)).map(({entry}) => entry)
+}
+
 /**
  * The regular files and empty directories under a root, in the order an archive holds
  * them (byte order of the path, a directory as `path/`), from directory entries alone:
- * no stat per file. Anything else (symlink, device, socket, FIFO) is refused, naming it:
- * a release must mean the same bytes wherever it is unpacked. This is the one rule plan,
- * validate, apply and pack apply to a release tree. With `untrusted` (plan and apply,
- * which run the tree as root), each entry is also stat'ed, and those another user owns
- * or can write are added to it.
+ * no stat per file, and one directory read at a time (TreeWalk). Anything else (symlink,
+ * device, socket, FIFO) is refused, naming it: a release must mean the same bytes
+ * wherever it is unpacked. This is the one rule plan, validate, apply and pack apply to a
+ * release tree. With `untrusted` (plan and apply, which run the tree as root), each entry
+ * is also stat'ed, and those another user owns or can write are added to it.
  */
-export function listEntries(root: string, label: string, untrusted?: UntrustedEntry[]): TreeEntry[] {
-  const entries: TreeEntry[] = []
+export function* treeEntries(root: string, label: string, untrusted?: UntrustedEntry[]): Generator<TreeEntry> {
   // Synchronous on purpose: one system call after another is several times faster than
-  // a promise per directory, and nothing else runs meanwhile in a CLI. Directory entries
-  // carry the type (Node stats the rare file system that leaves it unknown).
-  let at = ''
+  // a promise per directory, and nothing else runs meanwhile in a CLI.
   // Judging trust, the walk goes on past an entry of the wrong kind, so that the caller
   // sees everything that is not trusted (77) before that (65): both may be the attack.
   let wrongKind: ReleaseError | null = null
   const euid = process.geteuid?.() ?? 0
-  const walk = (dir: string, prefix: string): void => {
-    at = prefix
-    const names = readdirSync(dir, {withFileTypes: true})
-    if (names.length === 0 && prefix !== '') entries.push({path: prefix, dir: true})
-    for (const entry of names) {
-      const path = prefix === '' ? entry.name : `${prefix}/${entry.name}`
-      at = path
-      const stat = untrusted ? checkTrust(`${dir}/${entry.name}`, untrusted, euid) : undefined
-      if (entry.isDirectory()) walk(`${dir}/${entry.name}`, path)
-      else if (entry.isFile()) entries.push(stat ? {path, dir: false, stat: fileStat(stat)} : {path, dir: false})
+  let walk: TreeWalk | undefined
+  try {
+    walk = new TreeWalk(root, untrusted && ((full) => checkTrust(full, untrusted, euid)))
+    for (let found; (found = walk.next()) !== null; ) {
+      const {path, full, entry} = found
+      if (entry === null) {
+        yield {path, dir: true}
+        continue
+      }
+
+      const stat = untrusted ? checkTrust(full, untrusted, euid) : undefined
+      if (entry.isFile()) yield stat ? {path, dir: false, stat: fileStat(stat)} : {path, dir: false}
       else {
         wrongKind ??= new ReleaseError(`${displayPath(`${label}/${path}`)}: ${describeKind(entry)}; a release may hold only regular files and directories`)
         if (!untrusted) throw wrongKind
       }
     }
-  }
 
-  try {
-    walk(root, '')
     if (wrongKind) throw wrongKind
   } catch (error) {
+    const at = walk?.at ?? ''
     throw treeReadError(error, displayPath(at === '' ? label : `${label}/${at}`))
   }
+}
 
-  const keyed = entries.map((entry) => ({key: entry.dir ? `${entry.path}/` : entry.path, entry}))
-  return keyed.sort((a, b) => compareBytes(a.key, b.key)).map(({entry}) => entry)
+/** treeEntries, all of them (plan, validate and apply judge and keep the whole tree). */
+export function listEntries(root: string, label: string, untrusted?: UntrustedEntry[]): TreeEntry[] {
+  return [...treeEntries(root, label, untrusted)]
 }
 
 export {hashFileSync} from './hash-files.js'

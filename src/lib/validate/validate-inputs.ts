@@ -94,7 +94,8 @@ export interface ValidateOptions {
  * not find (checkVariables), and modules' metadata.json: whether Puppet loads them and
  * allows the Puppet judged (checkModules). With `compile`,
  * each input's catalog is also compiled by Puppet, as apply would; both in one process
- * that loads Puppet once. Writes nothing.
+ * that loads Puppet once. Writes nothing: recorded tags are verified with the verification
+ * keys plan and apply kept (a file unchanged since is not read again), and none are kept.
  *
  * Each release is read once per call, however many inputs name it: its tree listed, its
  * recorded tag verified, its classes, data and module requirements loaded, each kept for
@@ -390,7 +391,8 @@ async function checkVariables(reports: CheckedInput[], checked: PuppetChecks, co
 async function verifyOnce(moduleDir: string, modulepath: Resolution['modulepath'], verified: Map<string, Promise<unknown>>): Promise<void> {
   for (const release of modulepath) {
     const key = `${release.path}\0${release.release}`
-    if (!verified.has(key)) verified.set(key, verifyModulepath(moduleDir, [release]).then(() => null, (error: unknown) => error))
+    // The keys plan and apply kept spare reading what has not changed; validate keeps none (it writes nothing).
+    if (!verified.has(key)) verified.set(key, verifyModulepath(moduleDir, [release], undefined, {keepKeys: false}).then(() => null, (error: unknown) => error))
     const error = await verified.get(key)
     if (error !== null) throw error
   }

@@ -1,7 +1,7 @@
 import {readdir} from 'node:fs/promises'
 import {join} from 'node:path'
 
-import {assertTrustedModuleDir, readInstallRecord} from '../install/install-record.js'
+import {assertTrustedModuleDir, readRecordHead} from '../install/install-record.js'
 import {verifyRelease} from './verify.js'
 import {verifyJudged} from './verify-installed.js'
 import {NotFoundError} from '../errors.js'
@@ -55,11 +55,12 @@ export async function listReleases(moduleDir: string, app?: string, options: Lis
     const tags: TagInfo[] = []
     for (const tag of sortTagsNewestFirst(await subdirs(join(root, name, 'tags')))) {
       const release = `${name}/tags/${tag}`
-      const record = await readInstallRecord(root, release)
+      // The digest only: verifying reads the files a batch at a time.
+      const record = readRecordHead(root, release)
       let verified: boolean | null = null
       let untrustedTree: string | null = null
       if (record && options.verify !== false) {
-        const result = untrusted ? await verifyJudged(root, release, record, {allowUntrusted, seen, untrusted}, {cache: true}) : await verifyRelease(root, release, record, {judgeTrust: false, cache: true})
+        const result = untrusted ? await verifyJudged(root, release, undefined, {allowUntrusted, seen, untrusted}, {cache: true}) : await verifyRelease(root, release, undefined, {judgeTrust: false, cache: true})
         verified = result.ok
         untrustedTree = result.untrusted
       }

@@ -41,7 +41,7 @@ test("IndexWriter writes release.json's very bytes (serializeIndex) and each rel
           ...head,
           releases: releases.map((r, i) => ({release: r.release, digest: digests[i], files: r.files, ...(r.dirs.length > 0 ? {dirs: r.dirs} : {})})),
         }
-        const bytes = Buffer.concat([...pieces()])
+        const bytes = Buffer.concat(Array.from(pieces(), (piece) => Buffer.from(piece)))
         t.deepEqual(digests, releases.map((r) => treeDigest(r.files, r.dirs)))
         t.is(size, bytes.length)
         t.is(bytes.toString(), serializeIndex(expected).toString())
@@ -66,7 +66,7 @@ test('IndexWriter: a release of thousands of files (its text spilled to the spoo
     const {digest} = writer.end()
     const {pieces} = writer.finish({app: 'foo', tag: '1.0.0', release: 'foo/tags/1.0.0', modulepath: ['foo/tags/1.0.0']})
     const expected = serializeIndex({format: 1, app: 'foo', tag: '1.0.0', release: 'foo/tags/1.0.0', modulepath: ['foo/tags/1.0.0'], releases: [{release: 'foo/tags/1.0.0', digest, files}]})
-    t.true(Buffer.concat([...pieces()]).equals(expected))
+    t.true(Buffer.concat(Array.from(pieces(), (piece) => Buffer.from(piece))).equals(expected))
     t.is(digest, treeDigest(files))
   } finally {
     closeSync(fd)

@@ -428,6 +428,36 @@ test('release.json whose digest does not match its file list is refused', async 
   await assertRefused(t, w, gzip(entries), [APP, 'digest'])
 })
 
+test('release.json listing its files out of byte order (pack never does; its digest recomputed) is refused, naming the file', async (t) => {
+  const w = await world(t)
+  let second = ''
+  const entries = withIndex((index) => {
+    const {files} = index.releases[0]
+    second = files[1].path
+    ;[files[0], files[1]] = [files[1], files[0]]
+    index.releases[0].digest = treeDigest(files)
+  })
+  await assertRefused(t, w, gzip(entries), [APP, second, 'byte order'])
+})
+
+test('release.json listing a file twice, or a file that is also a directory, is refused', async (t) => {
+  const w = await world(t)
+  const twice = withIndex((index) => {
+    const {files} = index.releases[0]
+    files.splice(1, 0, {...files[0]})
+    index.releases[0].digest = treeDigest(files)
+  })
+  await assertRefused(t, w, gzip(twice), [APP, 'listed twice'])
+  const both = withIndex((index) => {
+    const {files} = index.releases[0]
+    const file = files.find((f) => `${APP}/${f.path}` === DATA)!
+    files.push({...file, path: `${file.path}/below`})
+    files.sort((a, b) => Buffer.compare(Buffer.from(a.path), Buffer.from(b.path)))
+    index.releases[0].digest = treeDigest(files)
+  })
+  await assertRefused(t, w, gzip(both), [APP, 'both a file and a directory'])
+})
+
 test('release.json listing a sha256 for altered content, without updating the digest, is refused', async (t) => {
   // The attacker alters a file and its listed hash but cannot make the digest match.
   const w = await world(t)

@@ -1,12 +1,12 @@
-import {copyFile, readdir} from 'node:fs/promises'
+import {copyFile, mkdir, readdir} from 'node:fs/promises'
 import {join} from 'node:path'
 
 import test from 'ava'
 
 import {validateInputs} from '../../../src/lib/validate/validate-inputs.js'
-import {FIXTURES} from '../../helpers/cli.js'
+import {FIXTURES, cli} from '../../helpers/cli.js'
 import {installEdited} from '../../helpers/repository.js'
-import {tempDir, writeTree} from '../../helpers/temp.js'
+import {exists, tempDir, writeTree} from '../../helpers/temp.js'
 
 const CI = join(FIXTURES, 'ci')
 /** No main manifest, whatever this machine has at Puppet's default path. */
@@ -63,4 +63,19 @@ test('a release refused for its tree, and a tag modified since install, are repo
   }
 
   t.is(report.problems, 6)
+})
+
+test('validate writes nothing: an installed tag it verifies gets no verification keys (.localpuppet/verified), which plan and apply keep', async (t) => {
+  const dir = await tempDir(t)
+  const modules = join(dir, 'modules')
+  await mkdir(modules)
+  const archive = join(dir, 'web.tar.gz')
+  for (const args of [['pack', 'web/tags/1.0.0', '--module-dir', join(CI, 'modules'), '-o', archive], ['install', archive, '--module-dir', modules]]) {
+    t.is((await cli(args)).exitCode, 0, args[0])
+  }
+
+  await writeTree(dir, {'web.yaml': 'app: web/tags/1.0.0\nclasses: [web]\n'})
+  const report = await validateInputs([join(dir, 'web.yaml')], options(modules))
+  t.deepEqual(report.inputs[0].problems, [])
+  t.false(await exists(join(modules, '.localpuppet', 'verified')))
 })

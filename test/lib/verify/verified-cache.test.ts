@@ -10,6 +10,7 @@ import {packRelease} from '../../../src/lib/archive/pack.js'
 import {installArchive} from '../../../src/lib/install/install-archive.js'
 import {openArchive} from '../../../src/lib/install/open-archive.js'
 import {listEntries} from '../../../src/lib/tree/release-tree.js'
+import {KeyWriter, statFile} from '../../../src/lib/verify/verified-cache.js'
 import {verifyRelease} from '../../../src/lib/verify/verify.js'
 import {tempDir, writeReleases, writeTree} from '../../helpers/temp.js'
 
@@ -91,14 +92,12 @@ test('keys kept against one record are not believed against another that claims 
   t.deepEqual(result.modified, [FILE])
 })
 
-const python = spawnSync('python3', ['-c', 'import mmap'], {stdio: 'ignore'}).status === 0
-
-// A page of a shared writable mapping stays writable until it is written back (about 30 s
-// on ext4; never on tmpfs): writes through it in the meantime set no new mtime or ctime.
-;(python ? test : test.skip)('no key is kept for a file another process has mapped shared and writable: its bytes can change without a new ctime', async (t) => {
-  const {modules, root} = await installed(t)
-  const path = join(root, FILE)
-  // Maps the file, dirties its page (same byte), then on a line from stdin writes the change through the mapping.
+/**
+ * python3 mapping a file shared and writable: it dirties the page (same byte), says
+ * `mapped`, then on each line from its stdin writes `text` through the mapping (`written`),
+ * then unmaps it and closes (`unmapped`).
+ */
+function mapWriter(t: ExecutionContext, path: string, text: string) {
   const writer = spawn('python3', ['-c', `
 import mmap, os, sys
 fd = os.open(sys.argv[1], os.O_RDWR)
@@ -110,10 +109,24 @@ sys.stdin.readline()
 m[0:len(sys.argv[2])] = sys.argv[2].encode()
 print('written', flush=True)
 sys.stdin.readline()
-`, path, BAD], {stdio: ['pipe', 'pipe', 'inherit']})
+m.close()
+print('unmapped', flush=True)
+sys.stdin.readline()
+`, path, text], {stdio: ['pipe', 'pipe', 'inherit']})
   t.teardown(() => writer.kill())
   // Whole lines: a chunk of its output may hold part of one.
   const lines = createInterface({input: writer.stdout})[Symbol.asyncIterator]()
+  return {writer, lines}
+}
+
+const python = spawnSync('python3', ['-c', 'import mmap'], {stdio: 'ignore'}).status === 0
+
+// A page of a shared writable mapping stays writable until it is written back (about 30 s
+// on ext4; never on tmpfs): writes through it in the meantime set no new mtime or ctime.
+;(python ? test : test.skip)('no key is kept for a file another process has mapped shared and writable: its bytes can change without a new ctime', async (t) => {
+  const {modules, root} = await installed(t)
+  const path = join(root, FILE)
+  const {writer, lines} = mapWriter(t, path, BAD)
   t.regex(String((await lines.next()).value), /mapped/)
   await sleep(2100)
   t.true((await checkBeforeRun(modules, root)).ok)
@@ -123,4 +136,40 @@ sys.stdin.readline()
   const result = await checkBeforeRun(modules, root)
   t.false(result.ok, 'the changed bytes are read')
   t.deepEqual(result.modified, [FILE])
+})
+
+;(python ? test : test.skip)('no key is kept for a file mapped shared and writable when the check began, written after it was read and unmapped before the keys were kept', async (t) => {
+  const {modules, root} = await installed(t)
+  const path = join(root, FILE)
+  await sleep(2100)
+  const {writer, lines} = mapWriter(t, path, BAD)
+  t.regex(String((await lines.next()).value), /mapped/)
+  // The check begins (the maps are read) and reads the file, whose key would be kept...
+  const keys = KeyWriter.open(modules, APP, 'sha256:record')!
+  const key = statFile(path)!.key
+  keys.add(key)
+  // ...which changes through the page already faulted writable (no new ctime), and is unmapped before the keys are kept.
+  writer.stdin.write('\n')
+  t.regex(String((await lines.next()).value), /written/)
+  writer.stdin.write('\n')
+  t.regex(String((await lines.next()).value), /unmapped/)
+  t.is(await readFile(path, 'utf8'), BAD)
+  keys.commit()
+  const cache = JSON.parse(await readFile(join(modules, '.localpuppet/verified', `${encodeURIComponent(APP)}.json`), 'utf8')) as {keys: string[]}
+  t.deepEqual(cache.keys, [''], 'no key for the file that was mapped')
+})
+
+;(python ? test : test.skip)('no key is kept for a file mapped shared and writable after the check began and still mapped when the keys are kept; the other keys are', async (t) => {
+  const {modules, root} = await installed(t)
+  const path = join(root, FILE)
+  await sleep(2100)
+  const keys = KeyWriter.open(modules, APP, 'sha256:record')!
+  const other = statFile(join(root, 'foo/manifests/other.pp'))!.key
+  keys.add(statFile(path)!.key)
+  keys.add(other)
+  const {lines} = mapWriter(t, path, BAD)
+  t.regex(String((await lines.next()).value), /mapped/)
+  keys.commit()
+  const cache = JSON.parse(await readFile(join(modules, '.localpuppet/verified', `${encodeURIComponent(APP)}.json`), 'utf8')) as {keys: string[]}
+  t.deepEqual(cache.keys, ['', other])
 })
