@@ -107,9 +107,12 @@ async function verifyAgainst(
   const since = Date.now()
   const fingerprint = options.cache ? (streamed ? record.fingerprint() : recordFingerprint(record)) : ''
   const cached = options.cache ? CachedKeys.open(moduleDir, release, fingerprint) : null
-  const keys = options.cache === true ? KeyWriter.open(moduleDir, release, fingerprint) : null
-  // Keys are written again only when one changed.
+  // Keys are written again only when one changed: the writer (a temporary file, and a read
+  // of every process's maps) is opened at the first key that moved, and then takes the keys
+  // passed before it from the cache, where they were all found unchanged.
   let keysChanged = cached === null
+  let keys = options.cache === true && keysChanged ? KeyWriter.open(moduleDir, release, fingerprint) : null
+  let passed = 0
   const tree = options.tree && !untrusted ? new ListedTree(options.tree) : new WalkedTree(root, untrusted, euid)
   const checker = new FileChecker(0, undefined, {keys: keys !== null})
   let batch: Batch | null = null
@@ -142,6 +145,7 @@ async function verifyAgainst(
       else if (check.error || check.size !== file.size || check.executable !== file.executable || check.sha256 !== file.sha256) result.modified.push(file.path)
     })
     if (keys) for (const entry of listed) keys.add(entry.key)
+    else passed += listed.length
   }
 
   try {
@@ -156,7 +160,11 @@ async function verifyAgainst(
           const stat = walked?.stat ?? statFile(`${root}/${file.path}`)
           key = settledKey(stat, since) ? stat!.key : ''
           const before = cached?.next() ?? ''
-          if (key !== before) keysChanged = true
+          if (key !== before && !keysChanged) {
+            keysChanged = true
+            if (options.cache === true) keys = keysFromCache(moduleDir, release, fingerprint, passed)
+          }
+
           if (key !== '' && key === before) {
             // Matched when last read, and not changed since: not read again.
             judge(file, stat!.uid, stat!.mode)
@@ -206,6 +214,20 @@ async function verifyAgainst(
   if (keys && result.ok && keysChanged) keys.commit()
   else keys?.abort()
   return result
+}
+
+/** A key writer that starts with the first `count` keys of the cache ('' for any it no longer has: read next time). */
+function keysFromCache(moduleDir: string, release: string, fingerprint: string, count: number): KeyWriter | null {
+  const keys = KeyWriter.open(moduleDir, release, fingerprint)
+  if (keys === null || count === 0) return keys
+  const cached = CachedKeys.open(moduleDir, release, fingerprint)
+  try {
+    for (let i = 0; i < count; i++) keys.add(cached?.next() ?? '')
+  } finally {
+    cached?.close()
+  }
+
+  return keys
 }
 
 /** A record's files in memory, in batches as a RecordStream gives them. */

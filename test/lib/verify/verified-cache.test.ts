@@ -1,5 +1,6 @@
 import {spawn, spawnSync} from 'node:child_process'
-import {cp, mkdir, readFile, rename, writeFile} from 'node:fs/promises'
+import {statSync} from 'node:fs'
+import {cp, mkdir, readFile, rename, utimes, writeFile} from 'node:fs/promises'
 import {join} from 'node:path'
 import {createInterface} from 'node:readline'
 import {setTimeout as sleep} from 'node:timers/promises'
@@ -10,7 +11,7 @@ import {packRelease} from '../../../src/lib/archive/pack.js'
 import {installArchive} from '../../../src/lib/install/install-archive.js'
 import {openArchive} from '../../../src/lib/install/open-archive.js'
 import {listEntries} from '../../../src/lib/tree/release-tree.js'
-import {KeyWriter, statFile} from '../../../src/lib/verify/verified-cache.js'
+import {KeyWriter, statFile, verifiedCacheDir} from '../../../src/lib/verify/verified-cache.js'
 import {verifyRelease} from '../../../src/lib/verify/verify.js'
 import {tempDir, writeReleases, writeTree} from '../../helpers/temp.js'
 
@@ -172,4 +173,33 @@ const python = spawnSync('python3', ['-c', 'import mmap'], {stdio: 'ignore'}).st
   keys.commit()
   const cache = JSON.parse(await readFile(join(modules, '.localpuppet/verified', `${encodeURIComponent(APP)}.json`), 'utf8')) as {keys: string[]}
   t.deepEqual(cache.keys, ['', other])
+})
+
+test('a check that finds every key unchanged writes nothing; one that finds a key moved keeps the keys of the files before it', async (t) => {
+  const {modules, root} = await installed(t)
+  await sleep(2100)
+  t.true((await checkBeforeRun(modules, root)).ok)
+  const cache = join(verifiedCacheDir(modules), `${encodeURIComponent(APP)}.json`)
+  const keysOf = async () => (JSON.parse(await readFile(cache, 'utf8')) as {keys: string[]}).keys
+  const kept = await keysOf()
+  t.true(kept.filter((key) => key !== '').length >= 2, 'the settled files are keyed')
+
+  // Nothing moved: no temporary file made and removed, so the directory is as it was.
+  const before = statSync(verifiedCacheDir(modules)).mtimeMs
+  await sleep(20)
+  t.true((await checkBeforeRun(modules, root)).ok)
+  t.is(statSync(verifiedCacheDir(modules)).mtimeMs, before)
+  t.deepEqual(await keysOf(), kept)
+
+  // The last file's times moved (same bytes): the keys before it are kept from the cache, its own is not (too young).
+  const now = new Date()
+  await utimes(join(root, 'foo/manifests/other.pp'), now, now)
+  t.true((await checkBeforeRun(modules, root)).ok)
+  const after = await keysOf()
+  t.is(after.length, kept.length)
+  t.is(after.filter((key) => key !== '').length, kept.filter((key) => key !== '').length - 1)
+  t.deepEqual(
+    after.filter((key, i) => key !== kept[i]),
+    [''],
+  )
 })
