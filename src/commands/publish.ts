@@ -9,18 +9,19 @@ export default class Publish extends BaseCommand {
     'Verifies each archive in full, copies it under archives/<app>/ and then replaces index.json atomically (temp file, ' +
       'fsync, rename), so a reader never sees an index naming an archive that is not there. Publishers of one repository ' +
       'take turns (a lock), so none loses another\'s tags. A tag already published with the same content is left as it ' +
-      'is; with other content nothing changes (tags are immutable). --sign writes index.json.sig (Ed25519, the same keys ' +
+      'is, unless the repository\'s copy of its archive is missing or changed: then it is written again (repaired), as is a ' +
+      'node input published again whose stored copy is; with other content nothing changes (tags are immutable). --sign writes index.json.sig (Ed25519, the same keys ' +
       'as pack --sign). Every publish gives the index the next version and a new expiry (--expires, default 30d), which ' +
       'nodes check to refuse a replayed or stale index; with no archive, publish only does that (a re-signing). ' +
       '--node NAME --input FILE (or --inputs DIR of NAME.yaml) publishes node inputs, validated as apply validates them, their ' +
       'app resolvable in the repository; the index lists each with its sha256, so its signature covers them. A node whose ' +
       'configuration says input_from: repository takes its own with apply --fetch.',
     [
-      {code: 0, meaning: 'published, or already published with the same content'},
+      {code: 0, meaning: 'published, or already published with the same content (a stored copy that was missing or changed written again)'},
       {code: 64, meaning: 'usage error; the signing key is not Ed25519; a signed repository without --sign; no archive and no index to re-sign'},
       {code: 65, meaning: 'an archive is corrupt, unsafe or mutable; a node input is invalid; the repository\'s index is invalid'},
       {code: 66, meaning: 'an archive, input or key not found; a node input names a tag, range or channel the repository does not have'},
-      {code: 73, meaning: 'a tag is already published with other content; another publisher held the lock too long'},
+      {code: 73, meaning: "a tag is already published with other content; its stored archive is missing or changed and the archive given is another copy (not the bytes the index lists); another publisher held the lock too long"},
     ],
   )
 
@@ -54,8 +55,18 @@ export default class Publish extends BaseCommand {
     const nodes = flags.inputs ? await nodeInputsIn(flags.inputs) : flags.node && flags.input ? [{node: flags.node, file: flags.input}] : []
     const result = await publishArchives({repo: flags.repo, archives: argv as string[], nodes, signingKey: flags.sign, expiresInMs})
     if (!this.jsonEnabled()) {
-      for (const r of result.releases) this.log(r.status === 'added' ? `published ${r.release} as ${r.archive}` : `unchanged ${r.release} (already published with the same content)`)
-      for (const n of result.nodes) this.log(`${n.status === 'unchanged' ? 'unchanged' : n.status === 'added' ? 'published' : 'updated'} input of node ${n.node} (app ${n.app})`)
+      const releaseLine = (r: PublishResult['releases'][number]) =>
+        r.status === 'added'
+          ? `published ${r.release} as ${r.archive}`
+          : r.status === 'repaired'
+            ? `repaired ${r.release}: the repository's ${r.archive} was missing or not what the index lists; written again from this archive`
+            : `unchanged ${r.release} (already published with the same content)`
+      const inputLine = (n: PublishResult['nodes'][number]) =>
+        n.status === 'repaired'
+          ? `repaired input of node ${n.node} (app ${n.app}): the repository's ${n.input} was missing or not what the index lists; written again`
+          : `${n.status === 'unchanged' ? 'unchanged' : n.status === 'added' ? 'published' : 'updated'} input of node ${n.node} (app ${n.app})`
+      for (const r of result.releases) this.log(releaseLine(r))
+      for (const n of result.nodes) this.log(inputLine(n))
       this.log(`repository ${result.repository}, index version ${result.version}, expires ${result.expires}${result.signedBy ? `, signed by ${result.signedBy}` : ''}`)
     }
 

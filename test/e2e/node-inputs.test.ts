@@ -116,6 +116,40 @@ test('a node input changed by one byte in the repository is refused (65): nothin
   })
 })
 
+test('publishing the same input again repairs a stored input that was changed or removed (the index entry kept): the refused node takes it on its next run', async (t) => {
+  const dir = await tempDir(t)
+  const {key, pub} = await keyPair(dir, 'release')
+  const {repo} = await demoRepository(join(dir, 'build'), key)
+  const web1 = join(dir, 'web1.yaml')
+  await writeFile(web1, inputFor('foo/tags/1.4.0', 8080))
+  const publish = () => cli(['publish', '--node', 'web1', '--input', web1, '--repo', repo, '--sign', key])
+  t.is((await publish()).exitCode, 0)
+  const entry = JSON.parse(await readFile(join(repo, 'index.json'), 'utf8')).nodes.web1
+  const stored = join(repo, entry.input)
+  const bytes = await readFile(stored)
+  bytes[bytes.indexOf('8080')] = '9'.charCodeAt(0)
+  await writeFile(stored, bytes)
+  const node = await makeNode(dir, 'web1', {repo, trust: pub})
+  const refused = await node.apply()
+  t.is(refused.exitCode, 65, refused.stderr)
+  t.regex(JSON.parse(refused.stdout).error.suggestions[0], /publishing the same input again repairs it \(localpuppet publish --node web1 --input FILE --repo DIR\)/)
+
+  const repaired = await publish()
+  t.is(repaired.exitCode, 0, repaired.stderr)
+  t.is(repaired.stdout.split('\n')[0], `repaired input of node web1 (app foo/tags/1.4.0): the repository's ${entry.input} was missing or not what the index lists; written again`)
+  t.is(await readFile(stored, 'utf8'), inputFor('foo/tags/1.4.0', 8080))
+  t.deepEqual(JSON.parse(await readFile(join(repo, 'index.json'), 'utf8')).nodes.web1, entry, 'the index entry is kept')
+  const applied = await node.apply()
+  t.is(applied.exitCode, 0, applied.stderr)
+  t.is(await readFile(node.input, 'utf8'), inputFor('foo/tags/1.4.0', 8080))
+
+  await rm(stored)
+  const missing = await publish()
+  t.regex(missing.stdout, /^repaired input of node web1 /)
+  t.is(await readFile(stored, 'utf8'), inputFor('foo/tags/1.4.0', 8080))
+  t.regex((await publish()).stdout, /^unchanged input of node web1 /)
+})
+
 test("an index entry pointing node A at node B's input is refused by the index parser (65), even unsigned with no keys trusted", async (t) => {
   const dir = await tempDir(t)
   const {key, pub} = await keyPair(dir, 'release')

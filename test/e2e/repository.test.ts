@@ -1,5 +1,5 @@
 import {existsSync} from 'node:fs'
-import {mkdir, readFile, readdir, writeFile} from 'node:fs/promises'
+import {mkdir, readFile, readdir, rm, writeFile} from 'node:fs/promises'
 import {join} from 'node:path'
 
 import test from 'ava'
@@ -135,6 +135,56 @@ test('publish: the same content again leaves the tags as they are (a new index v
   const unsigned = await cli(['publish', archives[0], '--repo', repo])
   t.is(unsigned.exitCode, 64)
   t.regex(unsigned.stderr, /is a signed repository \(index\.json\.sig\); publish with --sign KEY\.pem/)
+})
+
+test('publish of the same archive repairs a stored archive that was changed or removed (the index entry kept), so nodes fetch it again; another copy of the same content cannot (73)', async (t) => {
+  const dir = await tempDir(t)
+  const {key, pub} = await keyPair(dir, 'release')
+  const {repo, archives} = await demoRepository(join(dir, 'build'), key)
+  const stored = join(repo, 'archives', 'foo', 'foo-1.3.0.tar.gz')
+  const apps = JSON.parse(await readFile(join(repo, 'index.json'), 'utf8')).apps
+  const modules = join(dir, 'modules')
+  await mkdir(modules)
+  const fetch = () => cli(['fetch', 'foo/tags/1.3.0', '--source', repo, '--trust', pub, '--module-dir', modules])
+
+  // One byte changed on the server: nodes refuse it, and are told how it is repaired.
+  const bytes = await readFile(stored)
+  bytes[bytes.length - 100] ^= 0xff
+  await writeFile(stored, bytes)
+  const refused = await fetch()
+  t.is(refused.exitCode, 65, refused.stderr)
+  t.regex(refused.stderr, /foo-1\.3\.0\.tar\.gz: sha256 \w+ differs from the index's \w+; refused\n {2}hint: .*publishing the same archive again repairs it/)
+
+  // Another copy of the same tree (unsigned: other bytes) cannot stand in for the listed one: nothing changes.
+  const unsigned = join(dir, 'unsigned-foo-1.3.0.tar.gz')
+  t.is((await cli(['pack', 'foo/tags/1.3.0', '--module-dir', DEMO_MODULES, '-o', unsigned])).exitCode, 0)
+  const index = await readFile(join(repo, 'index.json'))
+  const other = await cli(['publish', unsigned, '--repo', repo, '--sign', key])
+  t.is(other.exitCode, 73, other.stderr)
+  t.regex(other.stderr, /^localpuppet: foo\/tags\/1\.3\.0: the repository's archives\/foo\/foo-1\.3\.0\.tar\.gz is not what its index lists \(another size or sha256\), and this archive is another copy of the same content/)
+  t.deepEqual(await readFile(join(repo, 'index.json')), index)
+  t.deepEqual(await readFile(stored), bytes)
+
+  const repaired = await cli(['publish', ...archives, '--repo', repo, '--sign', key])
+  t.is(repaired.exitCode, 0, repaired.stderr)
+  t.is(
+    repaired.stdout.split('\n').slice(0, 2).join('\n'),
+    "repaired foo/tags/1.3.0: the repository's archives/foo/foo-1.3.0.tar.gz was missing or not what the index lists; written again from this archive\n" +
+      'unchanged foo/tags/1.4.0 (already published with the same content)',
+  )
+  t.deepEqual(await readFile(stored), await readFile(archives[0]))
+  t.deepEqual(JSON.parse(await readFile(join(repo, 'index.json'), 'utf8')).apps, apps, 'the index entries are kept')
+  const fetched = await fetch()
+  t.is(fetched.exitCode, 0, fetched.stderr)
+
+  // Removed: written again too.
+  await rm(stored)
+  const again = await cli(['publish', archives[0], '--repo', repo, '--sign', key, '--json'])
+  t.is(again.exitCode, 0, again.stderr)
+  t.deepEqual(JSON.parse(again.stdout).releases.map((r: any) => [r.release, r.status]), [['foo/tags/1.3.0', 'repaired']])
+  t.deepEqual(await readFile(stored), await readFile(archives[0]))
+  const unchanged = await cli(['publish', archives[0], '--repo', repo, '--sign', key, '--json'])
+  t.deepEqual(JSON.parse(unchanged.stdout).releases.map((r: any) => r.status), ['unchanged'])
 })
 
 test('publish refuses a corrupt or mutable archive and leaves the repository as it was', async (t) => {

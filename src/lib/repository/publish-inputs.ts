@@ -1,5 +1,5 @@
 import {createHash} from 'node:crypto'
-import {mkdir, readdir, stat} from 'node:fs/promises'
+import {mkdir, readdir} from 'node:fs/promises'
 import {dirname, join} from 'node:path'
 
 import {InputError, NotFoundError, UsageError, describeFsError} from '../errors.js'
@@ -9,6 +9,7 @@ import {parseNodeInput} from '../input/node-input.js'
 import {readInputText} from '../input/read-input.js'
 import {type ReleaseRef, maxSatisfyingTag} from '../release/release-ref.js'
 import {type PublishedInput, type RepositoryIndex, inputPathFor, isValidNodeName} from './repository-index.js'
+import {checkStoredCopy} from './stored-copy.js'
 
 /** A node input to publish: the node's name and the file it comes from. */
 export interface NodeInputFile {
@@ -29,8 +30,12 @@ export interface PublishedNodeInput {
   input: string
   sha256: string
   app: string
-  /** added: a node new to the repository; updated: its input changed; unchanged: the same bytes. */
-  status: 'added' | 'updated' | 'unchanged'
+  /**
+   * added: a node new to the repository; updated: its input changed; unchanged: the same
+   * bytes; repaired: the same bytes, but the repository's copy was missing or changed, so it
+   * was written again (the index entry kept).
+   */
+  status: 'added' | 'updated' | 'unchanged' | 'repaired'
 }
 
 /** `--inputs DIR`: every `NAME.yaml` in it is node NAME's input. */
@@ -77,7 +82,9 @@ export async function checkNodeInputs(inputs: NodeInputFile[]): Promise<CheckedN
  * Under the repository's lock, with the index just read: each input's app must resolve in
  * it (a tag it lists, a range a tag satisfies, a channel it has: 66 naming the node
  * otherwise, as the node would meet it), then the input is written by its content
- * (`inputs/NODE/<sha256>.yaml`: temp file, fsync, rename) and the index entry set.
+ * (`inputs/NODE/<sha256>.yaml`: temp file, fsync, rename) and the index entry set. The
+ * same input again leaves the entry as it is, and writes the file again only when the
+ * repository's copy is missing or no longer those bytes (which nodes refuse).
  */
 export async function addNodeInputs(repo: string, index: RepositoryIndex, inputs: CheckedNodeInput[], now: () => number): Promise<PublishedNodeInput[]> {
   const results: PublishedNodeInput[] = []
@@ -85,8 +92,11 @@ export async function addNodeInputs(repo: string, index: RepositoryIndex, inputs
   for (const input of inputs) {
     const before = own(index.nodes, input.node)
     const path = inputPathFor(input.node, input.sha256)
-    if (before?.sha256 === input.sha256 && (await exists(join(repo, path)))) {
-      results.push({node: input.node, input: path, sha256: input.sha256, app: input.app, status: 'unchanged'})
+    if (before?.sha256 === input.sha256 && before.size === input.bytes.length) {
+      // The same input: the index stays as it is, but a stored copy nodes would refuse is written again.
+      const stored = await checkStoredCopy(join(repo, path), before)
+      if (stored !== 'intact') await writeInto(join(repo, path), input.bytes)
+      results.push({node: input.node, input: path, sha256: input.sha256, app: input.app, status: stored === 'intact' ? 'unchanged' : 'repaired'})
       continue
     }
 
@@ -110,13 +120,6 @@ function assertResolvable(index: RepositoryIndex, input: CheckedNodeInput): void
   if (ref.kind === 'tag' && !tags.includes(ref.tag)) fail(`the repository has no tag ${ref.tag} of ${ref.app}`)
   if (ref.kind === 'channel' && own(app?.channels, ref.channel) === undefined) fail(`the repository has no channel ${ref.channel} of ${ref.app}`)
   if (ref.kind === 'range' && !tags.includes(ref.range) && maxSatisfyingTag(tags, ref.range) === undefined) fail(`no tag of ${ref.app} in the repository satisfies ${JSON.stringify(ref.range)}`)
-}
-
-async function exists(path: string): Promise<boolean> {
-  return stat(path).then(
-    () => true,
-    () => false,
-  )
 }
 
 /** Writes a new file (temp file, fsync, rename: writeFileAtomic); 0644 so a web server can read it. */

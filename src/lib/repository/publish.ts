@@ -1,5 +1,5 @@
 import {execFile} from 'node:child_process'
-import {createHash, randomBytes} from 'node:crypto'
+import {randomBytes} from 'node:crypto'
 import {createReadStream} from 'node:fs'
 import {copyFile, mkdir, mkdtemp, open, rename, rm, stat, unlink} from 'node:fs/promises'
 import {tmpdir} from 'node:os'
@@ -12,6 +12,7 @@ import {readArchiveHead} from './archive-head.js'
 import {type IndexUpdate, hasIndex, updateIndex} from './index-update.js'
 import {type NodeInputFile, type PublishedNodeInput, addNodeInputs, checkNodeInputs} from './publish-inputs.js'
 import {type PublishedTag, REPOSITORY_INDEX, archivePathFor} from './repository-index.js'
+import {checkStoredCopy, sha256OfFile} from './stored-copy.js'
 import {own} from '../util/own.js'
 
 export interface PublishOptions {
@@ -34,7 +35,8 @@ export interface PublishedEntry {
   archive: string
   size: number
   sha256: string
-  status: 'added' | 'unchanged'
+  /** repaired: already published, but the repository's copy was missing or changed, so it was written again (the index entry kept). */
+  status: 'added' | 'unchanged' | 'repaired'
 }
 
 export interface PublishResult extends IndexUpdate {
@@ -51,7 +53,11 @@ export interface PublishResult extends IndexUpdate {
  * just read (the same content is a no-op; other content is a ConflictError, 73, and nothing
  * changes), the archives are copied in (temp file, fsync, rename), then the inputs, and the
  * index is replaced last, with the next version and a new expiry, even when nothing is new
- * (a re-signing).
+ * (a re-signing). A tag already published is checked on disk too: a stored archive that is
+ * missing or no longer the bytes its index entry lists (which nodes refuse) is written again
+ * from the archive given when that is those bytes, the entry left as it is; another copy of
+ * the same content cannot stand in for it (73: its signature or size would differ from the
+ * entry nodes check), and nothing changes.
  */
 export async function publishArchives(options: PublishOptions): Promise<PublishResult> {
   const repo = resolve(options.repo)
@@ -75,6 +81,7 @@ export async function publishArchives(options: PublishOptions): Promise<PublishR
   const updated = await updateIndex({repo, key, lockWaitMs: options.lockWaitMs, expiresInMs: options.expiresInMs, now}, async (index) => {
     const releases: PublishedEntry[] = []
     const toAdd: typeof candidates = []
+    const toRepair: typeof candidates = []
     for (const candidate of candidates) {
       const existing = own(own(index.apps, candidate.app)?.tags, candidate.tagName)
       const entry = {release: candidate.release, archive: candidate.tag.archive, size: candidate.tag.size, sha256: candidate.tag.sha256}
@@ -85,7 +92,20 @@ export async function publishArchives(options: PublishOptions): Promise<PublishR
           ])
         }
 
-        releases.push({...entry, archive: existing.archive, size: existing.size, sha256: existing.sha256, status: 'unchanged'})
+        const stored = toRepair.some((other) => other.release === candidate.release) ? 'changed' : await checkStoredCopy(join(repo, existing.archive), existing)
+        if (stored !== 'intact') {
+          if (candidate.tag.sha256 !== existing.sha256) {
+            throw new ConflictError(
+              `${candidate.release}: the repository's ${existing.archive} is ${stored === 'missing' ? 'missing' : 'not what its index lists (another size or sha256)'}, and this archive is another copy of the same content ` +
+                `(sha256 ${candidate.tag.sha256}; the index lists ${existing.sha256}${existing.signedBy ? `, signed by ${existing.signedBy}` : ''}): it cannot repair it`,
+              ['publish the archive the index lists to write it again: pack the same tag again with the same key (pack gives the same bytes for the same tree)'],
+            )
+          }
+
+          if (!toRepair.some((other) => other.release === candidate.release)) toRepair.push({...candidate, tag: existing})
+        }
+
+        releases.push({...entry, archive: existing.archive, size: existing.size, sha256: existing.sha256, status: stored === 'intact' ? 'unchanged' : 'repaired'})
         continue
       }
 
@@ -93,6 +113,8 @@ export async function publishArchives(options: PublishOptions): Promise<PublishR
       releases.push({...entry, status: 'added'})
     }
 
+    // The index entry of a repaired archive stays as it is: the bytes written are the ones it lists.
+    for (const candidate of toRepair) await copyInto(candidate.source, join(repo, candidate.tag.archive))
     for (const candidate of toAdd) {
       await copyInto(candidate.source, join(repo, candidate.tag.archive))
       if (!Object.hasOwn(index.apps, candidate.app)) index.apps[candidate.app] = {tags: {}}
@@ -134,7 +156,7 @@ async function inspectArchive(path: string): Promise<{source: string; tag: Publi
     await removeTree(scratch)
   }
 
-  const sha256 = await hashFile(source)
+  const sha256 = await sha256OfFile(source)
   const tag: PublishedTag = {
     archive: archivePathFor(index.app, index.tag),
     size,
@@ -146,12 +168,6 @@ async function inspectArchive(path: string): Promise<{source: string; tag: Publi
     publishedAt: new Date().toISOString(),
   }
   return {source, tag, release: index.release, app: index.app, tagName: index.tag}
-}
-
-async function hashFile(path: string): Promise<string> {
-  const hash = createHash('sha256')
-  for await (const chunk of createReadStream(path, {highWaterMark: 1024 * 1024})) hash.update(chunk as Buffer)
-  return hash.digest('hex')
 }
 
 /** Copies an archive into the repository: temp file, fsync, rename; 0644 so a web server can read it. */

@@ -41,7 +41,14 @@ export async function writeChecked(body: Readable, to: string, where: string, ex
     flush(callback) {
       if (bytes < expected.size) return callback(new ReleaseError(`${where}: truncated: ${bytes} of the ${expected.size} bytes the index says`))
       const sha256 = hash.digest('hex')
-      if (sha256 !== expected.sha256) return callback(new ReleaseError(`${where}: sha256 ${sha256} differs from the index's ${expected.sha256}; refused`))
+      if (sha256 !== expected.sha256) {
+        return callback(
+          new ReleaseError(`${where}: sha256 ${sha256} differs from the index's ${expected.sha256}; refused`, [
+            'someone changed it after publishing, or a mirror serves another copy: publishing the same archive again repairs it (localpuppet publish ARCHIVE --repo DIR)',
+          ]),
+        )
+      }
+
       callback()
     },
   })

@@ -101,7 +101,7 @@ export class RepositorySource implements ReleaseSource {
     const sha256 = createHash('sha256').update(bytes).digest('hex')
     if (bytes.length !== published.size || sha256 !== published.sha256) {
       throw new ReleaseError(`${where}: input of node ${node} does not match the signed index (sha256 ${sha256}, ${bytes.length} bytes; the index says ${published.sha256}, ${published.size} bytes); refused`, [
-        'someone changed it after publishing, or a mirror serves another copy',
+        `someone changed it after publishing, or a mirror serves another copy: publishing the same input again repairs it (localpuppet publish --node ${node} --input FILE --repo DIR)`,
       ])
     }
 
