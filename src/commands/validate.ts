@@ -2,6 +2,7 @@ import {Args, Flags} from '@oclif/core'
 
 import {BaseCommand, describeWithExitCodes} from '../cli/base-command.js'
 import {moduleDirFlags, settingFlag} from '../cli/flags.js'
+import {settingString} from '../lib/config/settings.js'
 import type {ValidateReport} from '../lib/validate/validate-inputs.js'
 
 export default class Validate extends BaseCommand {
@@ -37,7 +38,7 @@ export default class Validate extends BaseCommand {
     '<%= config.bin %> validate nodes/ --compile --facts facts/ --format junit > compile.xml',
   ]
 
-  static override args = {inputs: Args.string({description: 'input files or directories of them [default: /etc/puppet/input.yaml]'})}
+  static override args = {inputs: Args.string({description: 'input files or directories of them (env LOCALPUPPET_INPUT, config input) [default: /etc/puppet/input.yaml]'})}
   static override flags = {
     ...moduleDirFlags,
     format: Flags.string({description: 'output format', options: ['text', 'json', 'junit'], default: 'text'}),
@@ -65,7 +66,8 @@ export default class Validate extends BaseCommand {
       if ((process.geteuid?.() ?? 0) === 0) (await import('../lib/util/trusted-path.js')).assertTrustedPath(puppet, {what: 'puppet executable', content: true, overridable: false})
     }
 
-    const inputs = argv.length > 0 ? (argv as string[]) : ['/etc/puppet/input.yaml']
+    // As apply and plan: no INPUT is the node's own, the input setting (env, config, default).
+    const inputs = argv.length > 0 ? (argv as string[]) : [(await settingString('input')) as string]
     const report = await validateInputs(inputs, {
       moduleDir: flags['module-dir'],
       puppet,

@@ -48,6 +48,18 @@ test('a clean input exits 0 and writes nothing', async (t) => {
   t.regex(result.stdout, /^ok {4}.*good\.yaml \(web\/tags\/1\.0\.0\)$/m)
 })
 
+test('with no INPUT, validate checks the input setting, as apply and plan do: LOCALPUPPET_INPUT, else the configuration file', async (t) => {
+  const dir = await tempDir(t)
+  const config = join(dir, 'config.yaml')
+  await writeFile(config, `input: ${inputs('good.yaml')}\nmodule_dir: ${join(CI, 'modules')}\n`, {mode: 0o644})
+  const fromConfig = await cli(['validate', '--puppet', 'none'], {env: {LOCALPUPPET_CONFIG: config, LOCALPUPPET_INPUT: undefined}})
+  t.is(fromConfig.exitCode, 0, fromConfig.stderr)
+  t.regex(fromConfig.stdout, /^ok {4}.*good\.yaml \(web\/tags\/1\.0\.0\)$/m)
+  const fromEnv = await cli(['validate', '--puppet', 'none', '--format', 'json'], {env: {LOCALPUPPET_CONFIG: config, LOCALPUPPET_INPUT: inputs('unknown-key.yaml')}})
+  t.is(fromEnv.exitCode, 65, fromEnv.stderr)
+  t.deepEqual(JSON.parse(fromEnv.stdout).inputs.map((input: {file: string}) => input.file), [inputs('unknown-key.yaml')])
+})
+
 test('--format junit: one testsuite per input, one testcase per check, failures inline', async (t) => {
   const dir = await tempDir(t)
   const result = await cli(['validate', join(CI, 'inputs'), '--module-dir', join(CI, 'modules'), '--format', 'junit', '--', ...isolatePuppet(dir)])

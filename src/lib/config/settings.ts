@@ -38,7 +38,7 @@ export const SETTINGS = {
   puppet_args: {env: 'LOCALPUPPET_PUPPET_ARGS', flag: '-- ARGS', type: 'list', default: () => [], description: 'arguments for puppet apply (env: split on whitespace)'},
   source: {env: 'LOCALPUPPET_SOURCE', flag: '--source', type: 'url', default: () => null, description: 'the release repository fetch reads, or apt'},
   trust: {env: 'LOCALPUPPET_TRUST', flag: '--trust', type: 'paths', default: () => [], description: 'trusted public keys, files or directories (env: separated by :), besides /etc/localpuppet/trusted-keys'},
-  input: {env: 'LOCALPUPPET_INPUT', flag: 'INPUT', type: 'path', default: () => DEFAULT_INPUT, description: 'the input apply and plan read'},
+  input: {env: 'LOCALPUPPET_INPUT', flag: 'INPUT', type: 'path', default: () => DEFAULT_INPUT, description: 'the input apply, plan, status and validate read'},
   metrics_file: {env: 'LOCALPUPPET_METRICS_FILE', flag: '--metrics-file', type: 'path', default: () => null, description: 'a Prometheus textfile written after each run'},
   input_from: {
     env: 'LOCALPUPPET_INPUT_FROM',
