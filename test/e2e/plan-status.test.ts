@@ -156,6 +156,23 @@ test('localpuppet help [COMMAND] shows help and exits 0; an unknown one is 64 wi
   t.is(typo.stderr, 'localpuppet: unknown command "aply" (did you mean apply?); see localpuppet --help')
 })
 
+test('help of a topic (fleet, rollout) and of a command in one (fleet status, rollout list) is their --help; a typo in one is named with spaces, as typed', async (t) => {
+  for (const words of [['fleet'], ['fleet', 'status'], ['rollout'], ['rollout', 'list']]) {
+    const help = await cli(['help', ...words])
+    t.is(help.exitCode, 0, `help ${words.join(' ')}: ${help.stderr}`)
+    t.is(help.stdout, (await cli([...words, '--help'])).stdout, `help ${words.join(' ')}`)
+  }
+
+  t.regex((await cli(['help', 'fleet'])).stdout, /^ {2}fleet status {2}/m)
+  for (const args of [['fleet', 'stat'], ['help', 'fleet', 'stat']]) {
+    const typo = await cli(args)
+    t.is(typo.exitCode, 64, args.join(' '))
+    t.is(typo.stderr, 'localpuppet: unknown command "fleet stat" (did you mean fleet status?); see localpuppet --help')
+  }
+
+  t.is((await cli(['help', 'flet'])).stderr, 'localpuppet: unknown command "flet" (did you mean fleet?); see localpuppet --help')
+})
+
 test('an unknown flag gets a did-you-mean among the command\'s own flags (64)', async (t) => {
   const result = await cli(['apply', '--noopp'])
   t.is(result.exitCode, 64)

@@ -1,4 +1,4 @@
-import {type Hook, loadHelpClass} from '@oclif/core'
+import {type Hook, type Interfaces, loadHelpClass} from '@oclif/core'
 
 import {ExitCode} from '../../lib/exit-codes.js'
 import {closest} from '../../lib/util/did-you-mean.js'
@@ -11,22 +11,24 @@ import {closest} from '../../lib/util/did-you-mean.js'
 export const commandNotFound: Hook<'command_not_found'> = async function ({argv = [], config, id}) {
   const [first, ...rest] = id.split(':')
   if (first === 'help') {
-    // oclif joins words with its topic separator (`help apply` reaches here as help:apply); every command is one word.
-    const wanted = rest[0] ?? argv.find((arg) => !arg.startsWith('-')) ?? ''
-    if (wanted === '' || config.findCommand(wanted)) {
+    // oclif joins the words of a command with ':' (`help fleet status` reaches here as help:fleet:status).
+    const wanted = (rest.length > 0 ? rest : argv.filter((arg) => !arg.startsWith('-'))).join(':')
+    if (wanted === '' || config.findCommand(wanted) || config.findTopic(wanted)) {
       const Help = await loadHelpClass(config)
       await new Help(config, config.pjson.oclif.helpOptions).showHelp(wanted === '' ? [] : [wanted])
       return
     }
 
-    return unknown(config.commandIDs, wanted)
+    return unknown(config, wanted)
   }
 
-  return unknown(config.commandIDs, id)
+  return unknown(config, id)
 }
 
-function unknown(commands: string[], id: string): void {
-  const guess = closest(id, commands)
-  process.stderr.write(`localpuppet: unknown command ${JSON.stringify(id)}${guess ? ` (did you mean ${guess}?)` : ''}; see localpuppet --help\n`)
+/** Named as the user types it, words separated by spaces (`fleet stat`), with the closest command or topic. */
+function unknown(config: Interfaces.Config, id: string): void {
+  const spaced = (name: string) => name.replaceAll(':', ' ')
+  const guess = closest(spaced(id), [...config.commandIDs, ...config.topics.map((topic) => topic.name)].map(spaced))
+  process.stderr.write(`localpuppet: unknown command ${JSON.stringify(spaced(id))}${guess ? ` (did you mean ${guess}?)` : ''}; see localpuppet --help\n`)
   process.exitCode = ExitCode.usage
 }
