@@ -4,6 +4,11 @@ import {Flags} from '@oclif/core'
 
 import type {TransportSpec} from '../lib/rollout/record.js'
 
+/** -t: how long mco waits for each node's answer; what that answer is to (and its default) is the command's. */
+export function replyTimeoutFlag(description: string) {
+  return Flags.integer({char: 't', description, min: 1, helpValue: 'SECONDS'})
+}
+
 /**
  * How a fleet command reaches the fleet. The discovery flags are MCollective's own, spelt
  * as `mco` spells them, and passed to it as given; `mco localpuppet` hands its command line
@@ -21,7 +26,7 @@ export const mcoFlags = {
   dt: Flags.integer({aliases: ['discovery-timeout'], description: 'mco discovery timeout', min: 1, helpValue: 'SECONDS'}),
   target: Flags.string({char: 'T', description: 'mco sub-collective', helpValue: 'COLLECTIVE'}),
   'mco-config': Flags.string({description: "mco's client configuration (mco --config)", helpValue: 'FILE'}),
-  'reply-timeout': Flags.integer({char: 't', description: 'seconds a node has to answer a start (mco -t) [default: 30, 120 with --fetch]', min: 1, helpValue: 'SECONDS'}),
+  'reply-timeout': replyTimeoutFlag('seconds a node has to answer a start (mco -t) [default: 30, 120 with --fetch]'),
   mco: Flags.string({description: 'the mco executable', default: 'mco', env: 'LOCALPUPPET_MCO', helpValue: 'PATH'}),
 }
 

@@ -24,6 +24,9 @@ export default class Promote extends BaseCommand {
     ],
   )
 
+  static override usage =
+    '<%= command.id %> APP/tags/TAG --channel NAME --repo DIR [--sign KEY.pem] [--expires DURATION] [--require-healthy CHANNEL --prometheus URL [--for DURATION] [--min-nodes N] [--stale-after DURATION]]'
+
   static override examples = [
     '<%= config.bin %> promote foo/tags/1.1.0 --channel canary --repo /srv/www/puppet --sign release-key.pem',
     '<%= config.bin %> promote foo/tags/1.1.0 --channel stable --require-healthy canary --prometheus http://prometheus:9090 --for 30m --min-nodes 2 --repo /srv/www/puppet --sign release-key.pem',

@@ -1,9 +1,10 @@
 import {existsSync} from 'node:fs'
+import {readFile, writeFile} from 'node:fs/promises'
 import {join} from 'node:path'
 
 import test from 'ava'
 
-import {FAKE_PUPPET, FIXTURES, cli} from '../helpers/cli.js'
+import {FAKE_PUPPET, FIXTURES, REPO, cli} from '../helpers/cli.js'
 import {tempDir, writeTree} from '../helpers/temp.js'
 
 const DEMO = join(FIXTURES, 'demo')
@@ -171,6 +172,35 @@ test('help of a topic (fleet, rollout) and of a command in one (fleet status, ro
   }
 
   t.is((await cli(['help', 'flet'])).stderr, 'localpuppet: unknown command "flet" (did you mean fleet?); see localpuppet --help')
+})
+
+test("promote's and fleet status's usage in --help is their README heading, and fleet status describes its own -t and --allow-untrusted", async (t) => {
+  const readme = await readFile(join(REPO, 'README.md'), 'utf8')
+  for (const words of [['promote'], ['fleet', 'status']]) {
+    const help = (await cli([...words, '--help'], {env: {OCLIF_COLUMNS: '80'}})).stdout
+    const usage = help.split('USAGE\n')[1].split('\n\n')[0].replace(/\s+/g, ' ').trim().replace(/^\$ /, '')
+    t.true(readme.includes(`### \`${usage}\``), `README heading for ${usage}`)
+  }
+
+  const fleet = (await cli(['fleet', 'status', '--help'], {env: {OCLIF_COLUMNS: '400'}})).stdout
+  t.regex(fleet, /^ {2}-t, --reply-timeout=SECONDS +seconds each node has to answer the status request \(mco -t\) \[default: 20\]$/m)
+  t.regex(fleet, /^ {6}--allow-untrusted +use a rollouts directory \(where --via mco remembers the fleet\)/m)
+  t.notRegex(fleet, /120 with --fetch|apply records it/)
+})
+
+test('fleet status -t is how long mco waits for each node to answer the status request (default 20 s)', async (t) => {
+  const dir = await tempDir(t)
+  const mco = join(dir, 'mco')
+  await writeFile(mco, `#!/bin/sh\nprintf '%s\\n' "$@" > ${dir}/args\necho '[]'\n`, {mode: 0o755})
+  const timeout = async (...extra: string[]) => {
+    const status = await cli(['fleet', 'status', '--mco', mco, '--state-dir', join(dir, 'state'), ...extra])
+    t.is(status.exitCode, 1, status.stderr)
+    const args = (await readFile(join(dir, 'args'), 'utf8')).split('\n')
+    return args[args.indexOf('-t') + 1]
+  }
+
+  t.is(await timeout('-t', '45'), '45')
+  t.is(await timeout(), '20')
 })
 
 test('an unknown flag gets a did-you-mean among the command\'s own flags (64)', async (t) => {

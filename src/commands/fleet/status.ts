@@ -1,8 +1,8 @@
 import {Flags} from '@oclif/core'
 
 import {BaseCommand, describeWithExitCodes} from '../../cli/base-command.js'
-import {type McoFlagValues, mcoFlags, transportSpec} from '../../cli/fleet-flags.js'
-import {sourceFlags, stateFlags, trustFlags} from '../../cli/flags.js'
+import {type McoFlagValues, mcoFlags, replyTimeoutFlag, transportSpec} from '../../cli/fleet-flags.js'
+import {sourceFlags, stateFlags} from '../../cli/flags.js'
 import {defaultStateDir} from '../../lib/state/state-dir.js'
 
 export default class FleetStatus extends BaseCommand {
@@ -20,11 +20,11 @@ export default class FleetStatus extends BaseCommand {
       {code: 64, meaning: 'usage error (--source apt; plain http with no trusted key and no --insecure)'},
       {code: 65, meaning: "--source: the repository's index is invalid, not signed by a trusted key, older than one this machine accepted, or expired"},
       {code: 69, meaning: 'mco cannot be run or the broker cannot be reached; Prometheus or the repository cannot be reached or cannot answer'},
-      {code: 77, meaning: 'the rollouts directory (where the fleet is remembered) is owned by another user or writable by others (--allow-untrusted)'},
+      {code: 77, meaning: 'the rollouts directory (where the fleet is remembered), or with --source an unsigned repository directory or the record of accepted index versions, is owned by another user or writable by others (--allow-untrusted)'},
     ],
   )
 
-  static override usage = '<%= command.id %> [--via mco [DISCOVERY FLAGS] | --prometheus URL [--source URL|DIR]]'
+  static override usage = '<%= command.id %> [--via mco [DISCOVERY FLAGS] | --prometheus URL [--source URL|DIR] [--channel NAME] [--lookback DURATION]]'
   static override examples = [
     '<%= config.bin %> fleet status',
     '<%= config.bin %> fleet status -W role=web --json',
@@ -36,6 +36,7 @@ export default class FleetStatus extends BaseCommand {
 
   static override flags = {
     ...mcoFlags,
+    'reply-timeout': replyTimeoutFlag('seconds each node has to answer the status request (mco -t) [default: 20]'),
     via: Flags.string({description: 'how to reach the fleet [default: prometheus with --prometheus, else mco]', options: ['mco', 'prometheus']}),
     prometheus: Flags.string({description: "read the fleet from the node metrics in this Prometheus (http://host:9090)", helpValue: 'URL'}),
     lookback: Flags.string({description: '--prometheus: list nodes seen this far back whose metrics are gone as "stopped reporting" [default: 1d]', helpValue: 'DURATION', dependsOn: ['prometheus']}),
@@ -49,7 +50,10 @@ export default class FleetStatus extends BaseCommand {
     trust: sourceFlags.trust,
     insecure: sourceFlags.insecure,
     ...stateFlags,
-    ...trustFlags,
+    'allow-untrusted': Flags.boolean({
+      description:
+        'use a rollouts directory (where --via mco remembers the fleet) or, with --source, an unsigned repository directory or the record of accepted index versions, that is owned by another user or writable by others (a warning)',
+    }),
   }
 
   async run(): Promise<unknown> {

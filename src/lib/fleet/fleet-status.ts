@@ -10,7 +10,8 @@ export type {FleetRow, FleetStatus} from './fleet-rows.js'
 export async function fleetStatusViaMco(spec: TransportSpec, options: {stateDir: string; allowUntrusted?: boolean; signal?: AbortSignal}, warn: (line: string) => void): Promise<FleetStatus> {
   const {dir, untrusted} = await openRolloutsDir(options.stateDir, options.allowUntrusted, true)
   for (const problem of untrusted) warn(`--allow-untrusted: ${problem}`)
-  const transport = new McoTransport(mcoOptions(spec))
+  // No run is started: -t is the time each node has to answer the status request.
+  const transport = new McoTransport({...mcoOptions(spec), statusTimeout: spec.replyTimeout})
   try {
     const fleet = await expectedFleet(transport, dir, {...options, warn})
     await fleet.remember()

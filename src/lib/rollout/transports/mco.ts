@@ -22,6 +22,8 @@ export interface McoOptions {
   discovery: string[]
   /** Seconds a node has to answer a start (mco -t), or null: 30 s, 120 s with --fetch. */
   replyTimeout: number | null
+  /** Seconds a node has to answer a status request, discovery's included (mco -t), or null: 20 s (fleet status -t). */
+  statusTimeout?: number | null
   /** Seconds discovery waits for answers (mco --dt), or null for mco's own. */
   discoveryTimeout: number | null
 }
@@ -122,12 +124,12 @@ export class McoTransport implements RolloutTransport {
 
   /** The nodes the operator's discovery finds, with how each is (one status request does both). */
   async discover(signal?: AbortSignal): Promise<Record<string, NodeReport>> {
-    const replies = await this.call('status', [], null, 20, signal)
+    const replies = await this.call('status', [], null, this.options.statusTimeout ?? 20, signal)
     return Object.fromEntries([...replies].map(([node, reply]) => [node, nodeFromReply(reply)]))
   }
 
   async survey(nodes: string[], signal?: AbortSignal): Promise<Record<string, NodeReport>> {
-    const replies = await this.call('status', [], nodes, 20, signal)
+    const replies = await this.call('status', [], nodes, this.options.statusTimeout ?? 20, signal)
     return Object.fromEntries([...replies].map(([node, reply]) => [node, nodeFromReply(reply)]))
   }
 
