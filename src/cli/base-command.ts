@@ -94,14 +94,69 @@ function withFlagGuess(error: Error, flags: Record<string, {char?: string; alias
 /** oclif's multi-line parser messages as one line: `--timeout: Expected an integer ...`. */
 function usageError(error: Error): LocalpuppetError {
   if (error instanceof LocalpuppetError) return error
-  const message = error.message
+  const lines = error.message
+    // oclif dims some of its reasons (colour codes on a terminal).
+    .replace(/\u001B\[[\d;]*m/g, '')
     .replace(/See more help with --help/g, '')
     .split('\n')
     .map((line) => line.trim())
     .filter((line) => line !== '')
+  const relations = flagRelations(lines)
+  if (relations) return new LocalpuppetError('usage', ExitCode.usage, relations)
+  const message = lines
+    .map((line, i) => (i < lines.length - 1 ? line.replace(/:$/, '') : line))
     .join(': ')
     .replace(/^Parsing (--[\w-]+):/, '$1:')
   return new LocalpuppetError('usage', ExitCode.usage, message, ['see --help'])
+}
+
+/**
+ * oclif's refusal of flags given without the flags they need (dependsOn), with flags they
+ * exclude (exclusive), or without required ones (`The following error occurred:` and one
+ * reason a line), said as one line: `--for needs --require-healthy`, `--inputs and --node
+ * cannot be used together`. Null for any other message, or a reason not recognised.
+ */
+function flagRelations(lines: string[]): string | null {
+  if (lines.length < 2 || !/^The following errors? occurred:$/.test(lines[0])) return null
+  const needing = new Map<string, string[]>()
+  const required: string[] = []
+  const said: string[] = []
+  const pairs = new Set<string>()
+  for (const reason of lines.slice(1)) {
+    let match: RegExpExecArray | null
+    if ((match = /^All of the following must be provided when using (--[\w-]+): (.+)$/.exec(reason))) {
+      const needs = and(match[2].split(', '))
+      needing.set(needs, [...(needing.get(needs) ?? []), match[1]])
+    } else if ((match = /^One of the following must be provided when using (--[\w-]+): (.+)$/.exec(reason))) {
+      said.push(`${match[1]} needs ${or(match[2].split(', '))}`)
+    } else if ((match = /^(--[\w-]+)(?:=.*)? cannot also be provided when using (--[\w-]+)$/.exec(reason))) {
+      const pair = [match[2], match[1]].sort().join(' and ')
+      if (!pairs.has(pair)) said.push(`${pair} cannot be used together`)
+      pairs.add(pair)
+    } else if ((match = /^Only the following can be provided when using (--[\w-]+): (.+)$/.exec(reason))) {
+      said.push(`${match[1]} can only be used with ${or(match[2].split(', ').filter((flag) => flag !== match![1]))}`)
+    } else if ((match = /^(Exactly one|At least one) of the following must be provided: (.+)$/.exec(reason))) {
+      said.push(`${match[1] === 'Exactly one' ? 'exactly one' : 'at least one'} of ${match[2]} is needed`)
+    } else if ((match = /^Missing required flag ([\w-]+)$/.exec(reason))) {
+      required.push(`--${match[1]}`)
+    } else {
+      return null
+    }
+  }
+
+  const needs = [...needing].map(([flags, given]) => `${and(given)} ${given.length === 1 ? 'needs' : 'need'} ${flags}`)
+  const missing = required.length === 0 ? [] : [`${and(required)} ${required.length === 1 ? 'is' : 'are'} required`]
+  return [...missing, ...needs, ...said].join('; ')
+}
+
+/** `--a`, `--a and --b`, `--a, --b and --c`. */
+function and(items: string[]): string {
+  return items.length < 2 ? items.join('') : `${items.slice(0, -1).join(', ')} and ${items.at(-1)}`
+}
+
+/** `--a`, `--a or --b`, `--a, --b or --c`. */
+function or(items: string[]): string {
+  return items.length < 2 ? items.join('') : `${items.slice(0, -1).join(', ')} or ${items.at(-1)}`
 }
 
 /** A command description followed by its exit codes, from the one table. */

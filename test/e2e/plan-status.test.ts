@@ -203,6 +203,27 @@ test('fleet status -t is how long mco waits for each node to answer the status r
   t.is(await timeout(), '20')
 })
 
+test("a flag given without one it needs, with one it excludes, or a required flag left out is one line naming them (64), whatever the command", async (t) => {
+  const cases: Array<[string[], string]> = [
+    [['apply', '--max-age', '1h'], '--max-age needs --if-changed'],
+    [['validate', '--facts', 'facts.yaml'], '--facts needs --compile'],
+    [['publish', '--node', 'web1', '--repo', 'repo'], '--node needs --input'],
+    [['publish', '--inputs', 'nodes', '--node', 'web1', '--input', 'web1.yaml', '--repo', 'repo'], '--inputs and --node cannot be used together'],
+    [['status', '--check', '--wait'], '--check and --wait cannot be used together'],
+    [['promote', 'foo/tags/1.0.0'], '--channel and --repo are required'],
+  ]
+  for (const [args, message] of cases) {
+    const result = await cli(args)
+    t.is(result.exitCode, 64, args.join(' '))
+    t.is(result.stderr, `localpuppet: ${message}`)
+  }
+
+  // Other parser messages keep their hint, without oclif's double colon.
+  const noArg = await cli(['promote'])
+  t.is(noArg.exitCode, 64)
+  t.regex(noArg.stderr, /^localpuppet: Missing 1 required arg: release +the tag the channel will name: APP\/tags\/TAG\n {2}hint: see --help$/)
+})
+
 test('an unknown flag gets a did-you-mean among the command\'s own flags (64)', async (t) => {
   const result = await cli(['apply', '--noopp'])
   t.is(result.exitCode, 64)

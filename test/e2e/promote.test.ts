@@ -18,8 +18,13 @@ test('promote: --prometheus, --for, --min-nodes and --stale-after need --require
   for (const flags of [['--prometheus', 'http://127.0.0.1:9'], ['--for', '10m'], ['--min-nodes', '2'], ['--stale-after', '1h']]) {
     const ungated = await promote(...flags)
     t.is(ungated.exitCode, 64, `${flags[0]}: ${ungated.stderr}`)
-    t.regex(ungated.stderr, /--require-healthy/, flags[0])
+    t.is(ungated.stderr, `localpuppet: ${flags[0]} needs --require-healthy`, flags[0])
   }
+
+  const two = await promote('--for', '10m', '--min-nodes', '2', '--json')
+  t.is(two.exitCode, 64)
+  t.deepEqual(JSON.parse(two.stdout).error, {code: 'usage', exitCode: 64, message: '--for and --min-nodes need --require-healthy'})
+  t.is((await promote('--require-healthy', 'canary')).stderr, 'localpuppet: --require-healthy needs --prometheus')
 
   t.deepEqual(await index(), before, 'nothing moved, not even re-signed')
   const moved = await promote('--json')
