@@ -114,7 +114,7 @@ async function verifyAgainst(
   let keys = options.cache === true && keysChanged ? KeyWriter.open(moduleDir, release, fingerprint) : null
   let passed = 0
   const tree = options.tree && !untrusted ? new ListedTree(options.tree) : new WalkedTree(root, untrusted, euid)
-  const checker = new FileChecker(0, undefined, {keys: keys !== null})
+  const checker = new FileChecker(0, undefined, {keys: options.cache === true})
   let batch: Batch | null = null
   const begin = (listed: Listed[]): Batch => {
     const reading: number[] = []

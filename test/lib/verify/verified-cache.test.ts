@@ -202,4 +202,11 @@ test('a check that finds every key unchanged writes nothing; one that finds a ke
     after.filter((key, i) => key !== kept[i]),
     [''],
   )
+
+  // Settled, it is read once more and keyed again: every file as at first, each with its own key.
+  await sleep(2100)
+  t.true((await checkBeforeRun(modules, root)).ok)
+  const again = await keysOf()
+  t.is(again.filter((key) => key !== '').length, kept.filter((key) => key !== '').length)
+  t.deepEqual(again.filter((key, i) => key !== kept[i]).length, 1, 'only the touched file has a new key')
 })
