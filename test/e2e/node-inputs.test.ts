@@ -1,12 +1,11 @@
-import {execFileSync} from 'node:child_process'
-import {chown, mkdtemp, readFile, readdir, mkdir, rm, writeFile} from 'node:fs/promises'
-import {tmpdir} from 'node:os'
+import {chown, readFile, readdir, mkdir, rm, writeFile} from 'node:fs/promises'
 import {dirname, join} from 'node:path'
 
 import test from 'ava'
 
 import {FAKE_PUPPET, cli, statusJson} from '../helpers/cli.js'
 import {DEMO_MODULES, demoRepository, keyPair} from '../helpers/repository.js'
+import {smallFileSystem} from '../helpers/full-disk.js'
 import {exists, tempDir} from '../helpers/temp.js'
 
 /*
@@ -298,13 +297,8 @@ asRoot("an input directory another user owns is refused (77) before anything is 
 asRoot('an input directory on a full disk: 74 naming the input file, no temporary file left, puppet not started', async (t) => {
   const node = await publishedWeb1(t, 'web1')
   // The input's directory is a small file system, full.
-  const mount = await mkdtemp(join(tmpdir(), 'localpuppet-tmpfs-'))
-  execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=64k,mode=0755', 'tmpfs', mount])
-  t.teardown(async () => {
-    execFileSync('umount', ['-l', mount])
-    await rm(mount, {recursive: true, force: true})
-  })
-  await writeFile(join(mount, 'filler'), Buffer.alloc(64 * 1024)).catch(() => {})
+  const {mount, fill} = await smallFileSystem(t)
+  await fill()
   const config = (await readFile(node.config, 'utf8')).replace(`input: ${JSON.stringify(node.input)}`, `input: ${JSON.stringify(join(mount, 'input.yaml'))}`)
   await writeFile(node.config, config)
   const result = await node.apply()

@@ -7,6 +7,7 @@ import test from 'ava'
 import {BIN, FIXTURES, cli, isolatePuppet, statusJson} from '../helpers/cli.js'
 import {startNginx} from '../helpers/nginx.js'
 import {DEMO_MODULES, demoRepository, keyPair} from '../helpers/repository.js'
+import {smallFileSystem} from '../helpers/full-disk.js'
 import {tempDir, writeTree} from '../helpers/temp.js'
 import {testNeeding} from '../helpers/packages.js'
 
@@ -185,6 +186,29 @@ test('publish of the same archive repairs a stored archive that was changed or r
   t.deepEqual(await readFile(stored), await readFile(archives[0]))
   const unchanged = await cli(['publish', archives[0], '--repo', repo, '--sign', key, '--json'])
   t.deepEqual(JSON.parse(unchanged.stdout).releases.map((r: any) => r.status), ['unchanged'])
+})
+
+const asRoot = process.getuid?.() === 0 ? test : test.skip
+
+asRoot('publish onto a full disk: 74 naming the repository or the archive being written, no temporary file left, the index as it was', async (t) => {
+  const dir = await tempDir(t)
+  const {key} = await keyPair(dir, 'release')
+  const {archives} = await demoRepository(join(dir, 'build'), key)
+  const {mount, fill} = await smallFileSystem(t, 256)
+  const repo = join(mount, 'repo')
+  t.is((await cli(['publish', archives[0], '--repo', repo, '--sign', key])).exitCode, 0)
+  const index = await readFile(join(repo, 'index.json'))
+  await rm(join(repo, 'archives', 'foo', 'foo-1.3.0.tar.gz'))
+  await fill()
+  const listing = async () => (await readdir(repo, {recursive: true})).sort()
+  const before = await listing()
+  for (const archive of archives) {
+    const full = await cli(['publish', archive, '--repo', repo, '--sign', key])
+    t.is(full.exitCode, 74, full.stderr)
+    t.regex(full.stderr, new RegExp(`^localpuppet: (repository ${repo}|archive ${repo}/archives/foo/foo-1\\.[34]\\.0\\.tar\\.gz): no space left on the device`, 'm'))
+    t.deepEqual(await listing(), before, 'no temporary file left')
+    t.deepEqual(await readFile(join(repo, 'index.json')), index)
+  }
 })
 
 test('publish refuses a corrupt or mutable archive and leaves the repository as it was', async (t) => {

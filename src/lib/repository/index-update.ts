@@ -3,7 +3,7 @@ import {mkdir, open, readFile, readdir, stat, unlink} from 'node:fs/promises'
 import {join} from 'node:path'
 
 import {keyId, type loadSigningKey, signIndex} from '../archive/signature.js'
-import {UsageError, describeFsError} from '../errors.js'
+import {UsageError, asIoError, describeFsError} from '../errors.js'
 import {RunLock} from '../state/lock.js'
 import {atomicTempWriter, prepareFileAtomic} from '../util/atomic-write.js'
 import {isProcessAlive} from '../util/process.js'
@@ -57,6 +57,16 @@ export async function updateIndex<T>(options: IndexUpdateOptions, change: (index
   const now = options.now ?? Date.now
   const expiresInMs = options.expiresInMs ?? DEFAULT_INDEX_EXPIRY_MS
   if (Number.isNaN(new Date(now() + expiresInMs).getTime())) throw new UsageError(`--expires: ${expiresInMs} ms from now is past the last date this localpuppet can write`)
+  try {
+    return await updateIndexLocked(options, now, expiresInMs, change)
+  } catch (error) {
+    // A full disk (or a read-only or failing one) anywhere in the repository is 74 naming it,
+    // whatever was being written: the lock, an archive, an input, the index.
+    throw asIoError(error, `repository ${options.repo}`) ?? error
+  }
+}
+
+async function updateIndexLocked<T>(options: IndexUpdateOptions, now: () => number, expiresInMs: number, change: (index: RepositoryIndex) => Promise<T>): Promise<T & IndexUpdate> {
   const {key} = options
   await ensureRepoDir(options.repo)
   const lock = await RunLock.acquireFileWaiting(join(options.repo, LOCK_FILE), options.lockWaitMs ?? 120_000)
