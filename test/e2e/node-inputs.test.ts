@@ -53,19 +53,29 @@ async function makeNode(dir: string, name: string, settings: {repo: string; trus
 
 const inputFor = (app: string, port: number) => `app: ${app}\nclasses:\n  foo:\n    port: ${port}\n`
 
-/** A signed demo repository with web1's input (foo 1.4.0) published, and node NAME reading it; `publish` publishes web1's input anew. */
-async function publishedWeb1(t: import('ava').ExecutionContext, name: string): Promise<Node & {repo: string; publish(input: string): Promise<void>}> {
+/**
+ * A signed demo repository with web1's input (foo 1.4.0, or `channel` after foo 1.4.0 is
+ * promoted to it) published, and node NAME reading it (writing `metrics`, a metrics file,
+ * when asked); `publish` publishes web1's input anew.
+ */
+async function publishedWeb1(
+  t: import('ava').ExecutionContext,
+  name: string,
+  options: {channel?: string; metrics?: boolean} = {},
+): Promise<Node & {repo: string; metrics: string; publish(input: string): Promise<void>}> {
   const dir = await tempDir(t)
   const {key, pub} = await keyPair(dir, 'release')
   const {repo} = await demoRepository(join(dir, 'build'), key)
+  if (options.channel) t.is((await cli(['promote', 'foo/tags/1.4.0', '--channel', options.channel, '--repo', repo, '--sign', key])).exitCode, 0)
   const publish = async (input: string) => {
     await writeFile(join(dir, 'web1.yaml'), input)
     const published = await cli(['publish', '--node', 'web1', '--input', join(dir, 'web1.yaml'), '--repo', repo, '--sign', key])
     t.is(published.exitCode, 0, published.stderr)
   }
 
-  await publish(inputFor('foo/tags/1.4.0', 8080))
-  return {...(await makeNode(dir, name, {repo, trust: pub})), repo, publish}
+  await publish(inputFor(options.channel ? `foo/channels/${options.channel}` : 'foo/tags/1.4.0', 8080))
+  const metrics = join(dir, 'metrics', 'localpuppet.prom')
+  return {...(await makeNode(dir, name, {repo, trust: pub, metrics: options.metrics ? metrics : undefined})), repo, metrics, publish}
 }
 
 /** Refused, nothing kept or applied: 65 naming why, the input file as it was, puppet not started, the module dir as it was. */
@@ -85,13 +95,8 @@ async function assertRefused(t: import('ava').ExecutionContext, node: Node, mess
 }
 
 test('a node input changed by one byte in the repository is refused (65): nothing kept, nothing applied, the attempt recorded as refused', async (t) => {
-  const dir = await tempDir(t)
-  const {key, pub} = await keyPair(dir, 'release')
-  const {repo} = await demoRepository(join(dir, 'build'), key)
-  t.is((await cli(['promote', 'foo/tags/1.4.0', '--channel', 'stable', '--repo', repo, '--sign', key])).exitCode, 0)
-  await writeFile(join(dir, 'web1.yaml'), inputFor('foo/channels/stable', 8080))
-  t.is((await cli(['publish', '--node', 'web1', '--input', join(dir, 'web1.yaml'), '--repo', repo, '--sign', key])).exitCode, 0)
-  const node = await makeNode(dir, 'web1', {repo, trust: pub})
+  const node = await publishedWeb1(t, 'web1', {channel: 'stable'})
+  const {repo} = node
 
   // First the published input as it is: kept and applied.
   const good = await node.apply()
@@ -100,8 +105,7 @@ test('a node input changed by one byte in the repository is refused (65): nothin
   t.is(await readFile(node.input, 'utf8'), inputFor('foo/channels/stable', 8080))
 
   // A new input is published; then someone changes one byte of it on the server.
-  await writeFile(join(dir, 'web1.yaml'), inputFor('foo/channels/stable', 9090))
-  t.is((await cli(['publish', '--node', 'web1', '--input', join(dir, 'web1.yaml'), '--repo', repo, '--sign', key])).exitCode, 0)
+  await node.publish(inputFor('foo/channels/stable', 9090))
   const index = JSON.parse(await readFile(join(repo, 'index.json'), 'utf8'))
   const file = join(repo, index.nodes.web1.input)
   const bytes = await readFile(file)
@@ -211,14 +215,8 @@ test('a node with no input in the repository: 66, naming a near name and the con
 })
 
 test("a refused attempt still records the channel the node follows (its fetched input's, else the input it kept), so the metrics and promote's gate count it", async (t) => {
-  const dir = await tempDir(t)
-  const {key, pub} = await keyPair(dir, 'release')
-  const {repo} = await demoRepository(join(dir, 'build'), key)
-  t.is((await cli(['promote', 'foo/tags/1.4.0', '--channel', 'canary', '--repo', repo, '--sign', key])).exitCode, 0)
-  await writeFile(join(dir, 'web1.yaml'), inputFor('foo/channels/canary', 8080))
-  t.is((await cli(['publish', '--node', 'web1', '--input', join(dir, 'web1.yaml'), '--repo', repo, '--sign', key])).exitCode, 0)
-  const metrics = join(dir, 'metrics', 'localpuppet.prom')
-  const node = await makeNode(dir, 'web1', {repo, trust: pub, metrics})
+  const node = await publishedWeb1(t, 'web1', {channel: 'canary', metrics: true})
+  const {repo, metrics} = node
   const desired = /^localpuppet_desired_release_info\{node="web1",app="foo",ref="foo\/channels\/canary",channel="canary",release="([^"]*)",input="repository"\} 1$/m
 
   // Its first attempt: the input verifies, but the archive canary's tag comes in was changed on the server (65).
@@ -237,8 +235,7 @@ test("a refused attempt still records the channel the node follows (its fetched 
 
   // Its records gone (a new state dir), and its published input tampered with: the input it kept says what it follows.
   await rm(node.state, {recursive: true})
-  await writeFile(join(dir, 'web1.yaml'), inputFor('foo/channels/canary', 9090))
-  t.is((await cli(['publish', '--node', 'web1', '--input', join(dir, 'web1.yaml'), '--repo', repo, '--sign', key])).exitCode, 0)
+  await node.publish(inputFor('foo/channels/canary', 9090))
   const file = join(repo, JSON.parse(await readFile(join(repo, 'index.json'), 'utf8')).nodes.web1.input)
   await writeFile(file, (await readFile(file, 'utf8')).replace('9090', '8090'))
   const refused = await node.apply()

@@ -1,7 +1,6 @@
-import {createHash, type Hash} from 'node:crypto'
 import {readSync, writeSync} from 'node:fs'
 
-import {compareBytes} from '../tree/release-tree.js'
+import {TreeDigest} from '../tree/release-tree.js'
 import type {ReleaseIndex, ReleaseSummary} from './release-index.js'
 
 /** What pack says of one release it wrote: release.json lists its files, this only counts them. */
@@ -10,7 +9,7 @@ export type PackedRelease = Omit<ReleaseSummary, 'bytes'>
 /** release.json's head and what each release holds, without the file list (which lies in the spool). */
 export type PackedIndex = Omit<ReleaseIndex, 'releases'> & {releases: PackedRelease[]}
 
-/** Text gathered before it is written to the spool or hashed: a few dozen files' worth. */
+/** Text gathered before it is written to the spool: a few dozen files' worth. */
 const BATCH_CHARS = 64 * 1024
 /** What is read back from the spool at a time. */
 const PIECE_BYTES = 256 * 1024
@@ -25,7 +24,7 @@ const PIECE_BYTES = 256 * 1024
  */
 export class IndexWriter {
   private readonly releases: Array<PackedRelease & {start: number; end: number}> = []
-  private current: {release: string; hash: Hash; lines: string; start: number; files: number; dirs: string[]} | null = null
+  private current: {release: string; digest: TreeDigest; start: number; files: number; dirs: string[]} | null = null
   /** Bytes written to the spool so far, and text not written yet. */
   private position = 0
   private text = ''
@@ -35,18 +34,14 @@ export class IndexWriter {
   /** The next release's files and empty directories follow. */
   begin(release: string): void {
     // The previous release's text was written out by its end(): the spool's end is where this one starts.
-    this.current = {release, hash: createHash('sha256'), lines: '', start: this.position, files: 0, dirs: []}
+    this.current = {release, digest: new TreeDigest(), start: this.position, files: 0, dirs: []}
   }
 
   file(path: string, size: number, executable: boolean, sha256: string): void {
     const current = this.current!
     this.text += `${current.files === 0 ? '' : ',\n'}    {\n     "path": ${JSON.stringify(path)},\n     "size": ${size},\n     "executable": ${executable},\n     "sha256": "${sha256}"\n    }`
-    current.lines += `${sha256} ${size} ${executable ? 'x' : '-'} ${path}\n`
+    current.digest.file(path, size, executable, sha256)
     current.files++
-    if (current.lines.length >= BATCH_CHARS) {
-      current.hash.update(current.lines)
-      current.lines = ''
-    }
 
     if (this.text.length >= BATCH_CHARS) this.spill()
   }
@@ -60,10 +55,7 @@ export class IndexWriter {
   end(): PackedRelease {
     const current = this.current!
     this.spill()
-    current.hash.update(current.lines)
-    // Empty directories after the files, sorted as treeDigest sorts them.
-    for (const dir of [...current.dirs].sort(compareBytes)) current.hash.update(`dir ${dir}/\n`)
-    const packed: PackedRelease = {release: current.release, digest: `sha256:${current.hash.digest('hex')}`, files: current.files, ...(current.dirs.length > 0 ? {dirs: current.dirs} : {})}
+    const packed: PackedRelease = {release: current.release, digest: current.digest.end(current.dirs), files: current.files, ...(current.dirs.length > 0 ? {dirs: current.dirs} : {})}
     this.releases.push({...packed, start: current.start, end: this.position})
     this.current = null
     return packed

@@ -1,8 +1,6 @@
-import {createHash} from 'node:crypto'
-
 import {ReleaseError} from '../errors.js'
 import {isValidVersionName} from '../release/release-ref.js'
-import {type TreeFile, compareBytes} from '../tree/release-tree.js'
+import {type TreeFile, TreeDigest, compareBytes} from '../tree/release-tree.js'
 import {type ByteSource, JsonReader, JsonStreamError, bufferSource} from '../util/json-stream.js'
 
 /** The archive's table of contents, its first entry. */
@@ -88,9 +86,6 @@ export interface ReleaseSummary {
 /** release.json without the file lists. */
 export type IndexSummary = Omit<ReleaseIndex, 'releases'> & {releases: ReleaseSummary[]}
 
-/** Digest lines gathered before they are hashed. */
-const DIGEST_BATCH_CHARS = 64 * 1024
-
 /**
  * Reads and checks release.json from an archive, trusting nothing, without holding its
  * file lists (17 MB for 96,000 files): every release path, file path, size and hash is
@@ -173,8 +168,8 @@ function readRelease(reader: JsonReader, position: number, seen: Set<string>, fo
   reader.enterObject()
   const fields: Record<string, unknown> = {}
   let name = `releases[${position}]`
-  // Counted, summed and hashed (treeDigest's lines) as the files come.
-  const checked = {files: 0, bytes: 0, lines: '', hash: createHash('sha256')}
+  // Counted, summed and hashed (treeDigest) as the files come.
+  const checked = {files: 0, bytes: 0, digest: new TreeDigest()}
   let hasFiles = false
   // Paths before the current one that are prefixes of it: a file that is also a directory is one of them.
   const prefixes: string[] = []
@@ -219,13 +214,7 @@ function readRelease(reader: JsonReader, position: number, seen: Set<string>, fo
         if (typeof file.executable !== 'boolean') fail(`${name}/${path}: invalid executable flag`)
         checked.files++
         checked.bytes += file.size
-        checked.lines += digestLine(file)
-      }
-
-      // treeDigest's lines, hashed some 64 KiB at a time.
-      if (checked.lines.length >= DIGEST_BATCH_CHARS) {
-        checked.hash.update(checked.lines)
-        checked.lines = ''
+        checked.digest.file(path, file.size, file.executable, file.sha256)
       }
     }
   }
@@ -246,16 +235,8 @@ function readRelease(reader: JsonReader, position: number, seen: Set<string>, fo
     for (const dir of unique) for (const parent of parentDirs(dir)) if (unique.has(parent)) fail(`${name}: ${parent} is listed as an empty directory but holds entries`)
   }
 
-  checked.hash.update(checked.lines)
-  const sortedDirs = dirs === undefined ? [] : [...(dirs as string[])].sort(compareBytes)
-  for (const dir of sortedDirs) checked.hash.update(`dir ${dir}/\n`)
-  if (`sha256:${checked.hash.digest('hex')}` !== fields.digest) fail(`${name}: digest does not match its file list`)
+  if (checked.digest.end((dirs as string[] | undefined) ?? []) !== fields.digest) fail(`${name}: digest does not match its file list`)
   return {release: name, digest: fields.digest as string, files: checked.files, bytes: checked.bytes, ...(dirs === undefined ? {} : {dirs: dirs as string[]})}
-}
-
-/** treeDigest's line for a file. */
-function digestLine(file: TreeFile): string {
-  return `${file.sha256} ${file.size} ${file.executable ? 'x' : '-'} ${file.path}\n`
 }
 
 /** `a/b/c` -> `a`, `a/b`. */

@@ -1,7 +1,7 @@
 import {settingList, settingString} from '../config/settings.js'
 import {LocalpuppetError, UsageError} from '../errors.js'
-import {maxSatisfyingTag, parseReleaseRef} from '../release/release-ref.js'
-import type {RepositoryIndex} from '../repository/repository-index.js'
+import {parseReleaseRef} from '../release/release-ref.js'
+import {type RepositoryIndex, tagInIndex} from '../repository/repository-index.js'
 import {own} from '../util/own.js'
 
 /** The signed index the wanted releases were resolved through. */
@@ -65,13 +65,8 @@ export function resolveInIndex(ref: string, index: RepositoryIndex): {release: s
   }
 
   if (parsed.kind === 'trunk' || parsed.kind === 'branch') return {release: null, why: null}
-  const app = own(index.apps, parsed.app)
-  if (app === undefined) return {release: null, why: `${parsed.text}: the repository has no app ${parsed.app}`}
-  const tags = Object.keys(app.tags)
-  let tag: string | undefined
-  if (parsed.kind === 'channel') tag = own(app.channels, parsed.channel)
-  else if (parsed.kind === 'tag') tag = tags.includes(parsed.tag) ? parsed.tag : undefined
-  else tag = tags.includes(parsed.range) ? parsed.range : maxSatisfyingTag(tags, parsed.range)
+  if (own(index.apps, parsed.app) === undefined) return {release: null, why: `${parsed.text}: the repository has no app ${parsed.app}`}
+  const tag = tagInIndex(index, parsed)
   if (tag === undefined) return {release: null, why: `${parsed.text}: not in the repository's index${parsed.kind === 'channel' ? ` (no channel ${parsed.channel} of ${parsed.app})` : ''}`}
   return {release: `${parsed.app}/tags/${tag}`, why: null}
 }

@@ -7,8 +7,8 @@ import {writeFileAtomic} from '../util/atomic-write.js'
 import {own} from '../util/own.js'
 import {parseNodeInput} from '../input/node-input.js'
 import {readInputText} from '../input/read-input.js'
-import {type ReleaseRef, maxSatisfyingTag} from '../release/release-ref.js'
-import {type PublishedInput, type RepositoryIndex, inputPathFor, isValidNodeName} from './repository-index.js'
+import type {ReleaseRef} from '../release/release-ref.js'
+import {type PublishedInput, type RepositoryIndex, inputPathFor, isValidNodeName, tagInIndex} from './repository-index.js'
 import {checkStoredCopy} from './stored-copy.js'
 
 /** A node input to publish: the node's name and the file it comes from. */
@@ -111,15 +111,14 @@ export async function addNodeInputs(repo: string, index: RepositoryIndex, inputs
 
 function assertResolvable(index: RepositoryIndex, input: CheckedNodeInput): void {
   const {ref} = input
-  const app = own(index.apps, ref.app)
-  const tags = Object.keys(app?.tags ?? {})
-  const fail = (why: string): never => {
-    throw new NotFoundError(`${input.file}: node ${input.node}'s app ${input.app}: ${why}`, ['publish the release first (both may be given to one publish), or promote a tag to the channel'])
-  }
-
-  if (ref.kind === 'tag' && !tags.includes(ref.tag)) fail(`the repository has no tag ${ref.tag} of ${ref.app}`)
-  if (ref.kind === 'channel' && own(app?.channels, ref.channel) === undefined) fail(`the repository has no channel ${ref.channel} of ${ref.app}`)
-  if (ref.kind === 'range' && !tags.includes(ref.range) && maxSatisfyingTag(tags, ref.range) === undefined) fail(`no tag of ${ref.app} in the repository satisfies ${JSON.stringify(ref.range)}`)
+  if ((ref.kind !== 'tag' && ref.kind !== 'channel' && ref.kind !== 'range') || tagInIndex(index, ref) !== undefined) return
+  const why =
+    ref.kind === 'tag'
+      ? `the repository has no tag ${ref.tag} of ${ref.app}`
+      : ref.kind === 'channel'
+        ? `the repository has no channel ${ref.channel} of ${ref.app}`
+        : `no tag of ${ref.app} in the repository satisfies ${JSON.stringify(ref.range)}`
+  throw new NotFoundError(`${input.file}: node ${input.node}'s app ${input.app}: ${why}`, ['publish the release first (both may be given to one publish), or promote a tag to the channel'])
 }
 
 /** Writes a new file (temp file, fsync, rename: writeFileAtomic); 0644 so a web server can read it. */

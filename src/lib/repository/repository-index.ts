@@ -1,6 +1,7 @@
 import {ReleaseError} from '../errors.js'
 import {isSafeRelativePath, parseReleasePath} from '../archive/release-index.js'
-import {isValidChannelName, isValidVersionName} from '../release/release-ref.js'
+import {type ReleaseRef, isValidChannelName, isValidVersionName, maxSatisfyingTag} from '../release/release-ref.js'
+import {own} from '../util/own.js'
 
 /** A release repository's table of contents, at its root. */
 export const REPOSITORY_INDEX = 'index.json'
@@ -223,4 +224,17 @@ export function indexChannels(index: RepositoryIndex): Record<string, string> {
   const channels: Record<string, string> = {}
   for (const [app, entry] of Object.entries(index.apps)) for (const [channel, tag] of Object.entries(entry.channels ?? {})) channels[`${app}/channels/${channel}`] = tag
   return channels
+}
+
+/**
+ * The tag a reference names in the index, as apply --fetch resolves it: a tag the index
+ * lists, the tag a channel names, a range's newest match (a range that is a tag's exact
+ * name is that tag); undefined when the index has none.
+ */
+export function tagInIndex(index: RepositoryIndex, ref: Extract<ReleaseRef, {kind: 'tag' | 'channel' | 'range'}>): string | undefined {
+  const app = own(index.apps, ref.app)
+  if (ref.kind === 'channel') return own(app?.channels, ref.channel)
+  const tags = Object.keys(app?.tags ?? {})
+  if (ref.kind === 'tag') return tags.includes(ref.tag) ? ref.tag : undefined
+  return tags.includes(ref.range) ? ref.range : maxSatisfyingTag(tags, ref.range)
 }

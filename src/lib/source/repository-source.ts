@@ -7,7 +7,7 @@ import type {InstallResult} from '../install/install-archive.js'
 import {localpuppetDir, readRecordHead} from '../install/install-record.js'
 import {loadTrustedKeys, verifyIndexSignature} from '../archive/signature.js'
 import {ConflictError, NotFoundError, ReleaseError, RepositoryUnavailableError, UsageError, describeFsError} from '../errors.js'
-import {type ReleaseRef, maxSatisfyingTag, parseReleaseRef, sortTagsNewestFirst} from '../release/release-ref.js'
+import {type ReleaseRef, parseReleaseRef, sortTagsNewestFirst} from '../release/release-ref.js'
 import {own} from '../util/own.js'
 import {UNSIGNED_HINT, refuseUnlessAllowed} from '../util/trusted-path.js'
 import {
@@ -19,6 +19,7 @@ import {
   REPOSITORY_SIGNATURE,
   indexChannels,
   parseRepositoryIndex,
+  tagInIndex,
 } from '../repository/repository-index.js'
 import type {FetchOptions, FetchResult, FetchedRelease, IndexRead, NodeInputFetch, ReleaseSource} from './release-source.js'
 import type {Transport} from '../repository/transport.js'
@@ -187,30 +188,21 @@ export class RepositorySource implements ReleaseSource {
       throw new UsageError(`${ref.text}: repositories hold tags only, not ${ref.kind === 'trunk' ? 'trunk' : 'branches'}`, [`fetch a tag (${ref.app}/tags/1.0.0) or a range (${ref.app}@^1)`])
     }
 
+    const tag = tagInIndex(index, ref)
+    if (tag !== undefined) return {ref: ref.text, app: ref.app, tag}
     const app = own(index.apps, ref.app)
+    if (ref.kind === 'channel') {
+      const channels = Object.keys(app?.channels ?? {})
+      throw new NotFoundError(`${ref.text}: the repository ${this.label} has no channel ${ref.channel} of ${ref.app}${channels.length > 0 ? `; it has ${channels.join(', ')}` : ''}`, [
+        `promote a tag to it: localpuppet promote ${ref.app}/tags/TAG --channel ${ref.channel} --repo DIR`,
+      ])
+    }
+
     const tags = Object.keys(app?.tags ?? {})
     const known = sortTagsNewestFirst(tags).slice(0, 5)
     const shown = tags.length === 0 ? `; the repository has no tags of ${ref.app}` : `; it has ${known.join(', ')}${tags.length > known.length ? ', ...' : ''}`
-    if (ref.kind === 'tag') {
-      if (!tags.includes(ref.tag)) throw new NotFoundError(`${ref.text} is not in the repository ${this.label}${shown}`)
-      return {ref: ref.text, app: ref.app, tag: ref.tag}
-    }
-
-    if (ref.kind === 'channel') {
-      const tag = own(app?.channels, ref.channel)
-      if (tag === undefined) {
-        const channels = Object.keys(app?.channels ?? {})
-        throw new NotFoundError(`${ref.text}: the repository ${this.label} has no channel ${ref.channel} of ${ref.app}${channels.length > 0 ? `; it has ${channels.join(', ')}` : ''}`, [
-          `promote a tag to it: localpuppet promote ${ref.app}/tags/TAG --channel ${ref.channel} --repo DIR`,
-        ])
-      }
-
-      return {ref: ref.text, app: ref.app, tag}
-    }
-
-    const tag = tags.includes(ref.range) ? ref.range : maxSatisfyingTag(tags, ref.range)
-    if (tag === undefined) throw new NotFoundError(`${ref.text}: no tag of ${ref.app} in the repository ${this.label} satisfies ${JSON.stringify(ref.range)}${shown}`)
-    return {ref: ref.text, app: ref.app, tag}
+    if (ref.kind === 'tag') throw new NotFoundError(`${ref.text} is not in the repository ${this.label}${shown}`)
+    throw new NotFoundError(`${ref.text}: no tag of ${ref.app} in the repository ${this.label} satisfies ${JSON.stringify(ref.range)}${shown}`)
   }
 
   /**

@@ -232,29 +232,41 @@ function checkTrust(path: string, untrusted: UntrustedEntry[], euid: number): St
  * and executable bits, and the same empty directories.
  */
 export function treeDigest(files: TreeFile[], dirs: readonly string[] = []): string {
-  const hash = createHash('sha256')
   const sorted = files.every((file, i) => i === 0 || compareBytes(files[i - 1].path, file.path) < 0) ? files : [...files].sort((a, b) => compareBytes(a.path, b.path))
-  // Lines gathered some 64 KiB at a time: thousands of small updates cost more than the
-  // hashing, and one string of all of them (15 MB for 100,000 files, and the array of
-  // lines beside it) is memory that grows with the release.
-  let lines = ''
-  for (const file of sorted) {
-    lines += `${file.sha256} ${file.size} ${file.executable ? 'x' : '-'} ${file.path}\n`
-    if (lines.length >= 64 * 1024) {
-      hash.update(lines)
-      lines = ''
+  const digest = new TreeDigest()
+  for (const file of sorted) digest.file(file.path, file.size, file.executable, file.sha256)
+  return digest.end(dirs)
+}
+
+/**
+ * treeDigest computed as the files come, in byte order of their path (pack writing
+ * release.json, install reading it): nothing kept per file. Lines are gathered some 64 KiB
+ * at a time: thousands of small updates cost more than the hashing, and one string of all
+ * of them (15 MB for 100,000 files) is memory that grows with the release.
+ */
+export class TreeDigest {
+  private readonly hash = createHash('sha256')
+  private lines = ''
+
+  file(path: string, size: number, executable: boolean, sha256: string): void {
+    this.lines += `${sha256} ${size} ${executable ? 'x' : '-'} ${path}\n`
+    if (this.lines.length >= 64 * 1024) {
+      this.hash.update(this.lines)
+      this.lines = ''
     }
   }
 
-  hash.update(lines)
-
-  // Empty directories after the files, one `dir <path>/` line each: a file line starts
-  // with 64 hex digits, so the two cannot be confused, and a tree without empty
-  // directories keeps the digest it always had (archives and install records made
-  // before directories were kept still verify).
-  for (const dir of [...dirs].sort(compareBytes)) hash.update(`dir ${dir}/\n`)
-
-  return `sha256:${hash.digest('hex')}`
+  /** The digest, with the release's empty directories (in any order). */
+  end(dirs: readonly string[] = []): string {
+    this.hash.update(this.lines)
+    this.lines = ''
+    // Empty directories after the files, one `dir <path>/` line each: a file line starts
+    // with 64 hex digits, so the two cannot be confused, and a tree without empty
+    // directories keeps the digest it always had (archives and install records made
+    // before directories were kept still verify).
+    for (const dir of [...dirs].sort(compareBytes)) this.hash.update(`dir ${dir}/\n`)
+    return `sha256:${this.hash.digest('hex')}`
+  }
 }
 
 /**

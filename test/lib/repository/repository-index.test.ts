@@ -2,7 +2,7 @@ import test from 'ava'
 import fc from 'fast-check'
 
 import {LocalpuppetError} from '../../../src/lib/errors.js'
-import {parseRepositoryIndex, serializeRepositoryIndex} from '../../../src/lib/repository/repository-index.js'
+import {type RepositoryIndex, parseRepositoryIndex, serializeRepositoryIndex, tagInIndex} from '../../../src/lib/repository/repository-index.js'
 import {sourceKind} from '../../../src/lib/source/release-source.js'
 
 const digest = (c: string) => `sha256:${c.repeat(64)}`
@@ -120,4 +120,16 @@ test('source kinds: https, http, file:// and a directory; other schemes are a us
   t.is(sourceKind('/srv/repo'), 'dir')
   t.is(sourceKind('repo'), 'dir')
   t.is((t.throws(() => sourceKind('ftp://r/p')) as LocalpuppetError).exitCode, 64)
+})
+
+test('tagInIndex: a tag listed, a channel\'s tag, a range\'s newest match or a tag named exactly; only the index\'s own entries', (t) => {
+  const index: RepositoryIndex = {format: 1, apps: {foo: {tags: {'1.3.0': {} as never, '1.4.0': {} as never, nightly: {} as never}, channels: {stable: '1.3.0'}}}}
+  t.is(tagInIndex(index, {kind: 'tag', app: 'foo', tag: '1.4.0', text: 'foo/tags/1.4.0'}), '1.4.0')
+  t.is(tagInIndex(index, {kind: 'channel', app: 'foo', channel: 'stable', text: 'foo/channels/stable'}), '1.3.0')
+  t.is(tagInIndex(index, {kind: 'range', app: 'foo', range: '^1', text: 'foo@^1'}), '1.4.0')
+  t.is(tagInIndex(index, {kind: 'range', app: 'foo', range: 'nightly', text: 'foo@nightly'}), 'nightly')
+  t.is(tagInIndex(index, {kind: 'tag', app: 'foo', tag: '2.0.0', text: 'foo/tags/2.0.0'}), undefined)
+  t.is(tagInIndex(index, {kind: 'range', app: 'foo', range: '^2', text: 'foo@^2'}), undefined)
+  t.is(tagInIndex(index, {kind: 'channel', app: 'foo', channel: 'constructor', text: 'foo/channels/constructor'}), undefined)
+  t.is(tagInIndex(index, {kind: 'tag', app: 'constructor', tag: '1.0.0', text: 'constructor/tags/1.0.0'}), undefined)
 })

@@ -1,4 +1,5 @@
 import {execFileSync} from 'node:child_process'
+import {createHash} from 'node:crypto'
 import {lstatSync} from 'node:fs'
 import {chmod, mkdir, symlink, writeFile} from 'node:fs/promises'
 import {join} from 'node:path'
@@ -6,7 +7,7 @@ import {join} from 'node:path'
 import test from 'ava'
 
 import {ReleaseError} from '../../../src/lib/errors.js'
-import {listEntries} from '../../../src/lib/tree/release-tree.js'
+import {TreeDigest, listEntries, treeDigest} from '../../../src/lib/tree/release-tree.js'
 import type {UntrustedEntry} from '../../../src/lib/util/trusted-path.js'
 import {tempDir} from '../../helpers/temp.js'
 
@@ -62,4 +63,21 @@ test('listEntries: a tree that cannot be read is a release error naming where (6
     t.is(error.exitCode, 65)
     t.regex(error.message, /^m\/tags\/1\.0\.0\/d{100,}.*: a path too long to read$/)
   }
+})
+
+test('the release digest is sha256 over the lines its doc gives (files in byte order of the path, then empty directories), whether the files come in order or not', (t) => {
+  const files = [
+    {path: 'b', size: 0, executable: false, sha256: 'b'.repeat(64)},
+    {path: 'a/x', size: 3, executable: true, sha256: 'a'.repeat(64)},
+  ]
+  const lines = `${'a'.repeat(64)} 3 x a/x\n${'b'.repeat(64)} 0 - b\ndir c/\ndir d/\n`
+  const expected = `sha256:${createHash('sha256').update(lines).digest('hex')}`
+  t.is(treeDigest(files, ['d', 'c']), expected)
+  const streamed = new TreeDigest()
+  for (const file of [files[1], files[0]]) streamed.file(file.path, file.size, file.executable, file.sha256)
+  t.is(streamed.end(['d', 'c']), expected)
+  // Many files: the lines are hashed a batch at a time, to the same digest.
+  const many = Array.from({length: 3000}, (_, i) => ({path: `m/${String(i).padStart(5, '0')}`, size: i, executable: i % 2 === 0, sha256: 'c'.repeat(64)}))
+  const text = many.map((file) => `${file.sha256} ${file.size} ${file.executable ? 'x' : '-'} ${file.path}\n`).join('')
+  t.is(treeDigest(many), `sha256:${createHash('sha256').update(text).digest('hex')}`)
 })
