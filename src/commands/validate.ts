@@ -3,7 +3,7 @@ import {Args, Flags} from '@oclif/core'
 import {BaseCommand, describeWithExitCodes} from '../cli/base-command.js'
 import {moduleDirFlags, settingFlag} from '../cli/flags.js'
 import {settingString} from '../lib/config/settings.js'
-import type {ValidateReport} from '../lib/validate/validate-inputs.js'
+import type {ValidateReport} from '../lib/validate/report.js'
 
 export default class Validate extends BaseCommand {
   static override summary = 'Check inputs and releases without touching a node: every problem, in one pass, for CI.'

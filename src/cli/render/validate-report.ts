@@ -1,6 +1,6 @@
 import chalk from 'chalk'
 
-import type {CheckName, ValidateReport} from '../../lib/validate/validate-inputs.js'
+import type {CheckName, ValidateReport} from '../../lib/validate/report.js'
 
 /** Human output: each input with its problems, then a count. */
 export function renderValidateText(report: ValidateReport): string {
