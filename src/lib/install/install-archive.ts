@@ -43,6 +43,9 @@ export interface InstallResult extends CommitResult {
   untrusted: string[]
 }
 
+/** installArchive's result, with the archive's sha256 (of the bytes read: what a repository's index lists). */
+export type ArchiveInstallResult = InstallResult & {sha256: string}
+
 /** Entry types that are plain data; everything else (links, devices, FIFOs) is refused. */
 const FILE_TYPES = new Set(['File', 'OldFile', 'ContiguousFile'])
 
@@ -54,7 +57,7 @@ const FILE_TYPES = new Set(['File', 'OldFile', 'ContiguousFile'])
  * entry (an I/O failure such as a full disk is an IoError, 74), and the module
  * directory is left exactly as it was.
  */
-export async function installArchive(source: Readable, label: string, options: InstallOptions): Promise<InstallResult> {
+export async function installArchive(source: Readable, label: string, options: InstallOptions): Promise<ArchiveInstallResult> {
   try {
     return await install(source, label, options)
   } catch (error) {
@@ -64,7 +67,7 @@ export async function installArchive(source: Readable, label: string, options: I
   }
 }
 
-async function install(source: Readable, label: string, options: InstallOptions): Promise<InstallResult> {
+async function install(source: Readable, label: string, options: InstallOptions): Promise<ArchiveInstallResult> {
   const trusted = await loadTrustedKeys(options.trust ?? [], options.trustDir)
   // Unsigned, nothing but its place vouches for what root is about to install.
   const archiveProblem = trusted.length === 0 ? (options.archiveTrustProblem ?? null) : null
@@ -81,7 +84,7 @@ async function install(source: Readable, label: string, options: InstallOptions)
       .map((entry, i) => ({...entry, files: {[Symbol.iterator]: () => releaseFiles(spool.open, i)}, dirs: entry.dirs ?? [], mutable: parseReleasePath(entry.release)?.kind !== 'tag'}))
       .reverse()
     const result = await staging.commit(releases, {type: 'archive', path: label, sha256}, signedBy)
-    return {...result, release: index.release, signedBy, untrusted: [...(archiveProblem ? [archiveProblem.message] : []), ...staging.untrusted]}
+    return {...result, release: index.release, sha256, signedBy, untrusted: [...(archiveProblem ? [archiveProblem.message] : []), ...staging.untrusted]}
   } catch (error) {
     throw describeInstallError(error, options.moduleDir)
   } finally {

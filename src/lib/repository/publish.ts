@@ -12,7 +12,7 @@ import {readArchiveHead} from './archive-head.js'
 import {type IndexUpdate, hasIndex, updateIndex} from './index-update.js'
 import {type NodeInputFile, type PublishedNodeInput, addNodeInputs, checkNodeInputs} from './publish-inputs.js'
 import {type PublishedTag, REPOSITORY_INDEX, archivePathFor} from './repository-index.js'
-import {checkStoredCopy, sha256OfFile} from './stored-copy.js'
+import {checkStoredCopy} from './stored-copy.js'
 import {own} from '../util/own.js'
 
 export interface PublishOptions {
@@ -150,13 +150,14 @@ async function inspectArchive(path: string): Promise<{source: string; tag: Publi
   const mutable = index.modulepath.find((release) => !release.includes('/tags/'))
   if (mutable) throw new ReleaseError(`${path}: ${index.release} carries mutable ${mutable}; repositories hold tags only`)
   const scratch = await mkdtemp(join(tmpdir(), 'localpuppet-publish-'))
+  let sha256: string
   try {
-    await installArchive(createReadStream(source, {highWaterMark: 1024 * 1024}), path, {moduleDir: scratch, trust: [], trustDir: null})
+    // The install that proves the archive whole also hashes it: the archive is read once.
+    ;({sha256} = await installArchive(createReadStream(source, {highWaterMark: 1024 * 1024}), path, {moduleDir: scratch, trust: [], trustDir: null}))
   } finally {
     await removeTree(scratch)
   }
 
-  const sha256 = await sha256OfFile(source)
   const tag: PublishedTag = {
     archive: archivePathFor(index.app, index.tag),
     size,

@@ -1,6 +1,3 @@
-import {createHash} from 'node:crypto'
-import {createReadStream} from 'node:fs'
-
 import {describeFsError} from '../errors.js'
 import {FileChecker} from '../tree/hash-files.js'
 
@@ -25,9 +22,3 @@ export async function checkStoredCopy(path: string, expected: {size: number; sha
   return check.sha256 === expected.sha256 ? 'intact' : 'changed'
 }
 
-/** The sha256 of a file, read as a stream. */
-export async function sha256OfFile(path: string): Promise<string> {
-  const hash = createHash('sha256')
-  for await (const chunk of createReadStream(path, {highWaterMark: 1024 * 1024})) hash.update(chunk as Buffer)
-  return hash.digest('hex')
-}
