@@ -1,0 +1,62 @@
+/*
+ * Text from outside made safe for a terminal, in one place. Whatever a server, a node,
+ * Puppet or a file said (a label value, a node name, a disable message, Puppet's first
+ * error line, a server's error text, a URL) passes `terminalText` before it reaches a
+ * table or a message: an escape sequence would set the window title or clear the screen,
+ * a newline would forge a line of our own output. `--json` keeps the exact value; only
+ * what a person reads is escaped. URLs lose their credentials everywhere, JSON included.
+ */
+
+// C0 controls, DEL, C1 controls, and the Unicode characters that reorder or hide text
+// (bidirectional overrides and isolates, zero-width joiners, line and paragraph
+// separators, the BOM): each is shown escaped.
+// eslint-disable-next-line no-control-regex
+const UNSAFE = /[\u0000-\u001F\u007F-\u009F\u200B-\u200F\u2028-\u202E\u2060-\u2069\uFEFF]/gu
+
+/** The longest a single outside value is shown (the rest is cut with an ellipsis). */
+export const TERMINAL_TEXT_MAX = 2_000
+
+const NAMED: Record<string, string> = {'\n': '\\n', '\r': '\\r', '\t': '\\t', '\u001B': '\\e'}
+
+/**
+ * One value from outside as one printable line: control and invisible formatting
+ * characters shown escaped (`\n`, `\e`, `\u200e`), cut at `max` characters. Text that
+ * holds none of these comes back unchanged. (A literal backslash stays as it is: it can
+ * make text look escaped, never move the cursor or start a line.)
+ */
+export function terminalText(value: unknown, max = TERMINAL_TEXT_MAX): string {
+  let text = typeof value === 'string' ? value : value === null || value === undefined ? '' : String(value)
+  if (text.length > max) text = `${text.slice(0, max)}…`
+  UNSAFE.lastIndex = 0
+  if (!UNSAFE.test(text)) return text
+  return text.replace(UNSAFE, (char) => NAMED[char] ?? `\\u${char.codePointAt(0)!.toString(16).padStart(4, '0')}`)
+}
+
+/** True when `terminalText` would change the value (it holds a control or formatting character). */
+export function needsEscaping(value: string): boolean {
+  UNSAFE.lastIndex = 0
+  return UNSAFE.test(value)
+}
+
+/**
+ * A URL without its credentials: `http://user:pass@host/x` becomes `http://host/x`. Used
+ * wherever a URL is printed, logged or written to JSON. Text that is not a URL is returned
+ * with anything that looks like `scheme://user:pass@` cut the same way.
+ */
+export function redactUrl(url: string): string {
+  try {
+    const parsed = new URL(url)
+    if (parsed.username === '' && parsed.password === '') return url
+    parsed.username = ''
+    parsed.password = ''
+    return parsed.toString()
+  } catch {
+    // Not a URL as a whole: cut credentials wherever a scheme://user@ pattern appears.
+    return url.replace(/([a-z][a-z0-9+.-]*:\/\/)[^/@\s]*@/giu, '$1')
+  }
+}
+
+/** Both: a URL from a setting or a flag, as a person reads it. */
+export function terminalUrl(url: string): string {
+  return terminalText(redactUrl(url))
+}
