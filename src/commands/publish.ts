@@ -19,7 +19,7 @@ export default class Publish extends BaseCommand {
     [
       {code: 0, meaning: 'published, or already published with the same content (a stored copy that was missing or changed written again)'},
       {code: 64, meaning: 'usage error; the signing key is not Ed25519; a signed repository without --sign; no archive and no index to re-sign'},
-      {code: 65, meaning: 'an archive is corrupt, unsafe or mutable; a node input is invalid; the repository\'s index is invalid'},
+      {code: 65, meaning: 'an archive is corrupt, unsafe or mutable; a node input is invalid or not UTF-8; an entry of --inputs DIR is a link, FIFO or device; the repository\'s index is invalid'},
       {code: 66, meaning: 'an archive, input or key not found; a node input names a tag, range or channel the repository does not have'},
       {code: 73, meaning: "a tag is already published with other content; its stored archive is missing or changed and the archive given is another copy (not the bytes the index lists); another publisher held the lock too long"},
     ],
@@ -41,7 +41,7 @@ export default class Publish extends BaseCommand {
     expires: Flags.string({description: 'how long nodes believe the new index (90m, 12h, 7d, 4w); re-publish before then; default 30d', helpValue: 'DURATION'}),
     node: Flags.string({description: "publish this node's input (with --input)", helpValue: 'NAME', dependsOn: ['input']}),
     input: Flags.string({description: "the node's input.yaml (with --node)", helpValue: 'FILE', dependsOn: ['node']}),
-    inputs: Flags.string({description: 'publish every NAME.yaml in DIR as node NAME\'s input', helpValue: 'DIR', exclusive: ['node']}),
+    inputs: Flags.string({description: 'publish every NAME.yaml in DIR as node NAME\'s input (regular files only: a link, FIFO or device is refused)', helpValue: 'DIR', exclusive: ['node']}),
   }
 
   async run(): Promise<PublishResult> {

@@ -1,4 +1,5 @@
 import {chown, readFile, readdir, mkdir, rm, writeFile} from 'node:fs/promises'
+import {createHash} from 'node:crypto'
 import {dirname, join} from 'node:path'
 
 import test from 'ava'
@@ -303,4 +304,103 @@ asRoot('an input directory on a full disk: 74 naming the input file, no temporar
   t.regex(JSON.parse(result.stdout).error.message, /input\.yaml/)
   t.deepEqual((await readdir(mount)).sort(), ['filler'], 'no input and no temporary file')
   t.false(await exists(join(node.fake, 'args')), 'puppet was not started')
+})
+
+test('a node input that is not UTF-8 is refused at publish (65, naming it, --node and --inputs alike) and, put straight into a signed repository, on the node (65): the kept input unchanged, nothing applied', async (t) => {
+  const dir = await tempDir(t)
+  const {key, pub} = await keyPair(dir, 'release')
+  const {repo} = await demoRepository(join(dir, 'build'), key)
+  const web1 = join(dir, 'web1.yaml')
+  await writeFile(web1, inputFor('foo/tags/1.4.0', 8080))
+  t.is((await cli(['publish', '--node', 'web1', '--input', web1, '--repo', repo, '--sign', key])).exitCode, 0)
+  const node = await makeNode(dir, 'web1', {repo, trust: pub})
+  const first = await node.apply()
+  t.is(first.exitCode, 0, first.stderr)
+
+  // Latin-1: "café" with é as the one byte 0xe9.
+  const latin1 = Buffer.concat([Buffer.from(inputFor('foo/tags/1.4.0', 9090) + 'parameters:\n  motd: "caf'), Buffer.from([0xe9]), Buffer.from('"\n')])
+  const inputs = join(dir, 'inputs')
+  await mkdir(inputs)
+  await writeFile(join(inputs, 'web1.yaml'), latin1)
+  const indexBefore = await readFile(join(repo, 'index.json'), 'utf8')
+  for (const args of [['--node', 'web1', '--input', join(inputs, 'web1.yaml')], ['--inputs', inputs]]) {
+    const refused = await cli(['publish', ...args, '--repo', repo, '--sign', key])
+    t.is(refused.exitCode, 65, refused.stderr)
+    t.is(refused.stderr.split('\n')[0], `localpuppet: ${join(inputs, 'web1.yaml')}:6: invalid UTF-8 (byte 0xe9 at offset 75); the file must be UTF-8 text`)
+    t.is(await readFile(join(repo, 'index.json'), 'utf8'), indexBefore, 'nothing published')
+  }
+
+  // Written into the repository by hand and the index re-signed: the signature holds, the bytes are still not UTF-8.
+  const sha256 = createHash('sha256').update(latin1).digest('hex')
+  const path = `inputs/web1/${sha256}.yaml`
+  await writeFile(join(repo, path), latin1)
+  const index = JSON.parse(indexBefore)
+  index.nodes.web1 = {...index.nodes.web1, input: path, size: latin1.length, sha256}
+  await writeFile(join(repo, 'index.json'), JSON.stringify(index, null, 1))
+  t.is((await cli(['publish', '--repo', repo, '--sign', key])).exitCode, 0)
+  await assertRefused(t, node, new RegExp(`^input of node web1: ${join(repo, path)}:6: invalid UTF-8 \\(byte 0xe9 at offset 75\\); the file must be UTF-8 text; refused, the input kept as it was$`), {
+    input: inputFor('foo/tags/1.4.0', 8080),
+    modules: (await readdir(node.modules)).sort(),
+    lastCompleted: JSON.parse(first.stdout).id,
+  })
+  const again = await node.apply()
+  t.regex(JSON.parse(again.stdout).error.suggestions[0], /^the publisher saves it as UTF-8 and publishes it again: localpuppet publish --node web1 --input FILE --repo DIR/)
+})
+
+test('an input with a byte order mark is kept byte for byte (the next run finds it unchanged); a NUL byte is refused at publish (65)', async (t) => {
+  const dir = await tempDir(t)
+  const {key, pub} = await keyPair(dir, 'release')
+  const {repo} = await demoRepository(join(dir, 'build'), key)
+  const web1 = join(dir, 'web1.yaml')
+  const withBom = Buffer.from('\uFEFF' + inputFor('foo/tags/1.4.0', 8080))
+  await writeFile(web1, withBom)
+  t.is((await cli(['publish', '--node', 'web1', '--input', web1, '--repo', repo, '--sign', key])).exitCode, 0)
+  const node = await makeNode(dir, 'web1', {repo, trust: pub})
+  const first = await node.apply()
+  t.is(first.exitCode, 0, first.stderr)
+  t.deepEqual(await readFile(node.input), withBom)
+  const second = await node.apply()
+  t.like(JSON.parse(second.stdout), {state: 'succeeded', fetch: {input: {node: 'web1', status: 'unchanged'}}})
+
+  await writeFile(web1, inputFor('foo/tags/1.4.0', 8080) + 'parameters:\n  motd: "a\0b"\n')
+  const nul = await cli(['publish', '--node', 'web1', '--input', web1, '--repo', repo, '--sign', key])
+  t.is(nul.exitCode, 65, nul.stderr)
+  t.regex(nul.stderr, new RegExp(`^localpuppet: ${web1}:\\S*: null byte is not allowed in input`))
+})
+
+test('publish --inputs DIR publishes only regular files: a link (to a secret outside DIR, or to a file inside it) or a FIFO is refused (65) naming the entry, nothing published, nothing of the target shown', async (t) => {
+  const dir = await tempDir(t)
+  const {key} = await keyPair(dir, 'release')
+  const {repo} = await demoRepository(join(dir, 'build'), key)
+  const secret = join(dir, 'shadow')
+  const SECRET = 'root:$6$s3cr3tSALT$verysecrethashverysecrethash:19000:0:99999:7:::'
+  await writeFile(secret, SECRET + '\n', {mode: 0o600})
+  const inputs = join(dir, 'inputs')
+  await mkdir(inputs)
+  await writeFile(join(inputs, 'db1.yaml'), inputFor('foo/tags/1.4.0', 5432))
+  const indexBefore = await readFile(join(repo, 'index.json'), 'utf8')
+  const publish = () => cli(['publish', '--inputs', inputs, '--repo', repo, '--sign', key])
+  const {symlink} = await import('node:fs/promises')
+  const {execFileSync} = await import('node:child_process')
+  const cases: Array<[string, () => Promise<void>, string]> = [
+    ['web1.yaml', () => symlink(secret, join(inputs, 'web1.yaml')), 'is a symbolic link'],
+    ['web2.yaml', () => symlink('db1.yaml', join(inputs, 'web2.yaml')), 'is a symbolic link'],
+    ['web3.yaml', async () => void execFileSync('mkfifo', [join(inputs, 'web3.yaml')]), 'is a FIFO (named pipe)'],
+  ]
+  for (const [entry, make, kind] of cases) {
+    await make()
+    for (const json of [false, true]) {
+      const refused = await cli(['publish', '--inputs', inputs, '--repo', repo, '--sign', key, ...(json ? ['--json'] : [])])
+      t.is(refused.exitCode, 65, refused.stderr)
+      const message = json ? JSON.parse(refused.stdout).error.message : refused.stderr.split('\n')[0]
+      t.is(message, `${json ? '' : 'localpuppet: '}--inputs ${inputs}: ${entry} ${kind}, not a regular file; only regular files are published (nothing published)`)
+      t.false((refused.stdout + refused.stderr).includes('s3cr3t'), 'nothing of the target is shown')
+    }
+    t.is(await readFile(join(repo, 'index.json'), 'utf8'), indexBefore, 'nothing published')
+    await rm(join(inputs, entry))
+  }
+
+  const published = await publish()
+  t.is(published.exitCode, 0, published.stderr)
+  t.deepEqual(Object.keys(JSON.parse(await readFile(join(repo, 'index.json'), 'utf8')).nodes), ['db1'])
 })

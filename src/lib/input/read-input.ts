@@ -30,8 +30,9 @@ export interface InputText {
  * by root or the effective user and writable by nobody else: 77 naming it, before a byte
  * is read (`trust.allow`, --allow-untrusted, returns the line instead). Judged once open,
  * by path and by the opened file's fstat, so a file swapped in between is caught too.
+ * With `noFollow`, a symbolic link is refused (65) without reading what it leads to.
  */
-export async function readInputText(path: string, stdin: NodeJS.ReadableStream = process.stdin, trust?: {allow: boolean}): Promise<InputText> {
+export async function readInputText(path: string, stdin: NodeJS.ReadableStream = process.stdin, trust?: {allow: boolean}, options: {noFollow?: boolean} = {}): Promise<InputText> {
   const error = (message: string) => new InputError(message)
   if (path === '-') {
     const bytes = await readBoundedStream(stdin, {maxBytes: MAX_YAML_BYTES, label: '<stdin>', error})
@@ -49,7 +50,7 @@ export async function readInputText(path: string, stdin: NodeJS.ReadableStream =
     : undefined
   let bytes: Buffer
   try {
-    bytes = await readBoundedFile(path, {maxBytes: MAX_YAML_BYTES, label: `input ${path}`, error, expected: 'a YAML file', inspect})
+    bytes = await readBoundedFile(path, {maxBytes: MAX_YAML_BYTES, label: `input ${path}`, error, expected: 'a YAML file', inspect, noFollow: options.noFollow})
   } catch (caught) {
     if (caught instanceof LocalpuppetError) throw caught
     if ((caught as NodeJS.ErrnoException).code) throw describeFsError(caught, `input file ${path}`)

@@ -1,10 +1,12 @@
 import {createHash} from 'node:crypto'
+import type {Dirent} from 'node:fs'
 import {mkdir, readdir} from 'node:fs/promises'
 import {dirname, join} from 'node:path'
 
 import {InputError, NotFoundError, UsageError, describeFsError} from '../errors.js'
 import {writeFileAtomic} from '../util/atomic-write.js'
 import {own} from '../util/own.js'
+import {terminalText} from '../util/terminal-text.js'
 import {parseNodeInput} from '../input/node-input.js'
 import {readInputText} from '../input/read-input.js'
 import type {ReleaseRef} from '../release/release-ref.js'
@@ -15,6 +17,8 @@ import {checkStoredCopy} from './stored-copy.js'
 export interface NodeInputFile {
   node: string
   file: string
+  /** Read only as a regular file, never through a symbolic link (an entry of `--inputs DIR`). */
+  noFollow?: boolean
 }
 
 /** A node input read and validated, ready to go into the repository. */
@@ -38,18 +42,40 @@ export interface PublishedNodeInput {
   status: 'added' | 'updated' | 'unchanged' | 'repaired'
 }
 
-/** `--inputs DIR`: every `NAME.yaml` in it is node NAME's input. */
+/**
+ * `--inputs DIR`: every `NAME.yaml` in it is node NAME's input. Only regular files: a
+ * symbolic link (which could lead anywhere: `web1.yaml -> /etc/shadow` would publish, or
+ * quote in an error, a file the directory's writer cannot read), a FIFO, a device or a
+ * directory is refused (65 naming the entry, nothing published), before any is read; each
+ * is then opened with O_NOFOLLOW, so one swapped for a link meanwhile is refused too.
+ */
 export async function nodeInputsIn(dir: string): Promise<NodeInputFile[]> {
-  let names: string[]
+  let entries: Dirent[]
   try {
-    names = await readdir(dir)
+    entries = await readdir(dir, {withFileTypes: true})
   } catch (error) {
     throw describeFsError(error, `--inputs ${dir}`)
   }
 
-  const files = names.filter((name) => name.endsWith('.yaml')).sort()
+  const files = entries.filter((entry) => entry.name.endsWith('.yaml')).sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))
   if (files.length === 0) throw new NotFoundError(`--inputs ${dir}: no NAME.yaml files (one per node, named by the node)`)
-  return files.map((name) => ({node: name.slice(0, -'.yaml'.length), file: join(dir, name)}))
+  const odd = files.find((entry) => !entry.isFile())
+  if (odd) {
+    throw new InputError(`--inputs ${terminalText(dir)}: ${terminalText(odd.name)} ${entryKind(odd)}, not a regular file; only regular files are published (nothing published)`, [
+      'put the input itself in the directory (cp --dereference), or publish it with --node NAME --input FILE',
+    ])
+  }
+
+  return files.map((entry) => ({node: entry.name.slice(0, -'.yaml'.length), file: join(dir, entry.name), noFollow: true}))
+}
+
+function entryKind(entry: Dirent): string {
+  if (entry.isSymbolicLink()) return 'is a symbolic link'
+  if (entry.isDirectory()) return 'is a directory'
+  if (entry.isFIFO()) return 'is a FIFO (named pipe)'
+  if (entry.isCharacterDevice() || entry.isBlockDevice()) return 'is a device'
+  if (entry.isSocket()) return 'is a socket'
+  return 'is of an unknown kind'
 }
 
 /**
@@ -61,11 +87,11 @@ export async function nodeInputsIn(dir: string): Promise<NodeInputFile[]> {
 export async function checkNodeInputs(inputs: NodeInputFile[]): Promise<CheckedNodeInput[]> {
   const seen = new Set<string>()
   const checked: CheckedNodeInput[] = []
-  for (const {node, file} of inputs) {
+  for (const {node, file, noFollow} of inputs) {
     if (!isValidNodeName(node)) throw new UsageError(`node name ${JSON.stringify(node)} (${file}): not a host name (lowercase letters, digits, '.', '-', '_')`)
     if (seen.has(node)) throw new UsageError(`node ${node}: two inputs given`)
     seen.add(node)
-    const {text} = await readInputText(file)
+    const {text} = await readInputText(file, undefined, undefined, {noFollow})
     const input = parseNodeInput(text, file)
     if (input.app.kind === 'trunk' || input.app.kind === 'branch') {
       throw new InputError(`${file}: app ${input.app.text}: a repository holds tags only, so node ${node} could never fetch it`, [`name a tag (${input.app.app}/tags/1.0.0), a range (${input.app.app}@^1) or a channel (${input.app.app}/channels/stable)`])

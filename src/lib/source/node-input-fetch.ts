@@ -75,7 +75,8 @@ export async function fetchNodeInput(
     if (options.keep) {
       const same = before !== null && createHash('sha256').update(before).digest('hex') === got.sha256
       if (!same) {
-        await writeFileAtomic(inputPath, got.text, 0o644).catch((error: unknown) => {
+        // The signed bytes themselves: the kept copy matches the index, so the next run downloads nothing.
+        await writeFileAtomic(inputPath, got.bytes, 0o644).catch((error: unknown) => {
           throw describeFsError(error, `input file ${inputPath}`)
         })
       }

@@ -51,7 +51,10 @@ export interface FetchResult {
 /** A node's input as the repository's signed index lists it, verified. */
 export interface NodeInputFetch {
   node: string
+  /** The input as UTF-8 text (anything else is refused). */
   text: string
+  /** The bytes the index signs: what the node keeps, byte for byte. */
+  bytes: Buffer
   sha256: string
   /** Where it was read (a URL or path), for messages. */
   location: string

@@ -6,8 +6,9 @@ import {createHash, randomBytes} from 'node:crypto'
 import type {InstallResult} from '../install/install-archive.js'
 import {localpuppetDir, readRecordHead} from '../install/install-record.js'
 import {loadTrustedKeys, verifyIndexSignature} from '../archive/signature.js'
-import {ConflictError, NotFoundError, ReleaseError, RepositoryUnavailableError, UsageError, describeFsError} from '../errors.js'
+import {ConflictError, InputError, NotFoundError, ReleaseError, RepositoryUnavailableError, UsageError, describeFsError} from '../errors.js'
 import {type ReleaseRef, parseReleaseRef, sortTagsNewestFirst} from '../release/release-ref.js'
+import {decodeUtf8Strict} from '../util/bounded-read.js'
 import {own} from '../util/own.js'
 import {UNSIGNED_HINT, refuseUnlessAllowed} from '../util/trusted-path.js'
 import {
@@ -94,7 +95,7 @@ export class RepositorySource implements ReleaseSource {
     const where = this.transport.locate(published.input)
     // The node already holds these bytes (its kept input): the signed index vouches for them, nothing to download.
     if (have && have.length === published.size && createHash('sha256').update(have).digest('hex') === published.sha256) {
-      return {node, text: have.toString('utf8'), sha256: published.sha256, location: where, published, source: this.label, signedBy, indexVersion: accepted.version, indexExpires: accepted.expires}
+      return {node, text: nodeInputText(have, where, node), bytes: have, sha256: published.sha256, location: where, published, source: this.label, signedBy, indexVersion: accepted.version, indexExpires: accepted.expires}
     }
 
     const bytes = await this.transport.read(published.input, MAX_NODE_INPUT_BYTES)
@@ -106,7 +107,7 @@ export class RepositorySource implements ReleaseSource {
       ])
     }
 
-    return {node, text: bytes.toString('utf8'), sha256, location: where, published, source: this.label, signedBy, indexVersion: accepted.version, indexExpires: accepted.expires}
+    return {node, text: nodeInputText(bytes, where, node), bytes, sha256, location: where, published, source: this.label, signedBy, indexVersion: accepted.version, indexExpires: accepted.expires}
   }
 
   /** The index, read once per source (a node input and its releases come from the same index), judged fresh and remembered. */
@@ -260,6 +261,19 @@ export class RepositorySource implements ReleaseSource {
       await rm(temp, {force: true})
     }
   }
+}
+
+/**
+ * A node input's text, only if it is UTF-8 (65 naming the input and the line otherwise):
+ * decoded leniently, its bad bytes would be replaced, so the input applied would not be the
+ * one signed, and the copy kept would never match the index (downloaded again every run).
+ */
+function nodeInputText(bytes: Buffer, where: string, node: string): string {
+  return decodeUtf8Strict(bytes, where, (message) =>
+    new InputError(`input of node ${node}: ${message}; refused, the input kept as it was`, [
+      `the publisher saves it as UTF-8 and publishes it again: localpuppet publish --node ${node} --input FILE --repo DIR (publish refuses anything but UTF-8)`,
+    ]),
+  )
 }
 
 /**
