@@ -4,7 +4,7 @@
 // and leaves nothing in the module directory.
 import {existsSync} from 'node:fs'
 import {createServer as createHttpsServer} from 'node:https'
-import {cp, mkdir, readFile, readdir, writeFile} from 'node:fs/promises'
+import {cp, mkdir, readFile, readdir, stat, writeFile} from 'node:fs/promises'
 import {join} from 'node:path'
 import {fileURLToPath} from 'node:url'
 
@@ -408,4 +408,46 @@ test('a redirect from https to plain http is refused (65) with trusted keys too:
   t.is(result.stderr.trimEnd(), `localpuppet: ${url}/index.json: redirected to ${plain.url}/index.json; refused (never from https to plain http)`)
   t.deepEqual(plain.requests, [], 'nothing asked of the plain http server')
   t.deepEqual(await leftovers(s.modules), [])
+})
+
+test("a fetch killed with SIGKILL mid-download leaves its partial archive, which the next fetch removes; a live fetch's download is left alone", async (t) => {
+  const s = await scenario(t)
+  let stall = true
+  const server = await serve(t, s, (path, body, socket) => {
+    if (!isArchive(path) || !stall) return false
+    // The headers and half the archive, then nothing: a download that goes on until its fetch is killed.
+    socket.write(Buffer.concat([head(200, {'content-length': body!.length}), body!.subarray(0, body!.length >> 1)]))
+    return true
+  })
+  const downloads = join(s.modules, '.localpuppet', 'downloads')
+  const start = () => startCli(['fetch', 'foo/tags/1.4.0', '--source', server.url, '--module-dir', s.modules, '--trust', base.pub, '--timeout', '600'])
+  /** The downloads other than `known`, once one has bytes in it. */
+  const newDownload = async (known: string[]): Promise<string> => {
+    for (let i = 0; i < 3000; i++) {
+      for (const name of await readdir(downloads).catch(() => [] as string[])) {
+        if (!known.includes(name) && (await stat(join(downloads, name)).then((info) => info.size > 0, () => false))) return name
+      }
+
+      await new Promise((resolve) => setTimeout(resolve, 10))
+    }
+
+    throw new Error('no download appeared')
+  }
+
+  const live = start()
+  t.teardown(() => void live.kill('SIGKILL'))
+  const writing = await newDownload([])
+  const killed = start()
+  const partial = await newDownload([writing])
+  killed.kill('SIGKILL')
+  await killed
+  t.deepEqual((await readdir(downloads)).sort(), [partial, writing].sort(), 'the killed fetch left its download')
+
+  stall = false
+  const next = await cli(['fetch', 'foo/tags/1.3.0', '--source', server.url, '--module-dir', s.modules, '--trust', base.pub])
+  t.is(next.exitCode, 0, next.stderr)
+  t.deepEqual(await readdir(downloads), [writing], "the dead fetch's download removed, the live one's kept")
+  t.is(live.exitCode, null, 'the live fetch is still downloading')
+  live.kill('SIGKILL')
+  await live
 })

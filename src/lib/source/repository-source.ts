@@ -1,8 +1,9 @@
 import {createReadStream} from 'node:fs'
 import {lstat, mkdir, rm} from 'node:fs/promises'
 import {join} from 'node:path'
-import {createHash, randomBytes} from 'node:crypto'
+import {createHash} from 'node:crypto'
 
+import {downloadPath, downloadsDir, removeAbandonedDownloads} from '../install/downloads.js'
 import type {InstallResult} from '../install/install-archive.js'
 import {localpuppetDir, readRecordHead} from '../install/install-record.js'
 import {loadTrustedKeys, verifyIndexSignature} from '../archive/signature.js'
@@ -48,6 +49,8 @@ export class RepositorySource implements ReleaseSource {
     const untrusted = [...before]
     const wanted = refs.map((text) => this.resolve(index, parseReleaseRef(text, 'fetch')))
     const releases: FetchedRelease[] = []
+    // Downloads of fetches that were killed would otherwise stay for ever (a fetch its unit's timeout kills, again and again, fills the disk).
+    await removeAbandonedDownloads(options.moduleDir)
     for (const {ref, app, tag} of wanted) {
       const release = `${app}/tags/${tag}`
       if (releases.some((r) => r.release === release)) continue
@@ -239,7 +242,7 @@ export class RepositorySource implements ReleaseSource {
   private async install(release: string, published: PublishedTag, options: FetchOptions): Promise<InstallResult> {
     // Loaded only to install: a fetch that finds every release present never loads tar.
     const [{installArchive}, {readArchiveHead}] = await Promise.all([import('../install/install-archive.js'), import('../repository/archive-head.js')])
-    const downloads = join(localpuppetDir(options.moduleDir), 'downloads')
+    const downloads = downloadsDir(options.moduleDir)
     try {
       if (!(await lstat(options.moduleDir)).isDirectory()) throw Object.assign(new Error('not a directory'), {code: 'ENOTDIR'})
       await mkdir(localpuppetDir(options.moduleDir), {recursive: true, mode: 0o755})
@@ -248,7 +251,7 @@ export class RepositorySource implements ReleaseSource {
       throw describeFsError(error, `module directory ${options.moduleDir}`)
     }
 
-    const temp = join(downloads, `${process.pid}-${randomBytes(4).toString('hex')}.tar.gz`)
+    const temp = downloadPath(downloads)
     const where = this.transport.locate(published.archive)
     try {
       await this.transport.download(published.archive, temp, published, options.onProgress && ((bytes) => options.onProgress!({release, bytes, total: published.size})))
