@@ -10,12 +10,13 @@ export interface FetchFlagValues {
   insecure: boolean
   'allow-untrusted'?: boolean
   'accept-repository'?: string
+  'repository-id'?: string
 }
 
 /** fetch: the configured source (flag, env, config file), with download progress on a terminal only. */
 export async function fetchFromSource(refs: string[], flags: FetchFlagValues, options: {timeoutSeconds?: number; progress: boolean}): Promise<FetchResult> {
   const {fetchConfigured} = await import('../lib/source/fetch.js')
-  const fetch: ConfiguredFetch = {moduleDir: flags['module-dir'], source: flags.source, trust: flags.trust, insecure: flags.insecure, allowUntrusted: flags['allow-untrusted'], acceptRepository: flags['accept-repository']}
+  const fetch: ConfiguredFetch = {moduleDir: flags['module-dir'], source: flags.source, trust: flags.trust, insecure: flags.insecure, allowUntrusted: flags['allow-untrusted'], acceptRepository: flags['accept-repository'], repositoryId: flags['repository-id']}
   const printer = downloadProgress(options.progress)
   try {
     return await fetchConfigured(refs, fetch, {timeoutSeconds: options.timeoutSeconds, onProgress: printer ? (p) => printer.update(p) : undefined})

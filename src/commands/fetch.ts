@@ -14,7 +14,9 @@ export default class Fetch extends BaseCommand {
       'with the same digests, downloads the rest (size and sha256 checked against the index, signatures against trusted ' +
       'keys), and installs each with the verified, atomic install. Sources: https://, http://, file:// or a directory; ' +
       'or apt: packages made by pack --format deb, installed with apt-get and checked by apt\'s own signatures; ' +
-      'HTTPS_PROXY, HTTP_PROXY and NO_PROXY are honoured. Network faults are retried with backoff.',
+      'HTTPS_PROXY, HTTP_PROXY and NO_PROXY are honoured. Network faults are retried with backoff. The first index a node ' +
+      'accepts from a source pins its repository id; with --repository-id (or the repository_id setting) the node knows ' +
+      'the id before first contact, and refuses an index of any other.',
     FETCH_EXIT_CODES,
   )
 
@@ -31,7 +33,11 @@ export default class Fetch extends BaseCommand {
     ...sourceFlags,
     ...trustFlags,
     'accept-repository': Flags.string({
-      description: 'accept the repository with this id at the source in place of the one this node pinned (a repository re-created on purpose; its versions start afresh): the id is the repository field of its index.json',
+      description: "accept the repository with this id at the source in place of the one this node pinned (a repository re-created on purpose; its versions start afresh): the id is the repository field of its index.json, read on the publisher's side",
+      helpValue: 'ID',
+    }),
+    'repository-id': Flags.string({
+      description: "the id the source's repository must have (the repository field of its index.json, read on the publisher's side): an index with another is refused, even on first contact; default: the repository_id setting",
       helpValue: 'ID',
     }),
     timeout: Flags.integer({description: 'give up on a request that is silent this long (connect, headers, body), or whose body brings less than 16 KiB/s over that long, in seconds; retried', min: 1, default: 30, helpValue: 'SECONDS'}),

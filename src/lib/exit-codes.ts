@@ -66,7 +66,7 @@ export const INSTALL_EXIT_CODES: ExitCodeRow[] = [
 export const FETCH_EXIT_CODES: ExitCodeRow[] = [
   {code: 0, meaning: 'fetched, or already present'},
   {code: 64, meaning: 'usage error; no source configured; plain http with no trusted key and no --insecure; trunk or a branch'},
-  {code: 65, meaning: 'bad signature or digest, hostile index or archive, a redirect from https to http; an index older than one already accepted from the repository (a replay), or expired; an index of another repository than the one accepted from the source (or without an id once one is), or not the one --accept-repository names; the record of accepted versions is damaged'},
+  {code: 65, meaning: 'bad signature or digest, hostile index or archive, a redirect from https to http; an index older than one already accepted from the repository (a replay), or expired; an index of another repository than the one accepted from the source (or without an id once one is), or not the one --accept-repository or repository_id names; the record of accepted versions is damaged'},
   {code: 66, meaning: 'the tag, range or channel is not in the repository; a source without a scheme that reads as a host and is no directory here'},
   {code: 69, meaning: 'the repository cannot be reached (after retries: connection refused or reset, timed out, too slow, HTTP 5xx or 429, a redirect loop, plain HTTP on an https:// port), or lacks a file its index names'},
   {code: 73, meaning: 'a tag is installed with other content, or another install is running'},

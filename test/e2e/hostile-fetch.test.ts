@@ -4,7 +4,7 @@
 // and leaves nothing in the module directory.
 import {existsSync} from 'node:fs'
 import {createServer as createHttpsServer} from 'node:https'
-import {cp, mkdir, readFile, readdir, stat, writeFile} from 'node:fs/promises'
+import {cp, mkdir, readFile, readdir, rm, stat, writeFile} from 'node:fs/promises'
 import {join} from 'node:path'
 import {fileURLToPath} from 'node:url'
 
@@ -264,7 +264,8 @@ test('an archive whose release.json disagrees with a signed index is refused (65
   await refusedBounded(t, s, server.url, 65, /holds foo\/tags\/1\.3\.0 .*not what the index says for foo\/tags\/1\.4\.0: another release; refused/)
 })
 
-test('another repository signed with the same key (staging over production) is refused (65) naming both ids; the genuine one still fetches', async (t) => {
+/** A temp dir with an empty module dir, and publish (signed with the demo's key) of archives into a repository there, giving publish --json. */
+async function twoRepositories(t: ExecutionContext) {
   const dir = await tempDir(t)
   const modules = join(dir, 'modules')
   await mkdir(modules)
@@ -273,6 +274,12 @@ test('another repository signed with the same key (staging over production) is r
     t.is(published.exitCode, 0, published.stderr)
     return JSON.parse(published.stdout)
   }
+
+  return {dir, modules, publish}
+}
+
+test('another repository signed with the same key (staging over production) is refused (65) naming both ids; the genuine one still fetches', async (t) => {
+  const {dir, modules, publish} = await twoRepositories(t)
 
   // A (production): foo 1.4.0 at version 1. B (staging, same key): foo 1.3.0, re-signed to version 4.
   const a = join(dir, 'production')
@@ -295,7 +302,10 @@ test('another repository signed with the same key (staging over production) is r
   const substituted = await cli(['fetch', 'foo@^1.3', '--source', a, '--module-dir', modules, '--trust', base.pub])
   t.is(substituted.exitCode, 65, substituted.stderr)
   t.is(substituted.stderr.trimEnd().split('\n').filter((line) => !line.startsWith('  ')).length, 1, substituted.stderr)
-  t.regex(substituted.stderr, new RegExp(`^localpuppet: index of ${a} is of repository ${staging.repository}, not ${first.repository}, which this node accepted from it: .*--accept-repository ${staging.repository}`))
+  t.regex(substituted.stderr, new RegExp(`^localpuppet: index of ${a} is of repository ${staging.repository}, not ${first.repository}, which this node accepted from it: .*--accept-repository ID \\(or set repository_id to it\\)\n`))
+  // The hints send the operator to the publisher's side for the genuine id; none says to accept the substitute's.
+  t.false(new RegExp(`(accept-repository|repository_id:?) ${staging.repository}`).test(substituted.stderr), substituted.stderr)
+  t.regex(substituted.stderr, /find the repository's genuine id on the publisher's side \(the repository field of index\.json in the repository's directory, or publish --json's repository\) and compare it/)
   t.deepEqual(await readdir(join(modules, 'foo', 'tags')), ['1.4.0'], 'nothing of B installed')
 
   // The genuine index again: accepted (B's version 4 was never remembered).
@@ -306,6 +316,46 @@ test('another repository signed with the same key (staging over production) is r
   t.like(JSON.parse(again.stdout), {releases: [{release: 'foo/tags/1.4.0', status: 'already present'}], indexVersion: 1})
   t.regex(String(first.repository), /^[0-9a-f]{32}$/)
   t.not(staging.repository, first.repository, 'each repository has its own identity')
+})
+
+test('a node given its repository id (repository_id, --repository-id) refuses a substitute on first contact (65), with hints that send the operator to the publisher for the genuine id; the genuine one fetches', async (t) => {
+  const {dir, modules, publish} = await twoRepositories(t)
+  // Production's id, read on the publisher's side; the source the node first reads serves staging (same key).
+  const production: string = (await publish(join(dir, 'production'), join(base.dir, 'foo-1.4.0.tar.gz'))).repository
+  const source = join(dir, 'mirror')
+  const staging: string = (await publish(source, join(base.dir, 'foo-1.3.0.tar.gz'))).repository
+  const config = join(dir, 'config.yaml')
+  await writeFile(config, `module_dir: ${modules}\nsource: ${source}\ntrust: ${base.pub}\nrepository_id: ${production}\n`)
+  const env = {LOCALPUPPET_CONFIG: config}
+  const settings = await cli(['config', '--json'], {env})
+  t.deepEqual(JSON.parse(settings.stdout).settings.repository_id, {value: production, origin: 'file', from: `${config}:4`})
+
+  const refused = await cli(['fetch', 'foo@^1.3'], {env})
+  t.is(refused.exitCode, 65, refused.stderr)
+  const [message, ...hints] = refused.stderr.trimEnd().split('\n')
+  t.is(message, `localpuppet: index of ${source} is of repository ${staging}, not ${production} as repository_id in ${config}:4 says; refused: another repository's index in its place (one signed with the same key), or the repository was re-created`)
+  t.regex(hints.join('\n'), /find the repository's genuine id on the publisher's side \(the repository field of index\.json in the repository's directory, or publish --json's repository\) and compare it with the ids above; never take an id from what the node read/)
+  t.regex(hints.join('\n'), new RegExp(`if the genuine id is ${production}, the source serves another repository \\(a mirror or proxy\\?\\); if it is another, the repository was re-created: set repository_id to the genuine id`))
+  t.false(hints.join('\n').includes(staging), "no hint names the substitute's id")
+  t.false(existsSync(join(modules, 'foo')), 'nothing installed')
+  t.false(existsSync(join(modules, '.localpuppet', 'repositories.json')), "the substitute's id is not pinned")
+
+  // The flag and the variable say the same; a flag that is no id is 64, a variable that is none 65.
+  const flagged = await cli(['fetch', 'foo@^1.3', '--source', source, '--module-dir', modules, '--trust', base.pub, '--repository-id', production])
+  t.is(flagged.exitCode, 65, flagged.stderr)
+  t.regex(flagged.stderr, new RegExp(`not ${production} as --repository-id says; refused`))
+  t.is((await cli(['fetch', 'foo@^1.3', '--source', source, '--module-dir', modules, '--trust', base.pub, '--repository-id', 'staging'])).exitCode, 64)
+  const badEnv = await cli(['fetch', 'foo@^1.3', '--source', source, '--module-dir', modules, '--trust', base.pub], {env: {LOCALPUPPET_REPOSITORY_ID: 'staging'}})
+  t.is(badEnv.exitCode, 65, badEnv.stderr)
+  t.regex(badEnv.stderr, /^localpuppet: LOCALPUPPET_REPOSITORY_ID: expected a repository id \(32 hex digits/)
+  t.is((await cli(['fetch', 'foo@^1.3', '--accept-repository', staging], {env})).exitCode, 64, '--accept-repository cannot overrule repository_id')
+
+  // The mirror serves production: fetched, and pinned.
+  await rm(source, {recursive: true})
+  await cp(join(dir, 'production'), source, {recursive: true})
+  const genuine = await cli(['fetch', 'foo@^1.3', '--json'], {env})
+  t.is(genuine.exitCode, 0, genuine.stderr)
+  t.like(JSON.parse(genuine.stdout), {repository: production, releases: [{release: 'foo/tags/1.4.0', status: 'installed'}]})
 })
 
 test('an archive whose release.json has the release the index says but another dependency digest, or another modulepath, is refused (65), nothing installed', async (t) => {

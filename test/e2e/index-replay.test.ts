@@ -269,8 +269,9 @@ test('a repository re-created on purpose (a new id) is refused (65) until fetch 
   t.is(
     JSON.parse(refused.stdout).error.message,
     `index of ${s.repo} is of repository ${fresh}, not ${old}, which this node accepted from it: another repository's index in its place (one signed with the same key)? ` +
-      `If ${s.repo} was re-created on purpose, accept it once: localpuppet fetch APP --source ${s.repo} --accept-repository ${fresh}`,
+      `If ${s.repo} was re-created on purpose, accept its new id once, as the publisher's side gives it: localpuppet fetch APP --source ${s.repo} --accept-repository ID (or set repository_id to it)`,
   )
+  t.false(JSON.stringify(JSON.parse(refused.stdout).error.suggestions).includes(fresh), 'no hint names the id the refused index carries')
 
   t.is((await fetch('--accept-repository', 'not-an-id')).exitCode, 64)
   t.is((await fetch('--accept-repository', old)).exitCode, 65, 'the flag names what the index must be')

@@ -404,3 +404,15 @@ test('publish --inputs DIR publishes only regular files: a link (to a secret out
   t.is(published.exitCode, 0, published.stderr)
   t.deepEqual(Object.keys(JSON.parse(await readFile(join(repo, 'index.json'), 'utf8')).nodes), ['db1'])
 })
+
+test("a node whose repository_id is not the source's refuses the index on first contact (65): no input kept, nothing applied; with the genuine id it runs", async (t) => {
+  const node = await publishedWeb1(t, 'web1')
+  const genuine = JSON.parse(await readFile(join(node.repo, 'index.json'), 'utf8')).repository
+  const config = await readFile(node.config, 'utf8')
+  await writeFile(node.config, `${config}repository_id: "${'0'.repeat(32)}"\n`)
+  await assertRefused(t, node, new RegExp(`^index of ${node.repo} is of repository ${genuine}, not ${'0'.repeat(32)} as repository_id in ${node.config}:\\d+ says; refused`), {input: null, modules: ['.localpuppet'], lastCompleted: null})
+  await writeFile(node.config, `${config}repository_id: "${genuine}"\n`)
+  const applied = await node.apply()
+  t.is(applied.exitCode, 0, applied.stderr)
+  t.is(await readFile(node.input, 'utf8'), inputFor('foo/tags/1.4.0', 8080))
+})

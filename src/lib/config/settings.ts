@@ -18,8 +18,8 @@ interface SettingSpec {
   env: string
   /** The command-line flag that overrides everything (`--` arguments for puppet_args). */
   flag: string | null
-  /** `path`: an absolute path in the file; `command`: a name on PATH or an absolute path; `url`: a URL or an absolute directory; `list`/`paths`: a list of strings/absolute paths. */
-  type: 'path' | 'command' | 'url' | 'list' | 'paths' | 'name' | 'choice'
+  /** `path`: an absolute path in the file; `command`: a name on PATH or an absolute path; `url`: a URL or an absolute directory; `list`/`paths`: a list of strings/absolute paths; `id`: a repository id (32 hex digits). */
+  type: 'path' | 'command' | 'url' | 'list' | 'paths' | 'name' | 'choice' | 'id'
   /** For `choice`: the values allowed. */
   choices?: readonly string[]
   /** The built-in default (null: unset). */
@@ -49,6 +49,13 @@ export const SETTINGS = {
     description: "repository: apply --fetch takes this node's input (node_name's) from the source's signed index and keeps it as the input file",
   },
   node_name: {env: 'LOCALPUPPET_NODE_NAME', flag: null, type: 'name', default: () => defaultNodeName(), description: "this node's name in the repository's node inputs and in the metrics"},
+  repository_id: {
+    env: 'LOCALPUPPET_REPOSITORY_ID',
+    flag: '--repository-id',
+    type: 'id',
+    default: () => null,
+    description: "the id of the repository the source serves (its index.json's repository field, checked on the publisher's side): an index with another id is refused, from the first fetch on",
+  },
 } satisfies Record<string, SettingSpec>
 
 /** The host name, lowercased (Puppet's certnames are): the default node name. */
@@ -163,7 +170,7 @@ function checkValue(key: SettingKey, raw: unknown, where: string): SettingValue 
   }
 
   if (controlled) {
-    const expected = {path: 'an absolute path', command: 'a command name or an absolute path', url: 'a URL or an absolute directory', list: 'a list of strings', paths: 'a path or a list of paths', name: 'a node name', choice: `one of ${spec.choices?.join(', ')}`}
+    const expected = {path: 'an absolute path', command: 'a command name or an absolute path', url: 'a URL or an absolute directory', list: 'a list of strings', paths: 'a path or a list of paths', name: 'a node name', choice: `one of ${spec.choices?.join(', ')}`, id: REPOSITORY_ID_TEXT}
     fail(expected[spec.type])
   }
 
@@ -188,6 +195,11 @@ function checkValue(key: SettingKey, raw: unknown, where: string): SettingValue 
       return raw
     }
 
+    case 'id': {
+      if (typeof raw !== 'string' || !isRepositoryId(raw)) return fail(REPOSITORY_ID_TEXT)
+      return raw
+    }
+
     case 'choice': {
       if (typeof raw !== 'string' || !spec.choices!.includes(raw)) return fail(`one of ${spec.choices!.join(', ')}`)
       return raw
@@ -201,6 +213,14 @@ function checkValue(key: SettingKey, raw: unknown, where: string): SettingValue 
       return spec.type === 'paths' ? (list as string[]).map((item) => absolute(item)) : (list as string[])
     }
   }
+}
+
+/** What a repository id looks like, for messages. */
+export const REPOSITORY_ID_TEXT = "a repository id (32 hex digits: the repository field of the repository's index.json)"
+
+/** A repository id as publish makes them (repository-index.ts's REPOSITORY_ID; kept here so that reading the settings loads no index code). */
+export function isRepositoryId(text: string): boolean {
+  return /^[0-9a-f]{32}$/.test(text)
 }
 
 /** C0 controls and DEL. */
@@ -231,7 +251,7 @@ export async function resolveSetting(key: SettingKey, flag?: SettingValue, env: 
   if (flag !== undefined && flag !== null && !(Array.isArray(flag) && flag.length === 0)) return {key, value: flag, origin: 'flag', from: spec.flag ?? key}
   const text = env[spec.env]
   if (text !== undefined && text !== '') {
-    const value = spec.type === 'name' || spec.type === 'choice' ? checkValue(key, text, spec.env) : fromEnv(key, text)
+    const value = spec.type === 'name' || spec.type === 'choice' || spec.type === 'id' ? checkValue(key, text, spec.env) : fromEnv(key, text)
     return {key, value, origin: 'env', from: spec.env}
   }
   const entry = file.values[key]

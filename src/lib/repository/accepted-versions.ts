@@ -76,36 +76,60 @@ export function acceptedVersionsPath(moduleDir: string): string {
 /** What an index says about itself: its identity, version and expiry. */
 export type IndexHeader = Pick<RepositoryIndex, 'repository' | 'version' | 'expires'>
 
+/** The id a node expects of a repository (the `repository_id` setting), and where that was said, for messages (`repository_id in FILE:LINE`, `LOCALPUPPET_REPOSITORY_ID`, `--repository-id`). */
+export interface ExpectedRepository {
+  id: string
+  from: string
+}
+
+/**
+ * How an operator learns a repository's genuine id: from the publisher's side, never from
+ * what a node just read (which is what a substitute would say).
+ */
+export const GENUINE_ID_HINT =
+  "find the repository's genuine id on the publisher's side (the repository field of index.json in the repository's directory, or publish --json's repository) and compare it with the ids above; never take an id from what the node read"
+
 /**
  * Judges an index against what the node accepted before from the same source, without I/O.
- * First its identity: an index of another repository than the one pinned for the source
- * (another repository signed with the same key, copied over this one), or one without an
- * identity once one is pinned, is refused (65, naming both), unless `acceptRepository`
- * names the index's own (a repository re-created on purpose). Then its version: older than
- * one accepted is a replay (65, naming both versions); an expired one may be a replay that
- * froze the node (65, naming the date); an index without a version is accepted (with a
- * warning) only while nothing versioned came from the source. Equal versions are fine: the
- * same index fetched again.
+ * First its identity: with `expected` (the repository_id setting), an index of any other
+ * id is refused (65), on first contact too; a repository re-created on purpose is followed
+ * by changing the setting, which then replaces the pinned id as `acceptRepository` does.
+ * Without it, an index of another repository than the one pinned for the source (another
+ * repository signed with the same key, copied over this one), or one without an identity
+ * once one is pinned, is refused (65, naming both), unless `acceptRepository` names the
+ * index's own (a repository re-created on purpose). Hints send the operator to the
+ * publisher's side for the genuine id, never to the one just read. Then its version: older
+ * than one accepted is a replay (65, naming both versions); an expired one may be a replay
+ * that froze the node (65, naming the date); an index without a version is accepted (with
+ * a warning) only while nothing versioned came from the source. Equal versions are fine:
+ * the same index fetched again.
  */
-export function judgeIndex(memory: AcceptedVersions, source: string, index: IndexHeader, now: number, acceptRepository?: string): IndexFreshness {
+export function judgeIndex(memory: AcceptedVersions, source: string, index: IndexHeader, now: number, acceptRepository?: string, expected?: ExpectedRepository): IndexFreshness {
   const before = memory.repositories[repositoryKey(source)]
   const id = index.repository ?? null
+  const is = id === null ? 'has no repository id' : `is of repository ${id}`
   if (acceptRepository !== undefined && id !== acceptRepository) {
-    throw new ReleaseError(`index of ${source} ${id === null ? 'has no repository id' : `is of repository ${id}`}, not ${acceptRepository} as --accept-repository says; refused`, [
-      `the id is the repository field of its index.json, and publish --json's repository`,
+    throw new ReleaseError(`index of ${source} ${is}, not ${acceptRepository} as --accept-repository says; refused`, [GENUINE_ID_HINT])
+  }
+
+  if (expected !== undefined && id !== expected.id) {
+    throw new ReleaseError(`index of ${source} ${is}, not ${expected.id} as ${expected.from} says; refused: another repository's index in its place (one signed with the same key), or the repository was re-created`, [
+      GENUINE_ID_HINT,
+      `if the genuine id is ${expected.id}, the source serves another repository (a mirror or proxy?); if it is another, the repository was re-created: set repository_id to the genuine id`,
     ])
   }
 
   // A repository re-created on purpose: what was accepted from the one before says nothing about it.
-  const known = acceptRepository !== undefined && before?.repository !== acceptRepository ? undefined : before
+  const wanted = acceptRepository ?? expected?.id
+  const known = wanted !== undefined && before?.repository !== wanted ? undefined : before
   const pinned = known?.repository ?? null
   if (pinned !== null && id !== pinned) {
     throw new ReleaseError(
-      `index of ${source} ${id === null ? 'has no repository id' : `is of repository ${id}`}, not ${pinned}, which this node accepted from it: another repository's index in its place (one signed with the same key)? ` +
+      `index of ${source} ${is}, not ${pinned}, which this node accepted from it: another repository's index in its place (one signed with the same key)? ` +
         (id === null
           ? 'Only a localpuppet older than repository ids publishes an index without one: publish with this one.'
-          : `If ${source} was re-created on purpose, accept it once: localpuppet fetch APP --source ${source} --accept-repository ${id}`),
-      ['a mirror or proxy may be serving another repository: check it against the one this node is meant to follow'],
+          : `If ${source} was re-created on purpose, accept its new id once, as the publisher's side gives it: localpuppet fetch APP --source ${source} --accept-repository ID (or set repository_id to it)`),
+      [GENUINE_ID_HINT, 'a mirror or proxy may be serving another repository: check it against the one this node is meant to follow'],
     )
   }
 
@@ -195,13 +219,13 @@ export async function acceptIndex(
   moduleDir: string,
   source: string,
   index: IndexHeader,
-  options: {allowUntrusted?: boolean; now?: number; channels?: Record<string, string>; acceptRepository?: string} = {},
+  options: {allowUntrusted?: boolean; now?: number; channels?: Record<string, string>; acceptRepository?: string; expectedRepository?: ExpectedRepository} = {},
 ): Promise<IndexFreshness & {untrusted: string[]}> {
   return changeAcceptedVersions(moduleDir, options.allowUntrusted, async (memory, untrusted) => {
     const now = options.now ?? Date.now()
-    const freshness = judgeIndex(memory, source, index, now, options.acceptRepository)
+    const freshness = judgeIndex(memory, source, index, now, options.acceptRepository, options.expectedRepository)
     const channels = await installedChannels(moduleDir, memory, options.channels ?? {})
-    return {next: rememberIndex(memory, source, freshness, now, channels, options.acceptRepository), result: {...freshness, untrusted}}
+    return {next: rememberIndex(memory, source, freshness, now, channels, options.acceptRepository ?? options.expectedRepository?.id), result: {...freshness, untrusted}}
   })
 }
 

@@ -1,10 +1,11 @@
 import {stat} from 'node:fs/promises'
 import {fileURLToPath} from 'node:url'
 
-import {settingList, settingString} from '../config/settings.js'
+import {REPOSITORY_ID_TEXT, isRepositoryId, resolveSetting, settingList, settingString} from '../config/settings.js'
 import {LocalpuppetError, NotFoundError, UsageError} from '../errors.js'
 import {ExitCode} from '../exit-codes.js'
 import type {ReleaseRef} from '../release/release-ref.js'
+import type {ExpectedRepository} from '../repository/accepted-versions.js'
 import {type FetchOptions, type FetchResult, type IndexRead, type ReleaseSource, looksLikeHost, sourceKind} from './release-source.js'
 
 /**
@@ -92,6 +93,8 @@ export interface ConfiguredFetch {
   allowUntrusted?: boolean
   /** --accept-repository (fetch only): see FetchOptions. */
   acceptRepository?: string
+  /** --repository-id (fetch only); else the `repository_id` setting. */
+  repositoryId?: string
 }
 
 /**
@@ -100,11 +103,7 @@ export interface ConfiguredFetch {
  */
 export async function fetchConfigured(refs: string[], fetch: ConfiguredFetch, options: Pick<FetchOptions, 'timeoutSeconds' | 'onProgress'> = {}): Promise<FetchResult> {
   const source = await configuredSource(fetch)
-  if (fetch.acceptRepository !== undefined) {
-    const {REPOSITORY_ID} = await import('../repository/repository-index.js')
-    if (!REPOSITORY_ID.test(fetch.acceptRepository)) throw new UsageError(`--accept-repository ${fetch.acceptRepository}: not a repository id (32 hex digits: the repository field of its index.json)`)
-  }
-
+  const expectedRepository = await configuredRepositoryId(fetch)
   const trust = await settingList('trust', fetch.trust)
   return fetchReleases(source, refs, {
     moduleDir: fetch.moduleDir,
@@ -113,8 +112,31 @@ export async function fetchConfigured(refs: string[], fetch: ConfiguredFetch, op
     timeoutSeconds: options.timeoutSeconds,
     allowUntrusted: fetch.allowUntrusted,
     acceptRepository: fetch.acceptRepository,
+    expectedRepository,
     onProgress: options.onProgress,
   })
+}
+
+/**
+ * The id the source's index must have: --repository-id, else the `repository_id` setting
+ * (env, then the config file), with where it was said; undefined when unset. 64 for a flag
+ * that is no id, or --accept-repository naming another id than the setting.
+ */
+export async function configuredRepositoryId(fetch: Pick<ConfiguredFetch, 'acceptRepository' | 'repositoryId'>): Promise<ExpectedRepository | undefined> {
+  for (const [flag, value] of [['--accept-repository', fetch.acceptRepository], ['--repository-id', fetch.repositoryId]] as const) {
+    if (value !== undefined && !isRepositoryId(value)) throw new UsageError(`${flag} ${value}: not ${REPOSITORY_ID_TEXT}`)
+  }
+
+  const setting = await resolveSetting('repository_id', fetch.repositoryId)
+  if (setting.value === null) return undefined
+  const expected = {id: String(setting.value), from: setting.origin === 'file' ? `repository_id in ${setting.from}` : setting.from}
+  if (fetch.acceptRepository !== undefined && fetch.acceptRepository !== expected.id) {
+    throw new UsageError(`--accept-repository ${fetch.acceptRepository}: ${expected.from} says the repository is ${expected.id}`, [
+      'with repository_id set, a re-created repository is followed by setting it to the new id (checked on the publisher\'s side), no --accept-repository needed',
+    ])
+  }
+
+  return expected
 }
 
 /** The source a command fetches from: --source, else the `source` setting (env, then the config file); 64 when none. */

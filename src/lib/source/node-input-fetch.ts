@@ -8,7 +8,7 @@ import {UsageError, describeFsError} from '../errors.js'
 import {type NodeInput, parseNodeInput} from '../input/node-input.js'
 import {writeFileAtomic} from '../util/atomic-write.js'
 import {findTrustProblem, refuseUnlessAllowed} from '../util/trusted-path.js'
-import {configuredSource, openSource, type ConfiguredFetch} from './fetch.js'
+import {configuredRepositoryId, configuredSource, openSource, type ConfiguredFetch} from './fetch.js'
 import type {FetchOptions, FetchResult} from './release-source.js'
 
 /** The node input the fetch brought: its node, sha256, and whether the input file changed. */
@@ -47,7 +47,8 @@ export async function fetchNodeInput(
   if (inputPath === '-') throw new UsageError('input_from: repository: the input comes from the repository; give no input on standard input')
   const source = await configuredSource(fetch)
   const trust = await settingList('trust', fetch.trust)
-  const fetchOptions: FetchOptions = {moduleDir: fetch.moduleDir, trust, insecure: fetch.insecure, timeoutSeconds: options.timeoutSeconds, allowUntrusted: fetch.allowUntrusted, onProgress: options.onProgress}
+  const expectedRepository = await configuredRepositoryId(fetch)
+  const fetchOptions: FetchOptions = {moduleDir: fetch.moduleDir, trust, insecure: fetch.insecure, timeoutSeconds: options.timeoutSeconds, allowUntrusted: fetch.allowUntrusted, expectedRepository, onProgress: options.onProgress}
   const {assertTrustedModuleDir} = await import('../install/install-record.js')
   const untrusted = assertTrustedModuleDir(fetch.moduleDir, fetch.allowUntrusted)
   if (options.keep) {

@@ -16,6 +16,8 @@ export interface FetchOptions {
   allowUntrusted?: boolean
   /** --accept-repository: the identity of a repository re-created on purpose, accepted in place of the one pinned for the source. */
   acceptRepository?: string
+  /** The repository_id setting: the id the source's index must have, from the first fetch on. */
+  expectedRepository?: import('../repository/accepted-versions.js').ExpectedRepository
 }
 
 export interface FetchedRelease {

@@ -126,7 +126,7 @@ export class RepositorySource implements ReleaseSource {
     // Before anything is resolved or installed: an index older than one this node accepted,
     // or expired, is a refusal (65), never a reason to fall back.
     const {acceptIndex} = await import('../repository/accepted-versions.js')
-    const accepted = await acceptIndex(options.moduleDir, this.label, index, {allowUntrusted: options.allowUntrusted, channels: indexChannels(index), acceptRepository: options.acceptRepository})
+    const accepted = await acceptIndex(options.moduleDir, this.label, index, {allowUntrusted: options.allowUntrusted, channels: indexChannels(index), acceptRepository: options.acceptRepository, expectedRepository: options.expectedRepository})
     untrusted.push(...accepted.untrusted)
     return {index, signedBy, accepted, untrusted}
   }

@@ -38,7 +38,7 @@ test('lists: a list in the file, split from the environment', async (t) => {
 test('every setting is listed, with no file at all', async (t) => {
   const dir = await tempDir(t)
   const settings = await resolveSettings({}, {LOCALPUPPET_CONFIG: undefined, HOME: dir})
-  t.deepEqual(settings.map((s) => s.key), ['module_dir', 'state_dir', 'puppet', 'puppet_args', 'source', 'trust', 'input', 'metrics_file', 'input_from', 'node_name'])
+  t.deepEqual(settings.map((s) => s.key), ['module_dir', 'state_dir', 'puppet', 'puppet_args', 'source', 'trust', 'input', 'metrics_file', 'input_from', 'node_name', 'repository_id'])
   t.true(settings.every((s) => s.origin === 'default'))
 })
 
@@ -52,6 +52,8 @@ const bad: Array<[string, RegExp]> = [
   ['- module_dir\n', /:1: expected a mapping/],
   ['module_dir: /a\nmodule_dir: /b\n', /:2: not valid YAML/],
   ['module_dir: [\n', /not valid YAML/],
+  ['repository_id: 6C626B00EA474FC8E5CC308C51971974\n', /:1: repository_id: expected a repository id \(32 hex digits: the repository field of the repository's index\.json\), got string/],
+  ['repository_id: [6c626b00ea474fc8e5cc308c51971974]\n', /:1: repository_id: expected a repository id .*, got a list/],
 ]
 
 for (const [text, message] of bad) {

@@ -55,7 +55,7 @@ test('another repository at the same source (its index signed with the same key)
     t.is(
       message,
       `index of ${SOURCE} is of repository ${OTHER_ID}, not ${ID}, which this node accepted from it: another repository's index in its place (one signed with the same key)? ` +
-        `If ${SOURCE} was re-created on purpose, accept it once: localpuppet fetch APP --source ${SOURCE} --accept-repository ${OTHER_ID}`,
+        `If ${SOURCE} was re-created on purpose, accept its new id once, as the publisher's side gives it: localpuppet fetch APP --source ${SOURCE} --accept-repository ID (or set repository_id to it)`,
     )
   }
 
@@ -89,6 +89,24 @@ test('--accept-repository: the named repository replaces the pinned one and star
   refusal(t, () => judgeIndex(empty(), SOURCE, {version: 6, expires: LATER}, NOW, OTHER_ID))
   // Expiry still holds.
   refusal(t, () => judgeIndex(remembered(5), SOURCE, {repository: OTHER_ID, version: 1, expires: '2026-11-01T00:00:00.000Z'}, NOW, OTHER_ID))
+})
+
+test('repository_id: an index of another id is refused (65) on first contact too, its hints naming no id but the expected one; a matching index is pinned, and replaces a pinned one (a repository re-created, the setting changed)', (t) => {
+  const expected = {id: ID, from: 'repository_id in /etc/localpuppet/config.yaml:3'}
+  for (const memory of [empty(), remembered(5, OTHER_ID)]) {
+    const error = t.throws(() => judgeIndex(memory, SOURCE, {repository: OTHER_ID, version: 1, expires: LATER}, NOW, undefined, expected)) as LocalpuppetError
+    t.is(error.exitCode, 65)
+    t.is(error.message, `index of ${SOURCE} is of repository ${OTHER_ID}, not ${ID} as repository_id in /etc/localpuppet/config.yaml:3 says; refused: another repository's index in its place (one signed with the same key), or the repository was re-created`)
+    t.false(error.suggestions.join('\n').includes(OTHER_ID), 'no hint names the id the refused index carries')
+  }
+
+  refusal(t, () => judgeIndex(empty(), SOURCE, {version: 1, expires: LATER}, NOW, undefined, expected))
+  t.like(judgeIndex(empty(), SOURCE, {repository: ID, version: 1, expires: LATER}, NOW, undefined, expected), {repository: ID, version: 1})
+  // Pinned OTHER_ID at version 5; the setting now names ID (re-created): accepted at version 1, pinned from then on.
+  const accepted = judgeIndex(remembered(5, OTHER_ID), SOURCE, {repository: ID, version: 1, expires: LATER}, NOW, undefined, expected)
+  t.like(rememberIndex(remembered(5, OTHER_ID), SOURCE, accepted, NOW, {}, ID).repositories[SOURCE], {repository: ID, version: 1})
+  // Versions still only grow under the expected id.
+  refusal(t, () => judgeIndex(remembered(5), SOURCE, {repository: ID, version: 4, expires: LATER}, NOW, undefined, expected))
 })
 
 test('--accept-repository where no id is pinned yet (versions from a publisher older than ids): the named repository starts afresh, and later fetches without the flag keep taking it', async (t) => {
