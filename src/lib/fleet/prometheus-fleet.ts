@@ -1,5 +1,5 @@
 import {FleetUnavailableError} from '../errors.js'
-import {PrometheusClient, type PromSample, promRegexLiteral} from '../prometheus/client.js'
+import {PrometheusClient, promRegexLiteral} from '../prometheus/client.js'
 import {type ReleaseRef, parseReleaseRef} from '../release/release-ref.js'
 import {redactUrl, terminalText, terminalUrl} from '../util/terminal-text.js'
 import {type FleetRow, type FleetStatus, type WantedFrom, summarizeFleet} from './fleet-rows.js'
@@ -83,6 +83,28 @@ export const MAX_NODES = 200_000
 const TIMESTAMPS = new Set(['last_attempt_timestamp_seconds', 'last_success_timestamp_seconds', 'healthy_since_timestamp_seconds'])
 const FLAGS = new Set(['last_run_success', 'puppet_disabled', 'run_in_progress'])
 const KEPT = new Set(NAMES)
+/** Of each node metric, the labels a fleet view reads (the rest is not kept: memory follows what is read). */
+const TARGET = ['instance', 'job']
+const DESIRED = [...TARGET, 'node', 'app', 'ref', 'channel', 'release']
+const KEPT_LABELS: Record<string, string[]> = {
+  desired_release_info: DESIRED,
+  applied_release_info: ['release'],
+  last_attempt_exit_code: ['state', 'release'],
+  release_info: ['release'],
+  puppet_disabled: ['message'],
+}
+
+/** A series as kept: its value and the labels read of it. */
+interface Kept {
+  value: number
+  labels: Record<string, string>
+}
+
+const pick = (labels: Record<string, string>, names: string[]) => {
+  const picked: Record<string, string> = {}
+  for (const name of names) if (Object.hasOwn(labels, name)) picked[name] = labels[name]
+  return picked
+}
 /** The largest time Date can hold, in seconds. */
 const MAX_SECONDS = 8.64e12
 
@@ -123,8 +145,8 @@ export async function readPromFleet(url: string, options: PromFleetOptions = {})
   const client = new PrometheusClient(url, {timeoutMs: options.timeoutMs, deadlineMs: options.deadlineMs})
   const lookbackSeconds = Math.max(60, Math.round((options.lookbackMs ?? 86_400_000) / 1000))
   const [currentQuery, seenQuery, lastAttemptQuery] = fleetQueries(lookbackSeconds)
-  // Per target, its series by metric (of last_run_resources, the corrective changes only).
-  const current = targetMap<Map<string, PromSample>>(client, currentQuery)
+  // Per target, its series by metric (of last_run_resources, the corrective changes only), each with the labels read.
+  const current = targetMap<Map<string, Kept>>(client, currentQuery)
   // Per target, the first label set it reported within the lookback, and how many it did.
   const seen = targetMap<{labels: Record<string, string>; sets: number}>(client, seenQuery)
   const lastAttempts = targetMap<number>(client, lastAttemptQuery)
@@ -136,15 +158,15 @@ export async function readPromFleet(url: string, options: PromFleetOptions = {})
       if (why) return why
       if (name === 'last_run_resources' && sample.labels.kind !== 'corrective_change') return
       const key = targetKey(sample.labels)
-      const series = current.map.get(key) ?? new Map<string, PromSample>()
-      if (series.size === 0) current.add(key, series)
-      if (!series.has(name)) series.set(name, sample)
+      const series = current.map.get(key) ?? new Map<string, Kept>([['', {value: 0, labels: pick(sample.labels, TARGET)}]])
+      if (series.size === 1) current.add(key, series)
+      if (!series.has(name)) series.set(name, {value: sample.value, labels: pick(sample.labels, KEPT_LABELS[name] ?? [])})
     }),
     client.query(seenQuery, (sample) => {
       const key = targetKey(sample.labels)
       const known = seen.map.get(key)
       if (known) known.sets++
-      else seen.add(key, {labels: sample.labels, sets: 1})
+      else seen.add(key, {labels: pick(sample.labels, DESIRED), sets: 1})
     }),
     client.query(lastAttemptQuery, (sample) => {
       const why = checkValue('last_attempt_timestamp_seconds', sample.value)
@@ -207,7 +229,8 @@ const channelOf = (ref: string | null) => {
 
 const iso = (seconds: number | undefined) => (seconds === undefined || !Number.isFinite(seconds) ? null : new Date(seconds * 1000).toISOString())
 
-function nodeFrom(series: Map<string, PromSample>): PromNode {
+/** A node from its series kept (under '', its target's labels). */
+function nodeFrom(series: Map<string, Kept>): PromNode {
   const one = (name: string) => series.get(name)
   const desired = one('desired_release_info')?.labels
   const applied = one('applied_release_info')?.labels.release ?? null
@@ -216,7 +239,7 @@ function nodeFrom(series: Map<string, PromSample>): PromNode {
   const disabled = one('puppet_disabled')
   const success = one('last_run_success')
   const corrective = one('last_run_resources')
-  const labels = series.values().next().value!.labels
+  const labels = series.get('')!.labels
   const resolved = desired?.release || null
   const ref = desired?.ref || null
   return {
