@@ -1,7 +1,7 @@
 import test from 'ava'
 
 import {FleetUnavailableError} from '../../../src/lib/errors.js'
-import {fleetStatusViaPrometheus, readPromFleet} from '../../../src/lib/fleet/prometheus-fleet.js'
+import {MAX_NODES, fleetStatusViaPrometheus, readPromFleet} from '../../../src/lib/fleet/prometheus-fleet.js'
 import type {RepositoryIndex} from '../../../src/lib/repository/repository-index.js'
 import {testServer} from '../../helpers/repository.js'
 
@@ -138,4 +138,12 @@ test("the URL's credentials are in no result: the fleet's url and where its node
   const url = prometheus.url.replace('http://', 'http://ops:s3cret@')
   t.is((await readPromFleet(url)).url, `${prometheus.url}/`)
   t.false(JSON.stringify(await fleetStatusViaPrometheus(url)).includes('s3cret'))
+})
+
+test('an answer naming more nodes than a fleet view keeps is 69 naming the query, not memory without end', async (t) => {
+  const result = Array.from({length: MAX_NODES + 1}, (_, i) => ({metric: {__name__: 'localpuppet_run_in_progress', instance: `n${i}`}, value: [NOW, '0'] as [number, string]}))
+  const prometheus = await fakePrometheus(t, (query) => ({resultType: 'vector', result: query.startsWith('{__name__=~') ? result : []}))
+  const error = await t.throwsAsync(readPromFleet(prometheus.url), {instanceOf: FleetUnavailableError})
+  t.true(error!.message.startsWith(`prometheus ${prometheus.url}: query {__name__=~"localpuppet_(`), error!.message)
+  t.true(error!.message.endsWith(`: more than ${MAX_NODES} nodes (scrape targets) in the answer`), error!.message)
 })
