@@ -42,11 +42,13 @@ interface NodeSpec {
   disabled?: string
   app?: string
   channel?: string
+  /** Whether its newest completed run succeeded (default: its state is succeeded). */
+  success?: boolean
 }
 
 /** A node's series as its exporter writes them (see README, Monitoring): following foo/channels/canary, healthy on 1.4.0 for an hour. */
 function nodeSeries(spec: NodeSpec): Series[] {
-  const {node, target = `${node}:9100`, applied = 'foo/tags/1.4.0', state = 'succeeded', at = NOW - 60, healthySince = NOW - 3600, disabled, app = 'foo', channel = 'canary'} = spec
+  const {node, target = `${node}:9100`, applied = 'foo/tags/1.4.0', state = 'succeeded', at = NOW - 60, healthySince = NOW - 3600, disabled, app = 'foo', channel = 'canary', success = state === 'succeeded'} = spec
   const series = (name: string, labels: Record<string, string>, value: unknown): Series => ({
     metric: {__name__: `localpuppet_${name}`, instance: target, job: 'localpuppet', ...labels},
     value: [NOW, String(value)],
@@ -54,9 +56,9 @@ function nodeSeries(spec: NodeSpec): Series[] {
   return [
     series('desired_release_info', {node, app, ref: 'foo/channels/canary', channel, release: 'foo/tags/1.4.0', input: 'repository'}, 1),
     series('applied_release_info', {app: 'foo', release: applied}, 1),
-    series('last_attempt_exit_code', {state, release: applied}, state === 'succeeded' ? 0 : 1),
+    series('last_attempt_exit_code', {state, release: applied}, success ? 0 : 1),
     series('last_attempt_timestamp_seconds', {}, at),
-    series('last_run_success', {}, state === 'succeeded' ? 1 : 0),
+    series('last_run_success', {}, success ? 1 : 0),
     series('healthy_since_timestamp_seconds', {}, healthySince),
     series('puppet_disabled', {message: disabled ?? ''}, disabled === undefined ? 0 : 1),
     series('run_in_progress', {}, 0),
@@ -187,7 +189,8 @@ test('the gate: a clock ahead is stale, the state label is exact, a canary that 
   const prometheus = await fleet(t, [
     {node: 'web1'},
     {node: 'ahead', at: NOW + 3600},
-    {node: 'shouty', state: 'SUCCEEDED'},
+    // Its run succeeded, by its exit code and last_run_success; its state label is not one the metrics write.
+    {node: 'shouty', state: 'SUCCEEDED', success: true},
     {node: 'unresolved', app: '', channel: '', applied: 'foo/tags/1.3.0'},
   ])
   const result = await runBounded(t, promote(prometheus.url, '--json'))
