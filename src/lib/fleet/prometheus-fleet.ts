@@ -100,11 +100,6 @@ interface Kept {
   labels: Record<string, string>
 }
 
-const pick = (labels: Record<string, string>, names: string[]) => {
-  const picked: Record<string, string> = {}
-  for (const name of names) if (Object.hasOwn(labels, name)) picked[name] = labels[name]
-  return picked
-}
 /** The largest time Date can hold, in seconds. */
 const MAX_SECONDS = 8.64e12
 
@@ -117,19 +112,46 @@ function checkValue(name: string, value: number): string | undefined {
   return undefined
 }
 
-/** A map of scrape targets that refuses to grow past MAX_NODES (69, naming the query). */
-function targetMap<T>(client: PrometheusClient, query: string): {map: Map<string, T>; add(key: string, value: T): void} {
-  const map = new Map<string, T>()
+/**
+ * The characters of label values a fleet view keeps, all nodes together: a node's come to
+ * some 450 (its name, app, channel, releases, target), so this is 200,000 nodes with room.
+ * More is 69: a label a node can fill at will never grows memory past it.
+ */
+export const MAX_KEPT_CHARS = 128 * 1024 * 1024
+
+/** What a fleet view keeps of its answers, held to MAX_NODES per query and MAX_KEPT_CHARS in all (69, naming the query). */
+function keeper(client: PrometheusClient) {
+  let chars = 0
+  const refuse = (query: string, why: string) =>
+    new FleetUnavailableError(`prometheus ${terminalUrl(client.url)}: query ${terminalText(query, 200)}: ${why}`, ['check --prometheus: a fleet this size is beyond what fleet status and promote read'])
+  const count = (query: string, text: string) => {
+    chars += text.length
+    if (chars > MAX_KEPT_CHARS) throw refuse(query, `labels of more than ${MAX_KEPT_CHARS} characters in all`)
+  }
+
   return {
-    map,
-    add(key, value) {
-      if (map.size >= MAX_NODES && !map.has(key)) {
-        throw new FleetUnavailableError(`prometheus ${terminalUrl(client.url)}: query ${terminalText(query, 200)}: more than ${MAX_NODES} nodes (scrape targets) in the answer`, [
-          'check --prometheus: a fleet this size is beyond what fleet status and promote read',
-        ])
+    /** A map of scrape targets. */
+    targets<T>(query: string): {map: Map<string, T>; add(key: string, value: T): void} {
+      const map = new Map<string, T>()
+      return {
+        map,
+        add(key, value) {
+          if (map.size >= MAX_NODES && !map.has(key)) throw refuse(query, `more than ${MAX_NODES} nodes (scrape targets) in the answer`)
+          count(query, key)
+          map.set(key, value)
+        },
+      }
+    },
+    /** The labels of a series that are read. */
+    pick(query: string, labels: Record<string, string>, names: string[]): Record<string, string> {
+      const picked: Record<string, string> = {}
+      for (const name of names) {
+        if (!Object.hasOwn(labels, name)) continue
+        count(query, labels[name])
+        picked[name] = labels[name]
       }
 
-      map.set(key, value)
+      return picked
     },
   }
 }
@@ -146,10 +168,11 @@ export async function readPromFleet(url: string, options: PromFleetOptions = {})
   const lookbackSeconds = Math.max(60, Math.round((options.lookbackMs ?? 86_400_000) / 1000))
   const [currentQuery, seenQuery, lastAttemptQuery] = fleetQueries(lookbackSeconds)
   // Per target, its series by metric (of last_run_resources, the corrective changes only), each with the labels read.
-  const current = targetMap<Map<string, Kept>>(client, currentQuery)
+  const kept = keeper(client)
+  const current = kept.targets<Map<string, Kept>>(currentQuery)
   // Per target, the first label set it reported within the lookback, and how many it did.
-  const seen = targetMap<{labels: Record<string, string>; sets: number}>(client, seenQuery)
-  const lastAttempts = targetMap<number>(client, lastAttemptQuery)
+  const seen = kept.targets<{labels: Record<string, string>; sets: number}>(seenQuery)
+  const lastAttempts = kept.targets<number>(lastAttemptQuery)
   const [atCurrent, atSeen] = await Promise.all([
     client.query(currentQuery, (sample) => {
       const name = sample.labels.__name__?.replace(/^localpuppet_/, '')
@@ -158,15 +181,15 @@ export async function readPromFleet(url: string, options: PromFleetOptions = {})
       if (why) return why
       if (name === 'last_run_resources' && sample.labels.kind !== 'corrective_change') return
       const key = targetKey(sample.labels)
-      const series = current.map.get(key) ?? new Map<string, Kept>([['', {value: 0, labels: pick(sample.labels, TARGET)}]])
+      const series = current.map.get(key) ?? new Map<string, Kept>([['', {value: 0, labels: kept.pick(currentQuery, sample.labels, TARGET)}]])
       if (series.size === 1) current.add(key, series)
-      if (!series.has(name)) series.set(name, {value: sample.value, labels: pick(sample.labels, KEPT_LABELS[name] ?? [])})
+      if (!series.has(name)) series.set(name, {value: sample.value, labels: kept.pick(currentQuery, sample.labels, KEPT_LABELS[name] ?? [])})
     }),
     client.query(seenQuery, (sample) => {
       const key = targetKey(sample.labels)
       const known = seen.map.get(key)
       if (known) known.sets++
-      else seen.add(key, {labels: pick(sample.labels, DESIRED), sets: 1})
+      else seen.add(key, {labels: kept.pick(seenQuery, sample.labels, DESIRED), sets: 1})
     }),
     client.query(lastAttemptQuery, (sample) => {
       const why = checkValue('last_attempt_timestamp_seconds', sample.value)

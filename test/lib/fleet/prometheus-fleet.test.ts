@@ -1,7 +1,7 @@
 import test from 'ava'
 
 import {FleetUnavailableError} from '../../../src/lib/errors.js'
-import {MAX_NODES, fleetStatusViaPrometheus, readPromFleet} from '../../../src/lib/fleet/prometheus-fleet.js'
+import {MAX_KEPT_CHARS, MAX_NODES, fleetStatusViaPrometheus, readPromFleet} from '../../../src/lib/fleet/prometheus-fleet.js'
 import type {RepositoryIndex} from '../../../src/lib/repository/repository-index.js'
 import {testServer} from '../../helpers/repository.js'
 
@@ -146,4 +146,21 @@ test('an answer naming more nodes than a fleet view keeps is 69 naming the query
   const error = await t.throwsAsync(readPromFleet(prometheus.url), {instanceOf: FleetUnavailableError})
   t.true(error!.message.startsWith(`prometheus ${prometheus.url}: query {__name__=~"localpuppet_(`), error!.message)
   t.true(error!.message.endsWith(`: more than ${MAX_NODES} nodes (scrape targets) in the answer`), error!.message)
+})
+
+test('labels a fleet view keeps are bounded in all: long ones from a few nodes are 69 naming the query, not memory without end', async (t) => {
+  const long = 'n'.repeat(1_000_000)
+  const count = Math.ceil(MAX_KEPT_CHARS / long.length) + 1
+  const body = JSON.stringify({
+    status: 'success',
+    data: {resultType: 'vector', result: Array.from({length: count}, (_, i) => ({metric: {__name__: 'localpuppet_desired_release_info', instance: `n${i}`, node: long}, value: [NOW, '1']}))},
+  })
+  const server = await testServer('/nonexistent', async (req, res) => {
+    for await (const _ of req);
+    res.end(body)
+    return true
+  })
+  t.teardown(() => server.close())
+  const error = await t.throwsAsync(readPromFleet(server.url), {instanceOf: FleetUnavailableError})
+  t.true(error!.message.endsWith(`: labels of more than ${MAX_KEPT_CHARS} characters in all`), error!.message.slice(0, 300))
 })
