@@ -208,7 +208,7 @@ export async function readPromFleet(url: string, options: PromFleetOptions = {})
 
   // A node that stopped reporting: the label set it reported last (its release or channel may have changed within the lookback).
   const stopped = new Map([...seen.map].filter(([target]) => !reporting.has(target)))
-  const newest = await newestLabelSets(client, stopped, lookbackSeconds)
+  const newest = await newestLabelSets(client, kept, stopped, lookbackSeconds)
   for (const [target, {labels}] of stopped) nodes.push(stoppedNode(newest.get(target) ?? labels, lastAttempts.map.get(target)))
   nodes.sort((a, b) => (a.node < b.node ? -1 : a.node > b.node ? 1 : 0))
   return {nodes, at, url: client.url}
@@ -219,17 +219,18 @@ export async function readPromFleet(url: string, options: PromFleetOptions = {})
  * info within the lookback, the one scraped last: one query of the raw samples of just
  * those targets (their own timestamps; last_over_time answers at the evaluation time).
  */
-async function newestLabelSets(client: PrometheusClient, stopped: Map<string, {labels: Record<string, string>; sets: number}>, lookbackSeconds: number): Promise<Map<string, Record<string, string>>> {
+async function newestLabelSets(client: PrometheusClient, kept: ReturnType<typeof keeper>, stopped: Map<string, {labels: Record<string, string>; sets: number}>, lookbackSeconds: number): Promise<Map<string, Record<string, string>>> {
   const ambiguous = [...stopped.values()].filter(({sets}) => sets > 1)
   const newest = new Map<string, Record<string, string>>()
   if (ambiguous.length === 0) return newest
   const instances = [...new Set(ambiguous.map(({labels}) => labels.instance ?? ''))]
   const best = new Map<string, number>()
-  await client.lastSeen(`localpuppet_desired_release_info{instance=~${promRegexLiteral(instances)}}`, lookbackSeconds, ({labels, at}) => {
+  const selector = `localpuppet_desired_release_info{instance=~${promRegexLiteral(instances)}}`
+  await client.lastSeen(selector, lookbackSeconds, ({labels, at}) => {
     const target = targetKey(labels)
     if (!stopped.has(target) || !(at > (best.get(target) ?? Number.NEGATIVE_INFINITY))) return
     best.set(target, at)
-    newest.set(target, labels)
+    newest.set(target, kept.pick(selector, labels, DESIRED))
   })
   return newest
 }
