@@ -16,16 +16,16 @@ export default class Promote extends BaseCommand {
     [
       {code: 0, meaning: 'the channel names the tag (moved, or already there)'},
       {code: 1, meaning: '--require-healthy: a node following the channel is not healthy on the tag yet, or too few are; nothing changed'},
-      {code: 64, meaning: 'usage error (not an exact tag, a bad channel name, --require-healthy without --prometheus, or --prometheus, --for, --min-nodes or --stale-after without --require-healthy)'},
+      {code: 64, meaning: 'usage error (not an exact tag, a bad channel name (--channel or --require-healthy), --require-healthy without --prometheus, or --prometheus, --for, --min-nodes, --stale-after or --prometheus-timeout without --require-healthy)'},
       {code: 65, meaning: "the repository's index is invalid"},
       {code: 66, meaning: 'the tag is not published, or no repository there'},
-      {code: 69, meaning: 'Prometheus cannot be reached or cannot answer'},
+      {code: 69, meaning: 'Prometheus cannot be reached, does not answer in time (--prometheus-timeout), or answers what is not the node metrics (a series or value that cannot be, too many series)'},
       {code: 73, meaning: 'another publisher held the lock too long'},
     ],
   )
 
   static override usage =
-    '<%= command.id %> APP/tags/TAG --channel NAME --repo DIR [--sign KEY.pem] [--expires DURATION] [--require-healthy CHANNEL --prometheus URL [--for DURATION] [--min-nodes N] [--stale-after DURATION]]'
+    '<%= command.id %> APP/tags/TAG --channel NAME --repo DIR [--sign KEY.pem] [--expires DURATION] [--require-healthy CHANNEL --prometheus URL [--for DURATION] [--min-nodes N] [--stale-after DURATION] [--prometheus-timeout DURATION]]'
 
   static override examples = [
     '<%= config.bin %> promote foo/tags/1.1.0 --channel canary --repo /srv/www/puppet --sign release-key.pem',
@@ -43,6 +43,7 @@ export default class Promote extends BaseCommand {
     for: Flags.string({description: '--require-healthy: how long each node must have been healthy on the tag (0s, 10m, 2h) [default: 0s]', helpValue: 'DURATION', dependsOn: ['require-healthy']}),
     'min-nodes': Flags.integer({description: '--require-healthy: at least this many healthy nodes [default: 1]', min: 1, helpValue: 'N', dependsOn: ['require-healthy']}),
     'stale-after': Flags.string({description: "--require-healthy: a node whose newest attempt is older than this is stale [default: 2h]", helpValue: 'DURATION', dependsOn: ['require-healthy']}),
+    'prometheus-timeout': Flags.string({description: '--require-healthy: the time each answer of Prometheus has, whole (else 69) [default: 5m]', helpValue: 'DURATION', dependsOn: ['require-healthy']}),
   }
 
   async run(): Promise<(PromoteResult & {promoted: true; health?: ChannelHealth}) | {promoted: false; health: ChannelHealth}> {
@@ -52,8 +53,13 @@ export default class Promote extends BaseCommand {
     const {app, tag} = parsePromotion(args.release, flags.channel)
     let health: ChannelHealth | undefined
     if (flags['require-healthy']) {
-      const [{channelHealth}, {renderChannelHealth}] = await Promise.all([import('../lib/fleet/channel-health.js'), import('../cli/render/fleet-text.js')])
+      const [{channelHealth}, {renderChannelHealth}, {terminalText}] = await Promise.all([
+        import('../lib/fleet/channel-health.js'),
+        import('../cli/render/fleet-text.js'),
+        import('../lib/util/terminal-text.js'),
+      ])
       health = await channelHealth(flags.prometheus!, {
+        deadlineMs: flags['prometheus-timeout'] === undefined ? undefined : parseDuration(flags['prometheus-timeout'], '--prometheus-timeout'),
         app,
         release: `${app}/tags/${tag}`,
         channel: flags['require-healthy'],
@@ -64,7 +70,7 @@ export default class Promote extends BaseCommand {
       if (!this.jsonEnabled()) process.stderr.write(renderChannelHealth(health) + '\n')
       if (!health.ok) {
         process.exitCode = 1
-        if (!this.jsonEnabled()) process.stderr.write(`localpuppet: ${app}/channels/${flags.channel} not moved: ${health.why}\n`)
+        if (!this.jsonEnabled()) process.stderr.write(`localpuppet: ${app}/channels/${flags.channel} not moved: ${terminalText(health.why)}\n`)
         return {promoted: false, health}
       }
     }

@@ -6,11 +6,10 @@ import {existsSync} from 'node:fs'
 import {createServer as createHttpsServer} from 'node:https'
 import {cp, mkdir, readFile, readdir, rm, stat, writeFile} from 'node:fs/promises'
 import {join} from 'node:path'
-import {fileURLToPath} from 'node:url'
 
 import test, {type ExecutionContext} from 'ava'
 
-import {FAKE_PUPPET, cli, startCli} from '../helpers/cli.js'
+import {FAKE_PUPPET, cli, runBounded, startCli} from '../helpers/cli.js'
 import {copyRepository, sharedDemoRepository} from '../helpers/repository.js'
 import {type HostileAnswer, drip, head, hostileServer, pour} from '../helpers/hostile-server.js'
 import {tempDir} from '../helpers/temp.js'
@@ -55,23 +54,6 @@ async function leftovers(modules: string): Promise<string[]> {
     .map((entry) => join(entry.parentPath, entry.name).slice(modules.length + 1))
     .filter((path) => !/^\.localpuppet\/repositories\.(json|lock)$/.test(path))
     .sort()
-}
-
-/** A bound on a fetch that must end by itself: killed, and failed, past this. */
-const WATCHDOG_MS = 60_000
-
-const MAX_RSS_PROBE = fileURLToPath(new URL('../helpers/max-rss-probe.mjs', import.meta.url))
-
-/** The CLI, killed (and the test failed) past the watchdog; with its peak resident memory in MiB. */
-async function runBounded(t: ExecutionContext, args: string[], env: Record<string, string> = {}) {
-  const rss = join(await tempDir(t), 'max-rss')
-  const child = startCli(args, {env: {...env, LOCALPUPPET_TEST_MAXRSS_FILE: rss}, nodeArgs: ['--import', MAX_RSS_PROBE]})
-  const watchdog = setTimeout(() => child.kill('SIGKILL'), WATCHDOG_MS)
-  const result = await child
-  clearTimeout(watchdog)
-  t.falsy(result.signal, `ended by itself within ${WATCHDOG_MS / 1000} s`)
-  const maxRssMb = Number(await readFile(rss, 'utf8')) / 1024
-  return {exitCode: result.exitCode ?? -1, stderr: String(result.stderr), stdout: String(result.stdout), maxRssMb}
 }
 
 async function fetchBounded(t: ExecutionContext, s: Scenario, source: string, ...extra: string[]) {

@@ -1,7 +1,11 @@
+import {readFile} from 'node:fs/promises'
 import {join} from 'node:path'
 import {fileURLToPath} from 'node:url'
 
+import type {ExecutionContext} from 'ava'
 import {execa, type ResultPromise} from 'execa'
+
+import {tempDir} from './temp.js'
 
 export const REPO = fileURLToPath(new URL('../..', import.meta.url))
 export const BIN = join(REPO, 'bin', 'run.js')
@@ -51,4 +55,21 @@ export function isolatePuppet(dir: string): string[] {
 export async function statusJson(state: string, runId?: string): Promise<{exitCode: number; record: any}> {
   const result = await cli(['status', ...(runId ? [runId] : []), '--state-dir', state, '--json'])
   return {exitCode: result.exitCode, record: JSON.parse(result.stdout)}
+}
+
+/** A bound on a command that must end by itself: killed, and the test failed, past this. */
+export const WATCHDOG_MS = 60_000
+
+const MAX_RSS_PROBE = fileURLToPath(new URL('max-rss-probe.mjs', import.meta.url))
+
+/** The CLI, killed (and the test failed) past the watchdog; with its peak resident memory in MiB (max-rss-probe.mjs). */
+export async function runBounded(t: ExecutionContext, args: string[], env: Record<string, string> = {}, watchdogMs = WATCHDOG_MS): Promise<CliResult & {maxRssMb: number}> {
+  const rss = join(await tempDir(t), 'max-rss')
+  const child = startCli(args, {env: {...env, LOCALPUPPET_TEST_MAXRSS_FILE: rss}, nodeArgs: ['--import', MAX_RSS_PROBE]})
+  const watchdog = setTimeout(() => child.kill('SIGKILL'), watchdogMs)
+  const result = await child
+  clearTimeout(watchdog)
+  t.falsy(result.signal, `ended by itself within ${watchdogMs / 1000} s`)
+  const maxRssMb = Number(await readFile(rss, 'utf8')) / 1024
+  return {exitCode: result.exitCode ?? -1, stderr: String(result.stderr), stdout: String(result.stdout), maxRssMb}
 }

@@ -5,6 +5,7 @@ import type {RolloutEngine, RolloutNode} from '../../lib/rollout/engine.js'
 import type {RolloutRecord} from '../../lib/rollout/record.js'
 import {formatStep} from '../../lib/rollout/settings.js'
 import {formatAge} from '../../lib/util/duration.js'
+import {terminalText, terminalUrl} from '../../lib/util/terminal-text.js'
 import {formatDuration} from './format.js'
 
 const OK_STATES = new Set(['succeeded', 'up to date'])
@@ -151,34 +152,36 @@ export function renderFleetStatus(status: FleetStatus, now = Date.now()): string
   const rows = status.nodes.map((row) => {
     const {desired, lastSuccessAt} = row
     const wanted = desired && row.wanted && !row.wanted.endsWith(`/tags/${desired.split('/').pop()}`) ? `${row.wanted} (${desired.split('/').pop()})` : row.wanted
+    // Every value here is what a node (or its metrics) said: shown escaped, one line each.
     return [
-      row.node,
-      wanted,
-      row.applied,
+      terminalText(row.node),
+      terminalText(wanted),
+      terminalText(row.applied),
       row.onWanted === false ? chalk.red('no') : row.onWanted ? 'yes' : null,
-      row.state === 'succeeded' ? chalk.green(row.state) : ['no answer', 'stopped reporting', 'failed', 'error', 'refused', 'interrupted'].includes(row.state) ? chalk.red(row.state) : row.state,
-      row.release,
+      row.state === 'succeeded' ? chalk.green(row.state) : ['no answer', 'stopped reporting', 'failed', 'error', 'refused', 'interrupted'].includes(row.state) ? chalk.red(row.state) : terminalText(row.state),
+      terminalText(row.release),
       row.at ? formatAge(now - Date.parse(row.at)) : null,
       ...(extended ? [lastSuccessAt ? formatAge(now - Date.parse(lastSuccessAt)) : null] : []),
       row.drift,
-      [row.noop ? 'noop' : '', row.disabled ? `disabled: ${row.disabled}` : '', firstLine(row.message)].filter(Boolean).join('; '),
+      terminalText([row.noop ? 'noop' : '', row.disabled ? `disabled: ${row.disabled}` : '', firstLine(row.message)].filter(Boolean).join('; ')),
     ]
   })
   const by = (counts: Record<string, number>) =>
     Object.entries(counts)
       .sort()
-      .map(([name, n]) => `${name} = ${n}`)
+      .map(([name, n]) => `${terminalText(name)} = ${n}`)
       .join(', ')
   const headers = ['NODE', 'WANTED', 'APPLIED', 'ON_WANTED', 'NEWEST', 'RELEASE', 'AGE', ...(extended ? ['SUCCESS_AGE'] : []), 'DRIFT', 'NOTE']
   const lines = [columns(headers, rows), '']
   if (Object.keys(status.byApplied).length > 0) lines.push(`By applied release: ${by(status.byApplied)}`, `By state (newest attempt): ${by(status.byState)}`)
   if (status.disabled > 0) lines.push(`Puppet disabled: ${status.disabled}`)
-  if (status.noAnswer.length > 0) lines.push(`${extended ? 'Stopped reporting' : 'No answer'}: ${status.noAnswer.join(', ')}`)
+  const names = (nodes: string[]) => nodes.map((node) => terminalText(node)).join(', ')
+  if (status.noAnswer.length > 0) lines.push(`${extended ? 'Stopped reporting' : 'No answer'}: ${names(status.noAnswer)}`)
   const off = status.offWanted.filter((node) => !status.noAnswer.includes(node))
-  if (off.length > 0) lines.push(`Not on their wanted release: ${off.join(', ')}`)
-  lines.push(`Nodes: ${status.expectedFrom}`)
+  if (off.length > 0) lines.push(`Not on their wanted release: ${names(off)}`)
+  lines.push(`Nodes: ${terminalText(status.expectedFrom)}`)
   const from = status.wantedFrom
-  if (from?.from === 'index') lines.push(`Wanted: as the signed index of ${from.source} names it now (version ${from.version ?? 'none'}${from.signedBy ? `, signed by ${from.signedBy}` : ', unsigned'})`)
+  if (from?.from === 'index') lines.push(`Wanted: as the signed index of ${terminalUrl(from.source ?? '')} names it now (version ${from.version ?? 'none'}${from.signedBy ? `, signed by ${from.signedBy}` : ', unsigned'})`)
   else if (from) lines.push("Wanted: as each node resolved it on its last run (a channel moved since is not seen until the node runs again; --source URL|DIR reads the repository's index now)")
   return lines.join('\n')
 }

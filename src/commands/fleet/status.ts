@@ -17,14 +17,14 @@ export default class FleetStatus extends BaseCommand {
     [
       {code: 0, meaning: 'every node answered (or reports) and has applied its wanted release'},
       {code: 1, meaning: 'a node has not applied its wanted release, or did not answer (stopped reporting); or no node matched'},
-      {code: 64, meaning: 'usage error (--source apt; plain http with no trusted key and no --insecure)'},
+      {code: 64, meaning: 'usage error (--source apt; plain http with no trusted key and no --insecure; --channel not a channel name)'},
       {code: 65, meaning: "--source: the repository's index is invalid, not signed by a trusted key, older than one this machine accepted, or expired"},
-      {code: 69, meaning: 'mco cannot be run or the broker cannot be reached; Prometheus or the repository cannot be reached or cannot answer'},
+      {code: 69, meaning: 'mco cannot be run or the broker cannot be reached; Prometheus or the repository cannot be reached or cannot answer (Prometheus: not in time, --prometheus-timeout; a series or value that cannot be; too many series or nodes)'},
       {code: 77, meaning: 'the rollouts directory (where the fleet is remembered), or with --source an unsigned repository directory or the record of accepted index versions, is owned by another user or writable by others (--allow-untrusted)'},
     ],
   )
 
-  static override usage = '<%= command.id %> [--via mco [DISCOVERY FLAGS] | --prometheus URL [--source URL|DIR] [--channel NAME] [--lookback DURATION]]'
+  static override usage = '<%= command.id %> [--via mco [DISCOVERY FLAGS] | --prometheus URL [--source URL|DIR] [--channel NAME] [--lookback DURATION] [--prometheus-timeout DURATION]]'
   static override examples = [
     '<%= config.bin %> fleet status',
     '<%= config.bin %> fleet status -W role=web --json',
@@ -41,6 +41,7 @@ export default class FleetStatus extends BaseCommand {
     prometheus: Flags.string({description: "read the fleet from the node metrics in this Prometheus (http://host:9090)", helpValue: 'URL'}),
     lookback: Flags.string({description: '--prometheus: list nodes seen this far back whose metrics are gone as "stopped reporting" [default: 1d]', helpValue: 'DURATION', dependsOn: ['prometheus']}),
     channel: Flags.string({description: '--prometheus: only the nodes whose input follows this channel', helpValue: 'NAME', dependsOn: ['prometheus']}),
+    'prometheus-timeout': Flags.string({description: '--prometheus: the time each answer of Prometheus has, whole (else 69) [default: 5m]', helpValue: 'DURATION', dependsOn: ['prometheus']}),
     source: Flags.string({
       description:
         "--prometheus: resolve each node's wanted release through this release repository's signed index now (a channel's tag, a range's newest match), read as a node reads it and remembered nowhere [default: the source setting, if any; else wanted is as of each node's last run] (env LOCALPUPPET_SOURCE, config source)",
@@ -67,15 +68,18 @@ export default class FleetStatus extends BaseCommand {
         throw new UsageError('--via prometheus needs --prometheus URL')
       }
 
-      const [{fleetStatusViaPrometheus}, {readWantedIndex}, {parseDuration}] = await Promise.all([
+      const [{fleetStatusViaPrometheus}, {readWantedIndex}, {parseDuration}, {usageChannelName}] = await Promise.all([
         import('../../lib/fleet/prometheus-fleet.js'),
         import('../../lib/fleet/wanted-now.js'),
         import('../../lib/util/duration.js'),
+        import('../../lib/release/release-ref.js'),
       ])
       const lookbackMs = flags.lookback ? parseDuration(flags.lookback, '--lookback') : undefined
+      const deadlineMs = flags['prometheus-timeout'] ? parseDuration(flags['prometheus-timeout'], '--prometheus-timeout') : undefined
+      if (flags.channel !== undefined) usageChannelName(flags.channel, '--channel')
       const wanted = await readWantedIndex({source: flags.source, trust: flags.trust, insecure: flags.insecure, allowUntrusted: flags['allow-untrusted']})
       if (wanted) this.warnLines(wanted.warnings)
-      status = await fleetStatusViaPrometheus(flags.prometheus, {lookbackMs, channel: flags.channel, wanted})
+      status = await fleetStatusViaPrometheus(flags.prometheus, {lookbackMs, deadlineMs, channel: flags.channel, wanted})
     } else {
       const {fleetStatusViaMco} = await import('../../lib/fleet/fleet-status.js')
       status = await fleetStatusViaMco(transportSpec({...flags, via: 'mco'} as McoFlagValues), {stateDir: flags['state-dir'] ?? defaultStateDir(), allowUntrusted: flags['allow-untrusted']}, (line) => this.warnLines([line]))

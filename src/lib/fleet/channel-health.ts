@@ -1,3 +1,4 @@
+import {usageChannelName} from '../release/release-ref.js'
 import {formatAge} from '../util/duration.js'
 import {type PromNode, readPromFleet} from './prometheus-fleet.js'
 
@@ -23,6 +24,7 @@ export interface ChannelHealth {
   minNodes: number
   healthy: number
   nodes: NodeHealth[]
+  /** Without its credentials. */
   prometheus: string
   /** Prometheus' clock when it answered. */
   at: string
@@ -40,22 +42,42 @@ export interface HealthOptions {
   /** A node whose newest attempt is older than this is stale (default 2 h: four periods of the shipped 30-minute timer). */
   staleAfterMs?: number
   lookbackMs?: number
+  /** Each Prometheus answer whole (ms; --prometheus-timeout). */
+  deadlineMs?: number
 }
 
 const DEFAULT_STALE_AFTER_MS = 2 * 3_600_000
+/**
+ * How far ahead of Prometheus' clock a node's timestamp may be and still be believed:
+ * clocks kept by NTP agree within a second; a time further ahead is suspect, never fresh.
+ */
+export const CLOCK_AHEAD_MS = 60_000
+/** The newest attempt's states (exactly as the metrics write them, see Monitoring) that are a failure, and those that are not. */
+const FAILED_STATES = new Set(['failed', 'error', 'refused', 'interrupted'])
+const FINE_STATES = new Set(['succeeded', 'skipped', 'busy', 'running', 'no runs'])
 
-/** Judges one node against the release, at Prometheus' time `now`. */
+/** Judges one node against the release, at Prometheus' time `now`. Anything not understood is not healthy. */
 export function judgeNode(node: PromNode, options: HealthOptions, now: number): NodeHealth {
   const base = {node: node.node, instance: node.instance, applied: node.applied, healthySince: node.healthySince}
-  const age = (iso: string | null) => (iso ? formatAge(now - Date.parse(iso)) : 'never')
+  const time = (iso: string | null) => (iso === null ? Number.NaN : Date.parse(iso))
+  const age = (iso: string | null) => (Number.isFinite(time(iso)) ? formatAge(now - time(iso)) : 'never')
+  const ahead = (iso: string | null) => time(iso) - now > CLOCK_AHEAD_MS
   const staleAfter = options.staleAfterMs ?? DEFAULT_STALE_AFTER_MS
   if (node.stopped) return {...base, state: 'stopped reporting', reason: `its metrics are gone from Prometheus (newest attempt ${age(node.at)} ago)`}
   if (node.disabled) return {...base, state: 'disabled', reason: `Puppet is disabled: ${node.disabled}`}
-  if (node.at === null || now - Date.parse(node.at) > staleAfter) return {...base, state: 'stale', reason: `newest attempt ${age(node.at)} ago (more than ${formatAge(staleAfter)})`}
-  const failed = node.lastRunSuccess === false || ['failed', 'error', 'refused', 'interrupted'].includes(node.state)
-  if (failed) return {...base, state: 'failed', reason: `newest attempt ${node.state}${node.exitCode !== null ? ` (exit ${node.exitCode})` : ''}${node.release ? ` on ${node.release}` : ''}`}
+  for (const [what, iso] of [['newest attempt', node.at], ['healthy since', node.healthySince]] as const) {
+    if (ahead(iso)) return {...base, state: 'stale', reason: `${what} ${formatAge(time(iso) - now)} ahead of Prometheus' clock (the node's clock is ahead: not believed)`}
+  }
+
+  const attempt = time(node.at)
+  if (!Number.isFinite(attempt) || now - attempt > staleAfter) return {...base, state: 'stale', reason: `newest attempt ${age(node.at)} ago (more than ${formatAge(staleAfter)})`}
+  const on = `${node.exitCode !== null ? ` (exit ${node.exitCode})` : ''}${node.release ? ` on ${node.release}` : ''}`
+  if (node.lastRunSuccess === false || FAILED_STATES.has(node.state)) return {...base, state: 'failed', reason: `newest attempt ${node.state}${on}`}
+  if (!FINE_STATES.has(node.state)) return {...base, state: 'failed', reason: `newest attempt in a state the metrics do not name: ${JSON.stringify(node.state)}${on}`}
   if (node.applied !== options.release) return {...base, state: 'not yet run', reason: `has applied ${node.applied ?? 'nothing'}${node.desired && node.desired !== options.release ? `; its channel resolved to ${node.desired}` : ''}`}
-  const healthyFor = node.healthySince ? now - Date.parse(node.healthySince) : 0
+  if (node.lastRunSuccess !== true) return {...base, state: 'not yet run', reason: 'no completed run reported (localpuppet_last_run_success)'}
+  const since = time(node.healthySince)
+  const healthyFor = Number.isFinite(since) ? Math.max(0, now - since) : 0
   if (healthyFor < options.forMs) return {...base, state: 'settling', reason: `healthy on it for ${formatAge(healthyFor)} of ${formatAge(options.forMs)}`}
   return {...base, state: 'healthy', reason: `healthy on it for ${formatAge(healthyFor)}`}
 }
@@ -66,14 +88,15 @@ export function judgeNode(node: PromNode, options: HealthOptions, now: number): 
  * at least `minNodes` of them; otherwise the gate is shut and each node not there is named.
  */
 export async function channelHealth(url: string, options: HealthOptions): Promise<ChannelHealth> {
-  const fleet = await readPromFleet(url, {lookbackMs: options.lookbackMs})
+  usageChannelName(options.channel, '--require-healthy')
+  const fleet = await readPromFleet(url, {lookbackMs: options.lookbackMs, deadlineMs: options.deadlineMs})
   const following = fleet.nodes.filter((node) => node.channel === options.channel && node.app === options.app)
   const nodes = following.map((node) => judgeNode(node, options, fleet.at))
   const healthy = nodes.filter((node) => node.state === 'healthy').length
   const waiting = nodes.filter((node) => node.state !== 'healthy')
   const where = `${options.app}/channels/${options.channel}`
   let why: string
-  if (following.length === 0) why = `no node follows ${where} in ${url}'s metrics`
+  if (following.length === 0) why = `no node follows ${where} in ${fleet.url}'s metrics`
   else if (waiting.length > 0) why = `${waiting.length} of ${nodes.length} nodes following ${where} are not healthy on ${options.release}: ${waiting.map((node) => `${node.node} (${node.state})`).join(', ')}`
   else if (healthy < options.minNodes) why = `only ${healthy} node${healthy === 1 ? '' : 's'} following ${where} healthy on ${options.release}; --min-nodes ${options.minNodes}`
   else why = `all ${healthy} nodes following ${where} are healthy on ${options.release}`
@@ -87,7 +110,7 @@ export async function channelHealth(url: string, options: HealthOptions): Promis
     minNodes: options.minNodes,
     healthy,
     nodes,
-    prometheus: url,
+    prometheus: fleet.url,
     at: new Date(fleet.at).toISOString(),
   }
 }

@@ -1,4 +1,7 @@
-import {PrometheusClient, type PromSample, promRegexLiteral} from '../prometheus/client.js'
+import {FleetUnavailableError} from '../errors.js'
+import {PrometheusClient, promRegexLiteral} from '../prometheus/client.js'
+import {type ReleaseRef, parseReleaseRef} from '../release/release-ref.js'
+import {redactUrl, terminalText, terminalUrl} from '../util/terminal-text.js'
 import {type FleetRow, type FleetStatus, type WantedFrom, summarizeFleet} from './fleet-rows.js'
 import {type WantedIndex, resolveInIndex} from './wanted-now.js'
 
@@ -50,6 +53,8 @@ export interface PromFleetOptions {
   /** How far back a node that stopped reporting is still listed (ms, default 1 day). */
   lookbackMs?: number
   timeoutMs?: number
+  /** Each Prometheus answer whole, from connecting to its last byte (ms; --prometheus-timeout). */
+  deadlineMs?: number
   /** Only the nodes whose input follows this channel. */
   channel?: string
   /** The repository's signed index now (fleet status --source): wanted releases resolve through it, not as each node last resolved them. */
@@ -69,41 +74,144 @@ export function fleetQueries(lookbackSeconds: number): [string, string, string] 
 const targetKey = (labels: Record<string, string>) => `${labels.job ?? ''}\u0000${labels.instance ?? ''}`
 
 /**
+ * The most nodes (scrape targets) a fleet view keeps: twice the 100,000 the client's
+ * series bound is built for. What is kept per node is its newest series of each node
+ * metric (a dozen), so memory follows the nodes, never the answer; more is 69.
+ */
+export const MAX_NODES = 200_000
+
+const TIMESTAMPS = new Set(['last_attempt_timestamp_seconds', 'last_success_timestamp_seconds', 'healthy_since_timestamp_seconds'])
+const FLAGS = new Set(['last_run_success', 'puppet_disabled', 'run_in_progress'])
+const KEPT = new Set(NAMES)
+/** Of each node metric, the labels a fleet view reads (the rest is not kept: memory follows what is read). */
+const TARGET = ['instance', 'job']
+const DESIRED = [...TARGET, 'node', 'app', 'ref', 'channel', 'release']
+const KEPT_LABELS: Record<string, string[]> = {
+  desired_release_info: DESIRED,
+  applied_release_info: ['release'],
+  last_attempt_exit_code: ['state', 'release'],
+  release_info: ['release'],
+  puppet_disabled: ['message'],
+}
+
+/** A series as kept: its value and the labels read of it. */
+interface Kept {
+  value: number
+  labels: Record<string, string>
+}
+
+/** The largest time Date can hold, in seconds. */
+const MAX_SECONDS = 8.64e12
+
+/** Why a node metric's value cannot be what its name says (the answer is refused, 69), or nothing. */
+function checkValue(name: string, value: number): string | undefined {
+  if (TIMESTAMPS.has(name)) return value >= 0 && value <= MAX_SECONDS ? undefined : 'is not a time (seconds since 1970)'
+  if (FLAGS.has(name)) return value === 0 || value === 1 ? undefined : 'is not 0 or 1'
+  if (name === 'last_attempt_exit_code') return Number.isInteger(value) && value >= 0 && value <= 255 ? undefined : 'is not an exit code (0-255)'
+  if (name === 'last_run_resources') return Number.isSafeInteger(value) && value >= 0 ? undefined : 'is not a count of resources'
+  return undefined
+}
+
+/**
+ * The characters of label values a fleet view keeps, all nodes together: a node's come to
+ * some 450 (its name, app, channel, releases, target), so this is 200,000 nodes with room.
+ * More is 69: a label a node can fill at will never grows memory past it.
+ */
+export const MAX_KEPT_CHARS = 128 * 1024 * 1024
+
+/** What a fleet view keeps of its answers, held to MAX_NODES per query and MAX_KEPT_CHARS in all (69, naming the query). */
+function keeper(client: PrometheusClient) {
+  let chars = 0
+  const refuse = (query: string, why: string) =>
+    new FleetUnavailableError(`prometheus ${terminalUrl(client.url)}: query ${terminalText(query, 200)}: ${why}`, ['check --prometheus: a fleet this size is beyond what fleet status and promote read'])
+  const count = (query: string, text: string) => {
+    chars += text.length
+    if (chars > MAX_KEPT_CHARS) throw refuse(query, `labels of more than ${MAX_KEPT_CHARS} characters in all`)
+  }
+
+  return {
+    /** A map of scrape targets. */
+    targets<T>(query: string): {map: Map<string, T>; add(key: string, value: T): void} {
+      const map = new Map<string, T>()
+      return {
+        map,
+        add(key, value) {
+          if (map.size >= MAX_NODES && !map.has(key)) throw refuse(query, `more than ${MAX_NODES} nodes (scrape targets) in the answer`)
+          count(query, key)
+          map.set(key, value)
+        },
+      }
+    },
+    /** The labels of a series that are read. */
+    pick(query: string, labels: Record<string, string>, names: string[]): Record<string, string> {
+      const picked: Record<string, string> = {}
+      for (const name of names) {
+        if (!Object.hasOwn(labels, name)) continue
+        count(query, labels[name])
+        picked[name] = labels[name]
+      }
+
+      return picked
+    },
+  }
+}
+
+/**
  * The fleet as the node exporters' Prometheus sees it: one query for every current series
  * of the node metrics, one for the nodes seen within the lookback (so a node whose
  * exporter went quiet is listed as stopped, never left out), one for their last attempt;
  * and only when a stopped node reported more than one label set, one for the newest.
+ * Each answer is read as it arrives: per node, the newest series of each metric is kept.
  */
 export async function readPromFleet(url: string, options: PromFleetOptions = {}): Promise<PromFleet> {
-  const client = new PrometheusClient(url, {timeoutMs: options.timeoutMs})
+  const client = new PrometheusClient(url, {timeoutMs: options.timeoutMs, deadlineMs: options.deadlineMs})
   const lookbackSeconds = Math.max(60, Math.round((options.lookbackMs ?? 86_400_000) / 1000))
-  const [current, seen, lastAttempts] = await Promise.all(fleetQueries(lookbackSeconds).map((query) => client.query(query)))
-  const at = current[0]?.at ?? seen[0]?.at ?? Date.now()
-  const byTarget = new Map<string, PromSample[]>()
-  for (const sample of current) byTarget.set(targetKey(sample.labels), [...(byTarget.get(targetKey(sample.labels)) ?? []), sample])
+  const [currentQuery, seenQuery, lastAttemptQuery] = fleetQueries(lookbackSeconds)
+  // Per target, its series by metric (of last_run_resources, the corrective changes only), each with the labels read.
+  const kept = keeper(client)
+  const current = kept.targets<Map<string, Kept>>(currentQuery)
+  // Per target, the first label set it reported within the lookback, and how many it did.
+  const seen = kept.targets<{labels: Record<string, string>; sets: number}>(seenQuery)
+  const lastAttempts = kept.targets<number>(lastAttemptQuery)
+  const [atCurrent, atSeen] = await Promise.all([
+    client.query(currentQuery, (sample) => {
+      const name = sample.labels.__name__?.replace(/^localpuppet_/, '')
+      if (name === undefined || !KEPT.has(name)) return
+      const why = checkValue(name, sample.value)
+      if (why) return why
+      if (name === 'last_run_resources' && sample.labels.kind !== 'corrective_change') return
+      const key = targetKey(sample.labels)
+      const series = current.map.get(key) ?? new Map<string, Kept>([['', {value: 0, labels: kept.pick(currentQuery, sample.labels, TARGET)}]])
+      if (series.size === 1) current.add(key, series)
+      if (!series.has(name)) series.set(name, {value: sample.value, labels: kept.pick(currentQuery, sample.labels, KEPT_LABELS[name] ?? [])})
+    }),
+    client.query(seenQuery, (sample) => {
+      const key = targetKey(sample.labels)
+      const known = seen.map.get(key)
+      if (known) known.sets++
+      else seen.add(key, {labels: kept.pick(seenQuery, sample.labels, DESIRED), sets: 1})
+    }),
+    client.query(lastAttemptQuery, (sample) => {
+      const why = checkValue('last_attempt_timestamp_seconds', sample.value)
+      if (why) return why
+      if (!lastAttempts.map.has(targetKey(sample.labels))) lastAttempts.add(targetKey(sample.labels), sample.value)
+    }),
+  ])
+  const at = atCurrent ?? atSeen ?? Date.now()
   const nodes: PromNode[] = []
-  const seenTargets = new Set<string>()
-  for (const [target, samples] of byTarget) {
-    if (!samples.some((s) => s.labels.__name__ === 'localpuppet_desired_release_info' || s.labels.__name__ === 'localpuppet_last_attempt_timestamp_seconds')) continue
-    nodes.push(nodeFrom(samples))
-    seenTargets.add(target)
+  const reporting = new Set<string>()
+  for (const [target, series] of current.map) {
+    if (!series.has('desired_release_info') && !series.has('last_attempt_timestamp_seconds')) continue
+    nodes.push(nodeFrom(series))
+    reporting.add(target)
   }
 
   // A node that stopped reporting: the label set it reported last (its release or channel may have changed within the lookback).
-  const stopped = new Map<string, Array<Record<string, string>>>()
-  for (const sample of seen) {
-    const target = targetKey(sample.labels)
-    if (!seenTargets.has(target)) stopped.set(target, [...(stopped.get(target) ?? []), sample.labels])
-  }
-
-  const newest = await newestLabelSets(client, stopped, lookbackSeconds)
-  for (const [target, labels] of stopped) {
-    const last = lastAttempts.find((s) => targetKey(s.labels) === target)
-    nodes.push(stoppedNode(newest.get(target) ?? labels[0], last?.value))
-  }
-
+  const stopped = new Map([...seen.map].filter(([target]) => !reporting.has(target)))
+  const newest = await newestLabelSets(client, kept, stopped, lookbackSeconds)
+  for (const [target, {labels}] of stopped) nodes.push(stoppedNode(newest.get(target) ?? labels, lastAttempts.map.get(target)))
   nodes.sort((a, b) => (a.node < b.node ? -1 : a.node > b.node ? 1 : 0))
-  return {nodes, at, url}
+  return {nodes, at, url: client.url}
 }
 
 /**
@@ -111,43 +219,59 @@ export async function readPromFleet(url: string, options: PromFleetOptions = {})
  * info within the lookback, the one scraped last: one query of the raw samples of just
  * those targets (their own timestamps; last_over_time answers at the evaluation time).
  */
-async function newestLabelSets(client: PrometheusClient, stopped: Map<string, Array<Record<string, string>>>, lookbackSeconds: number): Promise<Map<string, Record<string, string>>> {
-  const ambiguous = [...stopped.values()].filter((sets) => sets.length > 1)
+async function newestLabelSets(client: PrometheusClient, kept: ReturnType<typeof keeper>, stopped: Map<string, {labels: Record<string, string>; sets: number}>, lookbackSeconds: number): Promise<Map<string, Record<string, string>>> {
+  const ambiguous = [...stopped.values()].filter(({sets}) => sets > 1)
   const newest = new Map<string, Record<string, string>>()
   if (ambiguous.length === 0) return newest
-  const instances = [...new Set(ambiguous.map((sets) => sets[0].instance ?? ''))]
-  const series = await client.lastSeen(`localpuppet_desired_release_info{instance=~${promRegexLiteral(instances)}}`, lookbackSeconds)
+  const instances = [...new Set(ambiguous.map(({labels}) => labels.instance ?? ''))]
   const best = new Map<string, number>()
-  for (const {labels, at} of series) {
+  const selector = `localpuppet_desired_release_info{instance=~${promRegexLiteral(instances)}}`
+  await client.lastSeen(selector, lookbackSeconds, ({labels, at}) => {
     const target = targetKey(labels)
-    if (!stopped.has(target) || !(at > (best.get(target) ?? Number.NEGATIVE_INFINITY))) continue
+    if (!stopped.has(target) || !(at > (best.get(target) ?? Number.NEGATIVE_INFINITY))) return
     best.set(target, at)
-    newest.set(target, labels)
-  }
-
+    newest.set(target, kept.pick(selector, labels, DESIRED))
+  })
   return newest
+}
+
+/** The app and channel of the input a node follows, as its ref names them: for metrics whose own labels left them empty. */
+function refOf(ref: string | null): ReleaseRef | null {
+  if (ref === null) return null
+  try {
+    return parseReleaseRef(ref)
+  } catch {
+    return null
+  }
+}
+
+const appOf = (ref: string | null) => refOf(ref)?.app ?? null
+const channelOf = (ref: string | null) => {
+  const parsed = refOf(ref)
+  return parsed?.kind === 'channel' ? parsed.channel : null
 }
 
 const iso = (seconds: number | undefined) => (seconds === undefined || !Number.isFinite(seconds) ? null : new Date(seconds * 1000).toISOString())
 
-function nodeFrom(samples: PromSample[]): PromNode {
-  const one = (name: string) => samples.find((s) => s.labels.__name__ === `localpuppet_${name}`)
+/** A node from its series kept (under '', its target's labels). */
+function nodeFrom(series: Map<string, Kept>): PromNode {
+  const one = (name: string) => series.get(name)
   const desired = one('desired_release_info')?.labels
   const applied = one('applied_release_info')?.labels.release ?? null
   const exit = one('last_attempt_exit_code')
   const running = one('run_in_progress')?.value === 1
   const disabled = one('puppet_disabled')
   const success = one('last_run_success')
-  const corrective = samples.find((s) => s.labels.__name__ === 'localpuppet_last_run_resources' && s.labels.kind === 'corrective_change')
-  const labels = samples[0].labels
+  const corrective = one('last_run_resources')
+  const labels = series.get('')!.labels
   const resolved = desired?.release || null
   const ref = desired?.ref || null
   return {
     node: desired?.node || labels.instance || '?',
     instance: labels.instance ?? '',
     job: labels.job ?? '',
-    app: desired?.app || null,
-    channel: desired?.channel || null,
+    app: desired?.app || appOf(ref),
+    channel: desired?.channel || channelOf(ref),
     wanted: ref,
     desired: resolved,
     applied,
@@ -173,8 +297,8 @@ function stoppedNode(labels: Record<string, string>, lastAttempt: number | undef
     node: labels.node || labels.instance || '?',
     instance: labels.instance ?? '',
     job: labels.job ?? '',
-    app: labels.app || null,
-    channel: labels.channel || null,
+    app: labels.app || appOf(labels.ref || null),
+    channel: labels.channel || channelOf(labels.ref || null),
     wanted: labels.ref || null,
     desired: labels.release || null,
     applied: null,
@@ -219,10 +343,10 @@ export async function fleetStatusViaPrometheus(url: string, options: PromFleetOp
   const following = options.channel === undefined ? fleet.nodes : fleet.nodes.filter((node) => node.channel === options.channel)
   const nodes = wanted ? following.map((node) => wantedThroughIndex(node, wanted.index)) : following
   const wantedFrom: WantedFrom = wanted
-    ? {from: 'index', source: wanted.source, version: wanted.version, signedBy: wanted.signedBy}
+    ? {from: 'index', source: redactUrl(wanted.source), version: wanted.version, signedBy: wanted.signedBy}
     : {from: 'last run', source: null, version: null, signedBy: null}
   return {
-    ...summarizeFleet(nodes, `Prometheus ${url} (every node seen in the last ${Math.round((options.lookbackMs ?? 86_400_000) / 3_600_000)}h)`),
+    ...summarizeFleet(nodes, `Prometheus ${fleet.url} (every node seen in the last ${Math.round((options.lookbackMs ?? 86_400_000) / 3_600_000)}h)`),
     at: new Date(fleet.at).toISOString(),
     wantedFrom,
   }

@@ -1,6 +1,7 @@
 import semver from 'semver'
 
-import {ReleaseError} from '../errors.js'
+import {ReleaseError, UsageError} from '../errors.js'
+import {terminalText} from '../util/terminal-text.js'
 
 /** An app name or a tag/branch name: one safe path segment, never `.` or `..`. */
 const APP_NAME = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$/
@@ -21,6 +22,12 @@ const CHANNEL_NAME = /^[a-z][a-z0-9_-]{0,63}$/
 /** True when a name can be a channel's (`stable`, `canary`, `eu-west_1`). */
 export function isValidChannelName(name: string): boolean {
   return CHANNEL_NAME.test(name)
+}
+
+/** A channel name given on the command line (`--channel`, `--require-healthy`): itself, or 64 naming the flag. */
+export function usageChannelName(name: string, flag: string): string {
+  if (!isValidChannelName(name)) throw new UsageError(`${flag} ${terminalText(JSON.stringify(name))}: not a channel name (lowercase letters, digits, '-' and '_', starting with a letter)`)
+  return name
 }
 
 /**

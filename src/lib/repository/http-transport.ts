@@ -1,11 +1,12 @@
 import type {Agent, ClientRequest, IncomingMessage} from 'node:http'
 import {createRequire} from 'node:module'
-import {PassThrough, type Readable} from 'node:stream'
+import type {Readable} from 'node:stream'
 
 import type {Dispatcher} from 'undici'
 
 import {LocalpuppetError, ReleaseError, RepositoryUnavailableError} from '../errors.js'
 import {type Transport, readBounded, writeChecked} from './transport.js'
+import {meterRate} from '../util/rate-floor.js'
 
 export interface HttpOptions {
   /** Per request: connecting, waiting for headers, and any pause in the body (ms). */
@@ -18,14 +19,6 @@ export interface HttpOptions {
   env?: NodeJS.ProcessEnv
 }
 
-/**
- * The slowest body believed to be making progress. undici's bodyTimeout bounds each pause,
- * so a server dripping a byte a second would hold a node for hours (an index may be 16 MiB,
- * an archive 16 GiB); a body slower than this over a whole --timeout window is cut (and
- * retried, as a timeout is). 16 KiB/s (128 kbit/s) is far below any link a node pulls
- * releases over, and bounds a request to about --timeout + its size at that rate.
- */
-export const MIN_BYTES_PER_SECOND = 16 * 1024
 
 /** Redirects followed per request; more is a loop. */
 const MAX_REDIRECTS = 5
@@ -306,40 +299,6 @@ async function dump(body: Readable): Promise<void> {
     body.once('close', resolve)
     body.once('error', () => resolve())
   })
-}
-
-/**
- * The body, cut (destroyed with a LOCALPUPPET_TOO_SLOW error) when a whole window of
- * `windowMs` brings fewer bytes than MIN_BYTES_PER_SECOND would: a drip, or a server that
- * sends just enough to defeat the idle timeout.
- */
-function meterRate(body: Readable, where: string, windowMs: number): Readable {
-  const metered = new PassThrough({highWaterMark: 1024 * 1024})
-  const floor = Math.ceil((MIN_BYTES_PER_SECOND * windowMs) / 1000)
-  let bytes = 0
-  let seconds = 0
-  const timer = setInterval(() => {
-    seconds += windowMs / 1000
-    if (bytes >= floor) {
-      bytes = 0
-      return
-    }
-
-    const message = `${where}: too slow: ${bytes} byte${bytes === 1 ? '' : 's'} in ${windowMs / 1000} s (at least ${MIN_BYTES_PER_SECOND / 1024} KiB/s expected; ${seconds} s into the body)`
-    metered.destroy(Object.assign(new Error(message), {code: 'LOCALPUPPET_TOO_SLOW'}))
-  }, windowMs)
-  const stop = () => clearInterval(timer)
-  body.on('data', (chunk: Buffer) => {
-    bytes += chunk.length
-  })
-  body.on('error', (error) => metered.destroy(error))
-  metered.on('close', () => {
-    stop()
-    body.destroy()
-  })
-  body.on('end', stop)
-  body.pipe(metered)
-  return metered
 }
 
 function transient(error: unknown): TransientError | null {

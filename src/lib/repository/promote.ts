@@ -2,7 +2,7 @@ import {resolve} from 'node:path'
 
 import {loadSigningKey} from '../archive/signature.js'
 import {NotFoundError, UsageError} from '../errors.js'
-import {isValidChannelName, parseReleaseRef} from '../release/release-ref.js'
+import {parseReleaseRef, usageChannelName} from '../release/release-ref.js'
 import {type IndexUpdate, hasIndex, updateIndex} from './index-update.js'
 import {own} from '../util/own.js'
 
@@ -33,7 +33,7 @@ export interface PromoteResult extends IndexUpdate {
 export function parsePromotion(release: string, channel: string): {app: string; tag: string} {
   const ref = parseReleaseRef(release, 'promote')
   if (ref.kind !== 'tag') throw new UsageError(`promote ${release}: a channel names an exact tag (APP/tags/TAG), not a ${ref.kind}`)
-  if (!isValidChannelName(channel)) throw new UsageError(`--channel ${JSON.stringify(channel)}: not a channel name (lowercase letters, digits, '-' and '_', starting with a letter)`)
+  usageChannelName(channel, '--channel')
   return {app: ref.app, tag: ref.tag}
 }
 

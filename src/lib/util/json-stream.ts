@@ -18,6 +18,12 @@ export type ByteSource = (buffer: Buffer) => number
 /** The text is not JSON, or not the JSON the caller walks. */
 export class JsonStreamError extends Error {}
 
+/**
+ * Thrown by a ByteSource that has no bytes yet but has not ended (an answer still coming
+ * over the network): JsonReader.attempt() undoes the step, to be tried again once more came.
+ */
+export class MoreBytesNeeded extends Error {}
+
 const QUOTE = 0x22
 const BACKSLASH = 0x5c
 const COMMA = 0x2c
@@ -77,11 +83,15 @@ export class JsonReader {
   private at = 0
   /** Where the elements being gathered start: kept when more text is read. */
   private mark = -1
+  /** Where the step being attempted started: kept too, so that it can be undone. */
+  private hold = -1
+  /** Characters dropped from the front of the text so far. */
+  private dropped = 0
   private ended = false
   private readonly decoder = new StringDecoder('utf8')
   private readonly buffer: Buffer
   /** The containers entered, innermost last: whether an entry of it was read yet. */
-  private readonly open: Array<{array: boolean; first: boolean}> = []
+  private open: Array<{array: boolean; first: boolean}> = []
   /** A key was read: its value comes next. */
   private afterKey = false
 
@@ -173,6 +183,40 @@ export class JsonReader {
     return value
   }
 
+  /**
+   * Runs one step of the walk (any of the calls above, and what the caller does with its
+   * result after the last read) over a source that may run dry before its end (it throws
+   * MoreBytesNeeded): then the step is undone as if never begun and null returned, to be
+   * run again when more bytes came. So an answer read from the network is walked as it
+   * arrives, holding only the step's own text. The step must not act before its last read.
+   */
+  attempt<T>(step: () => T): {value: T} | null {
+    const before = {open: this.open.map((entry) => ({...entry})), afterKey: this.afterKey}
+    this.hold = this.at
+    try {
+      return {value: step()}
+    } catch (error) {
+      if (!(error instanceof MoreBytesNeeded)) throw error
+      this.at = this.hold
+      this.mark = -1
+      this.open = before.open
+      this.afterKey = before.afterKey
+      return null
+    } finally {
+      this.hold = -1
+    }
+  }
+
+  /** Characters read and not yet walked past: what a step that could not finish holds. */
+  get pending(): number {
+    return this.text.length - this.at
+  }
+
+  /** Characters walked past since the start of the document. */
+  get position(): number {
+    return this.dropped + this.at
+  }
+
   /** Nothing but white space follows the document. */
   finish(): void {
     if (this.open.length > 0) this.fail('the end of every object and array')
@@ -237,11 +281,13 @@ export class JsonReader {
   /** Reads the next chunk onto the text, dropping what was consumed; false at the end. */
   private fill(): boolean {
     if (this.ended) return false
-    const keep = this.mark === -1 ? this.at : this.mark
+    const keep = Math.min(this.at, ...[this.mark, this.hold].filter((at) => at !== -1))
     if (keep >= KEEP_CHARS) {
       this.text = this.text.slice(keep)
+      this.dropped += keep
       this.at -= keep
       if (this.mark !== -1) this.mark -= keep
+      if (this.hold !== -1) this.hold -= keep
     }
 
     const read = this.source(this.buffer)

@@ -1,6 +1,7 @@
 import test from 'ava'
 
-import {judgeNode} from '../../../src/lib/fleet/channel-health.js'
+import {UsageError} from '../../../src/lib/errors.js'
+import {channelHealth, judgeNode} from '../../../src/lib/fleet/channel-health.js'
 import type {PromNode} from '../../../src/lib/fleet/prometheus-fleet.js'
 
 const NOW = Date.parse('2026-11-25T12:00:00.000Z')
@@ -43,4 +44,28 @@ test('each way of not being there yet is named', (t) => {
   t.like(judgeNode(node({disabled: 'maintenance'}), options, NOW), {state: 'disabled', reason: 'Puppet is disabled: maintenance'})
   t.like(judgeNode(node({at: ago(180)}), options, NOW), {state: 'stale'})
   t.like(judgeNode(node({stopped: true}), options, NOW), {state: 'stopped reporting'})
+})
+
+test("a node whose clock is ahead is not fresh: its newest attempt or its healthy-since in the future is stale", (t) => {
+  const ahead = (minutes: number) => new Date(NOW + minutes * 60_000).toISOString()
+  t.like(judgeNode(node({at: ahead(60)}), options, NOW), {state: 'stale', reason: "newest attempt 1h ahead of Prometheus' clock (the node's clock is ahead: not believed)"})
+  t.like(judgeNode(node({at: ago(5), healthySince: ahead(600)}), options, NOW), {state: 'stale', reason: "healthy since 10h ahead of Prometheus' clock (the node's clock is ahead: not believed)"})
+  // Within a minute ahead: a clock NTP keeps, believed.
+  t.like(judgeNode(node({at: new Date(NOW + 20_000).toISOString()}), options, NOW), {state: 'healthy'})
+})
+
+test('the state label is compared exactly as the metrics write it: any other spelling is not healthy', (t) => {
+  for (const state of ['Succeeded', 'succeeded ', 'SUCCEEDED', 'ok', '']) {
+    t.like(judgeNode(node({state}), options, NOW), {state: 'failed', reason: `newest attempt in a state the metrics do not name: ${JSON.stringify(state)} (exit 0) on foo/tags/1.1.0`}, state)
+  }
+
+  for (const state of ['succeeded', 'skipped', 'busy', 'running']) t.like(judgeNode(node({state}), options, NOW), {state: 'healthy'}, state)
+  // No completed run reported: not healthy by default.
+  t.like(judgeNode(node({lastRunSuccess: null}), options, NOW), {state: 'not yet run'})
+})
+
+test('--require-healthy takes a channel name only (64)', async (t) => {
+  for (const channel of ['Canary', 'canary/x', '', 'a b', '\u001b]0;x\u0007']) {
+    await t.throwsAsync(channelHealth('http://127.0.0.1:1', {...options, channel}), {instanceOf: UsageError, message: /^--require-healthy ".*": not a channel name/})
+  }
 })

@@ -1,6 +1,7 @@
 import test from 'ava'
 
-import {fleetStatusViaPrometheus, readPromFleet} from '../../../src/lib/fleet/prometheus-fleet.js'
+import {FleetUnavailableError} from '../../../src/lib/errors.js'
+import {MAX_KEPT_CHARS, MAX_NODES, fleetStatusViaPrometheus, readPromFleet} from '../../../src/lib/fleet/prometheus-fleet.js'
 import type {RepositoryIndex} from '../../../src/lib/repository/repository-index.js'
 import {testServer} from '../../helpers/repository.js'
 
@@ -98,4 +99,68 @@ test("with the repository's index, wanted is what the channel names now: a node 
   t.like(now.nodes[0], {wanted: 'foo/channels/canary', desired: 'foo/tags/1.5.0', lastResolved: 'foo/tags/1.4.0', applied: 'foo/tags/1.4.0', onWanted: false})
   t.like(now, {ok: false, offWanted: ['web1'], wantedFrom: {from: 'index', source: wanted.source, version: 7, signedBy: 'abc'}})
   t.like((await fleetStatusViaPrometheus(prometheus.url, {wanted: {...wanted, index: index('1.4.0')}})).nodes[0], {desired: 'foo/tags/1.4.0', onWanted: true})
+})
+
+for (const [name, value, why] of [
+  ['last_attempt_timestamp_seconds', '1e20', 'is not a time (seconds since 1970)'],
+  ['last_attempt_timestamp_seconds', 'NaN', 'is not a time (seconds since 1970)'],
+  ['healthy_since_timestamp_seconds', '-Inf', 'is not a time (seconds since 1970)'],
+  ['last_run_success', '0.5', 'is not 0 or 1'],
+  ['last_attempt_exit_code', '1e20', 'is not an exit code (0-255)'],
+] as const) {
+  test(`a ${name} of ${value} is 69 naming the series and the value, never a verdict made of it`, async (t) => {
+    const prometheus = await fakePrometheus(t, (query) => ({
+      resultType: 'vector',
+      result: query.startsWith('{__name__=~') ? [...current().filter((s) => s.metric.__name__ !== `localpuppet_${name}`), {...sample(name, {}, 0), value: [NOW, value]}] : [],
+    }))
+    const error = await t.throwsAsync(readPromFleet(prometheus.url), {instanceOf: FleetUnavailableError})
+    t.true(error!.message.endsWith(`series localpuppet_${name}{instance="web1:9100", job="localpuppet"}: value "${value}" ${why}`), error!.message)
+  })
+}
+
+test('a node whose desired-release labels left its app or channel empty is still counted by the channel its input names', async (t) => {
+  const prometheus = await fakePrometheus(t, (query) => ({
+    resultType: 'vector',
+    result: query.startsWith('{__name__=~')
+      ? [
+          ...current(),
+          sample('desired_release_info', {node: 'canary2', app: '', channel: '', ref: 'foo/channels/canary', release: '', input: 'repository'}, 1, 'canary2:9100'),
+          sample('last_attempt_timestamp_seconds', {}, NOW - 60, 'canary2:9100'),
+          sample('last_attempt_exit_code', {state: 'refused', release: ''}, 65, 'canary2:9100'),
+        ]
+      : [],
+  }))
+  t.like((await readPromFleet(prometheus.url)).nodes.find((node) => node.node === 'canary2'), {app: 'foo', channel: 'canary', applied: null})
+})
+
+test("the URL's credentials are in no result: the fleet's url and where its nodes came from", async (t) => {
+  const prometheus = await fakePrometheus(t, (query) => ({resultType: 'vector', result: query.startsWith('{__name__=~') ? current() : []}))
+  const url = prometheus.url.replace('http://', 'http://ops:s3cret@')
+  t.is((await readPromFleet(url)).url, `${prometheus.url}/`)
+  t.false(JSON.stringify(await fleetStatusViaPrometheus(url)).includes('s3cret'))
+})
+
+test('an answer naming more nodes than a fleet view keeps is 69 naming the query, not memory without end', async (t) => {
+  const result = Array.from({length: MAX_NODES + 1}, (_, i) => ({metric: {__name__: 'localpuppet_run_in_progress', instance: `n${i}`}, value: [NOW, '0'] as [number, string]}))
+  const prometheus = await fakePrometheus(t, (query) => ({resultType: 'vector', result: query.startsWith('{__name__=~') ? result : []}))
+  const error = await t.throwsAsync(readPromFleet(prometheus.url), {instanceOf: FleetUnavailableError})
+  t.true(error!.message.startsWith(`prometheus ${prometheus.url}: query {__name__=~"localpuppet_(`), error!.message)
+  t.true(error!.message.endsWith(`: more than ${MAX_NODES} nodes (scrape targets) in the answer`), error!.message)
+})
+
+test('labels a fleet view keeps are bounded in all: long ones from a few nodes are 69 naming the query, not memory without end', async (t) => {
+  const long = 'n'.repeat(1_000_000)
+  const count = Math.ceil(MAX_KEPT_CHARS / long.length) + 1
+  const body = JSON.stringify({
+    status: 'success',
+    data: {resultType: 'vector', result: Array.from({length: count}, (_, i) => ({metric: {__name__: 'localpuppet_desired_release_info', instance: `n${i}`, node: long}, value: [NOW, '1']}))},
+  })
+  const server = await testServer('/nonexistent', async (req, res) => {
+    for await (const _ of req);
+    res.end(body)
+    return true
+  })
+  t.teardown(() => server.close())
+  const error = await t.throwsAsync(readPromFleet(server.url), {instanceOf: FleetUnavailableError})
+  t.true(error!.message.endsWith(`: labels of more than ${MAX_KEPT_CHARS} characters in all`), error!.message.slice(0, 300))
 })

@@ -1,7 +1,7 @@
 import test from 'ava'
 import fc from 'fast-check'
 
-import {type ByteSource, JsonReader, JsonStreamError} from '../../../src/lib/util/json-stream.js'
+import {type ByteSource, JsonReader, JsonStreamError, MoreBytesNeeded} from '../../../src/lib/util/json-stream.js'
 
 /** The bytes of `text`, handed over `size` bytes at a time (a multi-byte character split across reads). */
 function source(text: string, size: number): ByteSource {
@@ -45,6 +45,59 @@ test('a document walked piece by piece reads back as JSON.parse reads it, whatev
     }),
     {numRuns: 300},
   )
+})
+
+/**
+ * The same walk over bytes that arrive `chunk` at a time, only once the walk has run dry
+ * (the source throws MoreBytesNeeded, as a network answer's does): each step is attempted,
+ * undone when the bytes ran out, and tried again once more came.
+ */
+function readBackArriving(text: string, chunk: number, batch: number): Record<string, unknown> {
+  const bytes = Buffer.from(text)
+  let given = 0
+  let at = 0
+  const reader = new JsonReader((buffer) => {
+    if (at >= bytes.length) return 0
+    if (at >= given) throw new MoreBytesNeeded()
+    const count = Math.min(buffer.length, given - at, bytes.length - at)
+    bytes.copy(buffer, 0, at, at + count)
+    at += count
+    return count
+  }, 7)
+  const run = <T>(step: () => T): T => {
+    for (;;) {
+      const done = reader.attempt(step)
+      if (done) return done.value
+      given += chunk
+    }
+  }
+
+  const read: Record<string, unknown> = {}
+  run(() => reader.enterObject())
+  for (let key; (key = run(() => reader.key())) !== null; ) {
+    if (Array.isArray((JSON.parse(text) as Record<string, unknown>)[key])) {
+      run(() => reader.enterArray())
+      const all: unknown[] = []
+      for (let some; (some = run(() => reader.elements(batch))).length > 0; ) all.push(...some)
+      read[key] = all
+    } else read[key] = run(() => reader.value())
+  }
+
+  run(() => reader.finish())
+  return read
+}
+
+test('a document arriving in pieces, each step undone when the bytes ran out and tried again, reads back as JSON.parse reads it', (t) => {
+  fc.assert(
+    fc.property(document, fc.integer({min: 1, max: 9}), fc.integer({min: 1, max: 200}), (doc, chunk, batch) => {
+      const text = JSON.stringify(doc)
+      t.deepEqual(readBackArriving(text, chunk, batch), JSON.parse(text))
+    }),
+    {numRuns: 300},
+  )
+  // Longer than the text a reader keeps (64 KiB): what was dropped never includes a step being attempted.
+  const long = {a: Array.from({length: 5000}, (_, i) => ({i, s: 'x'.repeat(i % 50)})), b: 'end'}
+  t.deepEqual(readBackArriving(JSON.stringify(long), 1000, 3000), long)
 })
 
 test('strings with quotes, backslashes, brackets and multi-byte characters split across reads', (t) => {

@@ -1,0 +1,153 @@
+import type {ExecutionContext} from 'ava'
+import test from 'ava'
+
+import {FleetUnavailableError} from '../../../src/lib/errors.js'
+import {MAX_SERIES_CHARS, PrometheusClient, type PromSample} from '../../../src/lib/prometheus/client.js'
+import {head, hostileServer} from '../../helpers/hostile-server.js'
+import {testServer} from '../../helpers/repository.js'
+
+/*
+ * The Prometheus client against answers no Prometheus gives: each is 69 (FleetUnavailableError)
+ * naming the query, the series and the value, never a crash (70) or a verdict made of it.
+ */
+
+const NOW = 1_764_000_000
+
+/** A stand-in for Prometheus that answers every query with `body` (text, as given); records each request's Authorization. */
+async function answering(t: ExecutionContext, body: string, status = 200) {
+  const authorizations: Array<string | undefined> = []
+  const server = await testServer('/nonexistent', async (req, res) => {
+    for await (const _ of req);
+    authorizations.push(req.headers.authorization)
+    res.writeHead(status, {'content-type': 'application/json'})
+    res.end(body)
+    return true
+  })
+  t.teardown(() => server.close())
+  return {url: server.url, port: server.port, authorizations}
+}
+
+/** A server that sends its header, then a space every `everyMs`, forever. */
+async function dripping(t: ExecutionContext, everyMs: number) {
+  const server = await hostileServer((_path, socket) => {
+    socket.write(head(200, {'content-type': 'application/json'}))
+    const timer = setInterval(() => socket.write(' '), everyMs)
+    socket.on('close', () => clearInterval(timer))
+  })
+  t.teardown(() => server.close())
+  return server
+}
+
+const vector = (result: unknown[]) => JSON.stringify({status: 'success', data: {resultType: 'vector', result}})
+const series = (value: unknown, metric: unknown = {__name__: 'localpuppet_last_attempt_timestamp_seconds', instance: 'web1:9100', node: 'web1'}) => ({metric, value})
+
+async function read(url: string, options = {}): Promise<PromSample[]> {
+  const samples: PromSample[] = []
+  await new PrometheusClient(url, options).query('up', (sample) => {
+    samples.push(sample)
+  })
+  return samples
+}
+
+test('a series as Prometheus writes it is read, NaN and infinities included', async (t) => {
+  const prometheus = await answering(t, vector([series([NOW, '1764000000.5']), series([NOW, 'NaN']), series([NOW, '-Inf'])]))
+  const samples = await read(prometheus.url)
+  t.deepEqual(
+    samples.map((sample) => [sample.at, sample.value]),
+    [
+      [NOW * 1000, 1_764_000_000.5],
+      [NOW * 1000, Number.NaN],
+      [NOW * 1000, Number.NEGATIVE_INFINITY],
+    ],
+  )
+})
+
+for (const [what, entry, message] of [
+  ['a time of NaN', series(['NaN', '1']), 'series localpuppet_last_attempt_timestamp_seconds{node="web1", instance="web1:9100"}: sample ["NaN","1"]: its time is not a time'],
+  ['a time of "abc"', series(['abc', '1']), 'sample ["abc","1"]: its time is not a time'],
+  ['a time of 1e20', series([1e20, '1']), 'sample [100000000000000000000,"1"]: its time is not a time'],
+  ['a value of "abc"', series([NOW, 'abc']), `sample [${NOW},"abc"]: its value is not a number`],
+  ['a value that is a number, not a string', series([NOW, 1]), `sample [${NOW},1]: its value is not a number`],
+  ['no value', {metric: {__name__: 'x'}}, 'series x{}: sample undefined: its time is not a time'],
+  ['a series that is a number', 7, 'a series that is not an object: 7'],
+  ['labels that are an array', series([NOW, '1'], ['a']), 'a series without its labels'],
+  ['a label that is a number', series([NOW, '1'], {__name__: 'x', node: 5}), 'series x{}: label node is 5, not a string'],
+] as const) {
+  test(`${what} in an answer is 69 naming the query, the series and the value`, async (t) => {
+    const prometheus = await answering(t, vector([series([NOW, '1']), entry]))
+    const error = await t.throwsAsync(read(prometheus.url), {instanceOf: FleetUnavailableError})
+    t.true(error!.message.startsWith(`prometheus ${prometheus.url}: query up: `), error!.message)
+    t.true(error!.message.includes(message), error!.message)
+  })
+}
+
+test('a value its reader refuses is 69 naming the series and the value as written', async (t) => {
+  const prometheus = await answering(t, vector([series([NOW, '1e20'])]))
+  const client = new PrometheusClient(prometheus.url)
+  const error = await t.throwsAsync(client.query('up', (sample) => (sample.value > 1e12 ? 'is not a time' : undefined)), {instanceOf: FleetUnavailableError})
+  t.is(error!.message, `prometheus ${prometheus.url}: query up: series localpuppet_last_attempt_timestamp_seconds{node="web1", instance="web1:9100"}: value "1e20" is not a time`)
+})
+
+test("an answer that is not the API's, or of the wrong type, is 69", async (t) => {
+  for (const [body, message] of [
+    ['<html>', "not Prometheus' API"],
+    [JSON.stringify({status: 'success', data: {resultType: 'matrix', result: []}}), 'expected an instant vector, got matrix'],
+    [JSON.stringify({status: 'success', data: {resultType: 'vector', result: {}}}), "not Prometheus' API"],
+    [JSON.stringify({status: 'success', data: {resultType: 'vector'}}), 'expected an instant vector, got vector'],
+    [JSON.stringify({status: 'success', data: {resultType: 'vector', result: []}}) + 'x', "not Prometheus' API"],
+  ] as const) {
+    const prometheus = await answering(t, body)
+    const error = await t.throwsAsync(read(prometheus.url), {instanceOf: FleetUnavailableError})
+    t.true(error!.message.includes(message), error!.message)
+  }
+
+  // The keys in another order than Prometheus writes them are still its API.
+  const reordered = await answering(t, JSON.stringify({data: {result: [series([NOW, '2'])], resultType: 'vector'}, status: 'success'}))
+  t.is((await read(reordered.url))[0].value, 2)
+})
+
+test("Prometheus' error text is shown escaped: an escape sequence or a newline cannot reach the terminal", async (t) => {
+  const prometheus = await answering(t, JSON.stringify({status: 'error', errorType: 'bad\u001b]0;owned\u0007', error: 'x\nfoo/channels/stable: 1.3.0 -> 1.4.0\u001b[2J'}), 400)
+  const error = await t.throwsAsync(read(prometheus.url), {instanceOf: FleetUnavailableError})
+  t.is(error!.message, `prometheus ${prometheus.url}: HTTP 400: bad\\e]0;owned\\u0007: x\\nfoo/channels/stable: 1.3.0 -> 1.4.0\\e[2J (query up)`)
+})
+
+test('credentials in the URL authenticate the request and are never shown', async (t) => {
+  const prometheus = await answering(t, JSON.stringify({status: 'error', errorType: 'unauthorized', error: 'no'}), 401)
+  const url = prometheus.url.replace('http://', 'http://ops:s3cr%40t@')
+  const client = new PrometheusClient(url)
+  t.is(client.url, `${prometheus.url}/`)
+  const error = await t.throwsAsync(read(url), {instanceOf: FleetUnavailableError})
+  t.false(error!.message.includes('s3cr'), error!.message)
+  t.false(error!.message.includes('ops'), error!.message)
+  t.deepEqual(prometheus.authorizations, [`Basic ${Buffer.from('ops:s3cr@t').toString('base64')}`])
+
+  // Not a URL at all: the message drops what looks like credentials too.
+  t.throws(() => new PrometheusClient('ftp://ops:s3cret@host'), {message: /^--prometheus ftp:\/\/host\/?: http:\/\/ or https:\/\/ only$/})
+})
+
+test('a server that sends its header, then a byte a second, is cut at the deadline (69), not waited on', async (t) => {
+  const server = await dripping(t, 1000)
+  const error = await t.throwsAsync(read(server.url, {deadlineMs: 1500}), {instanceOf: FleetUnavailableError})
+  t.is(error!.message, `prometheus ${server.url}: query up: no whole answer within 1.5 s (--prometheus-timeout)`)
+})
+
+test('a body slower than the rate floor over a window is cut (69)', async (t) => {
+  const server = await dripping(t, 100)
+  const error = await t.throwsAsync(read(server.url, {timeoutMs: 1000}), {instanceOf: FleetUnavailableError})
+  t.regex(error!.message, /: query up: the answer: too slow: \d+ bytes in 1 s/)
+})
+
+test('more series than the bound, or one series larger than any, is 69 naming the query', async (t) => {
+  const many = await answering(t, vector(Array.from({length: 50}, () => series([NOW, '1']))))
+  const error = await t.throwsAsync(read(many.url, {maxSeries: 20}), {instanceOf: FleetUnavailableError})
+  t.is(error!.message, `prometheus ${many.url}: query up: more than 20 series in the answer`)
+
+  const huge = await answering(t, vector([series([NOW, '1'], {__name__: 'x', node: 'n'.repeat(MAX_SERIES_CHARS + 10)})]))
+  const large = await t.throwsAsync(read(huge.url), {instanceOf: FleetUnavailableError})
+  t.true(large!.message.endsWith(`: query up: one series (or the error text) of more than ${MAX_SERIES_CHARS} characters`), large!.message)
+
+  const bytes = await answering(t, vector(Array.from({length: 50}, () => series([NOW, '1']))))
+  const longer = await t.throwsAsync(read(bytes.url, {maxBytes: 1000}), {instanceOf: FleetUnavailableError})
+  t.true(longer!.message.endsWith(': query up: answer larger than 1000 bytes'), longer!.message)
+})
