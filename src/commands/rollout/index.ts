@@ -2,13 +2,13 @@ import {Args, Flags} from '@oclif/core'
 
 import {BaseCommand, describeWithExitCodes} from '../../cli/base-command.js'
 import {type McoFlagValues, mcoFlags, transportSpec} from '../../cli/fleet-flags.js'
-import {stateFlags, trustFlags} from '../../cli/flags.js'
+import {sourceFlags, stateFlags, trustFlags} from '../../cli/flags.js'
 import {UsageError} from '../../lib/errors.js'
 import {ROLLOUT_EXIT_CODES} from '../../lib/exit-codes.js'
 import {defaultStateDir} from '../../lib/state/state-dir.js'
 
 /** Flags that decide a rollout: a resumed one keeps those it was started with. */
-const SETTING_FLAGS = ['canary', 'batch', 'window', 'max-failures', 'soak', 'deadline', 'revert', 'only-outdated', 'noop', 'fetch', 'save', 'timeout'] as const
+const SETTING_FLAGS = ['canary', 'batch', 'window', 'max-failures', 'soak', 'deadline', 'revert', 'only-outdated', 'noop', 'fetch', 'save', 'timeout', 'source', 'trust', 'insecure'] as const
 
 export default class Rollout extends BaseCommand {
   static override summary = 'Roll a release out over a fleet: canaries, batches or a window, a failure budget, deadlines, soak, revert, resume.'
@@ -48,6 +48,13 @@ export default class Rollout extends BaseCommand {
     save: Flags.boolean({description: "REF becomes each node's release (its input's app), once its run succeeded"}),
     timeout: Flags.integer({description: "each run's own limit (apply --timeout)", min: 1, helpValue: 'SECONDS'}),
     resume: Flags.string({description: 'continue an interrupted rollout exactly where its record left it', helpValue: 'ID'}),
+    source: Flags.string({
+      description:
+        "check that REF is in this release repository's signed index before any node is asked (66 if not), read as a node reads it and remembered nowhere [default: the source setting; none: only REF's syntax is checked] (env LOCALPUPPET_SOURCE, config source)",
+      helpValue: 'URL|DIR',
+    }),
+    trust: sourceFlags.trust,
+    insecure: sourceFlags.insecure,
     ...stateFlags,
     ...trustFlags,
   }
@@ -55,7 +62,8 @@ export default class Rollout extends BaseCommand {
   async run(): Promise<unknown> {
     const {args, flags, raw} = await this.parse(Rollout)
     const stateDir = flags['state-dir'] ?? defaultStateDir()
-    const [{startRollout, resumeRollout}, {rolloutSettings}, {withStopSignals}, render] = await Promise.all([
+    const [{checkRefInSource, checkRefSyntax}, {startRollout, resumeRollout}, {rolloutSettings}, {withStopSignals}, render] = await Promise.all([
+      import('../../lib/rollout/ref-check.js'),
       import('../../lib/rollout/rollout.js'),
       import('../../lib/rollout/settings.js'),
       import('../../lib/util/on-stop.js'),
@@ -69,7 +77,14 @@ export default class Rollout extends BaseCommand {
       }
     }
 
+    // REF is judged here, before any node is asked: a typo must not reach the fleet.
+    if (args.ref !== undefined) checkRefSyntax(args.ref)
     const settings = flags.resume === undefined ? rolloutSettings({...flags, ref: args.ref ?? null}) : null
+    if (args.ref !== undefined) {
+      const found = await checkRefInSource(args.ref, {source: flags.source, trust: flags.trust, insecure: flags.insecure, allowUntrusted: flags['allow-untrusted']})
+      if (found) this.warnLines(found.warnings)
+    }
+
     const tty = !this.jsonEnabled() && process.stderr.isTTY
     let shown = false
     const io = {
