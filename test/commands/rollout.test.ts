@@ -1,10 +1,12 @@
-import {chmod, readdir, writeFile} from 'node:fs/promises'
+import {chmod, readFile, readdir, writeFile} from 'node:fs/promises'
 import {join} from 'node:path'
 
 import test, {type ExecutionContext} from 'ava'
+import {execa} from 'execa'
 
 import {cli} from '../helpers/cli.js'
 import {sharedDemoRepository} from '../helpers/repository.js'
+import {recordedRollout} from '../helpers/rollout-record.js'
 import {exists, tempDir} from '../helpers/temp.js'
 
 // Issue 32: REF is judged before any node is touched. A fake mco notes every call: none
@@ -82,4 +84,88 @@ test('the source is read as a node reads it, and nothing is written: an index si
   const result = await run(['foo/tags/1.4.0', '--source', shared.repo, '--trust', other])
   t.is(result.exitCode, 65, result.stderr)
   t.deepEqual(await touched(), {mco: false, records: 0})
+})
+
+// Issue 32, 5: one meaning of "applied" everywhere, fleet status's: the release of the
+// node's newest run that succeeded without --noop. Nodes a (succeeds), b (fails) and c
+// (never started), all on app/tags/1.0.0 before a rollout of app/tags/1.1.0.
+
+/** `rollout show ID --json` and its table, of a rollout recorded with these flags. */
+async function shown(t: ExecutionContext, flags: Parameters<typeof recordedRollout>[2]) {
+  const state = await tempDir(t)
+  const {store} = await recordedRollout(state, 'done', flags)
+  const json = await cli(['rollout', 'show', store.record.id, '--state-dir', state, '--json'])
+  const text = await cli(['rollout', 'show', store.record.id, '--state-dir', state])
+  const applied = Object.fromEntries((JSON.parse(json.stdout).nodes as Array<{node: string; applied: string | null}>).map((node) => [node.node, node.applied]))
+  // The APPLIED column of each node's line.
+  const column = Object.fromEntries(text.stdout.split('\n').filter((line) => /^[abc] /.test(line)).map((line) => [line[0], line.split(/\s{2,}/)[3]]))
+  return {applied, column, json: JSON.parse(json.stdout)}
+}
+
+test('a --noop rollout applied nothing: applied stays what each node had, in the JSON and the table', async (t) => {
+  const {applied, column} = await shown(t, {noop: true, 'max-failures': '5'})
+  t.deepEqual(applied, {a: 'app/tags/1.0.0', b: 'app/tags/1.0.0', c: 'app/tags/1.0.0'})
+  t.deepEqual(column, {a: 'app/tags/1.0.0', b: 'app/tags/1.0.0', c: 'app/tags/1.0.0'})
+})
+
+test('a failed run leaves applied where it was; a node reverted is on what the revert applied; one never started keeps its own', async (t) => {
+  const failed = await shown(t, {revert: 'none'})
+  t.deepEqual(failed.applied, {a: 'app/tags/1.1.0', b: 'app/tags/1.0.0', c: 'app/tags/1.0.0'})
+  t.deepEqual(failed.column, failed.applied, 'the table says the same')
+  const reverted = await shown(t, {revert: 'all'})
+  t.like(reverted.json.nodes[1], {node: 'b', state: 'failed', release: 'app/tags/1.1.0', revert: {state: 'succeeded'}})
+  t.deepEqual(reverted.applied, {a: 'app/tags/1.0.0', b: 'app/tags/1.0.0', c: 'app/tags/1.0.0'}, '--revert all put a back too')
+  t.deepEqual(reverted.column, reverted.applied)
+})
+
+// Issue 32, 6: a rollout whose process is gone is interrupted, not running.
+
+test('rollout list and show: a rollout recorded as running whose process was SIGKILLed is interrupted and can be resumed', async (t) => {
+  const state = await tempDir(t)
+  const {store} = await recordedRollout(state, 'interrupted')
+  const gone = await execa('sh', ['-c', 'echo $$'])
+  const record = JSON.parse(await readFile(store.path, 'utf8'))
+  await writeFile(store.path, JSON.stringify({...record, status: 'running', interruption: null, exitCode: null, pid: Number(gone.stdout), pidStart: '1'}), {mode: 0o600})
+  const list = await cli(['rollout', 'list', '--state-dir', state])
+  t.is(list.exitCode, 0, list.stderr)
+  t.regex(list.stdout, new RegExp(`^${store.record.id}\\s+interrupted\\s`, 'm'))
+  t.regex(list.stdout, new RegExp(`Interrupted \\(its process ${gone.stdout} ended without finishing it: killed[^)]*\\): localpuppet rollout --resume ${store.record.id} continues it`))
+  const json = await cli(['rollout', 'list', '--state-dir', state, '--json'])
+  t.like(JSON.parse(json.stdout)[0], {id: store.record.id, status: 'interrupted'})
+  const show = await cli(['rollout', 'show', store.record.id, '--state-dir', state])
+  t.is(show.exitCode, 75)
+  t.regex(show.stdout, new RegExp(`Resume it: localpuppet rollout --resume ${store.record.id}`))
+  // A pid reused by another process (its start time differs) is not the rollout's either.
+  await writeFile(store.path, JSON.stringify({...record, status: 'running', pid: process.pid, pidStart: '1'}), {mode: 0o600})
+  t.like(JSON.parse((await cli(['rollout', 'list', '--state-dir', state, '--json'])).stdout)[0], {status: 'interrupted'})
+  t.is(JSON.parse(await readFile(store.path, 'utf8')).status, 'running', 'reading it rewrote nothing')
+})
+
+// Outside text in the rollout's tables: shown escaped, one line per value; --json exact.
+
+test("rollout show and list: a node's message, release and the rollout's REF with escape sequences and newlines are shown escaped on one line; --json keeps them exact", async (t) => {
+  const state = await tempDir(t)
+  const {store} = await recordedRollout(state, 'interrupted')
+  const record = JSON.parse(await readFile(store.path, 'utf8'))
+  const evil = 'Error: \u001B]0;owned\u0007boom\u202Eevil'
+  record.state.nodes[1].message = evil
+  record.state.nodes[2].before = 'app/tags/1.0.0\u001B[2J'
+  record.settings.ref = 'app/tags/1.1.0\u001B[31m'
+  record.interruption = 'mco said\nFORGED: line'
+  await writeFile(store.path, JSON.stringify(record), {mode: 0o600})
+  for (const args of [['show', store.record.id], ['list']]) {
+    const text = await cli(['rollout', ...args, '--state-dir', state])
+    t.false(/[\u001B\u0007\u202E]/.test(text.stdout), `${args[0]}: no raw control or bidi character: ${JSON.stringify(text.stdout)}`)
+    t.false(/^FORGED/m.test(text.stdout), `${args[0]}: no line of its own`)
+    t.regex(text.stdout, /app\/tags\/1\.1\.0\\e\[31m/, args[0])
+  }
+
+  const text = await cli(['rollout', 'show', store.record.id, '--state-dir', state])
+  t.regex(text.stdout, /Error: \\e\]0;owned\\u0007boom\\u202eevil/)
+  t.regex(text.stdout, /app\/tags\/1\.0\.0\\e\[2J/)
+  t.regex(text.stdout, /mco said\\nFORGED: line/)
+  const json = JSON.parse((await cli(['rollout', 'show', store.record.id, '--state-dir', state, '--json'])).stdout)
+  t.is(json.nodes[1].message, evil)
+  t.is(json.ref, record.settings.ref)
+  t.is(json.interruption, record.interruption)
 })
