@@ -2,6 +2,7 @@ import {readFile} from 'node:fs/promises'
 
 import {FleetUnavailableError, LocalpuppetError, NotFoundError, UsageError} from '../errors.js'
 import {ExitCode} from '../exit-codes.js'
+import {compareNatural} from '../util/natural-order.js'
 import {type Clock, driveRollout} from './drive.js'
 import {type NodeReport, RolloutEngine} from './engine.js'
 import {type RolloutRecord, RolloutStore, type TransportSpec, engineFromRecord, openRolloutsDir, readFleetMemory, readRolloutRecord, writeFleetMemory} from './record.js'
@@ -43,7 +44,7 @@ export function mcoOptions(spec: TransportSpec): McoOptions {
   return {mco: spec.mco, connection: spec.connection, discovery: spec.discovery, replyTimeout: spec.replyTimeout, discoveryTimeout: spec.discoveryTimeout}
 }
 
-/** The fleet a rollout or fleet status expects: a --nodes file says it; otherwise what discovery finds and what it found before. */
+/** The fleet a rollout or fleet status expects, in natural name order (db2 before db10): a --nodes file says it; otherwise what discovery finds and what it found before. */
 export async function expectedFleet(
   transport: McoTransport,
   memoryDir: string,
@@ -67,7 +68,7 @@ export async function expectedFleet(
     const bad = listed.find((name) => !IDENTITY.test(name))
     if (bad !== undefined) throw new UsageError(`--nodes ${file}: ${JSON.stringify(bad)} is not a node name`)
     for (const node of Object.keys(answers)) if (!listed.includes(node)) delete answers[node]
-    return {expected: listed.sort(), expectedFrom: `--nodes ${file} (${listed.length})`, answers, remember: async () => {}}
+    return {expected: listed.sort(compareNatural), expectedFrom: `--nodes ${file} (${listed.length})`, answers, remember: async () => {}}
   }
 
   const key = JSON.stringify({connection, discovery})
@@ -75,7 +76,7 @@ export async function expectedFleet(
   const before = memory[key]?.nodes.filter((node) => IDENTITY.test(node)) ?? []
   const discovered = Object.keys(answers)
   const missing = before.filter((node) => !discovered.includes(node))
-  const expected = [...new Set([...discovered, ...missing])].sort()
+  const expected = [...new Set([...discovered, ...missing])].sort(compareNatural)
   const expectedFrom = `discovery (${discovered.length})${missing.length > 0 ? ` and the last one with these filters (${missing.join(', ')} did not answer now)` : ''}`
   return {
     expected,
