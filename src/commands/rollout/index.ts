@@ -13,8 +13,10 @@ const SETTING_FLAGS = ['canary', 'batch', 'window', 'max-failures', 'soak', 'dea
 export default class Rollout extends BaseCommand {
   static override summary = 'Roll a release out over a fleet: canaries, batches or a window, a failure budget, deadlines, soak, revert, resume.'
   static override description = describeWithExitCodes(
-    'Starts REF (or, without it, each node\'s own input) on the nodes the discovery flags find, the --canary nodes first, then in ' +
-      '--batch sizes (1,5,25%,100%: Ansible\'s serial) or a --window of nodes kept running. Nodes that fail, are refused, miss ' +
+    'Starts REF (or, without it, each node\'s own input) on the nodes the discovery flags find, in natural name order (db2 before db10), ' +
+      'the --canary nodes first, then in --batch sizes (1,5,25%,100%: Ansible\'s serial, but a percentage is of the nodes left after the ' +
+      'canaries, rounded down, at least 1) or a --window of nodes kept running. REF is checked before any node is asked: its syntax (64), ' +
+      'and that the signed index of the source (--source, or the source setting) holds it (66). Nodes that fail, are refused, miss ' +
       'their --deadline or do not answer count against --max-failures; once it is spent no further node starts, and --revert puts ' +
       'nodes back on the release they had before. A busy node (73: another run in progress) is tried once more later and not ' +
       'counted. The rollout is recorded in rollouts/<id>.json in the state directory after every event: --resume ID continues it.',
@@ -36,7 +38,7 @@ export default class Rollout extends BaseCommand {
   static override flags = {
     ...mcoFlags,
     canary: Flags.integer({description: 'run the first N nodes on their own first', min: 1, helpValue: 'N'}),
-    batch: Flags.string({description: 'batch sizes in turn, the last repeated: N, N% or a list (1,5,25%,100%) [default: all at once]', exclusive: ['window'], helpValue: 'LIST'}),
+    batch: Flags.string({description: 'batch sizes in turn, the last repeated: N, N% (of the nodes after the canaries) or a list (1,5,25%,100%) [default: all at once]', exclusive: ['window'], helpValue: 'LIST'}),
     window: Flags.integer({description: 'keep N nodes running, starting the next as one finishes', min: 1, helpValue: 'N'}),
     'max-failures': Flags.string({description: 'nodes that may fail (N or N%) before no further node starts', default: '0', helpValue: 'N|N%'}),
     soak: Flags.string({description: 'wait this long after each group, then ask its nodes again: one whose newest run failed since counts as failed (90s, 10m, 1h)', helpValue: 'DURATION'}),

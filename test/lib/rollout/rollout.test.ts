@@ -21,3 +21,11 @@ test('the fleet is in natural name order, and so are the canaries and the batche
   t.deepEqual(groups, [['db1'], ['db2', 'db9'], ['db10', 'web1'], ['web2', 'web10']])
   t.deepEqual(engine.next(0), [{kind: 'start', nodes: ['db1']}])
 })
+
+test('a --batch percentage is of the nodes left after the canaries, rounded down: --canary 1 --batch 50% on 10 nodes is 1, then 4, 4 and 1', (t) => {
+  const names = Array.from({length: 10}, (_, i) => `web${i + 1}`)
+  const engine = new RolloutEngine(rolloutSettings({ref: 'foo/tags/1.1.0', canary: 1, batch: '50%'}), names)
+  engine.handle({kind: 'surveyed', at: 0, answers: {}})
+  t.deepEqual(engine.state.groups.map((group) => group.length), [1, 4, 4, 1])
+  t.deepEqual(engine.state.groups[1].map((i) => engine.state.nodes[i].node), ['web2', 'web3', 'web4', 'web5'])
+})
