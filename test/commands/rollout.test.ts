@@ -9,6 +9,7 @@ import {sharedDemoRepository} from '../helpers/repository.js'
 import {recordedRollout} from '../helpers/rollout-record.js'
 import {exists, tempDir} from '../helpers/temp.js'
 
+// Each test starts the CLI several times: one at a time, so that a loaded machine still sees progress.
 // Issue 32: REF is judged before any node is touched. A fake mco notes every call: none
 // must be made for a REF that is a typo or that the configured source does not hold.
 
@@ -33,7 +34,7 @@ async function operator(t: ExecutionContext) {
 }
 
 for (const [typo, command] of [['lst', 'list'], ['shwo', 'show'], ['lits', 'list']] as const) {
-  test(`rollout ${typo}: 64 with "did you mean localpuppet rollout ${command}", no node asked, nothing recorded`, async (t) => {
+  test.serial(`rollout ${typo}: 64 with "did you mean localpuppet rollout ${command}", no node asked, nothing recorded`, async (t) => {
     const {run, touched} = await operator(t)
     const result = await run([typo, '-W', 'role=web'])
     t.is(result.exitCode, 64, result.stderr)
@@ -44,7 +45,7 @@ for (const [typo, command] of [['lst', 'list'], ['shwo', 'show'], ['lits', 'list
   })
 }
 
-test('a REF that is no release reference and no typo of a command: 64 with the forms a REF takes; --json says it as JSON', async (t) => {
+test.serial('a REF that is no release reference and no typo of a command: 64 with the forms a REF takes; --json says it as JSON', async (t) => {
   const {run, touched} = await operator(t)
   const result = await run(['foo/tag/1.5.0', '--json'])
   t.is(result.exitCode, 64, result.stderr)
@@ -53,7 +54,7 @@ test('a REF that is no release reference and no typo of a command: 64 with the f
   t.deepEqual(await touched(), {mco: false, records: 0})
 })
 
-test('a REF the configured source does not hold: 66 once, from the client, naming the source; no node asked', async (t) => {
+test.serial('a REF the configured source does not hold: 66 once, from the client, naming the source; no node asked', async (t) => {
   const {run, touched} = await operator(t)
   const missing = await run(['foo/tags/9.9.9', '--source', shared.repo, '--trust', shared.pub])
   t.is(missing.exitCode, 66, missing.stderr)
@@ -64,7 +65,7 @@ test('a REF the configured source does not hold: 66 once, from the client, namin
   t.deepEqual(await touched(), {mco: false, records: 0})
 })
 
-test('a REF the source holds (a tag, a range) goes on to the fleet; with no source configured only its syntax is checked', async (t) => {
+test.serial('a REF the source holds (a tag, a range) goes on to the fleet; with no source configured only its syntax is checked', async (t) => {
   for (const [ref, source] of [['foo/tags/1.4.0', shared.repo], ['foo@^1.3', shared.repo], ['foo/tags/9.9.9', null]] as const) {
     const {run, touched} = await operator(t)
     const result = await run([ref, ...(source ? ['--source', source, '--trust', shared.pub] : [])])
@@ -75,7 +76,7 @@ test('a REF the source holds (a tag, a range) goes on to the fleet; with no sour
   }
 })
 
-test('the source is read as a node reads it, and nothing is written: an index signed by a key not trusted is 65', async (t) => {
+test.serial('the source is read as a node reads it, and nothing is written: an index signed by a key not trusted is 65', async (t) => {
   const {run, touched} = await operator(t)
   const dir = await tempDir(t)
   const other = join(dir, 'other.pub.pem')
@@ -102,13 +103,13 @@ async function shown(t: ExecutionContext, flags: Parameters<typeof recordedRollo
   return {applied, column, json: JSON.parse(json.stdout)}
 }
 
-test('a --noop rollout applied nothing: applied stays what each node had, in the JSON and the table', async (t) => {
+test.serial('a --noop rollout applied nothing: applied stays what each node had, in the JSON and the table', async (t) => {
   const {applied, column} = await shown(t, {noop: true, 'max-failures': '5'})
   t.deepEqual(applied, {a: 'app/tags/1.0.0', b: 'app/tags/1.0.0', c: 'app/tags/1.0.0'})
   t.deepEqual(column, {a: 'app/tags/1.0.0', b: 'app/tags/1.0.0', c: 'app/tags/1.0.0'})
 })
 
-test('a failed run leaves applied where it was; a node reverted is on what the revert applied; one never started keeps its own', async (t) => {
+test.serial('a failed run leaves applied where it was; a node reverted is on what the revert applied; one never started keeps its own', async (t) => {
   const failed = await shown(t, {revert: 'none'})
   t.deepEqual(failed.applied, {a: 'app/tags/1.1.0', b: 'app/tags/1.0.0', c: 'app/tags/1.0.0'})
   t.deepEqual(failed.column, failed.applied, 'the table says the same')
@@ -120,7 +121,7 @@ test('a failed run leaves applied where it was; a node reverted is on what the r
 
 // Issue 32, 6: a rollout whose process is gone is interrupted, not running.
 
-test('rollout list and show: a rollout recorded as running whose process was SIGKILLed is interrupted and can be resumed', async (t) => {
+test.serial('rollout list and show: a rollout recorded as running whose process was SIGKILLed is interrupted and can be resumed', async (t) => {
   const state = await tempDir(t)
   const {store} = await recordedRollout(state, 'interrupted')
   const gone = await execa('sh', ['-c', 'echo $$'])
@@ -143,7 +144,7 @@ test('rollout list and show: a rollout recorded as running whose process was SIG
 
 // Outside text in the rollout's tables: shown escaped, one line per value; --json exact.
 
-test("rollout show and list: a node's message, release and the rollout's REF with escape sequences and newlines are shown escaped on one line; --json keeps them exact", async (t) => {
+test.serial("rollout show and list: a node's message, release and the rollout's REF with escape sequences and newlines are shown escaped on one line; --json keeps them exact", async (t) => {
   const state = await tempDir(t)
   const {store} = await recordedRollout(state, 'interrupted')
   const record = JSON.parse(await readFile(store.path, 'utf8'))
@@ -168,4 +169,115 @@ test("rollout show and list: a node's message, release and the rollout's REF wit
   t.is(json.nodes[1].message, evil)
   t.is(json.ref, record.settings.ref)
   t.is(json.interruption, record.interruption)
+})
+
+// Issue 32: rollout revert ID puts back what a rollout changed, over a fake mco that keeps
+// each node's applied release and answers status, rollback and the polls of its runs.
+
+const FAKE_FLEET_MCO = `#!/usr/bin/env node
+const fs = require('fs')
+const path = require('path')
+const argv = process.argv.slice(2)
+const here = __dirname
+const nodes = fs.readFileSync(argv[argv.indexOf('--nodes') + 1], 'utf8').trim().split('\\n')
+const at = argv.indexOf('localpuppet')
+const action = argv[at + 1]
+const args = Object.fromEntries(argv.slice(at + 2).map((arg) => [arg.slice(0, arg.indexOf('=')), arg.slice(arg.indexOf('=') + 1)]))
+fs.appendFileSync(path.join(here, 'calls'), JSON.stringify({action, nodes, args}) + '\\n')
+const file = path.join(here, 'fleet.json')
+const fleet = JSON.parse(fs.readFileSync(file, 'utf8'))
+const replies = nodes.map((node, i) => {
+  const state = fleet[node]
+  const ok = (data) => ({sender: node, statuscode: 0, statusmsg: 'OK', data})
+  if (action === 'rollback' && fs.existsSync(path.join(here, 'fail-once'))) {
+    fs.unlinkSync(path.join(here, 'fail-once'))
+    console.error('error 2026/11/27: Could not connect to the middleware')
+    process.exit(1)
+  }
+  if (action === 'rollback') {
+    state.run = {id: '20261127T120000.000Z-' + (4096 + Object.keys(fleet).indexOf(node) * 16 + (state.runs = (state.runs || 0) + 1)).toString(16), release: args.to}
+    return ok({run_id: state.run.id, state: 'running', release: args.to, started_at: new Date().toISOString()})
+  }
+  if (args.runs) {
+    state.applied = state.run.release
+    return ok({run_id: state.run.id, state: 'succeeded', release: state.run.release, noop: false, exit_code: 0, duration_ms: 1000})
+  }
+  return ok({pointer: state.applied, applied: state.applied})
+})
+fs.writeFileSync(file, JSON.stringify(fleet))
+console.log(JSON.stringify(replies))
+`
+
+/** A rollout recorded with these flags, and a fake fleet whose nodes are where the rollout left them. */
+async function revertable(t: ExecutionContext, flags: Parameters<typeof recordedRollout>[2]) {
+  const state = await tempDir(t)
+  const bin = await tempDir(t)
+  const {store} = await recordedRollout(state, 'done', flags)
+  const applied = JSON.parse((await cli(['rollout', 'show', store.record.id, '--state-dir', state, '--json'])).stdout).nodes
+  await writeFile(join(bin, 'fleet.json'), JSON.stringify(Object.fromEntries(applied.map((node: {node: string; applied: string}) => [node.node, {applied: node.applied}]))))
+  await writeFile(join(bin, 'mco'), FAKE_FLEET_MCO, {mode: 0o755})
+  const env = {PATH: `${bin}:${process.env.PATH}`}
+  const revert = (args: string[] = []) => cli(['rollout', 'revert', store.record.id, '--state-dir', state, ...args], {env})
+  const calls = async () => ((await exists(join(bin, 'calls'))) ? (await readFile(join(bin, 'calls'), 'utf8')).trim().split('\n').map((line) => JSON.parse(line)) : [])
+  return {state, bin, env, id: store.record.id, revert, calls, fleet: async () => JSON.parse(await readFile(join(bin, 'fleet.json'), 'utf8'))}
+}
+
+test.serial('rollout revert ID: the nodes the rollout moved go back to what they had (rollback --to), recorded as a rollout of its own', async (t) => {
+  // a and c succeeded on app/tags/1.1.0; b failed and stayed on app/tags/1.0.0.
+  const {state, id, revert, calls, fleet} = await revertable(t, {revert: 'none', 'max-failures': '5'})
+  const result = await revert(['--json'])
+  t.is(result.exitCode, 0, result.stderr)
+  const json = JSON.parse(result.stdout)
+  t.like(json, {reverts: id, ok: true, groups: [{release: 'app/tags/1.0.0', nodes: ['a', 'c']}], skipped: []})
+  t.deepEqual(json.rollouts[0].nodes.map((node: {node: string; state: string; before: string; applied: string}) => [node.node, node.state, node.before, node.applied]), [
+    ['a', 'succeeded', 'app/tags/1.1.0', 'app/tags/1.0.0'],
+    ['c', 'succeeded', 'app/tags/1.1.0', 'app/tags/1.0.0'],
+  ])
+  const rollbacks = (await calls()).filter((call) => call.action === 'rollback')
+  t.deepEqual(rollbacks.map((call) => [call.nodes, call.args]), [[['a', 'c'], {to: 'app/tags/1.0.0'}]], 'rollback --to the release before, only on the nodes moved, no --save')
+  t.deepEqual(Object.values(await fleet()).map((node: any) => node.applied), ['app/tags/1.0.0', 'app/tags/1.0.0', 'app/tags/1.0.0'])
+  const list = await cli(['rollout', 'list', '--state-dir', state])
+  t.regex(list.stdout, new RegExp(`^${json.rollouts[0].id}\\s+done\\s+app/tags/1\\.0\\.0 \\(revert\\)`, 'm'))
+  const show = await cli(['rollout', 'show', json.rollouts[0].id, '--state-dir', state])
+  t.regex(show.stdout, new RegExp(`2 nodes back to app/tags/1\\.0\\.0 \\(putting back rollout ${id}\\)`))
+})
+
+test.serial('rollout revert of a --save rollout puts the pointers back too; of a --noop rollout, nothing to put back and no node asked', async (t) => {
+  const saved = await revertable(t, {save: true, revert: 'none', 'max-failures': '5'})
+  t.is((await saved.revert()).exitCode, 0)
+  t.deepEqual((await saved.calls()).filter((call) => call.action === 'rollback').map((call) => call.args), [{to: 'app/tags/1.0.0', save: 'true'}])
+  const noop = await revertable(t, {noop: true, 'max-failures': '5'})
+  const nothing = await noop.revert()
+  t.is(nothing.exitCode, 0, nothing.stderr)
+  t.regex(nothing.stdout, new RegExp(`rollout ${noop.id} moved no node: nothing to put back`))
+  t.deepEqual(await noop.calls(), [])
+})
+
+test.serial('rollout revert of a rollout still driven by its process is 73; rollout revrt is a typo of it (64)', async (t) => {
+  const {state, id, revert, calls} = await revertable(t, {revert: 'none'})
+  const path = join(state, 'rollouts', `${id}.json`)
+  const record = JSON.parse(await readFile(path, 'utf8'))
+  const {processStartTime} = await import('../../src/lib/util/process.js')
+  await writeFile(path, JSON.stringify({...record, status: 'running', pid: process.pid, pidStart: processStartTime(process.pid)}), {mode: 0o600})
+  const busy = await revert()
+  t.is(busy.exitCode, 73, busy.stderr)
+  t.regex(busy.stderr, new RegExp(`rollout ${id} is still being driven by process ${process.pid}`))
+  t.deepEqual(await calls(), [])
+  const typo = await cli(['rollout', 'revrt', '--state-dir', state])
+  t.is(typo.exitCode, 64)
+  t.regex(typo.stderr, /did you mean localpuppet rollout revert\?/)
+})
+
+test.serial('a revert cut off by the broker is recorded, and rollout --resume continues it with rollback, not apply', async (t) => {
+  const {state, bin, env, revert, calls, fleet} = await revertable(t, {revert: 'none', 'max-failures': '5'})
+  await writeFile(join(bin, 'fail-once'), '')
+  const cut = await revert(['--json'])
+  t.is(cut.exitCode, 69, cut.stderr)
+  const [interrupted] = JSON.parse((await cli(['rollout', 'list', '--state-dir', state, '--json'])).stdout)
+  t.like(interrupted, {status: 'interrupted', ref: 'app/tags/1.0.0'})
+  const resumed = await cli(['rollout', '--resume', interrupted.id, '--state-dir', state, '--json'], {env})
+  t.is(resumed.exitCode, 0, resumed.stderr)
+  t.deepEqual(JSON.parse(resumed.stdout).nodes.map((node: {applied: string}) => node.applied), ['app/tags/1.0.0', 'app/tags/1.0.0'])
+  t.deepEqual([...new Set((await calls()).map((call) => call.action))].sort(), ['rollback', 'status'], 'no apply was sent')
+  t.deepEqual(Object.values(await fleet()).map((node: any) => node.applied), ['app/tags/1.0.0', 'app/tags/1.0.0', 'app/tags/1.0.0'])
 })

@@ -3,6 +3,7 @@ import chalk from 'chalk'
 import type {FleetStatus} from '../../lib/fleet/fleet-status.js'
 import type {RolloutEngine, RolloutNode} from '../../lib/rollout/engine.js'
 import type {RolloutRecord} from '../../lib/rollout/record.js'
+import type {RevertResult} from '../../lib/rollout/revert.js'
 import {appliedByNode} from '../../lib/rollout/record-view.js'
 import {formatStep} from '../../lib/rollout/settings.js'
 import {formatAge} from '../../lib/util/duration.js'
@@ -53,6 +54,7 @@ export function rolloutJson(record: RolloutRecord, path: string) {
   return {
     id: record.id,
     ref: record.settings.ref,
+    reverts: record.reverts ?? null,
     status: record.status,
     ok: record.exitCode === 0,
     exitCode: record.exitCode,
@@ -108,7 +110,7 @@ export function renderRollout(record: RolloutRecord, path: string): string {
   const lines = [
     columns(headers, rows),
     '',
-    `${json.nodes.length} node${json.nodes.length === 1 ? '' : 's'}${settings.ref ? ` to ${terminalText(settings.ref)}` : ' (each its own input)'}${settings.noop ? ' (noop)' : ''}: ${counts.join(', ')}${json.elapsedSeconds === null ? '' : ` (${json.elapsedSeconds} s)`}; failures ${json.summary.failures} of ${json.summary.allowedFailures} allowed (--max-failures ${formatStep(settings.maxFailures)})`,
+    `${json.nodes.length} node${json.nodes.length === 1 ? '' : 's'}${settings.ref ? ` ${record.reverts ? 'back ' : ''}to ${terminalText(settings.ref)}` : ' (each its own input)'}${record.reverts ? ` (putting back rollout ${terminalText(record.reverts)})` : ''}${settings.noop ? ' (noop)' : ''}: ${counts.join(', ')}${json.elapsedSeconds === null ? '' : ` (${json.elapsedSeconds} s)`}; failures ${json.summary.failures} of ${json.summary.allowedFailures} allowed (--max-failures ${formatStep(settings.maxFailures)})`,
   ]
   if (state.stopped) lines.push(`Stopped: ${terminalText(state.stopped)}`)
   const notOk = state.nodes.filter((node) => !OK_STATES.has(node.state))
@@ -145,7 +147,7 @@ export function renderRolloutList(records: RolloutRecord[]): string {
     ['ROLLOUT', 'STATUS', 'REF', 'NODES', 'SUCCEEDED', 'NOT SUCCEEDED', 'STARTED', 'EXIT'],
     records.map((record) => {
       const ok = record.state.nodes.filter((node) => OK_STATES.has(node.state)).length
-      return [terminalText(record.id), record.status, terminalText(record.settings.ref ?? '(each input)'), record.state.nodes.length, ok, record.state.nodes.length - ok, terminalText(record.createdAt), record.exitCode]
+      return [terminalText(record.id), record.status, `${terminalText(record.settings.ref ?? '(each input)')}${record.reverts ? ' (revert)' : ''}`, record.state.nodes.length, ok, record.state.nodes.length - ok, terminalText(record.createdAt), record.exitCode]
     }),
   )
   return [table, ...interrupted.map((record) => `Interrupted${record.interruption ? ` (${terminalText(record.interruption)})` : ''}: localpuppet rollout --resume ${terminalText(record.id)} continues it`)].join('\n')
@@ -188,4 +190,27 @@ export function renderFleetStatus(status: FleetStatus, now = Date.now()): string
   if (from?.from === 'index') lines.push(`Wanted: as the signed index of ${from.source} names it now (version ${from.version ?? 'none'}${from.signedBy ? `, signed by ${from.signedBy}` : ', unsigned'})`)
   else if (from) lines.push("Wanted: as each node resolved it on its last run (a channel moved since is not seen until the node runs again; --source URL|DIR reads the repository's index now)")
   return lines.join('\n')
+}
+
+/** `rollout revert --json`: the rollouts that put nodes back, and the nodes that could not be. */
+export function revertJson(result: RevertResult, dir: string) {
+  return {
+    reverts: result.reverts,
+    ok: result.exitCode === 0,
+    exitCode: result.exitCode,
+    groups: result.plan.groups,
+    skipped: result.plan.skipped,
+    rollouts: result.rollouts.map(({record}) => rolloutJson(record, `${dir}/${record.id}.json`)),
+  }
+}
+
+/** `rollout revert`: each rollout's table, then what could not be put back. */
+export function renderRevert(result: RevertResult, dir: string): string {
+  const {plan} = result
+  const lines = result.rollouts.map(({record}) => renderRollout(record, `${dir}/${record.id}.json`))
+  if (plan.groups.length === 0) lines.push(`rollout ${terminalText(result.reverts)} moved no node: nothing to put back`)
+  const notRun = plan.groups.slice(result.rollouts.length)
+  if (notRun.length > 0) lines.push(`Not put back (a revert before did not entirely succeed): ${notRun.map((group) => `${group.nodes.map((node) => terminalText(node)).join(', ')} (to ${terminalText(group.release)})`).join('; ')}`)
+  for (const {node, why} of plan.skipped) lines.push(`Not put back: ${terminalText(node)}: ${terminalText(why)}`)
+  return lines.join('\n\n')
 }

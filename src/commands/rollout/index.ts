@@ -19,7 +19,8 @@ export default class Rollout extends BaseCommand {
       'and that the signed index of the source (--source, or the source setting) holds it (66). Nodes that fail, are refused, miss ' +
       'their --deadline or do not answer count against --max-failures; once it is spent no further node starts, and --revert puts ' +
       'nodes back on the release they had before. A busy node (73: another run in progress) is tried once more later and not ' +
-      'counted. The rollout is recorded in rollouts/<id>.json in the state directory after every event: --resume ID continues it.',
+      'counted. The rollout is recorded in rollouts/<id>.json in the state directory after every event: --resume ID continues it, and ' +
+      'rollout revert ID later puts back every node it moved.',
     ROLLOUT_EXIT_CODES,
   )
 

@@ -11,7 +11,7 @@ import {redactUrl} from '../util/terminal-text.js'
  */
 
 /** The words after `rollout` that are commands of their own: a REF close to one is a typo of it. */
-export const ROLLOUT_COMMANDS = ['list', 'show'] as const
+export const ROLLOUT_COMMANDS = ['list', 'show', 'revert'] as const
 
 /** REF's syntax (64, with the command it was probably meant to be). */
 export function checkRefSyntax(ref: string): void {

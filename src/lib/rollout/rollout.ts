@@ -3,9 +3,10 @@ import {readFile} from 'node:fs/promises'
 import {FleetUnavailableError, LocalpuppetError, NotFoundError, UsageError} from '../errors.js'
 import {ExitCode} from '../exit-codes.js'
 import {compareNatural} from '../util/natural-order.js'
-import {type Clock, driveRollout} from './drive.js'
+import {type Clock, type RolloutTransport, driveRollout} from './drive.js'
 import {type NodeReport, RolloutEngine} from './engine.js'
 import {type RolloutRecord, RolloutStore, type TransportSpec, engineFromRecord, openRolloutsDir, readFleetMemory, readRolloutRecord, writeFleetMemory} from './record.js'
+import {RollbackStarts} from './revert-transport.js'
 import type {RolloutSettings} from './settings.js'
 import {type McoOptions, McoTransport} from './transports/mco.js'
 
@@ -31,7 +32,7 @@ export interface RolloutResult {
 /** An identity mco may report that is safe in a nodes file and a `runs=` argument. */
 const IDENTITY = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,252}$/
 
-const systemClock: Clock = {
+export const systemClock: Clock = {
   now: () => Date.now(),
   sleep: (ms, signal) =>
     new Promise((resolve) => {
@@ -125,15 +126,18 @@ export async function resumeRollout(id: string, options: RolloutOptions, io: Rol
   const store = new RolloutStore(dir, record)
   const engine = engineFromRecord(record, store.path)
   await store.claim()
-  const transport = new McoTransport(mcoOptions(record.transport))
+  const mco = new McoTransport(mcoOptions(record.transport))
+  // A revert (rollout revert) starts `rollback --to`, resumed as it began.
+  const transport = record.reverts ? new RollbackStarts(mco) : mco
   try {
     return await drive(engine, store, transport, options.clock ?? systemClock, options, io)
   } finally {
-    await transport.close()
+    await mco.close()
   }
 }
 
-async function drive(engine: RolloutEngine, store: RolloutStore, transport: McoTransport, clock: Clock, options: RolloutOptions, io: RolloutIo): Promise<RolloutResult> {
+/** Drives a recorded rollout to its end (or its interruption), saving how it ended. */
+export async function drive(engine: RolloutEngine, store: RolloutStore, transport: RolloutTransport, clock: Clock, options: RolloutOptions, io: RolloutIo): Promise<RolloutResult> {
   let outcome: 'done' | 'interrupted'
   try {
     outcome = await driveRollout(engine, transport, clock, {
