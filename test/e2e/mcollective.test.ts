@@ -559,3 +559,30 @@ fleetTest(`a typo of a command is not a release: rollout lst and mco localpuppet
   t.is(await remembered(), before.remembered, 'no discovery ran')
   t.deepEqual(await history(), before.history)
 })
+
+fleetTest(`rollout revert ID: the nodes a rollout moved go back to the release each had, with real rollbacks, recorded as a rollout of its own${unavailable ? ` (${unavailable})` : ''}`, async (t) => {
+  t.timeout(OVERALL_MS)
+  const work = await mkdtemp(join(tmpdir(), 'localpuppet-mco-revert-'))
+  t.teardown(() => rm(work, {recursive: true, force: true}))
+  const dbs = join(work, 'dbs.txt')
+  await writeFile(dbs, 'db1\ndb2\n')
+  const onOld = await operator(['rollout', 'foo/tags/1.3.0', '--nodes', dbs, '--json'])
+  t.is(onOld.exitCode, 0, onOld.stdout + onOld.stderr)
+  const moved = await operator(['rollout', 'foo/tags/1.4.0', '--nodes', dbs, '--json'])
+  t.is(moved.exitCode, 0, moved.stdout + moved.stderr)
+  for (const name of ['db1', 'db2']) t.like(row(moved, name), {before: 'foo/tags/1.3.0', applied: 'foo/tags/1.4.0'}, name)
+
+  const reverted = await operator(['rollout', 'revert', moved.json.id, '--json'])
+  t.is(reverted.exitCode, 0, reverted.stdout + reverted.stderr)
+  t.like(reverted.json, {reverts: moved.json.id, ok: true, groups: [{release: 'foo/tags/1.3.0', nodes: ['db1', 'db2']}], skipped: []})
+  const [rollout] = reverted.json.rollouts
+  for (const name of ['db1', 'db2']) {
+    t.like(rollout.nodes.find((entry: {node: string}) => entry.node === name), {state: 'succeeded', before: 'foo/tags/1.4.0', wanted: 'foo/tags/1.3.0', applied: 'foo/tags/1.3.0'}, name)
+    t.deepEqual((await releasesRun(name)).slice(-1), ['succeeded foo/tags/1.3.0'], `${name}: its newest run is the rollback`)
+  }
+
+  const status = await app(['status', '--json', '--nodes', dbs])
+  for (const name of ['db1', 'db2']) t.is(row(status, name).applied, 'foo/tags/1.3.0', name)
+  const shown = await operator(['rollout', 'show', rollout.id])
+  t.regex(shown.stdout, new RegExp(`2 nodes back to foo/tags/1\\.3\\.0 \\(putting back rollout ${moved.json.id}\\)`))
+})

@@ -3,6 +3,7 @@ import {readFile} from 'node:fs/promises'
 import {FleetUnavailableError, LocalpuppetError, NotFoundError, UsageError} from '../errors.js'
 import {ExitCode} from '../exit-codes.js'
 import {compareNatural} from '../util/natural-order.js'
+import {terminalText} from '../util/terminal-text.js'
 import {type Clock, type RolloutTransport, driveRollout} from './drive.js'
 import {type NodeReport, RolloutEngine} from './engine.js'
 import {type RolloutRecord, RolloutStore, type TransportSpec, engineFromRecord, openRolloutsDir, readFleetMemory, readRolloutRecord, writeFleetMemory} from './record.js'
@@ -57,7 +58,7 @@ export async function expectedFleet(
   const answers: Record<string, NodeReport> = {}
   for (const [node, report] of Object.entries(found)) {
     if (IDENTITY.test(node)) answers[node] = report
-    else options.warn(`ignored a reply from ${JSON.stringify(node.slice(0, 80))}: not a node name`)
+    else options.warn(`ignored a reply from "${terminalText(node, 80)}": not a node name`)
   }
 
   if (nodesAt !== -1) {

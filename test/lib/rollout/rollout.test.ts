@@ -29,3 +29,13 @@ test('a --batch percentage is of the nodes left after the canaries, rounded down
   t.deepEqual(engine.state.groups.map((group) => group.length), [1, 4, 4, 1])
   t.deepEqual(engine.state.groups[1].map((i) => engine.state.nodes[i].node), ['web2', 'web3', 'web4', 'web5'])
 })
+
+test('a reply from a sender that is no node name is ignored with a warning that shows it escaped on one line', async (t) => {
+  const report = {pointer: null, applied: null, newest: null}
+  const evil = 'web1\u202E\u009B2J\nFORGED'
+  const transport = {options: {discovery: [], connection: []}, discover: async () => ({web1: report, [evil]: report})} as unknown as McoTransport
+  const warnings: string[] = []
+  const fleet = await expectedFleet(transport, await tempDir(t), {warn: (line) => warnings.push(line)})
+  t.deepEqual(fleet.expected, ['web1'])
+  t.deepEqual(warnings, ['ignored a reply from "web1\\u202e\\u009b2J\\nFORGED": not a node name'])
+})
