@@ -263,9 +263,16 @@ test.serial('rollout revert of a rollout still driven by its process is 73; roll
   t.is(busy.exitCode, 73, busy.stderr)
   t.regex(busy.stderr, new RegExp(`rollout ${id} is still being driven by process ${process.pid}`))
   t.deepEqual(await calls(), [])
-  const typo = await cli(['rollout', 'revrt', '--state-dir', state])
-  t.is(typo.exitCode, 64)
-  t.regex(typo.stderr, /did you mean localpuppet rollout revert\?/)
+  for (const args of [['revrt'], ['revrt', id], ['reevrt', id, '--json']]) {
+    const typo = await cli(['rollout', ...args, '--state-dir', state])
+    t.is(typo.exitCode, 64, args.join(' '))
+    t.regex(typo.stdout + typo.stderr, /did you mean localpuppet rollout revert\?/, args.join(' '))
+  }
+
+  const extra = await cli(['rollout', 'foo/tags/1.0.0', 'bar', '--state-dir', state])
+  t.is(extra.exitCode, 64)
+  t.regex(extra.stderr, /^localpuppet: unexpected argument "bar": rollout takes one REF$/m)
+  t.deepEqual(await calls(), [])
 })
 
 test.serial('a revert cut off by the broker is recorded, and rollout --resume continues it with rollback, not apply', async (t) => {

@@ -34,6 +34,8 @@ export default class Rollout extends BaseCommand {
 
   static override args = {
     ref: Args.string({description: "the release to apply (foo/tags/1.5.0, foo@^1.5); default: each node's own input"}),
+    // Not a REF: where `rollout revrt ID` puts its ID, so that the typo is the error said, not this argument.
+    extra: Args.string({hidden: true}),
   }
 
   static override flags = {
@@ -82,6 +84,7 @@ export default class Rollout extends BaseCommand {
 
     // REF is judged here, before any node is asked: a typo must not reach the fleet.
     if (args.ref !== undefined) checkRefSyntax(args.ref)
+    if (args.extra !== undefined) throw new UsageError(`unexpected argument ${JSON.stringify(args.extra)}: rollout takes one REF`)
     const settings = flags.resume === undefined ? rolloutSettings({...flags, ref: args.ref ?? null}) : null
     if (args.ref !== undefined) {
       const found = await checkRefInSource(args.ref, {source: flags.source, trust: flags.trust, insecure: flags.insecure, allowUntrusted: flags['allow-untrusted']})
