@@ -288,3 +288,14 @@ test.serial('a revert cut off by the broker is recorded, and rollout --resume co
   t.deepEqual([...new Set((await calls()).map((call) => call.action))].sort(), ['rollback', 'status'], 'no apply was sent')
   t.deepEqual(Object.values(await fleet()).map((node: any) => node.applied), ['app/tags/1.0.0', 'app/tags/1.0.0', 'app/tags/1.0.0'])
 })
+
+test.serial('a source that cannot be reached is 69, saying REF was being checked; --source without a REF is 64; neither asks a node', async (t) => {
+  const {run, touched} = await operator(t)
+  const unreachable = await run(['foo/tags/1.4.0', '--source', 'http://127.0.0.1:9/repo', '--insecure'])
+  t.is(unreachable.exitCode, 69, unreachable.stderr)
+  t.regex(unreachable.stderr, /^ {2}hint: REF is checked in the source before any node is asked/m)
+  const noRef = await run(['--source', shared.repo])
+  t.is(noRef.exitCode, 64, noRef.stderr)
+  t.regex(noRef.stderr, /--source checks REF in the repository: give a REF, or drop --source/)
+  t.deepEqual(await touched(), {mco: false, records: 0})
+})

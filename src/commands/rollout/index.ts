@@ -85,6 +85,7 @@ export default class Rollout extends BaseCommand {
     // REF is judged here, before any node is asked: a typo must not reach the fleet.
     if (args.ref !== undefined) checkRefSyntax(args.ref)
     if (args.extra !== undefined) throw new UsageError(`unexpected argument ${JSON.stringify(args.extra)}: rollout takes one REF`)
+    if (args.ref === undefined && flags.resume === undefined && given.has('source')) throw new UsageError('--source checks REF in the repository: give a REF, or drop --source')
     const settings = flags.resume === undefined ? rolloutSettings({...flags, ref: args.ref ?? null}) : null
     if (args.ref !== undefined) {
       const found = await checkRefInSource(args.ref, {source: flags.source, trust: flags.trust, insecure: flags.insecure, allowUntrusted: flags['allow-untrusted']})

@@ -1,4 +1,4 @@
-import {NotFoundError, ReleaseError, UsageError} from '../errors.js'
+import {LocalpuppetError, NotFoundError, ReleaseError, UsageError} from '../errors.js'
 import {type WantedIndexOptions, readWantedIndex, resolveInIndex} from '../fleet/wanted-now.js'
 import {parseReleaseRef} from '../release/release-ref.js'
 import {closest} from '../util/did-you-mean.js'
@@ -42,7 +42,11 @@ export interface RefInSource {
 export async function checkRefInSource(ref: string, options: WantedIndexOptions): Promise<RefInSource | null> {
   const parsed = parseReleaseRef(ref, 'REF')
   if (parsed.kind === 'trunk' || parsed.kind === 'branch') return null
-  const read = await readWantedIndex(options)
+  const read = await readWantedIndex(options).catch((error: unknown) => {
+    // Whatever the source said, the operator learns why it was read at all.
+    if (error instanceof LocalpuppetError) error.suggestions.push('REF is checked in the source before any node is asked (--source, or the source setting)')
+    throw error
+  })
   if (read === null) return null
   const {release, why} = resolveInIndex(ref, read.index)
   if (release === null) {
