@@ -18,6 +18,7 @@ import Releases from './releases.js'
 import Rollback from './rollback.js'
 import Rollout from './rollout/index.js'
 import RolloutList from './rollout/list.js'
+import RolloutRevert from './rollout/revert.js'
 import RolloutShow from './rollout/show.js'
 import Status from './status.js'
 import Validate from './validate.js'
@@ -46,6 +47,7 @@ export const COMMANDS = {
   rollback: Rollback,
   rollout: Rollout,
   'rollout:list': RolloutList,
+  'rollout:revert': RolloutRevert,
   'rollout:show': RolloutShow,
   status: Status,
   validate: Validate,

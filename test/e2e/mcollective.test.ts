@@ -532,3 +532,57 @@ fleetTest(`a node whose daemon is stopped mid-rollout is "no answer", not succes
   t.is(whole.json.stopped, null, 'one silent node is within --max-failures 1')
   for (const name of ['db1', 'db2', 'web1', 'web2']) t.is(row(whole, name).state, 'succeeded', name)
 })
+
+fleetTest(`a typo of a command is not a release: rollout lst and mco localpuppet apply shwo are 64 with a did-you-mean before any node is asked; no record, no node history entry${unavailable ? ` (${unavailable})` : ''}`, async (t) => {
+  t.timeout(OVERALL_MS)
+  const history = async () => Object.fromEntries(await Promise.all(nodes.map(async (entry) => [entry.name, await runIds(entry.name)] as const)))
+  const fleetMemory = join(base, 'operator', 'rollouts', 'fleet.json')
+  const remembered = async () => (existsSync(fleetMemory) ? readFile(fleetMemory, 'utf8') : null)
+  const before = {history: await history(), rollouts: (await operator(['rollout', 'list', '--json'])).json, remembered: await remembered()}
+  for (const [args, command] of [
+    [['rollout', 'lst'], 'list'],
+    [['rollout', 'shwo', '-W', 'role=web', '--json'], 'show'],
+  ] as const) {
+    const typo = await operator([...args])
+    t.is(typo.exitCode, 64, typo.stdout + typo.stderr)
+    const said = (args as readonly string[]).includes('--json') ? typo.json.error.message : typo.stderr.trimEnd()
+    t.notRegex(said, /\n/, 'one line')
+    t.regex(said, new RegExp(`"${args[1]}" is not a release reference \\(did you mean localpuppet rollout ${command}\\?\\)`))
+    t.notRegex(typo.stdout + typo.stderr, /\u001B|broker|--resume/, 'nothing of mco, nothing to resume')
+  }
+
+  const viaApp = await app(['apply', 'shwo'])
+  t.is(viaApp.exitCode, 64, viaApp.stdout + viaApp.stderr)
+  t.regex(viaApp.stderr, /did you mean localpuppet rollout show\?/)
+  // Nothing was asked of the fleet: no record, no discovery remembered, no attempt in any node's history.
+  t.deepEqual((await operator(['rollout', 'list', '--json'])).json, before.rollouts)
+  t.is(await remembered(), before.remembered, 'no discovery ran')
+  t.deepEqual(await history(), before.history)
+})
+
+fleetTest(`rollout revert ID: the nodes a rollout moved go back to the release each had, with real rollbacks, recorded as a rollout of its own${unavailable ? ` (${unavailable})` : ''}`, async (t) => {
+  t.timeout(OVERALL_MS)
+  const work = await mkdtemp(join(tmpdir(), 'localpuppet-mco-revert-'))
+  t.teardown(() => rm(work, {recursive: true, force: true}))
+  const dbs = join(work, 'dbs.txt')
+  await writeFile(dbs, 'db1\ndb2\n')
+  const onOld = await operator(['rollout', 'foo/tags/1.3.0', '--nodes', dbs, '--json'])
+  t.is(onOld.exitCode, 0, onOld.stdout + onOld.stderr)
+  const moved = await operator(['rollout', 'foo/tags/1.4.0', '--nodes', dbs, '--json'])
+  t.is(moved.exitCode, 0, moved.stdout + moved.stderr)
+  for (const name of ['db1', 'db2']) t.like(row(moved, name), {before: 'foo/tags/1.3.0', applied: 'foo/tags/1.4.0'}, name)
+
+  const reverted = await operator(['rollout', 'revert', moved.json.id, '--json'])
+  t.is(reverted.exitCode, 0, reverted.stdout + reverted.stderr)
+  t.like(reverted.json, {reverts: moved.json.id, ok: true, groups: [{release: 'foo/tags/1.3.0', nodes: ['db1', 'db2']}], skipped: []})
+  const [rollout] = reverted.json.rollouts
+  for (const name of ['db1', 'db2']) {
+    t.like(rollout.nodes.find((entry: {node: string}) => entry.node === name), {state: 'succeeded', before: 'foo/tags/1.4.0', wanted: 'foo/tags/1.3.0', applied: 'foo/tags/1.3.0'}, name)
+    t.deepEqual((await releasesRun(name)).slice(-1), ['succeeded foo/tags/1.3.0'], `${name}: its newest run is the rollback`)
+  }
+
+  const status = await app(['status', '--json', '--nodes', dbs])
+  for (const name of ['db1', 'db2']) t.is(row(status, name).applied, 'foo/tags/1.3.0', name)
+  const shown = await operator(['rollout', 'show', rollout.id])
+  t.regex(shown.stdout, new RegExp(`2 nodes back to foo/tags/1\\.3\\.0 \\(putting back rollout ${moved.json.id}\\)`))
+})

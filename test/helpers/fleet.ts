@@ -187,7 +187,7 @@ export async function app(args: string[]): Promise<{exitCode: number; stdout: st
 
 /** `localpuppet ARGS... --mco-config client.cfg --dt 1` as the operator runs it (rollout, fleet status), started: the caller awaits it or kills it. */
 export function startOperator(args: string[]) {
-  const fleetArgs = args[0] === 'rollout' && ['list', 'show'].includes(args[1]) ? [] : args.includes('--resume') ? [] : ['--mco-config', clientConfig(), '--dt', '1']
+  const fleetArgs = args[0] === 'rollout' && ['list', 'show', 'revert'].includes(args[1]) ? [] : args.includes('--resume') ? [] : ['--mco-config', clientConfig(), '--dt', '1']
   return execa('node', [BIN, ...args, ...fleetArgs], {reject: false, stdin: 'ignore', timeout: Math.min(300_000, remaining()), env: operatorEnv()})
 }
 

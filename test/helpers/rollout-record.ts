@@ -8,10 +8,11 @@ import {SimulatedFleet, VirtualClock} from './simulated-fleet.js'
  * A rollout of app/tags/1.1.0 over nodes a, b (fails) and c, driven against a simulated
  * fleet and recorded in `<stateDir>/rollouts/` as the rollout command records one (no
  * broker), then saved as `status` (done: exit 1; interrupted: the broker went away, 69).
+ * `flags` are the rollout's own (noop: true...), over those.
  */
-export async function recordedRollout(stateDir: string, status: 'done' | 'interrupted' = 'done') {
+export async function recordedRollout(stateDir: string, status: 'done' | 'interrupted' = 'done', flags: Partial<Parameters<typeof rolloutSettings>[0]> = {}) {
   const {dir} = await openRolloutsDir(stateDir, false, true)
-  const settings = rolloutSettings({ref: 'app/tags/1.1.0', batch: '1'})
+  const settings = rolloutSettings({ref: 'app/tags/1.1.0', batch: '1', ...flags})
   const names = ['a', 'b', 'c']
   const engine = new RolloutEngine(settings, names)
   const store = RolloutStore.create(dir, {transport: {via: 'mco', mco: 'mco', connection: [], discovery: [], replyTimeout: null, discoveryTimeout: null}, settings, expected: names, expectedFrom: 'test'}, engine)

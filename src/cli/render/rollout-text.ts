@@ -3,6 +3,8 @@ import chalk from 'chalk'
 import type {FleetStatus} from '../../lib/fleet/fleet-status.js'
 import type {RolloutEngine, RolloutNode} from '../../lib/rollout/engine.js'
 import type {RolloutRecord} from '../../lib/rollout/record.js'
+import type {RevertResult} from '../../lib/rollout/revert.js'
+import {appliedByNode} from '../../lib/rollout/record-view.js'
 import {formatStep} from '../../lib/rollout/settings.js'
 import {formatAge} from '../../lib/util/duration.js'
 import {terminalText, terminalUrl} from '../../lib/util/terminal-text.js'
@@ -18,14 +20,16 @@ export function columns(headers: string[], rows: Array<Array<string | number | n
 }
 
 const firstLine = (text: string | null): string => (text ?? '').split('\n')[0].trim()
+/** Text from outside (a node, Puppet, mco, a record) as one safe line of a table or message. */
+const shown = (text: string | null | undefined): string | null => (text === null || text === undefined ? null : terminalText(text))
 
-/** What the rollout knows of one node, as --json gives it. */
-export function rolloutNodeJson(node: RolloutNode) {
+/** What the rollout knows of one node, as --json gives it; `applied` as appliedByNode says. */
+export function rolloutNodeJson(node: RolloutNode, applied: string | null) {
   return {
     node: node.node,
     before: node.before,
     wanted: node.wanted,
-    applied: node.state === 'succeeded' || node.state === 'up to date' ? node.release : null,
+    applied,
     release: node.release,
     state: node.state,
     runId: node.runId,
@@ -43,12 +47,14 @@ export function rolloutNodeJson(node: RolloutNode) {
 /** `rollout --json` and `rollout show --json`. */
 export function rolloutJson(record: RolloutRecord, path: string) {
   const {state} = record
-  const nodes = state.nodes.map((node) => rolloutNodeJson(node))
+  const applied = appliedByNode(record)
+  const nodes = state.nodes.map((node) => rolloutNodeJson(node, applied.get(node.node) ?? null))
   const byState: Record<string, number> = {}
   for (const node of nodes) byState[node.state] = (byState[node.state] ?? 0) + 1
   return {
     id: record.id,
     ref: record.settings.ref,
+    reverts: record.reverts ?? null,
     status: record.status,
     ok: record.exitCode === 0,
     exitCode: record.exitCode,
@@ -72,7 +78,7 @@ function stateText(node: RolloutNode): string {
 }
 
 function message(node: RolloutNode): string {
-  const text = firstLine(node.message)
+  const text = terminalText(firstLine(node.message))
   if (node.state === 'refused' || node.state === 'busy') return node.exitCode ? `exit ${node.exitCode}: ${text}` : text
   return text
 }
@@ -83,38 +89,38 @@ export function renderRollout(record: RolloutRecord, path: string): string {
   const json = rolloutJson(record, path)
   const anyRevert = state.nodes.some((node) => node.revert)
   const headers = ['NODE', 'BEFORE', 'WANTED', 'APPLIED', 'STATE', 'CHANGED', 'FAILED', 'OUT_OF_SYNC', 'DURATION', ...(anyRevert ? ['REVERT'] : []), 'MESSAGE']
-  const rows = state.nodes.map((node) => {
-    const entry = rolloutNodeJson(node)
-    const revert = node.revert ? `${node.revert.state}${node.revert.release && ['succeeded', 'running', 'starting', 'pending'].includes(node.revert.state) ? ` to ${node.revert.release}` : ''}` : null
+  const rows = json.nodes.map((entry, i) => {
+    const node = state.nodes[i]
+    const revert = node.revert ? `${node.revert.state}${node.revert.release && ['succeeded', 'running', 'starting', 'pending'].includes(node.revert.state) ? ` to ${terminalText(node.revert.release)}` : ''}` : null
     return [
-      node.node,
-      node.before,
-      node.wanted,
-      entry.applied ?? (node.release && node.state !== 'not started' ? chalk.dim(node.release) : null),
+      shown(node.node),
+      shown(node.before),
+      shown(node.wanted),
+      shown(entry.applied),
       stateText(node),
       entry.changed,
       entry.failed,
       entry.outOfSync,
       node.durationMs === null ? null : formatDuration(node.durationMs),
       ...(anyRevert ? [revert] : []),
-      message(node) || (node.revert?.message ? firstLine(node.revert.message) : ''),
+      message(node) || (node.revert?.message ? terminalText(firstLine(node.revert.message)) : ''),
     ]
   })
   const counts = Object.entries(json.summary.byState).map(([name, n]) => `${n} ${name}`)
   const lines = [
     columns(headers, rows),
     '',
-    `${json.nodes.length} node${json.nodes.length === 1 ? '' : 's'}${settings.ref ? ` to ${settings.ref}` : ' (each its own input)'}${settings.noop ? ' (noop)' : ''}: ${counts.join(', ')}${json.elapsedSeconds === null ? '' : ` (${json.elapsedSeconds} s)`}; failures ${json.summary.failures} of ${json.summary.allowedFailures} allowed (--max-failures ${formatStep(settings.maxFailures)})`,
+    `${json.nodes.length} node${json.nodes.length === 1 ? '' : 's'}${settings.ref ? ` ${record.reverts ? 'back ' : ''}to ${terminalText(settings.ref)}` : ' (each its own input)'}${record.reverts ? ` (putting back rollout ${terminalText(record.reverts)})` : ''}${settings.noop ? ' (noop)' : ''}: ${counts.join(', ')}${json.elapsedSeconds === null ? '' : ` (${json.elapsedSeconds} s)`}; failures ${json.summary.failures} of ${json.summary.allowedFailures} allowed (--max-failures ${formatStep(settings.maxFailures)})`,
   ]
-  if (state.stopped) lines.push(`Stopped: ${state.stopped}`)
+  if (state.stopped) lines.push(`Stopped: ${terminalText(state.stopped)}`)
   const notOk = state.nodes.filter((node) => !OK_STATES.has(node.state))
-  if (notOk.length > 0) lines.push(`Not succeeded: ${notOk.map((node) => `${node.node} (${node.state})`).join(', ')}`)
+  if (notOk.length > 0) lines.push(`Not succeeded: ${notOk.map((node) => `${terminalText(node.node)} (${node.state})`).join(', ')}`)
   const reverted = state.nodes.filter((node) => node.revert)
-  if (reverted.length > 0) lines.push(`Reverted: ${reverted.map((node) => `${node.node} ${node.revert!.state}${node.revert!.release ? ` (${node.revert!.release})` : ''}`).join(', ')}`)
+  if (reverted.length > 0) lines.push(`Reverted: ${reverted.map((node) => `${terminalText(node.node)} ${node.revert!.state}${node.revert!.release ? ` (${terminalText(node.revert!.release)})` : ''}`).join(', ')}`)
   if (record.status === 'interrupted') {
     const going = state.nodes.filter((node) => node.state === 'running' || node.state === 'starting' || node.revert?.state === 'running')
     lines.push(
-      `Interrupted${record.interruption ? ` (${record.interruption})` : ''}: ${going.length === 0 ? 'no run is going on' : `runs still going: ${going.map((node) => `${node.node} (${node.revert?.state === 'running' ? `revert run ${node.revert.runId}` : `run ${node.runId ?? 'starting'}`})`).join(', ')}`}`,
+      `Interrupted${record.interruption ? ` (${terminalText(record.interruption)})` : ''}: ${going.length === 0 ? 'no run is going on' : `runs still going: ${going.map((node) => `${terminalText(node.node)} (${node.revert?.state === 'running' ? `revert run ${terminalText(node.revert.runId)}` : `run ${terminalText(node.runId ?? 'starting')}`})`).join(', ')}`}`,
       `Resume it: localpuppet rollout --resume ${record.id}`,
     )
   }
@@ -134,15 +140,17 @@ export function progressLine(engine: RolloutEngine): string {
   return `${label}: ${count(['succeeded', 'up to date'])} done, ${count(['running', 'starting'])} running, ${count(['failed', 'refused', 'deadline'])} failed, ${reverted} reverted, ${count(['no answer'])} no answer, ${count(['busy'])} busy; budget left ${left}`
 }
 
-/** `rollout list`: one line per rollout, newest first. */
+/** `rollout list`: one line per rollout, newest first, then how to resume those interrupted. */
 export function renderRolloutList(records: RolloutRecord[]): string {
-  return columns(
+  const interrupted = records.filter((record) => record.status === 'interrupted')
+  const table = columns(
     ['ROLLOUT', 'STATUS', 'REF', 'NODES', 'SUCCEEDED', 'NOT SUCCEEDED', 'STARTED', 'EXIT'],
     records.map((record) => {
       const ok = record.state.nodes.filter((node) => OK_STATES.has(node.state)).length
-      return [record.id, record.status, record.settings.ref ?? '(each input)', record.state.nodes.length, ok, record.state.nodes.length - ok, record.createdAt, record.exitCode]
+      return [terminalText(record.id), record.status, `${terminalText(record.settings.ref ?? '(each input)')}${record.reverts ? ' (revert)' : ''}`, record.state.nodes.length, ok, record.state.nodes.length - ok, terminalText(record.createdAt), record.exitCode]
     }),
   )
+  return [table, ...interrupted.map((record) => `Interrupted${record.interruption ? ` (${terminalText(record.interruption)})` : ''}: localpuppet rollout --resume ${terminalText(record.id)} continues it`)].join('\n')
 }
 
 /** `fleet status`: one line per node, then counts. */
@@ -184,4 +192,27 @@ export function renderFleetStatus(status: FleetStatus, now = Date.now()): string
   if (from?.from === 'index') lines.push(`Wanted: as the signed index of ${terminalUrl(from.source ?? '')} names it now (version ${from.version ?? 'none'}${from.signedBy ? `, signed by ${from.signedBy}` : ', unsigned'})`)
   else if (from) lines.push("Wanted: as each node resolved it on its last run (a channel moved since is not seen until the node runs again; --source URL|DIR reads the repository's index now)")
   return lines.join('\n')
+}
+
+/** `rollout revert --json`: the rollouts that put nodes back, and the nodes that could not be. */
+export function revertJson(result: RevertResult, dir: string) {
+  return {
+    reverts: result.reverts,
+    ok: result.exitCode === 0,
+    exitCode: result.exitCode,
+    groups: result.plan.groups,
+    skipped: result.plan.skipped,
+    rollouts: result.rollouts.map(({record}) => rolloutJson(record, `${dir}/${record.id}.json`)),
+  }
+}
+
+/** `rollout revert`: each rollout's table, then what could not be put back. */
+export function renderRevert(result: RevertResult, dir: string): string {
+  const {plan} = result
+  const lines = result.rollouts.map(({record}) => renderRollout(record, `${dir}/${record.id}.json`))
+  if (plan.groups.length === 0) lines.push(`rollout ${terminalText(result.reverts)} moved no node: nothing to put back`)
+  const notRun = plan.groups.slice(result.rollouts.length)
+  if (notRun.length > 0) lines.push(`Not put back (a revert before did not entirely succeed): ${notRun.map((group) => `${group.nodes.map((node) => terminalText(node)).join(', ')} (to ${terminalText(group.release)})`).join('; ')}`)
+  for (const {node, why} of plan.skipped) lines.push(`Not put back: ${terminalText(node)}: ${terminalText(why)}`)
+  return lines.join('\n\n')
 }

@@ -2,22 +2,25 @@ import {Args, Flags} from '@oclif/core'
 
 import {BaseCommand, describeWithExitCodes} from '../../cli/base-command.js'
 import {type McoFlagValues, mcoFlags, transportSpec} from '../../cli/fleet-flags.js'
-import {stateFlags, trustFlags} from '../../cli/flags.js'
+import {sourceFlags, stateFlags, trustFlags} from '../../cli/flags.js'
 import {UsageError} from '../../lib/errors.js'
 import {ROLLOUT_EXIT_CODES} from '../../lib/exit-codes.js'
 import {defaultStateDir} from '../../lib/state/state-dir.js'
 
 /** Flags that decide a rollout: a resumed one keeps those it was started with. */
-const SETTING_FLAGS = ['canary', 'batch', 'window', 'max-failures', 'soak', 'deadline', 'revert', 'only-outdated', 'noop', 'fetch', 'save', 'timeout'] as const
+const SETTING_FLAGS = ['canary', 'batch', 'window', 'max-failures', 'soak', 'deadline', 'revert', 'only-outdated', 'noop', 'fetch', 'save', 'timeout', 'source', 'trust', 'insecure'] as const
 
 export default class Rollout extends BaseCommand {
   static override summary = 'Roll a release out over a fleet: canaries, batches or a window, a failure budget, deadlines, soak, revert, resume.'
   static override description = describeWithExitCodes(
-    'Starts REF (or, without it, each node\'s own input) on the nodes the discovery flags find, the --canary nodes first, then in ' +
-      '--batch sizes (1,5,25%,100%: Ansible\'s serial) or a --window of nodes kept running. Nodes that fail, are refused, miss ' +
+    'Starts REF (or, without it, each node\'s own input) on the nodes the discovery flags find, in natural name order (db2 before db10), ' +
+      'the --canary nodes first, then in --batch sizes (1,5,25%,100%: Ansible\'s serial, but a percentage is of the nodes left after the ' +
+      'canaries, rounded down, at least 1) or a --window of nodes kept running. REF is checked before any node is asked: its syntax (64), ' +
+      'and that the signed index of the source (--source, or the source setting) holds it (66). Nodes that fail, are refused, miss ' +
       'their --deadline or do not answer count against --max-failures; once it is spent no further node starts, and --revert puts ' +
       'nodes back on the release they had before. A busy node (73: another run in progress) is tried once more later and not ' +
-      'counted. The rollout is recorded in rollouts/<id>.json in the state directory after every event: --resume ID continues it.',
+      'counted. The rollout is recorded in rollouts/<id>.json in the state directory after every event: --resume ID continues it, and ' +
+      'rollout revert ID later puts back every node it moved.',
     ROLLOUT_EXIT_CODES,
   )
 
@@ -31,12 +34,14 @@ export default class Rollout extends BaseCommand {
 
   static override args = {
     ref: Args.string({description: "the release to apply (foo/tags/1.5.0, foo@^1.5); default: each node's own input"}),
+    // Not a REF: where `rollout revrt ID` puts its ID, so that the typo is the error said, not this argument.
+    extra: Args.string({hidden: true}),
   }
 
   static override flags = {
     ...mcoFlags,
     canary: Flags.integer({description: 'run the first N nodes on their own first', min: 1, helpValue: 'N'}),
-    batch: Flags.string({description: 'batch sizes in turn, the last repeated: N, N% or a list (1,5,25%,100%) [default: all at once]', exclusive: ['window'], helpValue: 'LIST'}),
+    batch: Flags.string({description: 'batch sizes in turn, the last repeated: N, N% (of the nodes after the canaries) or a list (1,5,25%,100%) [default: all at once]', exclusive: ['window'], helpValue: 'LIST'}),
     window: Flags.integer({description: 'keep N nodes running, starting the next as one finishes', min: 1, helpValue: 'N'}),
     'max-failures': Flags.string({description: 'nodes that may fail (N or N%) before no further node starts', default: '0', helpValue: 'N|N%'}),
     soak: Flags.string({description: 'wait this long after each group, then ask its nodes again: one whose newest run failed since counts as failed (90s, 10m, 1h)', helpValue: 'DURATION'}),
@@ -48,6 +53,13 @@ export default class Rollout extends BaseCommand {
     save: Flags.boolean({description: "REF becomes each node's release (its input's app), once its run succeeded"}),
     timeout: Flags.integer({description: "each run's own limit (apply --timeout)", min: 1, helpValue: 'SECONDS'}),
     resume: Flags.string({description: 'continue an interrupted rollout exactly where its record left it', helpValue: 'ID'}),
+    source: Flags.string({
+      description:
+        "check that REF is in this release repository's signed index before any node is asked (66 if not), read as a node reads it and remembered nowhere [default: the source setting; none: only REF's syntax is checked] (env LOCALPUPPET_SOURCE, config source)",
+      helpValue: 'URL|DIR',
+    }),
+    trust: sourceFlags.trust,
+    insecure: sourceFlags.insecure,
     ...stateFlags,
     ...trustFlags,
   }
@@ -55,7 +67,8 @@ export default class Rollout extends BaseCommand {
   async run(): Promise<unknown> {
     const {args, flags, raw} = await this.parse(Rollout)
     const stateDir = flags['state-dir'] ?? defaultStateDir()
-    const [{startRollout, resumeRollout}, {rolloutSettings}, {withStopSignals}, render] = await Promise.all([
+    const [{checkRefInSource, checkRefSyntax}, {startRollout, resumeRollout}, {rolloutSettings}, {withStopSignals}, render] = await Promise.all([
+      import('../../lib/rollout/ref-check.js'),
       import('../../lib/rollout/rollout.js'),
       import('../../lib/rollout/settings.js'),
       import('../../lib/util/on-stop.js'),
@@ -69,7 +82,16 @@ export default class Rollout extends BaseCommand {
       }
     }
 
+    // REF is judged here, before any node is asked: a typo must not reach the fleet.
+    if (args.ref !== undefined) checkRefSyntax(args.ref)
+    if (args.extra !== undefined) throw new UsageError(`unexpected argument ${JSON.stringify(args.extra)}: rollout takes one REF`)
+    if (args.ref === undefined && flags.resume === undefined && given.has('source')) throw new UsageError('--source checks REF in the repository: give a REF, or drop --source')
     const settings = flags.resume === undefined ? rolloutSettings({...flags, ref: args.ref ?? null}) : null
+    if (args.ref !== undefined) {
+      const found = await checkRefInSource(args.ref, {source: flags.source, trust: flags.trust, insecure: flags.insecure, allowUntrusted: flags['allow-untrusted']})
+      if (found) this.warnLines(found.warnings)
+    }
+
     const tty = !this.jsonEnabled() && process.stderr.isTTY
     let shown = false
     const io = {

@@ -6,10 +6,14 @@ import {defaultStateDir} from '../../lib/state/state-dir.js'
 
 export default class RolloutList extends BaseCommand {
   static override summary = 'List the rollouts recorded in the state directory, newest first.'
-  static override description = describeWithExitCodes('One line per rollout: id, status (running, interrupted, done), release, nodes, how many succeeded, when, exit code.', [
-    {code: 0, meaning: 'listed (also when there are none)'},
-    {code: 77, meaning: 'the rollouts directory or a record is owned by another user or writable by others (--allow-untrusted)'},
-  ])
+  static override description = describeWithExitCodes(
+    'One line per rollout: id, status (running, interrupted, done), release, nodes, how many succeeded, when, exit code. A rollout whose process is gone (killed, ' +
+      'the machine went down) is interrupted, however its record was left, and --resume continues it.',
+    [
+      {code: 0, meaning: 'listed (also when there are none)'},
+      {code: 77, meaning: 'the rollouts directory or a record is owned by another user or writable by others (--allow-untrusted)'},
+    ],
+  )
 
   static override examples = ['<%= config.bin %> rollout list', '<%= config.bin %> rollout list --limit 5 --json']
   static override flags = {
@@ -20,12 +24,16 @@ export default class RolloutList extends BaseCommand {
 
   async run(): Promise<unknown> {
     const {flags} = await this.parse(RolloutList)
-    const [{listRolloutRecords, openRolloutsDir}, {renderRolloutList, rolloutJson}] = await Promise.all([import('../../lib/rollout/record.js'), import('../../cli/render/rollout-text.js')])
+    const [{listRolloutRecords, openRolloutsDir}, {recordAsSeen}, {renderRolloutList, rolloutJson}] = await Promise.all([
+      import('../../lib/rollout/record.js'),
+      import('../../lib/rollout/record-view.js'),
+      import('../../cli/render/rollout-text.js'),
+    ])
     const {dir, untrusted} = await openRolloutsDir(flags['state-dir'] ?? defaultStateDir(), flags['allow-untrusted'])
     this.warnUntrusted(untrusted)
     const {records, skipped} = await listRolloutRecords(dir, flags['allow-untrusted'])
     this.warnLines(skipped.map((line) => `skipped: ${line}`))
-    const shown = records.slice(0, flags.limit)
+    const shown = records.slice(0, flags.limit).map((record) => recordAsSeen(record))
     if (!this.jsonEnabled()) this.log(shown.length === 0 ? `no rollouts yet in ${dir}` : renderRolloutList(shown))
     return shown.map((record) => rolloutJson(record, `${dir}/${record.id}.json`))
   }

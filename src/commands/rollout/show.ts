@@ -22,10 +22,14 @@ export default class RolloutShow extends BaseCommand {
 
   async run(): Promise<unknown> {
     const {args, flags} = await this.parse(RolloutShow)
-    const [{openRolloutsDir, readRolloutRecord}, {renderRollout, rolloutJson}] = await Promise.all([import('../../lib/rollout/record.js'), import('../../cli/render/rollout-text.js')])
+    const [{openRolloutsDir, readRolloutRecord}, {recordAsSeen}, {renderRollout, rolloutJson}] = await Promise.all([
+      import('../../lib/rollout/record.js'),
+      import('../../lib/rollout/record-view.js'),
+      import('../../cli/render/rollout-text.js'),
+    ])
     const {dir, untrusted} = await openRolloutsDir(flags['state-dir'] ?? defaultStateDir(), flags['allow-untrusted'])
     this.warnUntrusted(untrusted)
-    const record = await readRolloutRecord(dir, args.id, flags['allow-untrusted'])
+    const record = recordAsSeen(await readRolloutRecord(dir, args.id, flags['allow-untrusted']))
     const path = `${dir}/${record.id}.json`
     if (!this.jsonEnabled()) this.log(renderRollout(record, path))
     process.exitCode = record.status === 'done' ? (record.exitCode ?? 1) : 75

@@ -60,7 +60,8 @@ export class RolloutEngine {
     readonly settings: RolloutSettings,
     expected: string[],
   ) {
-    const names = [...new Set(expected)].sort()
+    // In the order given: the fleet's, in natural name order (expectedFleet), or a record's as it was recorded.
+    const names = [...new Set(expected)]
     this.state = {
       phase: 'survey',
       nodes: names.map((node) => ({

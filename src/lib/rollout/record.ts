@@ -42,6 +42,8 @@ export interface RolloutRecord {
   /** Why it was interrupted, when it was. */
   interruption: string | null
   exitCode: number | null
+  /** The rollout this one puts back (`rollout revert ID`): its starts are `rollback --to` REF. */
+  reverts?: string
 }
 
 export const rolloutsDir = (stateDir: string): string => join(resolve(stateDir), 'rollouts')
@@ -73,7 +75,7 @@ export class RolloutStore {
     readonly record: RolloutRecord,
   ) {}
 
-  static create(dir: string, fields: Pick<RolloutRecord, 'transport' | 'settings' | 'expected' | 'expectedFrom'>, engine: RolloutEngine): RolloutStore {
+  static create(dir: string, fields: Pick<RolloutRecord, 'transport' | 'settings' | 'expected' | 'expectedFrom' | 'reverts'>, engine: RolloutEngine): RolloutStore {
     const now = new Date()
     const record: RolloutRecord = {
       version: 1,

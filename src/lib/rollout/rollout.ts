@@ -2,9 +2,12 @@ import {readFile} from 'node:fs/promises'
 
 import {FleetUnavailableError, LocalpuppetError, NotFoundError, UsageError} from '../errors.js'
 import {ExitCode} from '../exit-codes.js'
-import {type Clock, driveRollout} from './drive.js'
+import {compareNatural} from '../util/natural-order.js'
+import {terminalText} from '../util/terminal-text.js'
+import {type Clock, type RolloutTransport, driveRollout} from './drive.js'
 import {type NodeReport, RolloutEngine} from './engine.js'
 import {type RolloutRecord, RolloutStore, type TransportSpec, engineFromRecord, openRolloutsDir, readFleetMemory, readRolloutRecord, writeFleetMemory} from './record.js'
+import {RollbackStarts} from './revert-transport.js'
 import type {RolloutSettings} from './settings.js'
 import {type McoOptions, McoTransport} from './transports/mco.js'
 
@@ -30,7 +33,7 @@ export interface RolloutResult {
 /** An identity mco may report that is safe in a nodes file and a `runs=` argument. */
 const IDENTITY = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,252}$/
 
-const systemClock: Clock = {
+export const systemClock: Clock = {
   now: () => Date.now(),
   sleep: (ms, signal) =>
     new Promise((resolve) => {
@@ -43,7 +46,7 @@ export function mcoOptions(spec: TransportSpec): McoOptions {
   return {mco: spec.mco, connection: spec.connection, discovery: spec.discovery, replyTimeout: spec.replyTimeout, discoveryTimeout: spec.discoveryTimeout}
 }
 
-/** The fleet a rollout or fleet status expects: a --nodes file says it; otherwise what discovery finds and what it found before. */
+/** The fleet a rollout or fleet status expects, in natural name order (db2 before db10): a --nodes file says it; otherwise what discovery finds and what it found before. */
 export async function expectedFleet(
   transport: McoTransport,
   memoryDir: string,
@@ -55,7 +58,7 @@ export async function expectedFleet(
   const answers: Record<string, NodeReport> = {}
   for (const [node, report] of Object.entries(found)) {
     if (IDENTITY.test(node)) answers[node] = report
-    else options.warn(`ignored a reply from ${JSON.stringify(node.slice(0, 80))}: not a node name`)
+    else options.warn(`ignored a reply from "${terminalText(node, 80)}": not a node name`)
   }
 
   if (nodesAt !== -1) {
@@ -67,7 +70,7 @@ export async function expectedFleet(
     const bad = listed.find((name) => !IDENTITY.test(name))
     if (bad !== undefined) throw new UsageError(`--nodes ${file}: ${JSON.stringify(bad)} is not a node name`)
     for (const node of Object.keys(answers)) if (!listed.includes(node)) delete answers[node]
-    return {expected: listed.sort(), expectedFrom: `--nodes ${file} (${listed.length})`, answers, remember: async () => {}}
+    return {expected: listed.sort(compareNatural), expectedFrom: `--nodes ${file} (${listed.length})`, answers, remember: async () => {}}
   }
 
   const key = JSON.stringify({connection, discovery})
@@ -75,7 +78,7 @@ export async function expectedFleet(
   const before = memory[key]?.nodes.filter((node) => IDENTITY.test(node)) ?? []
   const discovered = Object.keys(answers)
   const missing = before.filter((node) => !discovered.includes(node))
-  const expected = [...new Set([...discovered, ...missing])].sort()
+  const expected = [...new Set([...discovered, ...missing])].sort(compareNatural)
   const expectedFrom = `discovery (${discovered.length})${missing.length > 0 ? ` and the last one with these filters (${missing.join(', ')} did not answer now)` : ''}`
   return {
     expected,
@@ -124,15 +127,18 @@ export async function resumeRollout(id: string, options: RolloutOptions, io: Rol
   const store = new RolloutStore(dir, record)
   const engine = engineFromRecord(record, store.path)
   await store.claim()
-  const transport = new McoTransport(mcoOptions(record.transport))
+  const mco = new McoTransport(mcoOptions(record.transport))
+  // A revert (rollout revert) starts `rollback --to`, resumed as it began.
+  const transport = record.reverts ? new RollbackStarts(mco) : mco
   try {
     return await drive(engine, store, transport, options.clock ?? systemClock, options, io)
   } finally {
-    await transport.close()
+    await mco.close()
   }
 }
 
-async function drive(engine: RolloutEngine, store: RolloutStore, transport: McoTransport, clock: Clock, options: RolloutOptions, io: RolloutIo): Promise<RolloutResult> {
+/** Drives a recorded rollout to its end (or its interruption), saving how it ended. */
+export async function drive(engine: RolloutEngine, store: RolloutStore, transport: RolloutTransport, clock: Clock, options: RolloutOptions, io: RolloutIo): Promise<RolloutResult> {
   let outcome: 'done' | 'interrupted'
   try {
     outcome = await driveRollout(engine, transport, clock, {

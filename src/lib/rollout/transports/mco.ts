@@ -1,6 +1,7 @@
 import {mkdtemp, rm, writeFile} from 'node:fs/promises'
 import {tmpdir} from 'node:os'
 import {join} from 'node:path'
+import {stripVTControlCharacters} from 'node:util'
 
 import {FleetUnavailableError} from '../../errors.js'
 import {capture} from '../../util/capture.js'
@@ -94,7 +95,8 @@ export class McoTransport implements RolloutTransport {
     const result = await capture(this.options.mco, argv, {timeoutMs: (timeoutSeconds + 60) * 1000, signal, maxBytes: MAX_OUTPUT, env: {LANG: 'C.UTF-8'}})
     if (signal?.aborted) throw new FleetUnavailableError('interrupted')
     if (result.spawnError) throw new FleetUnavailableError(`cannot run ${this.options.mco}: ${result.spawnError.message}`, ['install mcollective-client, or give --mco PATH'])
-    const said = result.stderr.trim().split('\n').filter(Boolean).at(-1) ?? ''
+    // mco colours its own messages: the colours go before the text is stored or put in JSON.
+    const said = stripVTControlCharacters(result.stderr).trim().split('\n').filter(Boolean).at(-1) ?? ''
     let parsed: unknown
     try {
       parsed = JSON.parse(result.stdout)
@@ -114,7 +116,7 @@ export class McoTransport implements RolloutTransport {
       replies.set(sender, {
         sender,
         statuscode: typeof statuscode === 'number' ? statuscode : 5,
-        statusmsg: typeof statusmsg === 'string' ? statusmsg : '',
+        statusmsg: typeof statusmsg === 'string' ? stripVTControlCharacters(statusmsg) : '',
         data: data !== null && typeof data === 'object' && !Array.isArray(data) ? (data as Record<string, unknown>) : {},
       })
     }

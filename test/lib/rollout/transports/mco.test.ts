@@ -69,3 +69,14 @@ test('mco that cannot be used is 69 (the rollout stays resumable); no node disco
   const missing = new McoTransport({mco: '/nonexistent/mco', connection: [], discovery: [], replyTimeout: null, discoveryTimeout: null})
   await t.throwsAsync(missing.discover(), {instanceOf: FleetUnavailableError, message: /cannot run \/nonexistent\/mco/})
 })
+
+test("mco's colours never reach a message: its error line and a reply's status text are stored without them", async (t) => {
+  // Written as mco writes them: SGR sequences around the text, on stderr and in statusmsg.
+  const coloured = await fakeMco(t, 'not json', 1)
+  await writeFile(coloured.transport.options.mco, `#!/bin/sh\nprintf '\\033[31mThe rpc application failed to run: Could not connect\\033[0m\\n' >&2\nexit 1\n`)
+  const error = await t.throwsAsync(coloured.transport.survey(['web1']), {instanceOf: FleetUnavailableError})
+  t.is(error!.message, 'mco rpc localpuppet status exited 1: The rpc application failed to run: Could not connect')
+  const refused = await fakeMco(t, [reply('web1', {exit_code: 73}, 1, '\u001B[33mpuppet is disabled\u001B[0m')])
+  const answers = await refused.transport.start(['web1'], rolloutSettings({ref: 'foo/tags/1.5.0'}))
+  t.deepEqual(answers.web1, {exitCode: 73, busy: false, message: 'puppet is disabled'})
+})

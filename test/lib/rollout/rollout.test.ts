@@ -1,0 +1,41 @@
+import test from 'ava'
+
+import {RolloutEngine} from '../../../src/lib/rollout/engine.js'
+import {expectedFleet} from '../../../src/lib/rollout/rollout.js'
+import {rolloutSettings} from '../../../src/lib/rollout/settings.js'
+import type {McoTransport} from '../../../src/lib/rollout/transports/mco.js'
+import {tempDir} from '../../helpers/temp.js'
+
+// Issue 32: nodes go in natural name order, db2 before db10, so the canary and each batch
+// are the nodes a person reading the list expects.
+
+test('the fleet is in natural name order, and so are the canaries and the batches cut from it', async (t) => {
+  const report = {pointer: 'foo/tags/1.0.0', applied: 'foo/tags/1.0.0', newest: null}
+  const answers = Object.fromEntries(['db10', 'web1', 'db2', 'db1', 'web10', 'web2', 'db9'].map((node) => [node, report]))
+  const transport = {options: {discovery: ['-W', 'role=db'], connection: []}, discover: async () => answers} as unknown as McoTransport
+  const fleet = await expectedFleet(transport, await tempDir(t), {warn: () => {}})
+  t.deepEqual(fleet.expected, ['db1', 'db2', 'db9', 'db10', 'web1', 'web2', 'web10'])
+  const engine = new RolloutEngine(rolloutSettings({ref: 'foo/tags/1.1.0', canary: 1, batch: '2'}), fleet.expected)
+  engine.handle({kind: 'surveyed', at: 0, answers: fleet.answers})
+  const groups = engine.state.groups.map((group) => group.map((i) => engine.state.nodes[i].node))
+  t.deepEqual(groups, [['db1'], ['db2', 'db9'], ['db10', 'web1'], ['web2', 'web10']])
+  t.deepEqual(engine.next(0), [{kind: 'start', nodes: ['db1']}])
+})
+
+test('a --batch percentage is of the nodes left after the canaries, rounded down: --canary 1 --batch 50% on 10 nodes is 1, then 4, 4 and 1', (t) => {
+  const names = Array.from({length: 10}, (_, i) => `web${i + 1}`)
+  const engine = new RolloutEngine(rolloutSettings({ref: 'foo/tags/1.1.0', canary: 1, batch: '50%'}), names)
+  engine.handle({kind: 'surveyed', at: 0, answers: {}})
+  t.deepEqual(engine.state.groups.map((group) => group.length), [1, 4, 4, 1])
+  t.deepEqual(engine.state.groups[1].map((i) => engine.state.nodes[i].node), ['web2', 'web3', 'web4', 'web5'])
+})
+
+test('a reply from a sender that is no node name is ignored with a warning that shows it escaped on one line', async (t) => {
+  const report = {pointer: null, applied: null, newest: null}
+  const evil = 'web1\u202E\u009B2J\nFORGED'
+  const transport = {options: {discovery: [], connection: []}, discover: async () => ({web1: report, [evil]: report})} as unknown as McoTransport
+  const warnings: string[] = []
+  const fleet = await expectedFleet(transport, await tempDir(t), {warn: (line) => warnings.push(line)})
+  t.deepEqual(fleet.expected, ['web1'])
+  t.deepEqual(warnings, ['ignored a reply from "web1\\u202e\\u009b2J\\nFORGED": not a node name'])
+})
