@@ -32,7 +32,7 @@ export abstract class AttemptCommand extends BaseCommand {
     const base = {stdin: process.stdin, entry: `${this.config.root}/bin/run.js`, warn: (line: string) => this.warnLines([line])}
     if (this.jsonEnabled()) return base
     const [{describeFetch, downloadProgress}, {renderRunOutcome}] = await Promise.all([import('./fetch-options.js'), import('./render/run-text.js')])
-    const say = (line: string) => process.stderr.write(`localpuppet: ${line}\n`)
+    const say = (line: string) => this.note(line)
     return {
       ...base,
       progress: downloadProgress(true),

@@ -3,6 +3,7 @@ import {Command, Errors} from '@oclif/core'
 import {LocalpuppetError} from '../lib/errors.js'
 import {closest} from '../lib/util/did-you-mean.js'
 import {asIoError} from '../lib/util/io-error.js'
+import {redactUrl, terminalText} from '../lib/util/terminal-text.js'
 import {ALLOW_HINT} from '../lib/util/trusted-path.js'
 import {ExitCode, type ExitCodeRow, renderExitCodes} from '../lib/exit-codes.js'
 
@@ -28,9 +29,14 @@ export abstract class BaseCommand extends Command {
     this.argv = this.argv.slice(0, index)
   }
 
+  /** A line for a person on stderr, `localpuppet: LINE`, made safe as every message is. */
+  protected note(line: string): void {
+    process.stderr.write(`localpuppet: ${shownMessage(line)}\n`)
+  }
+
   /** Warnings for a person, one line each on stderr (never in the output a program reads). */
   protected warnLines(warnings: string[]): void {
-    for (const warning of warnings) process.stderr.write(`localpuppet: warning: ${warning}\n`)
+    for (const warning of warnings) process.stderr.write(`localpuppet: warning: ${shownMessage(warning)}\n`)
   }
 
   /** --allow-untrusted: each trust problem it let through, as a warning on stderr. */
@@ -46,17 +52,19 @@ export abstract class BaseCommand extends Command {
     if (known) {
       const refusal = this.withAllowHint(known)
       if (this.jsonEnabled()) {
-        this.logJson({error: refusal.toJSON()})
+        const json = refusal.toJSON()
+        this.logJson({error: {...json, message: redactUrls(json.message), ...(json.suggestions ? {suggestions: json.suggestions.map(redactUrls)} : {})}})
       } else {
-        process.stderr.write(`localpuppet: ${refusal.message}\n`)
-        for (const hint of refusal.suggestions) process.stderr.write(`  hint: ${hint}\n`)
+        process.stderr.write(renderRefusal(refusal))
       }
 
       return this.exit(refusal.exitCode) as never
     }
 
-    process.stderr.write(`localpuppet: internal error (a bug; please report it with this trace)\n${error.stack ?? error}\n`)
-    if (this.jsonEnabled()) this.logJson({error: {code: 'internal', exitCode: ExitCode.internal, message: error.message}})
+    // The trace's lines as they are, each made safe (a message may quote what a server said).
+    const trace = String(error.stack ?? error).split('\n').map(shownMessage).join('\n')
+    process.stderr.write(`localpuppet: internal error (a bug; please report it with this trace)\n${trace}\n`)
+    if (this.jsonEnabled()) this.logJson({error: {code: 'internal', exitCode: ExitCode.internal, message: redactUrls(error.message)}})
     return this.exit(ExitCode.internal) as never
   }
 
@@ -67,6 +75,30 @@ export abstract class BaseCommand extends Command {
     const suggestions = error.suggestions.flatMap((hint) => (hint === ALLOW_HINT ? own : [hint]))
     return Object.assign(new LocalpuppetError(error.code, error.exitCode, error.message, suggestions), {name: error.name})
   }
+}
+
+/** The longest message shown whole (each outside value in it is already cut at TERMINAL_TEXT_MAX where it was quoted). */
+const MESSAGE_MAX = 16_000
+
+/**
+ * Any message on its way to a terminal: URLs without their credentials, and every control
+ * or invisible formatting character shown escaped, so that no message, whatever built it
+ * (a server's words, an archive's entry name, Puppet's or git's output), can move the
+ * cursor, retitle the window or forge a second line. Names quoted by displayPath stay as
+ * they are: their escapes are plain text by then.
+ */
+export function shownMessage(message: string): string {
+  return terminalText(redactUrls(message), MESSAGE_MAX)
+}
+
+/** A refusal as a person reads it on stderr: `localpuppet: MESSAGE`, then one `  hint:` line each. */
+export function renderRefusal(error: Pick<LocalpuppetError, 'message' | 'suggestions'>): string {
+  return [`localpuppet: ${shownMessage(error.message)}\n`, ...error.suggestions.map((hint) => `  hint: ${shownMessage(hint)}\n`)].join('')
+}
+
+/** Each word of a text that is a URL with credentials, without them (a whole message is no URL, and `new URL` would re-encode its spaces). */
+function redactUrls(text: string): string {
+  return text.includes('@') ? text.split(/(\s+)/).map((word) => (word.includes('@') ? redactUrl(word) : word)).join('') : text
 }
 
 function toLocalpuppetError(error: Error): LocalpuppetError | null {

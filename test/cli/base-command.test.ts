@@ -1,0 +1,35 @@
+import {runCommand} from '@oclif/test'
+import test from 'ava'
+import fc from 'fast-check'
+
+import {renderRefusal, shownMessage} from '../../src/cli/base-command.js'
+
+const root = new URL('../..', import.meta.url).pathname
+// eslint-disable-next-line no-control-regex
+const UNSAFE = /[\u0000-\u001F\u007F-\u009F\u200B-\u200F\u2028-\u202E\u2060-\u2069\uFEFF]/u
+
+test('an error message is one line on stderr, and each hint one more, whatever text built them (property)', (t) => {
+  const text = fc.string({unit: 'binary', maxLength: 300})
+  fc.assert(
+    fc.property(text, fc.array(text, {maxLength: 3}), (message, suggestions) => {
+      const out = renderRefusal({message, suggestions})
+      if (!out.endsWith('\n')) return false
+      const lines = out.slice(0, -1).split('\n')
+      return lines.length === 1 + suggestions.length && lines.every((line) => !UNSAFE.test(line)) && lines[0].startsWith('localpuppet: ')
+    }),
+    {numRuns: 2000},
+  )
+  t.pass()
+})
+
+test('a message quoting a name through displayPath keeps its quoting; a URL in a message loses its credentials', (t) => {
+  t.is(shownMessage('archive entry "foo/\\u001b]0;x": unsafe'), 'archive entry "foo/\\u001b]0;x": unsafe')
+  t.is(shownMessage('repository http://ops:s3cret@10.0.0.5:8080/repo/: HTTP 503'), 'repository http://10.0.0.5:8080/repo/: HTTP 503')
+  t.is(shownMessage('server said \u001B]0;owned\u0007\nforged'), 'server said \\e]0;owned\\u0007\\nforged')
+})
+
+test.serial('a refusal that quotes what the user typed shows C1 and bidi characters escaped: one line, nothing sent to the terminal', async (t) => {
+  const {stderr} = await runCommand(['status', '\u009B2J\u202Eevil', '--state-dir', '/nonexistent'], {root})
+  // (runCommand runs dist/: oclif may say so first.)
+  t.is(stderr.slice(stderr.indexOf('localpuppet: ')), 'localpuppet: "\\u009b2J\\u202eevil" is not a run id (e.g. 20261122T091631.123Z-4f2a); localpuppet history lists them\n')
+})
