@@ -9,6 +9,7 @@ import {STATUS_EXIT_CODES} from '../lib/exit-codes.js'
 import {type CheckResult, DEFAULT_CHECK_CRIT, DEFAULT_CHECK_WARN} from '../lib/metrics/nagios-check.js'
 import {defaultStateDir} from '../lib/state/state-dir.js'
 import type {StatusResult} from '../lib/status/node-status.js'
+import {terminalText} from '../lib/util/terminal-text.js'
 
 export default class Status extends BaseCommand {
   static override allowUntrustedHint = 'or pass --allow-untrusted to read its records anyway (with a warning)'
@@ -69,7 +70,8 @@ export default class Status extends BaseCommand {
     if (flags.check) {
       const [warnMs, critMs] = [parseDuration(flags.warn ?? DEFAULT_CHECK_WARN, '--warn'), parseDuration(flags.crit ?? DEFAULT_CHECK_CRIT, '--crit')]
       const result = await checkStatus({...options, warnMs, critMs})
-      if (!this.jsonEnabled()) this.log(result.line)
+      // One line, as a monitoring system reads it: a record's error (a server's words) cannot break it.
+      if (!this.jsonEnabled()) this.log(terminalText(result.line))
       process.exitCode = result.exitCode
       return result
     }

@@ -1,12 +1,15 @@
 // Issue 33: text from outside (Puppet's words, a disable message, a server's answer, a
 // source URL's credentials) as a person sees it: escaped on one line, URLs without their
 // password; --json exact (URLs aside).
-import {readFile} from 'node:fs/promises'
+import {spawnSync} from 'node:child_process'
+import {mkdir, readFile} from 'node:fs/promises'
 import {join} from 'node:path'
 
 import test from 'ava'
 
-import {cli, isolatePuppet} from '../helpers/cli.js'
+import {FAKE_PUPPET, FIXTURES, cli, isolatePuppet} from '../helpers/cli.js'
+import {hostileServer} from '../helpers/hostile-server.js'
+import {demoRepository, keyPair, testServer} from '../helpers/repository.js'
 import {tempDir, writeTree} from '../helpers/temp.js'
 
 const TITLE = '\u001B]0;owned\u0007'
@@ -59,4 +62,71 @@ test("a release whose code fails with an escape sequence and a newline, and a di
   const enabled = await cli(['enable', '--state-dir', state, ...puppet])
   t.is(enabled.exitCode, 0, enabled.stderr)
   t.is(enabled.stdout, 'enabled (was disabled: maintenance\\e]0;owned\\u0007\\nlocalpuppet: enabled)')
+})
+
+test('a source URL with a password: config, fetch (output, --json, errors), the node\'s records and apply --fetch\'s run record never show it; the requests still authenticate', async (t) => {
+  const dir = await tempDir(t)
+  const {key, pub} = await keyPair(dir, 'release')
+  const {repo} = await demoRepository(join(dir, 'made'), key)
+  const authorizations = new Set<string | undefined>()
+  const server = await testServer(repo, (req) => {
+    authorizations.add(req.headers.authorization)
+    return false
+  })
+  // A server whose error answer's status line carries an escape sequence.
+  const hostile = await hostileServer((_path, socket) => void socket.end(Buffer.from(`HTTP/1.1 403 \u001B]0;owned\u0007\r\nContent-Length: 17\r\nConnection: close\r\n\r\n\u001B[2Jforged\nline\n`, 'latin1')))
+  t.teardown(() => Promise.all([server.close(), hostile.close()]))
+  const source = `http://ops:s3cret@127.0.0.1:${server.port}/`
+  const config = join(dir, 'config.yaml')
+  const modules = join(dir, 'modules')
+  const state = join(dir, 'state')
+  await writeTree(dir, {'config.yaml': `source: ${source}\ntrust:\n  - ${pub}\nmodule_dir: ${modules}\nstate_dir: ${state}\n`})
+  await mkdir(modules)
+  const env = {LOCALPUPPET_CONFIG: config, LOCALPUPPET_SOURCE: undefined}
+  const seen: string[] = []
+  const run = async (args: string[], extra: Record<string, string> = {}) => {
+    const result = await cli(args, {env: {...env, ...extra}})
+    seen.push(result.stdout, result.stderr)
+    return result
+  }
+
+  const shown = await run(['config'])
+  t.is(shown.exitCode, 0, shown.stderr)
+  t.regex(shown.stdout, new RegExp(`^source +http://127\\.0\\.0\\.1:${server.port}/ +${config}:1$`, 'm'))
+  const json = await run(['config', '--json'])
+  t.is(JSON.parse(json.stdout).settings.source.value, `http://127.0.0.1:${server.port}/`)
+
+  const fetched = await run(['fetch', 'foo@^1.4'])
+  t.is(fetched.exitCode, 0, fetched.stderr)
+  t.regex(fetched.stdout, new RegExp(`^fetched foo/tags/1\\.4\\.0 from http://127\\.0\\.0\\.1:${server.port}/ `, 'm'))
+  t.deepEqual([...authorizations], [`Basic ${Buffer.from('ops:s3cret').toString('base64')}`], 'every request carried the credentials')
+  const again = await run(['fetch', 'foo@^1.3', '--json'])
+  t.is(JSON.parse(again.stdout).source, `http://127.0.0.1:${server.port}/`)
+  const missing = await run(['fetch', 'foo/tags/9.9.9'])
+  t.is(missing.exitCode, 66)
+  t.regex(missing.stderr, new RegExp(`the repository http://127\\.0\\.0\\.1:${server.port}/`))
+  const missingJson = await run(['fetch', 'foo/tags/9.9.9', '--json'])
+  t.regex(JSON.parse(missingJson.stdout).error.message, /not in the repository http:\/\/127\.0\.0\.1/)
+
+  // The hostile server: 69, one line, nothing it said reaches the terminal, no password.
+  const refused = await run(['fetch', 'foo@^1.4', '--source', `http://ops:s3cret@127.0.0.1:${hostile.port}/`])
+  t.is(refused.exitCode, 69, refused.stderr)
+  t.false(CONTROL.test(refused.stderr), refused.stderr)
+  t.is(refused.stderr, `localpuppet: http://127.0.0.1:${hostile.port}/index.json: HTTP 403`)
+
+  // apply --fetch: fetched, then unreachable (the installed release runs): neither run record names the password.
+  const fake = join(dir, 'fake')
+  const applied = await run(['apply', join(FIXTURES, 'demo', 'input.yaml'), '--fetch', '--puppet', FAKE_PUPPET], {FAKE_PUPPET_DIR: fake, FAKE_PUPPET_SLEEP: '0'})
+  t.is(applied.exitCode, 0, applied.stderr)
+  const fallback = await run(['apply', join(FIXTURES, 'demo', 'input.yaml'), '--fetch', '--puppet', FAKE_PUPPET], {FAKE_PUPPET_DIR: fake, FAKE_PUPPET_SLEEP: '0', LOCALPUPPET_SOURCE: `http://ops:s3cret@127.0.0.1:${hostile.port}/`})
+  t.is(fallback.exitCode, 0, fallback.stderr)
+  const record = JSON.parse((await run(['status', '--json'])).stdout)
+  t.is(record.fetch.source, `http://127.0.0.1:${hostile.port}/`)
+  t.true(record.fetch.fallback)
+  t.regex((await run(['status'])).stdout, new RegExp(`^fetch +failed, ran the installed release: http://127\\.0\\.0\\.1:${hostile.port}/: `, 'm'))
+  await run(['history', '--json'])
+
+  for (const output of seen) t.false(output.includes('s3cret'), output)
+  const written = spawnSync('grep', ['-rl', 's3cret', modules, state], {encoding: 'utf8'})
+  t.is(written.status, 1, `no file the node wrote holds the password: ${written.stdout}`)
 })
