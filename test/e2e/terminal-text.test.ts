@@ -130,3 +130,18 @@ test('a source URL with a password: config, fetch (output, --json, errors), the 
   const written = spawnSync('grep', ['-rl', 's3cret', modules, state], {encoding: 'utf8'})
   t.is(written.status, 1, `no file the node wrote holds the password: ${written.stdout}`)
 })
+
+test('plan shows an input value with a bidi override and a fact with an escape sequence escaped, each on its line; plan --json keeps them exact', async (t) => {
+  const dir = await tempDir(t)
+  await writeTree(dir, {'input.yaml': 'app: foo@^1.4\nclasses:\n  foo:\n    port: "80\\u202E\\e]0;owned\\a"\n'})
+  const args = ['plan', join(dir, 'input.yaml'), '--module-dir', join(FIXTURES, 'demo', 'modules'), '--state-dir', join(dir, 'state'), '--fact', `role=web${TITLE}`]
+  const plan = await cli(args)
+  t.is(plan.exitCode, 0, plan.stderr)
+  t.false(/[\u0000-\u0009\u000B-\u001F\u007F-\u009F\u202E]/.test(plan.stdout), plan.stdout)
+  t.regex(plan.stdout, /^facts +role=web\\e\]0;owned\\u0007$/m)
+  t.regex(plan.stdout, /^ {6}port: "80\\u202e\\e\]0;owned\\a"$/m)
+  t.regex(plan.stdout, /^ {2}FACTER_role="web\\u001b\]0;owned\\u0007" /m)
+  const json = JSON.parse((await cli([...args, '--json'])).stdout)
+  t.is(json.facts.role, `web${TITLE}`)
+  t.is(json.enc.classes.foo.port, `80\u202E${TITLE}`)
+})
