@@ -2,14 +2,17 @@
 // source URL's credentials) as a person sees it: escaped on one line, URLs without their
 // password; --json exact (URLs aside).
 import {spawnSync} from 'node:child_process'
-import {mkdir, readFile} from 'node:fs/promises'
+import {mkdir, readFile, writeFile} from 'node:fs/promises'
 import {join} from 'node:path'
+import {gunzipSync, gzipSync} from 'node:zlib'
 
 import test from 'ava'
+import {Header, Pax} from 'tar'
 
 import {FAKE_PUPPET, FIXTURES, cli, isolatePuppet} from '../helpers/cli.js'
 import {hostileServer} from '../helpers/hostile-server.js'
 import {demoRepository, keyPair, testServer} from '../helpers/repository.js'
+import {readEntries} from '../helpers/snapshot.js'
 import {tempDir, writeTree} from '../helpers/temp.js'
 
 const TITLE = '\u001B]0;owned\u0007'
@@ -144,4 +147,29 @@ test('plan shows an input value with a bidi override and a fact with an escape s
   const json = JSON.parse((await cli([...args, '--json'])).stdout)
   t.is(json.facts.role, `web${TITLE}`)
   t.is(json.enc.classes.foo.port, `80\u202E${TITLE}`)
+})
+
+test("an archive with an entry whose name carries an escape sequence, a C1 control and a bidi override: install's refusal names it escaped on one line (65); --json keeps it exact", async (t) => {
+  const dir = await tempDir(t)
+  const archive = join(dir, 'foo.tar.gz')
+  const packed = await cli(['pack', 'foo/tags/1.3.0', '--module-dir', join(FIXTURES, 'demo', 'modules'), '-o', archive])
+  t.is(packed.exitCode, 0, packed.stderr)
+  const name = `foo/tags/1.3.0/${TITLE}\u009B2J\u202Ex.pp`
+  const blocks: Buffer[] = []
+  for (const entry of [...(await readEntries(gunzipSync(await readFile(archive)))), {path: name, type: 'File', mode: 0o644, data: Buffer.from('x')}]) {
+    const header = new Header({path: entry.path, type: entry.type as Header['type'], mode: entry.mode, uid: 0, gid: 0, size: entry.data.length, mtime: new Date(0), uname: '', gname: ''})
+    // A name ustar cannot hold goes in a pax header first, as tar writes it.
+    if (header.encode()) blocks.push(new Pax({path: entry.path, size: entry.data.length}).encode())
+    blocks.push(header.block!, entry.data, Buffer.alloc((512 - (entry.data.length % 512)) % 512))
+  }
+
+  await writeFile(archive, gzipSync(Buffer.concat([...blocks, Buffer.alloc(1024)])))
+  await mkdir(join(dir, 'modules'))
+  const refused = await cli(['install', archive, '--module-dir', join(dir, 'modules')])
+  t.is(refused.exitCode, 65, refused.stderr)
+  t.false(/[\u0000-\u001F\u007F-\u009F\u202E]/.test(refused.stderr), refused.stderr)
+  t.true(refused.stderr.startsWith(`localpuppet: ${archive}: entry "foo/tags/1.3.0/\\u001b]0;owned\\u0007\\u009b2J\\u202ex.pp": `), refused.stderr)
+  t.is(refused.stderr.split('\n').length, 1)
+  const json = await cli(['install', archive, '--module-dir', join(dir, 'modules'), '--json'])
+  t.true(JSON.parse(json.stdout).error.message.includes(JSON.stringify(name)))
 })
