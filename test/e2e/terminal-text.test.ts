@@ -19,7 +19,7 @@ const TITLE = '\u001B]0;owned\u0007'
 // eslint-disable-next-line no-control-regex
 const CONTROL = /[\u0000-\u0009\u000B-\u001F\u007F-\u009F]/
 
-test("a release whose code fails with an escape sequence and a newline, and a disable message with them: status, history, log, disable and enable show each escaped on its line; status --json keeps them exact", async (t) => {
+test("a release whose code fails with an escape sequence and a newline, and a disable message with them: apply, status, history, log, disable and enable show each escaped on its line; status --json keeps them exact", async (t) => {
   const dir = await tempDir(t)
   // Puppet's double-quoted string: ESC ] 0 ; owned BEL, a newline, and a line that would pass for ours.
   await writeTree(dir, {
@@ -30,6 +30,9 @@ test("a release whose code fails with an escape sequence and a newline, and a di
   const puppet = ['--', ...isolatePuppet(dir)]
   const applied = await cli(['apply', join(dir, 'input.yaml'), '--module-dir', join(dir, 'modules'), '--state-dir', state, ...puppet])
   t.is(applied.exitCode, 1, applied.stderr)
+  // apply streams Puppet's words as they come: escaped there too.
+  t.false(CONTROL.test(applied.stdout + applied.stderr), applied.stderr)
+  t.regex(applied.stderr, /Function Call, \\e\]0;owned\\u0007\n/)
 
   const json = await cli(['status', '--state-dir', state, '--json', ...puppet])
   const record = JSON.parse(json.stdout)
