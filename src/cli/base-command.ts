@@ -3,7 +3,7 @@ import {Command, Errors} from '@oclif/core'
 import {LocalpuppetError} from '../lib/errors.js'
 import {closest} from '../lib/util/did-you-mean.js'
 import {asIoError} from '../lib/util/io-error.js'
-import {redactUrl, terminalText} from '../lib/util/terminal-text.js'
+import {redactUrls, shownMessage} from './render/message-text.js'
 import {ALLOW_HINT} from '../lib/util/trusted-path.js'
 import {ExitCode, type ExitCodeRow, renderExitCodes} from '../lib/exit-codes.js'
 
@@ -77,28 +77,9 @@ export abstract class BaseCommand extends Command {
   }
 }
 
-/** The longest message shown whole (each outside value in it is already cut at TERMINAL_TEXT_MAX where it was quoted). */
-const MESSAGE_MAX = 16_000
-
-/**
- * Any message on its way to a terminal: URLs without their credentials, and every control
- * or invisible formatting character shown escaped, so that no message, whatever built it
- * (a server's words, an archive's entry name, Puppet's or git's output), can move the
- * cursor, retitle the window or forge a second line. Names quoted by displayPath stay as
- * they are: their escapes are plain text by then.
- */
-export function shownMessage(message: string): string {
-  return terminalText(redactUrls(message), MESSAGE_MAX)
-}
-
 /** A refusal as a person reads it on stderr: `localpuppet: MESSAGE`, then one `  hint:` line each. */
 export function renderRefusal(error: Pick<LocalpuppetError, 'message' | 'suggestions'>): string {
   return [`localpuppet: ${shownMessage(error.message)}\n`, ...error.suggestions.map((hint) => `  hint: ${shownMessage(hint)}\n`)].join('')
-}
-
-/** Each word of a text that is a URL with credentials, without them (a whole message is no URL, and `new URL` would re-encode its spaces). */
-function redactUrls(text: string): string {
-  return text.includes('@') ? text.split(/(\s+)/).map((word) => (word.includes('@') ? redactUrl(word) : word)).join('') : text
 }
 
 function toLocalpuppetError(error: Error): LocalpuppetError | null {

@@ -2,7 +2,8 @@ import {runCommand} from '@oclif/test'
 import test from 'ava'
 import fc from 'fast-check'
 
-import {renderRefusal, shownMessage} from '../../src/cli/base-command.js'
+import {renderRefusal} from '../../src/cli/base-command.js'
+import {shownMessage} from '../../src/cli/render/message-text.js'
 
 const root = new URL('../..', import.meta.url).pathname
 // eslint-disable-next-line no-control-regex

@@ -1,5 +1,6 @@
 import type {RunRecord} from '../../lib/state/run-record.js'
 import {terminalText, terminalUrl} from '../../lib/util/terminal-text.js'
+import {shownMessage} from './message-text.js'
 import {colorState, formatDuration, formatLanguageMode, formatPuppet, formatResources, table} from './format.js'
 
 /** What `status` adds about the node around the run it shows. */
@@ -13,7 +14,8 @@ export interface NodeContext {
 
 /** `localpuppet status`: one run, in full (and, with no run id, what else the node's operator must know). */
 export function renderRunRecord(record: RunRecord, node?: NodeContext): string {
-  // A record's values came from an input, Puppet, a server or a lock file: each shown on its row.
+  // A record's values came from an input, Puppet, a server or a lock file: each shown on its
+  // row; what Puppet or a server said as a message is (URLs without their credentials).
   const t = terminalText
   const rows: Array<[string, string | string[]]> = [
     ['run', t(record.id)],
@@ -30,12 +32,12 @@ export function renderRunRecord(record: RunRecord, node?: NodeContext): string {
   if (record.noop) rows.push(['noop', 'yes'])
   if (record.allowMutable) rows.push(['mutable', record.mutableEntries.length > 0 ? record.mutableEntries.map(t).join(', ') : 'allowed, none used'])
   if (record.splaySeconds !== null && record.splaySeconds !== undefined) rows.push(['splay', `${t(record.splaySeconds)}s`])
-  if (record.reason) rows.push(['reason', t(record.reason)])
+  if (record.reason) rows.push(['reason', shownMessage(record.reason)])
   if (record.replayOf) rows.push(['replay of', t(record.replayOf)])
   if (record.saved) rows.push(['saved', `${t(record.saved)} now names ${t(String(record.release))}`])
-  if (record.fetch?.fallback) rows.push(['fetch', `failed, ran the installed release: ${terminalUrl(record.fetch.source)}: ${t(record.fetch.error ?? 'unreachable')}`])
-  if (record.error) rows.push(['error', t(record.error)])
-  if (record.firstError && record.firstError !== record.error) rows.push(['puppet said', t(record.firstError)])
+  if (record.fetch?.fallback) rows.push(['fetch', `failed, ran the installed release: ${terminalUrl(record.fetch.source)}: ${shownMessage(record.fetch.error ?? 'unreachable')}`])
+  if (record.error) rows.push(['error', shownMessage(record.error)])
+  if (record.firstError && record.firstError !== record.error) rows.push(['puppet said', shownMessage(record.firstError)])
   rows.push(['log', t(record.log)])
   if (node) {
     if (node.lastCompleted) {
@@ -46,7 +48,7 @@ export function renderRunRecord(record: RunRecord, node?: NodeContext): string {
     }
 
     if (node.applied !== undefined) rows.push(['applied', node.applied ? `${t(String(node.applied.release))}  (run ${t(node.applied.runId)}, the newest succeeded without --noop)` : 'none (no run has succeeded without --noop)'])
-    if (node.puppetDisabled) rows.push(['puppet', colorState('disabled') + `: ${t(node.puppetDisabled.message)}`])
+    if (node.puppetDisabled) rows.push(['puppet', colorState('disabled') + `: ${shownMessage(node.puppetDisabled.message)}`])
     rows.push(['input app', node.pointer === null ? `- (${t(node.pointerFile)} unreadable)` : `${t(node.pointer)}  (${t(node.pointerFile)})`])
   }
 
@@ -57,7 +59,7 @@ export function renderRunRecord(record: RunRecord, node?: NodeContext): string {
 export function renderRunOutcome(record: RunRecord): string {
   const r = record.resources
   const counts = r ? (record.noop ? `, ${r.outOfSync} would change (noop), ${r.failed} failed` : `, ${r.changed} changed, ${r.failed} failed`) : ''
-  const error = record.error ? `: ${terminalText(record.error)}` : record.reason ? `: ${terminalText(record.reason)}` : ''
+  const error = record.error ? `: ${shownMessage(record.error)}` : record.reason ? `: ${shownMessage(record.reason)}` : ''
   return `localpuppet: ${colorState(terminalText(record.state))} ${terminalText(String(record.release))}${counts} in ${formatDuration(record.durationMs)} (run ${record.id})${error}`
 }
 
