@@ -3,13 +3,14 @@ import {Command, Errors} from '@oclif/core'
 import {LocalpuppetError} from '../lib/errors.js'
 import {closest} from '../lib/util/did-you-mean.js'
 import {asIoError} from '../lib/util/io-error.js'
-import {redactUrls, shownMessage} from './render/message-text.js'
 import {ALLOW_HINT} from '../lib/util/trusted-path.js'
 import {ExitCode, type ExitCodeRow, renderExitCodes} from '../lib/exit-codes.js'
+import {redactUrls, shownMessage} from './render/message-text.js'
 
 /**
- * Every command's error handling: a LocalpuppetError is one line on stderr (or an
- * `{error}` object with --json) and its own exit code; a flag or argument oclif cannot
+ * Every command's error handling: a LocalpuppetError is one line on stderr, made safe by
+ * shownMessage whatever built it (or an `{error}` object with --json, exact but for URLs'
+ * credentials) and its own exit code; a flag or argument oclif cannot
  * parse is 64; anything else is a bug: the stack, and 70.
  */
 export abstract class BaseCommand extends Command {

@@ -2,6 +2,7 @@ import {Args, Flags} from '@oclif/core'
 
 import {BaseCommand, describeWithExitCodes} from '../cli/base-command.js'
 import {puppetFlags, stateFlags, trustFlags} from '../cli/flags.js'
+import {shownMessage} from '../cli/render/message-text.js'
 import {renderRunRecord} from '../cli/render/run-text.js'
 import {resolvePuppetArgs} from '../cli/run-options.js'
 import {settingString} from '../lib/config/settings.js'
@@ -9,7 +10,6 @@ import {STATUS_EXIT_CODES} from '../lib/exit-codes.js'
 import {type CheckResult, DEFAULT_CHECK_CRIT, DEFAULT_CHECK_WARN} from '../lib/metrics/nagios-check.js'
 import {defaultStateDir} from '../lib/state/state-dir.js'
 import type {StatusResult} from '../lib/status/node-status.js'
-import {terminalText} from '../lib/util/terminal-text.js'
 
 export default class Status extends BaseCommand {
   static override allowUntrustedHint = 'or pass --allow-untrusted to read its records anyway (with a warning)'
@@ -71,7 +71,7 @@ export default class Status extends BaseCommand {
       const [warnMs, critMs] = [parseDuration(flags.warn ?? DEFAULT_CHECK_WARN, '--warn'), parseDuration(flags.crit ?? DEFAULT_CHECK_CRIT, '--crit')]
       const result = await checkStatus({...options, warnMs, critMs})
       // One line, as a monitoring system reads it: a record's error (a server's words) cannot break it.
-      if (!this.jsonEnabled()) this.log(terminalText(result.line))
+      if (!this.jsonEnabled()) this.log(shownMessage(result.line))
       process.exitCode = result.exitCode
       return result
     }
