@@ -31,8 +31,10 @@ export abstract class AttemptCommand extends BaseCommand {
   private async attemptIo(planned?: (plan: RunPlan) => void, saving: string | null = null): Promise<AttemptIo> {
     const base = {stdin: process.stdin, entry: `${this.config.root}/bin/run.js`, warn: (line: string) => this.warnLines([line])}
     if (this.jsonEnabled()) return base
-    const [{describeFetch, downloadProgress}, {renderRunOutcome}] = await Promise.all([import('./fetch-options.js'), import('./render/run-text.js')])
-    const say = (line: string) => process.stderr.write(`localpuppet: ${line}\n`)
+    const [{describeFetch, downloadProgress}, {renderRunOutcome}, {terminalChunks}] = await Promise.all([import('./fetch-options.js'), import('./render/run-text.js'), import('./render/log-text.js')])
+    // Puppet's output as it comes, shown as `log` shows it later (the log keeps the bytes).
+    const streams = {stdout: terminalChunks(), stderr: terminalChunks()}
+    const say = (line: string) => this.note(line)
     return {
       ...base,
       progress: downloadProgress(true),
@@ -44,7 +46,7 @@ export abstract class AttemptCommand extends BaseCommand {
         this.log(record.id)
         say(`run ${record.id} of ${record.release} started in the background; localpuppet status ${record.id} --wait`)
       },
-      output: (chunk, stream) => process[stream].write(chunk),
+      output: (chunk, stream) => process[stream].write(streams[stream](chunk)),
       finished: (record) => {
         process.stderr.write(renderRunOutcome(record) + '\n')
         // --save moves the pointer only when the run succeeded: say when it did not.

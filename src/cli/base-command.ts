@@ -5,10 +5,12 @@ import {closest} from '../lib/util/did-you-mean.js'
 import {asIoError} from '../lib/util/io-error.js'
 import {ALLOW_HINT} from '../lib/util/trusted-path.js'
 import {ExitCode, type ExitCodeRow, renderExitCodes} from '../lib/exit-codes.js'
+import {redactUrls, shownMessage} from './render/message-text.js'
 
 /**
- * Every command's error handling: a LocalpuppetError is one line on stderr (or an
- * `{error}` object with --json) and its own exit code; a flag or argument oclif cannot
+ * Every command's error handling: a LocalpuppetError is one line on stderr, made safe by
+ * shownMessage whatever built it (or an `{error}` object with --json, exact but for URLs'
+ * credentials) and its own exit code; a flag or argument oclif cannot
  * parse is 64; anything else is a bug: the stack, and 70.
  */
 export abstract class BaseCommand extends Command {
@@ -28,9 +30,14 @@ export abstract class BaseCommand extends Command {
     this.argv = this.argv.slice(0, index)
   }
 
+  /** A line for a person on stderr, `localpuppet: LINE`, made safe as every message is. */
+  protected note(line: string): void {
+    process.stderr.write(`localpuppet: ${shownMessage(line)}\n`)
+  }
+
   /** Warnings for a person, one line each on stderr (never in the output a program reads). */
   protected warnLines(warnings: string[]): void {
-    for (const warning of warnings) process.stderr.write(`localpuppet: warning: ${warning}\n`)
+    for (const warning of warnings) process.stderr.write(`localpuppet: warning: ${shownMessage(warning)}\n`)
   }
 
   /** --allow-untrusted: each trust problem it let through, as a warning on stderr. */
@@ -46,17 +53,19 @@ export abstract class BaseCommand extends Command {
     if (known) {
       const refusal = this.withAllowHint(known)
       if (this.jsonEnabled()) {
-        this.logJson({error: refusal.toJSON()})
+        const json = refusal.toJSON()
+        this.logJson({error: {...json, message: redactUrls(json.message), ...(json.suggestions ? {suggestions: json.suggestions.map(redactUrls)} : {})}})
       } else {
-        process.stderr.write(`localpuppet: ${refusal.message}\n`)
-        for (const hint of refusal.suggestions) process.stderr.write(`  hint: ${hint}\n`)
+        process.stderr.write(renderRefusal(refusal))
       }
 
       return this.exit(refusal.exitCode) as never
     }
 
-    process.stderr.write(`localpuppet: internal error (a bug; please report it with this trace)\n${error.stack ?? error}\n`)
-    if (this.jsonEnabled()) this.logJson({error: {code: 'internal', exitCode: ExitCode.internal, message: error.message}})
+    // The trace's lines as they are, each made safe (a message may quote what a server said).
+    const trace = String(error.stack ?? error).split('\n').map(shownMessage).join('\n')
+    process.stderr.write(`localpuppet: internal error (a bug; please report it with this trace)\n${trace}\n`)
+    if (this.jsonEnabled()) this.logJson({error: {code: 'internal', exitCode: ExitCode.internal, message: redactUrls(error.message)}})
     return this.exit(ExitCode.internal) as never
   }
 
@@ -67,6 +76,11 @@ export abstract class BaseCommand extends Command {
     const suggestions = error.suggestions.flatMap((hint) => (hint === ALLOW_HINT ? own : [hint]))
     return Object.assign(new LocalpuppetError(error.code, error.exitCode, error.message, suggestions), {name: error.name})
   }
+}
+
+/** A refusal as a person reads it on stderr: `localpuppet: MESSAGE`, then one `  hint:` line each. */
+export function renderRefusal(error: Pick<LocalpuppetError, 'message' | 'suggestions'>): string {
+  return [`localpuppet: ${shownMessage(error.message)}\n`, ...error.suggestions.map((hint) => `  hint: ${shownMessage(hint)}\n`)].join('')
 }
 
 function toLocalpuppetError(error: Error): LocalpuppetError | null {

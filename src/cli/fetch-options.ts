@@ -1,5 +1,6 @@
 import type {ConfiguredFetch} from '../lib/source/fetch.js'
 import type {FetchResult} from '../lib/source/release-source.js'
+import {terminalText} from '../lib/util/terminal-text.js'
 import {formatBytes, progressPrinter} from './render/progress.js'
 
 /** The flags fetch, apply --fetch and plan --fetch share. */
@@ -34,9 +35,11 @@ export function downloadProgress(wanted: boolean): ReturnType<typeof progressPri
 export function describeFetch(result: FetchResult): string[] {
   const input = result.nodeInput
   const inputLine = input ? [`input of node ${input.node} from ${result.source}: ${input.status === 'updated' ? 'updated' : input.status === 'unchanged' ? 'unchanged' : 'read'} (sha256 ${input.sha256.slice(0, 12)})`] : []
-  return inputLine.concat(result.releases.map((r) =>
+  const lines = inputLine.concat(result.releases.map((r) =>
     r.status === 'installed'
       ? `fetched ${r.release} from ${result.source} (${formatBytes(r.bytes)}${r.modulepath.length > 1 ? `, with ${r.modulepath.slice(1).join(', ')}` : ''})`
       : `${r.release}: already present`,
   ))
+  // Names the repository's index gave, and the source without its credentials (the label already is).
+  return lines.map((line) => terminalText(line))
 }

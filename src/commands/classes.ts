@@ -3,6 +3,7 @@ import {Args} from '@oclif/core'
 import {BaseCommand, describeWithExitCodes} from '../cli/base-command.js'
 import {moduleDirFlags} from '../cli/flags.js'
 import type {ReleaseClasses} from '../lib/catalog/release-classes.js'
+import {terminalText} from '../lib/util/terminal-text.js'
 
 export default class Classes extends BaseCommand {
   static override summary = "List the classes and defined types a release's modulepath provides, with their parameters."
@@ -29,7 +30,8 @@ export default class Classes extends BaseCommand {
     const result = await releaseClasses(flags['module-dir'], args.ref)
     for (const definition of result.definitions) {
       const notLoadable = definition.notLoadable === null ? '' : `  (not loadable: ${definition.notLoadable})`
-      this.log(`${definition.kind === 'define' ? 'define' : 'class '} ${definition.name}  ${definition.release}/${definition.file}:${definition.line}${notLoadable}`)
+      // A module's code and data: a default may hold any character.
+      this.log(terminalText(`${definition.kind === 'define' ? 'define' : 'class '} ${definition.name}  ${definition.release}/${definition.file}:${definition.line}${notLoadable}`))
       for (const param of definition.parameters) {
         const maybe = param.nodeDependent.length > 0 ? `; module data may set it on some nodes: ${param.nodeDependent.join(', ')}` : ''
         const value =
@@ -38,7 +40,7 @@ export default class Classes extends BaseCommand {
             : param.source === 'code'
               ? ` = ${param.default}${maybe ? `  (code${maybe})` : ''}`
               : `  (required${maybe})`
-        this.log(`    ${param.type ? `${param.type} ` : ''}$${param.name}${value}`)
+        this.log(`    ${terminalText(`${param.type ? `${param.type} ` : ''}$${param.name}${value}`)}`)
       }
     }
 

@@ -1,6 +1,7 @@
 import {BaseCommand, describeWithExitCodes} from '../cli/base-command.js'
 import type {Setting, SettingKey} from '../lib/config/settings.js'
 import type {PuppetFound} from '../lib/puppet/puppet-identity.js'
+import {redactUrl, terminalText} from '../lib/util/terminal-text.js'
 
 interface ConfigResult {
   /** The configuration file read, or null when there is none. */
@@ -29,19 +30,20 @@ export default class Config extends BaseCommand {
 
   async run(): Promise<ConfigResult> {
     await this.parse(Config)
-    const [{loadConfigFile, resolveSettings}, {explainPuppet}] = await Promise.all([import('../lib/config/settings.js'), import('../lib/puppet/puppet-identity.js')])
+    const [{SETTINGS, loadConfigFile, resolveSettings}, {explainPuppet}] = await Promise.all([import('../lib/config/settings.js'), import('../lib/puppet/puppet-identity.js')])
     const file = await loadConfigFile()
-    const settings = await resolveSettings()
+    // A URL setting (source) is shown without its credentials, --json included: the command that fetches reads it with them.
+    const settings = (await resolveSettings()).map((s) => (SETTINGS[s.key].type === 'url' && typeof s.value === 'string' ? {...s, value: redactUrl(s.value)} : s))
     const setting = settings.find((s) => s.key === 'puppet')!
     const puppet = explainPuppet(String(setting.value), setting.from)
     if (!this.jsonEnabled()) {
       const width = Math.max(...settings.map((s) => s.key.length))
       const shown = settings.map((s) => [s.key.padEnd(width), showValue(s.value)] as const)
       const valueWidth = Math.min(48, Math.max(...shown.map(([, value]) => value.length)))
-      settings.forEach((s, i) => this.log(`${shown[i][0]}  ${shown[i][1].padEnd(valueWidth)}  ${s.origin === 'default' ? 'built-in default' : s.origin === 'env' ? `env ${s.from}` : s.from}`))
+      settings.forEach((s, i) => this.log(`${shown[i][0]}  ${shown[i][1].padEnd(valueWidth)}  ${terminalText(s.origin === 'default' ? 'built-in default' : s.origin === 'env' ? `env ${s.from}` : s.from)}`))
       this.log('')
-      this.log(`puppet found: ${puppet.path ?? 'none'}  (${puppet.why})`)
-      if (puppet.path !== null) this.log(`puppet is: ${puppet.implementation === null ? 'unknown (no Debian package or Ruby gem owns it)' : `${puppet.implementation} ${puppet.version ?? '(version unknown)'} (${puppet.owner})`}`)
+      this.log(`puppet found: ${terminalText(puppet.path ?? 'none')}  (${terminalText(puppet.why)})`)
+      if (puppet.path !== null) this.log(`puppet is: ${puppet.implementation === null ? 'unknown (no Debian package or Ruby gem owns it)' : terminalText(`${puppet.implementation} ${puppet.version ?? '(version unknown)'} (${puppet.owner})`)}`)
     }
 
     return {file: file.path, settings: Object.fromEntries(settings.map(({key, ...rest}) => [key, rest])) as ConfigResult['settings'], puppet}
@@ -50,6 +52,6 @@ export default class Config extends BaseCommand {
 
 function showValue(value: Setting['value']): string {
   if (value === null) return '(unset)'
-  if (Array.isArray(value)) return value.length === 0 ? '(none)' : value.map((v) => (/\s/.test(v) ? JSON.stringify(v) : v)).join(' ')
-  return value
+  if (Array.isArray(value)) return value.length === 0 ? '(none)' : value.map((v) => terminalText(/\s/.test(v) ? JSON.stringify(v) : v)).join(' ')
+  return terminalText(value)
 }

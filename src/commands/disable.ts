@@ -4,6 +4,7 @@ import {BaseCommand, describeWithExitCodes} from '../cli/base-command.js'
 import {metricsFlags, puppetFlags, stateFlags, trustFlags} from '../cli/flags.js'
 import type {AgentLockState} from '../lib/puppet/agent-lock.js'
 import {defaultStateDir} from '../lib/state/state-dir.js'
+import {terminalText} from '../lib/util/terminal-text.js'
 import {resolvePuppetArgs} from '../cli/run-options.js'
 
 export const puppetLockFlags = {
@@ -45,7 +46,7 @@ export default class Disable extends BaseCommand {
     const state = await changeRunsLock(() => disableRuns(flags.puppet, puppetArgs, stateDir, args.message, flags['allow-untrusted']), stateDir, lockMetrics(flags, puppetArgs))
     this.warnUntrusted(state.untrusted)
     if (state.metricsWarning) this.warnLines([state.metricsWarning])
-    this.log(`disabled: ${args.message} (${state.lockfile})`)
+    this.log(`disabled: ${terminalText(args.message)} (${terminalText(state.lockfile)})`)
     return state
   }
 }

@@ -1,6 +1,7 @@
 import {BaseCommand, describeWithExitCodes} from '../cli/base-command.js'
 import type {AgentLockState} from '../lib/puppet/agent-lock.js'
 import {defaultStateDir} from '../lib/state/state-dir.js'
+import {terminalText} from '../lib/util/terminal-text.js'
 import {resolvePuppetArgs} from '../cli/run-options.js'
 import {lockMetrics, puppetLockFlags} from './disable.js'
 
@@ -29,7 +30,7 @@ export default class Enable extends BaseCommand {
     const state = await changeRunsLock(() => enableRuns(flags.puppet, puppetArgs, stateDir, flags['allow-untrusted']), stateDir, lockMetrics(flags, puppetArgs))
     this.warnUntrusted(state.untrusted)
     if (state.metricsWarning) this.warnLines([state.metricsWarning])
-    this.log(state.wasDisabled ? `enabled (was disabled: ${state.message})` : 'enabled (was not disabled)')
+    this.log(state.wasDisabled ? `enabled (was disabled: ${terminalText(state.message)})` : 'enabled (was not disabled)')
     return state
   }
 }

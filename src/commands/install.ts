@@ -5,6 +5,7 @@ import {moduleDirFlags, trustFlags} from '../cli/flags.js'
 import {UsageError} from '../lib/errors.js'
 import {INSTALL_EXIT_CODES} from '../lib/exit-codes.js'
 import type {InstallResult} from '../lib/install/install-archive.js'
+import {terminalText} from '../lib/util/terminal-text.js'
 
 export default class Install extends BaseCommand {
   static override allowUntrustedHint = 'or pass --allow-untrusted to install anyway (with a warning; --json lists it as untrusted)'
@@ -53,10 +54,10 @@ export default class Install extends BaseCommand {
     }
 
     this.warnUntrusted(result.untrusted)
-    for (const release of result.installed) this.log(`installed ${release}`)
-    for (const release of result.replaced) this.log(`replaced ${release}`)
-    for (const release of result.unchanged) this.log(`unchanged ${release} (already installed with the same content)`)
-    if (result.signedBy) this.log(`signature verified: ${result.signedBy}`)
+    for (const release of result.installed) this.log(`installed ${terminalText(release)}`)
+    for (const release of result.replaced) this.log(`replaced ${terminalText(release)}`)
+    for (const release of result.unchanged) this.log(`unchanged ${terminalText(release)} (already installed with the same content)`)
+    if (result.signedBy) this.log(`signature verified: ${terminalText(result.signedBy)}`)
     return result
   }
 }

@@ -5,6 +5,7 @@ import {pipeline} from 'node:stream/promises'
 import {Args} from '@oclif/core'
 
 import {BaseCommand, describeWithExitCodes} from '../cli/base-command.js'
+import {terminalLines} from '../cli/render/log-text.js'
 import {stateFlags, trustFlags} from '../cli/flags.js'
 import {NotFoundError, describeFsError} from '../lib/errors.js'
 import {assertRunId} from '../lib/state/run-id.js'
@@ -15,7 +16,7 @@ export default class Log extends BaseCommand {
   static override allowUntrustedHint = 'or pass --allow-untrusted to read its records anyway (with a warning)'
 
   static override enableJsonFlag = false
-  static override summary = "Print a run's full log: Puppet's output as it was streamed."
+  static override summary = "Print a run's full log: Puppet's output as it was streamed (control characters shown escaped)."
   static override description = describeWithExitCodes("Prints the newest run's log, or the given run's.", [
     {code: 0, meaning: 'printed'},
     {code: 65, meaning: 'the run record (run.json) is damaged'},
@@ -52,7 +53,7 @@ export default class Log extends BaseCommand {
     }
 
     try {
-      await pipeline(handle.createReadStream(), process.stdout, {end: false})
+      await pipeline(handle.createReadStream(), terminalLines(), process.stdout, {end: false})
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code === 'EPIPE') return
       throw describeFsError(error, `log of run ${id} (${path})`)

@@ -5,6 +5,7 @@ import {moduleDirFlags} from '../cli/flags.js'
 import type {PackResult} from '../lib/archive/pack.js'
 import type {DebPackResult} from '../lib/deb/build-deb.js'
 import {UsageError} from '../lib/errors.js'
+import {terminalText} from '../lib/util/terminal-text.js'
 
 export default class PackCommand extends BaseCommand {
   static override summary = 'Pack a release and its modulepath into one deterministic, verifiable .tar.gz.'
@@ -51,8 +52,8 @@ export default class PackCommand extends BaseCommand {
     const result = await packRelease({moduleDir: flags['module-dir'], ref: args.ref, output, to: process.stdout, signingKey: flags.sign, allowMutable: flags['allow-mutable']})
     const digests = Object.fromEntries(result.index.releases.map((r) => [r.release, r.digest]))
     if (!this.jsonEnabled() && !toStdout) {
-      this.log(`packed ${result.index.modulepath.join(', ')} into ${result.output}`)
-      this.log(`  ${result.bytes} bytes, sha256 ${result.sha256}${result.signedBy ? `, signed by ${result.signedBy}` : ''}`)
+      this.log(terminalText(`packed ${result.index.modulepath.join(', ')} into ${result.output}`))
+      this.log(`  ${terminalText(`${result.bytes} bytes, sha256 ${result.sha256}${result.signedBy ? `, signed by ${result.signedBy}` : ''}`)}`)
     }
 
     const {index: _index, ...rest} = result
@@ -65,7 +66,7 @@ export default class PackCommand extends BaseCommand {
     if (flags.output === '-') throw new UsageError('--format deb writes one file per release: -o names a directory')
     const {packDebs} = await import('../lib/deb/build-deb.js')
     const result = await packDebs({moduleDir: flags['module-dir'], ref, outputDir: flags.output, nodeModuleDir: flags['node-module-dir']})
-    for (const item of result.packages) this.log(`packed ${item.release} into ${item.file}${item.depends.length > 0 ? ` (depends on ${item.depends.join(', ')})` : ''}`)
+    for (const item of result.packages) this.log(terminalText(`packed ${item.release} into ${item.file}${item.depends.length > 0 ? ` (depends on ${item.depends.join(', ')})` : ''}`))
     return {format: 'deb', ...result}
   }
 }

@@ -36,7 +36,7 @@ export default class Plan extends BaseCommand {
     const json = this.jsonEnabled()
     const facts = parseFacts(flags.fact ?? [])
     const options = runOptions(flags, this.passThrough, Boolean(process.stdout.isTTY) && !json)
-    const say = (line: string) => process.stderr.write(`localpuppet: ${line}\n`)
+    const say = (line: string) => this.note(line)
     const warn = (line: string) => this.warnLines([line])
     const io = json ? {stdin: process.stdin, warn} : {stdin: process.stdin, warn, progress: downloadProgress(true), fetched: (result: FetchResult) => describeFetch(result).forEach(say)}
     const {plan} = await planAttempt(args.input, options, facts, io)

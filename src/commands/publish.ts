@@ -2,6 +2,7 @@ import {Args, Flags} from '@oclif/core'
 
 import {BaseCommand, describeWithExitCodes} from '../cli/base-command.js'
 import type {PublishResult} from '../lib/repository/publish.js'
+import {terminalText} from '../lib/util/terminal-text.js'
 
 export default class Publish extends BaseCommand {
   static override summary = 'Add archives made by pack to a release repository: a directory any web server can serve.'
@@ -65,9 +66,9 @@ export default class Publish extends BaseCommand {
         n.status === 'repaired'
           ? `repaired input of node ${n.node} (app ${n.app}): the repository's ${n.input} was missing or not what the index lists; written again`
           : `${n.status === 'unchanged' ? 'unchanged' : n.status === 'added' ? 'published' : 'updated'} input of node ${n.node} (app ${n.app})`
-      for (const r of result.releases) this.log(releaseLine(r))
-      for (const n of result.nodes) this.log(inputLine(n))
-      this.log(`repository ${result.repository}, index version ${result.version}, expires ${result.expires}${result.signedBy ? `, signed by ${result.signedBy}` : ''}`)
+      for (const r of result.releases) this.log(terminalText(releaseLine(r)))
+      for (const n of result.nodes) this.log(terminalText(inputLine(n)))
+      this.log(terminalText(`repository ${result.repository}, index version ${result.version}, expires ${result.expires}${result.signedBy ? `, signed by ${result.signedBy}` : ''}`))
     }
 
     return result

@@ -4,6 +4,7 @@ import {BaseCommand, describeWithExitCodes} from '../cli/base-command.js'
 import {moduleDirFlags, trustFlags} from '../cli/flags.js'
 import type {AppReleases} from '../lib/verify/releases.js'
 import {displayPath} from '../lib/util/shell-quote.js'
+import {terminalText} from '../lib/util/terminal-text.js'
 
 export default class Releases extends BaseCommand {
   static override allowUntrustedHint = 'or pass --allow-untrusted to list anyway (with a warning)'
@@ -31,7 +32,7 @@ export default class Releases extends BaseCommand {
     this.warnUntrusted(untrusted)
     for (const app of apps) {
       const heads = [app.trunk ? 'trunk' : null, ...app.branches.map((b) => displayPath(`branches/${b}`))].filter(Boolean)
-      this.log(`${app.app}${heads.length > 0 ? `  (${heads.join(', ')})` : ''}`)
+      this.log(`${terminalText(app.app)}${heads.length > 0 ? `  (${heads.join(', ')})` : ''}`)
       for (const tag of app.tags) {
         const state = !tag.recorded ? 'no record' : tag.verified ? 'verified' : 'MODIFIED'
         this.log(`  ${displayPath(tag.tag).padEnd(20)} ${state}`)

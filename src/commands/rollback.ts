@@ -44,7 +44,7 @@ export default class Rollback extends AttemptCommand {
     const pointer = flags.save || flags.noop ? null : await (await import('../lib/input/pointer.js')).readPointer(args.input)
     const {to: _to, ...runFlags} = flags
     const record = await this.runAttempt(args.input, {...runFlags, replay: target.id}, () => {
-      if (!this.jsonEnabled()) process.stderr.write(`localpuppet: ${say}\n`)
+      if (!this.jsonEnabled()) this.note(say)
     })
     if (pointer !== null && pointer !== target.release) {
       this.warnLines([`${args.input} still names ${pointer}: the next run without --app applies that again; rollback --save makes ${target.release} the node's release`])

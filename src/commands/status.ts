@@ -2,6 +2,7 @@ import {Args, Flags} from '@oclif/core'
 
 import {BaseCommand, describeWithExitCodes} from '../cli/base-command.js'
 import {puppetFlags, stateFlags, trustFlags} from '../cli/flags.js'
+import {shownMessage} from '../cli/render/message-text.js'
 import {renderRunRecord} from '../cli/render/run-text.js'
 import {resolvePuppetArgs} from '../cli/run-options.js'
 import {settingString} from '../lib/config/settings.js'
@@ -69,7 +70,8 @@ export default class Status extends BaseCommand {
     if (flags.check) {
       const [warnMs, critMs] = [parseDuration(flags.warn ?? DEFAULT_CHECK_WARN, '--warn'), parseDuration(flags.crit ?? DEFAULT_CHECK_CRIT, '--crit')]
       const result = await checkStatus({...options, warnMs, critMs})
-      if (!this.jsonEnabled()) this.log(result.line)
+      // One line, as a monitoring system reads it: a record's error (a server's words) cannot break it.
+      if (!this.jsonEnabled()) this.log(shownMessage(result.line))
       process.exitCode = result.exitCode
       return result
     }

@@ -85,7 +85,7 @@ export default class Validate extends BaseCommand {
     if (report.problems > 0) process.exitCode = 65
     if (report.puppetUnavailable !== null) {
       // The report is out (CI gets its JUnit); the syntax check and --compile did not run.
-      process.stderr.write(`localpuppet: ${report.puppetUnavailable}\n`)
+      this.note(report.puppetUnavailable)
       process.exitCode = 69
     }
     return report

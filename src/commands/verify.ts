@@ -4,6 +4,7 @@ import {BaseCommand, describeWithExitCodes} from '../cli/base-command.js'
 import {moduleDirFlags, trustFlags} from '../cli/flags.js'
 import type {VerifyResult} from '../lib/verify/verify.js'
 import {displayPath} from '../lib/util/shell-quote.js'
+import {terminalText} from '../lib/util/terminal-text.js'
 
 export default class Verify extends BaseCommand {
   static override allowUntrustedHint = 'or pass --allow-untrusted to report anyway (with a warning; --json lists it as untrusted)'
@@ -30,10 +31,10 @@ export default class Verify extends BaseCommand {
     const {results, untrusted} = await verifyInstalled(flags['module-dir'], argv as string[], {allowUntrusted: flags['allow-untrusted']})
     this.warnUntrusted(untrusted)
     for (const result of results) {
-      if (!result.recorded) this.log(`${result.release}: no install record (not installed by localpuppet)`)
-      else if (result.ok) this.log(`ok        ${result.release}`)
+      if (!result.recorded) this.log(`${terminalText(result.release)}: no install record (not installed by localpuppet)`)
+      else if (result.ok) this.log(`ok        ${terminalText(result.release)}`)
       else {
-        this.log(`MISMATCH  ${result.release}`)
+        this.log(`MISMATCH  ${terminalText(result.release)}`)
         for (const path of result.modified) this.log(`  modified  ${displayPath(path)}`)
         for (const path of result.missing) this.log(`  missing   ${displayPath(path)}`)
         for (const path of result.extra) this.log(`  extra     ${displayPath(path)}`)

@@ -2,6 +2,7 @@ import {type Hook, type Interfaces, loadHelpClass} from '@oclif/core'
 
 import {ExitCode} from '../../lib/exit-codes.js'
 import {closest} from '../../lib/util/did-you-mean.js'
+import {terminalText} from '../../lib/util/terminal-text.js'
 
 /**
  * `localpuppet help [COMMAND]` shows help, as `--help` does (oclif's plugin-help is not
@@ -29,6 +30,6 @@ export const commandNotFound: Hook<'command_not_found'> = async function ({argv 
 function unknown(config: Interfaces.Config, id: string): void {
   const spaced = (name: string) => name.replaceAll(':', ' ')
   const guess = closest(spaced(id), [...config.commandIDs, ...config.topics.map((topic) => topic.name)].map(spaced))
-  process.stderr.write(`localpuppet: unknown command ${JSON.stringify(spaced(id))}${guess ? ` (did you mean ${guess}?)` : ''}; see localpuppet --help\n`)
+  process.stderr.write(`localpuppet: unknown command ${terminalText(JSON.stringify(spaced(id)))}${guess ? ` (did you mean ${guess}?)` : ''}; see localpuppet --help\n`)
   process.exitCode = ExitCode.usage
 }

@@ -1,3 +1,5 @@
+import {terminalText} from '../../lib/util/terminal-text.js'
+
 /** Bytes as a person reads them: 812 B, 3.4 MiB. */
 export function formatBytes(bytes: number): string {
   const units = ['B', 'KiB', 'MiB', 'GiB']
@@ -31,7 +33,7 @@ export function progressPrinter(stream: NodeJS.WriteStream): {update(p: {release
       if (now - last < 100 && bytes < total) return
       last = now
       const rate = bytes / Math.max(0.001, (now - started) / 1000)
-      stream.write(`\r\u001B[2K${release}  ${formatBytes(bytes)} / ${formatBytes(total)}  ${formatBytes(Math.round(rate))}/s`)
+      stream.write(`\r\u001B[2K${terminalText(release)}  ${formatBytes(bytes)} / ${formatBytes(total)}  ${formatBytes(Math.round(rate))}/s`)
       shown = true
     },
     done() {

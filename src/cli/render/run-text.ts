@@ -1,4 +1,6 @@
 import type {RunRecord} from '../../lib/state/run-record.js'
+import {terminalText, terminalUrl} from '../../lib/util/terminal-text.js'
+import {shownMessage} from './message-text.js'
 import {colorState, formatDuration, formatLanguageMode, formatPuppet, formatResources, table} from './format.js'
 
 /** What `status` adds about the node around the run it shows. */
@@ -12,39 +14,42 @@ export interface NodeContext {
 
 /** `localpuppet status`: one run, in full (and, with no run id, what else the node's operator must know). */
 export function renderRunRecord(record: RunRecord, node?: NodeContext): string {
+  // A record's values came from an input, Puppet, a server or a lock file: each shown on its
+  // row; what Puppet or a server said as a message is (URLs without their credentials).
+  const t = terminalText
   const rows: Array<[string, string | string[]]> = [
-    ['run', record.id],
-    ['state', colorState(record.state)],
-    ['release', record.release === null ? `- (not resolved${record.ref ? `: ${record.ref}` : ''})` : `${record.release}${record.ref === record.release ? '' : `  (from ${record.ref})`}`],
-    ['started', record.startedAt],
-    ['finished', record.finishedAt ?? '-'],
+    ['run', t(record.id)],
+    ['state', colorState(t(record.state))],
+    ['release', record.release === null ? `- (not resolved${record.ref ? `: ${t(record.ref)}` : ''})` : `${t(record.release)}${record.ref === record.release ? '' : `  (from ${t(record.ref)})`}`],
+    ['started', t(record.startedAt)],
+    ['finished', t(record.finishedAt ?? '-')],
     ['duration', formatDuration(record.durationMs)],
-    ['exit code', `${record.exitCode ?? '-'}${record.puppetExitCode === null ? '' : `  (puppet ${record.puppetExitCode})`}`],
-    ['resources', formatResources(record)],
+    ['exit code', `${t(record.exitCode ?? '-')}${record.puppetExitCode === null ? '' : `  (puppet ${t(record.puppetExitCode)})`}`],
+    ['resources', t(formatResources(record))],
   ]
-  if (record.puppet) rows.push(['puppet', formatPuppet(record.puppet)])
-  if (record.languageMode) rows.push(['language', formatLanguageMode(record.languageMode)])
+  if (record.puppet) rows.push(['puppet', t(formatPuppet(record.puppet))])
+  if (record.languageMode) rows.push(['language', t(formatLanguageMode(record.languageMode))])
   if (record.noop) rows.push(['noop', 'yes'])
-  if (record.allowMutable) rows.push(['mutable', record.mutableEntries.length > 0 ? record.mutableEntries.join(', ') : 'allowed, none used'])
-  if (record.splaySeconds !== null && record.splaySeconds !== undefined) rows.push(['splay', `${record.splaySeconds}s`])
-  if (record.reason) rows.push(['reason', record.reason])
-  if (record.replayOf) rows.push(['replay of', record.replayOf])
-  if (record.saved) rows.push(['saved', `${record.saved} now names ${record.release}`])
-  if (record.fetch?.fallback) rows.push(['fetch', `failed, ran the installed release: ${record.fetch.source}: ${record.fetch.error ?? 'unreachable'}`])
-  if (record.error) rows.push(['error', record.error])
-  if (record.firstError && record.firstError !== record.error) rows.push(['puppet said', record.firstError])
-  rows.push(['log', record.log])
+  if (record.allowMutable) rows.push(['mutable', record.mutableEntries.length > 0 ? record.mutableEntries.map(t).join(', ') : 'allowed, none used'])
+  if (record.splaySeconds !== null && record.splaySeconds !== undefined) rows.push(['splay', `${t(record.splaySeconds)}s`])
+  if (record.reason) rows.push(['reason', shownMessage(record.reason)])
+  if (record.replayOf) rows.push(['replay of', t(record.replayOf)])
+  if (record.saved) rows.push(['saved', `${t(record.saved)} now names ${t(String(record.release))}`])
+  if (record.fetch?.fallback) rows.push(['fetch', `failed, ran the installed release: ${terminalUrl(record.fetch.source)}: ${shownMessage(record.fetch.error ?? 'unreachable')}`])
+  if (record.error) rows.push(['error', shownMessage(record.error)])
+  if (record.firstError && record.firstError !== record.error) rows.push(['puppet said', shownMessage(record.firstError)])
+  rows.push(['log', t(record.log)])
   if (node) {
     if (node.lastCompleted) {
       const last = node.lastCompleted
-      rows.push(['last completed', `${last.id}: ${colorState(last.state)} ${last.release}, finished ${last.finishedAt ?? '-'}`])
+      rows.push(['last completed', `${t(last.id)}: ${colorState(t(last.state))} ${t(String(last.release))}, finished ${t(last.finishedAt ?? '-')}`])
     } else if (record.state === 'refused' || record.state === 'running') {
       rows.push(['last completed', 'none'])
     }
 
-    if (node.applied !== undefined) rows.push(['applied', node.applied ? `${node.applied.release}  (run ${node.applied.runId}, the newest succeeded without --noop)` : 'none (no run has succeeded without --noop)'])
-    if (node.puppetDisabled) rows.push(['puppet', colorState('disabled') + `: ${node.puppetDisabled.message}`])
-    rows.push(['input app', node.pointer === null ? `- (${node.pointerFile} unreadable)` : `${node.pointer}  (${node.pointerFile})`])
+    if (node.applied !== undefined) rows.push(['applied', node.applied ? `${t(String(node.applied.release))}  (run ${t(node.applied.runId)}, the newest succeeded without --noop)` : 'none (no run has succeeded without --noop)'])
+    if (node.puppetDisabled) rows.push(['puppet', colorState('disabled') + `: ${shownMessage(node.puppetDisabled.message)}`])
+    rows.push(['input app', node.pointer === null ? `- (${t(node.pointerFile)} unreadable)` : `${t(node.pointer)}  (${t(node.pointerFile)})`])
   }
 
   return table(rows)
@@ -54,17 +59,17 @@ export function renderRunRecord(record: RunRecord, node?: NodeContext): string {
 export function renderRunOutcome(record: RunRecord): string {
   const r = record.resources
   const counts = r ? (record.noop ? `, ${r.outOfSync} would change (noop), ${r.failed} failed` : `, ${r.changed} changed, ${r.failed} failed`) : ''
-  const error = record.error ? `: ${record.error}` : record.reason ? `: ${record.reason}` : ''
-  return `localpuppet: ${colorState(record.state)} ${record.release}${counts} in ${formatDuration(record.durationMs)} (run ${record.id})${error}`
+  const error = record.error ? `: ${shownMessage(record.error)}` : record.reason ? `: ${shownMessage(record.reason)}` : ''
+  return `localpuppet: ${colorState(terminalText(record.state))} ${terminalText(String(record.release))}${counts} in ${formatDuration(record.durationMs)} (run ${record.id})${error}`
 }
 
 /** `localpuppet history`: one line per run, newest first. */
 export function renderHistory(records: RunRecord[]): string {
   const rows = records.map((r) => [
-    r.id,
-    r.state,
-    r.release ?? '-',
-    (r.startedAt ?? '-').replace('T', ' ').replace(/\.\d+Z$/, 'Z'),
+    terminalText(r.id),
+    terminalText(r.state),
+    terminalText(r.release ?? '-'),
+    terminalText(r.startedAt ?? '-').replace('T', ' ').replace(/\.\d+Z$/, 'Z'),
     formatDuration(r.durationMs ?? null),
     r.resources ? String(r.noop ? r.resources.outOfSync : r.resources.changed) : '-',
     r.resources ? String(r.resources.failed) : '-',

@@ -1,27 +1,29 @@
 import chalk from 'chalk'
 
 import type {CheckName, ValidateReport} from '../../lib/validate/report.js'
+import {terminalText} from '../../lib/util/terminal-text.js'
 
 /** Human output: each input with its problems, then a count. */
 export function renderValidateText(report: ValidateReport): string {
   const lines: string[] = []
   for (const input of report.inputs) {
     const compiled = input.compile?.status === 'compiled' ? `, compiled: ${input.compile.resources} resources` : ''
-    const release = input.release ? chalk.dim(` (${input.release}${compiled})`) : ''
-    const warnings = input.warnings.map((warning) => `  ${chalk.yellow('warning'.padEnd(12))} ${warning.message}`)
+    // Messages quote Puppet, a module's metadata, an input's values: each one line, escaped.
+    const release = input.release ? chalk.dim(` (${terminalText(input.release)}${compiled})`) : ''
+    const warnings = input.warnings.map((warning) => `  ${chalk.yellow('warning'.padEnd(12))} ${terminalText(warning.message)}`)
     if (input.problems.length === 0) {
-      lines.push(`${chalk.green('ok')}    ${input.file}${release}`, ...warnings)
+      lines.push(`${chalk.green('ok')}    ${terminalText(input.file)}${release}`, ...warnings)
       continue
     }
 
-    lines.push(`${chalk.red('FAIL')}  ${input.file}${release}`)
-    for (const problem of input.problems) lines.push(`  ${chalk.dim(problem.check.padEnd(12))} ${problem.message}`)
+    lines.push(`${chalk.red('FAIL')}  ${terminalText(input.file)}${release}`)
+    for (const problem of input.problems) lines.push(`  ${chalk.dim(problem.check.padEnd(12))} ${terminalText(problem.message)}`)
     lines.push(...warnings)
   }
 
   const failed = report.inputs.filter((input) => input.problems.length > 0).length
   lines.push('', `${report.inputs.length} input(s), ${failed} with problems, ${report.problems} problem(s)`)
-  if (report.puppetUnavailable !== null) lines.push(`not checked (${report.checks.includes('compile') ? 'syntax, compile' : 'syntax'}): ${report.puppetUnavailable}`)
+  if (report.puppetUnavailable !== null) lines.push(`not checked (${report.checks.includes('compile') ? 'syntax, compile' : 'syntax'}): ${terminalText(report.puppetUnavailable)}`)
   return lines.join('\n')
 }
 
@@ -66,12 +68,12 @@ export function renderValidateJunit(report: ValidateReport): string {
 
       const warnings = input.warnings.filter((w) => w.check === check)
       if (problems.length === 0) {
-        out.push(warnings.length === 0 ? `    <testcase ${attrs}/>` : `    <testcase ${attrs}><system-out>${xml(warnings.map((w) => `warning: ${w.message}`).join('\n'))}</system-out></testcase>`)
+        out.push(warnings.length === 0 ? `    <testcase ${attrs}/>` : `    <testcase ${attrs}><system-out>${xmlLines(warnings.map((w) => `warning: ${w.message}`))}</system-out></testcase>`)
         continue
       }
 
       out.push(`    <testcase ${attrs}>`)
-      for (const problem of problems) out.push(`      <failure type="${check}" message="${xml(problem.message)}">${xml(problem.message)}</failure>`)
+      for (const problem of problems) out.push(`      <failure type="${check}" message="${xml(problem.message)}">${xmlLines([problem.message])}</failure>`)
       out.push('    </testcase>')
     }
 
@@ -82,9 +84,26 @@ export function renderValidateJunit(report: ValidateReport): string {
   return out.join('\n')
 }
 
+/**
+ * Text for an XML 1.0 attribute: one line, as a terminal shows it (control characters, which
+ * XML 1.0 cannot carry at all, and a newline, which a parser would turn into a space,
+ * written out as `\e`, `\n`, `\u0007`), then escaped.
+ */
 function xml(text: string): string {
+  return escapeXml(terminalText(text, Number.POSITIVE_INFINITY))
+}
+
+/** Lines for an XML element's body: each as `xml` makes it, kept on lines of their own. */
+function xmlLines(lines: string[]): string {
+  return lines.flatMap((text) => text.split('\n')).map(xml).join('\n')
+}
+
+/** Characters no XML 1.0 document may hold that terminalText lets through (a lone surrogate, U+FFFE, U+FFFF), written out as `\ud800`. */
+const NOT_XML = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]|[\uFFFE\uFFFF]/g
+
+function escapeXml(text: string): string {
   return text
-    .replace(/[\u0000-\u0008\u000B\u000C\u000E-\u001F]/g, '')
+    .replace(NOT_XML, (char) => `\\u${char.charCodeAt(0).toString(16)}`)
     .replaceAll('&', '&amp;')
     .replaceAll('<', '&lt;')
     .replaceAll('>', '&gt;')

@@ -11,6 +11,7 @@ import {type TreeFile, compareBytes, treeDigest} from '../tree/release-tree.js'
 import {Staging, describeInstallError} from './staging.js'
 import {TarFormatError, TarReader} from '../archive/tar-reader.js'
 import type {InstallResult} from './install-archive.js'
+import {redactUrl} from '../util/terminal-text.js'
 
 export interface GitInstallOptions {
   moduleDir: string
@@ -36,9 +37,9 @@ export async function installGitTag(options: GitInstallOptions): Promise<Install
   })
   try {
     const repoDir = await localRepo(options.repo, options.tag, staging.dir)
-    const commit = (await git(['-C', repoDir, 'rev-parse', '--verify', '--quiet', `refs/tags/${options.tag}^{commit}`], `tag ${options.tag} in ${options.repo}`)).trim()
+    const commit = (await git(['-C', repoDir, 'rev-parse', '--verify', '--quiet', `refs/tags/${options.tag}^{commit}`], `tag ${options.tag} in ${redactUrl(options.repo)}`)).trim()
     const files = await exportTree(repoDir, commit, release, staging)
-    const result = await staging.commit([{release, digest: treeDigest(files), files, mutable: false}], {type: 'git', repo: options.repo, tag: options.tag, commit}, null)
+    const result = await staging.commit([{release, digest: treeDigest(files), files, mutable: false}], {type: 'git', repo: redactUrl(options.repo), tag: options.tag, commit}, null)
     return {...result, release, signedBy: null, untrusted: staging.untrusted, commit}
   } catch (error) {
     throw describeInstallError(error, options.moduleDir)
@@ -53,9 +54,9 @@ async function localRepo(repo: string, tag: string, scratch: string): Promise<st
     if ((await stat(repo)).isDirectory()) return repo
   } catch {}
 
-  if (!/^[a-z+]+:\/\/|^[^/]+@[^/]+:/.test(repo)) throw new NotFoundError(`git repository ${repo}: not found`)
+  if (!/^[a-z+]+:\/\/|^[^/]+@[^/]+:/.test(repo)) throw new NotFoundError(`git repository ${redactUrl(repo)}: not found`)
   const dir = join(scratch, '.git-clone')
-  await git(['clone', '--quiet', '--bare', '--depth', '1', '--branch', tag, '--', repo, dir], `clone of ${repo}`)
+  await git(['clone', '--quiet', '--bare', '--depth', '1', '--branch', tag, '--', repo, dir], `clone of ${redactUrl(repo)}`)
   return dir
 }
 

@@ -22,6 +22,9 @@ export function proxyAgent(options: {httpProxy?: string; httpsProxy?: string; no
 
 /** One GET through the agent, no redirect followed. */
 export async function proxyGet(url: URL, dispatcher: Dispatcher, timeoutMs: number): Promise<{status: number; headers: Record<string, string | string[] | undefined>; body: Readable}> {
-  const response = await request(url, {method: 'GET', dispatcher, headersTimeout: timeoutMs, bodyTimeout: timeoutMs})
+  // undici, unlike node:http, sends no Authorization for a URL's user and password: a source
+  // `https://user:pass@host/repo` must authenticate through a proxy as it does without one.
+  const headers = url.username === '' && url.password === '' ? {} : {authorization: `Basic ${Buffer.from(`${decodeURIComponent(url.username)}:${decodeURIComponent(url.password)}`).toString('base64')}`}
+  const response = await request(url, {method: 'GET', dispatcher, headers, headersTimeout: timeoutMs, bodyTimeout: timeoutMs})
   return {status: response.statusCode, headers: response.headers, body: response.body as unknown as Readable}
 }

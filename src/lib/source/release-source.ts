@@ -1,4 +1,5 @@
 import {UsageError} from '../errors.js'
+import {redactUrl} from '../util/terminal-text.js'
 
 export interface FetchOptions {
   moduleDir: string
@@ -96,7 +97,7 @@ export function sourceKind(spec: string): SourceKind {
   if (/^https:\/\//i.test(spec)) return 'https'
   if (/^http:\/\//i.test(spec)) return 'http'
   if (/^file:\/\//i.test(spec)) return 'file'
-  if (/^[a-z][a-z0-9+.-]*:\/\//i.test(spec)) throw new UsageError(`source ${spec}: unsupported scheme; use https://, http://, file://, a directory or apt`)
+  if (/^[a-z][a-z0-9+.-]*:\/\//i.test(spec)) throw new UsageError(`source ${redactUrl(spec)}: unsupported scheme; use https://, http://, file://, a directory or apt`)
   return 'dir'
 }
 
