@@ -2,6 +2,7 @@ import {resolve} from 'node:path'
 
 import {Flags} from '@oclif/core'
 
+import {UsageError} from '../lib/errors.js'
 import type {TransportSpec} from '../lib/rollout/record.js'
 
 /** -t: how long mco waits for each node's answer; what that answer is to (and its default) is the command's. */
@@ -15,20 +16,30 @@ export function replyTimeoutFlag(description: string) {
  * over unchanged.
  */
 export const mcoFlags = {
-  via: Flags.string({description: 'how to reach the fleet', options: ['mco'], default: 'mco'}),
+  via: Flags.string({description: 'how to reach the fleet [default: ssh with --targets or --inventory, else mco]', options: ['mco', 'ssh']}),
   'with-identity': Flags.string({char: 'I', aliases: ['wi'], description: 'mco discovery: nodes with this identity (repeatable)', multiple: true, helpValue: 'IDENT'}),
   with: Flags.string({char: 'W', description: 'mco discovery: combined classes and facts filter (repeatable)', multiple: true, helpValue: 'FILTER'}),
   'with-fact': Flags.string({char: 'F', aliases: ['wf'], description: 'mco discovery: nodes with this fact (fact=value, repeatable)', multiple: true, helpValue: 'FACT=VALUE'}),
   'with-class': Flags.string({char: 'C', aliases: ['wc'], description: 'mco discovery: nodes with this class (repeatable)', multiple: true, helpValue: 'CLASS'}),
   'with-agent': Flags.string({char: 'A', aliases: ['wa'], description: 'mco discovery: nodes with this agent (repeatable)', multiple: true, helpValue: 'AGENT'}),
   select: Flags.string({char: 'S', description: 'mco discovery: compound filter', helpValue: 'FILTER'}),
-  nodes: Flags.string({description: 'the fleet is exactly the nodes in FILE (one per line): one that does not answer is "no answer"', helpValue: 'FILE'}),
+  nodes: Flags.string({description: 'the fleet is exactly the nodes in FILE (one per line; --via ssh: [USER@]NODE[:PORT]): one that does not answer is "no answer"', helpValue: 'FILE'}),
   dt: Flags.integer({aliases: ['discovery-timeout'], description: 'mco discovery timeout', min: 1, helpValue: 'SECONDS'}),
   target: Flags.string({char: 'T', description: 'mco sub-collective', helpValue: 'COLLECTIVE'}),
   'mco-config': Flags.string({description: "mco's client configuration (mco --config)", helpValue: 'FILE'}),
   'reply-timeout': replyTimeoutFlag('seconds a node has to answer a start (mco -t) [default: 30, 120 with --fetch]'),
   mco: Flags.string({description: 'the mco executable', default: 'mco', env: 'LOCALPUPPET_MCO', helpValue: 'PATH'}),
+  targets: Flags.string({description: '--via ssh: the fleet is exactly these nodes, [USER@]NODE[:PORT] separated by commas', helpValue: 'LIST'}),
+  inventory: Flags.string({description: '--via ssh: the fleet is the nodes of this inventory (YAML: user, port, nodes: NODE: {host, user, port})', helpValue: 'FILE'}),
+  ssh: Flags.string({description: '--via ssh: the ssh executable (OpenSSH)', default: 'ssh', env: 'LOCALPUPPET_SSH', helpValue: 'PATH'}),
+  'ssh-config': Flags.string({description: "--via ssh: ssh's client configuration (ssh -F) [default: ~/.ssh/config and ssh_config]", helpValue: 'FILE'}),
+  'known-hosts': Flags.string({description: "--via ssh: the known hosts file (UserKnownHostsFile) [default: ssh's own]", helpValue: 'FILE'}),
+  'connect-timeout': Flags.integer({description: '--via ssh: seconds ssh has to reach a node (ConnectTimeout); one not reached is "no answer" [default: 10]', min: 1, helpValue: 'SECONDS'}),
+  'node-localpuppet': Flags.string({description: '--via ssh: the localpuppet command on the nodes [default: localpuppet on their PATH]', helpValue: 'PATH'}),
 }
+
+const MCO_ONLY = ['with-identity', 'with', 'with-fact', 'with-class', 'with-agent', 'select', 'dt', 'target', 'mco-config'] as const
+const SSH_ONLY = ['targets', 'inventory', 'ssh-config', 'known-hosts', 'connect-timeout', 'node-localpuppet'] as const
 
 export type McoFlagValues = {
   via: string
@@ -44,10 +55,21 @@ export type McoFlagValues = {
   'mco-config'?: string
   'reply-timeout'?: number
   mco: string
+  targets?: string
+  inventory?: string
+  ssh?: string
+  'ssh-config'?: string
+  'known-hosts'?: string
+  'connect-timeout'?: number
+  'node-localpuppet'?: string
 }
 
-/** The flags as mco takes them. */
-export function transportSpec(flags: McoFlagValues): TransportSpec {
+/** How the flags reach the fleet: mco's discovery, or ssh to the nodes listed (a flag of the other is 64). */
+export async function transportSpec(flags: McoFlagValues): Promise<TransportSpec> {
+  const via = flags.via ?? (flags.targets !== undefined || flags.inventory !== undefined ? 'ssh' : 'mco')
+  const wrong = (via === 'ssh' ? MCO_ONLY : SSH_ONLY).find((name) => flags[name] !== undefined)
+  if (wrong !== undefined) throw new UsageError(`--${wrong} is for --via ${via === 'ssh' ? 'mco' : 'ssh'}, not --via ${via}`)
+  if (via === 'ssh') return sshSpec(flags)
   const discovery: string[] = []
   for (const [flag, values] of [
     ['-I', flags['with-identity']],
@@ -66,4 +88,25 @@ export function transportSpec(flags: McoFlagValues): TransportSpec {
   if (flags['mco-config']) connection.push('--config', flags['mco-config'])
   if (flags.target) connection.push('-T', flags.target)
   return {via: 'mco', mco: flags.mco, connection, discovery, replyTimeout: flags['reply-timeout'] ?? null, discoveryTimeout: flags.dt ?? null}
+}
+
+async function sshSpec(flags: McoFlagValues): Promise<TransportSpec> {
+  const given = (['nodes', 'targets', 'inventory'] as const).filter((name) => flags[name] !== undefined)
+  if (given.length !== 1) throw new UsageError(`--via ssh reaches the nodes listed: give one of --nodes FILE, --targets LIST or --inventory FILE${given.length > 1 ? `, not ${given.map((name) => `--${name}`).join(' and ')}` : ''}`)
+  const {parseTargetList, readInventory, readNodesFile} = await import('../lib/rollout/transports/ssh-targets.js')
+  const targets = flags.targets === undefined ? flags.nodes === undefined ? await readInventory(flags.inventory!) : await readNodesFile(flags.nodes) : parseTargetList(flags.targets)
+  const targetsFrom = flags.targets === undefined ? (flags.nodes === undefined ? `--inventory ${flags.inventory}` : `--nodes ${flags.nodes}`) : '--targets'
+  // Absolute: a resumed rollout may run from another directory.
+  const path = (file: string | undefined) => (file === undefined ? null : resolve(file))
+  return {
+    via: 'ssh',
+    ssh: flags.ssh ?? 'ssh',
+    targets,
+    targetsFrom,
+    config: path(flags['ssh-config']),
+    knownHosts: path(flags['known-hosts']),
+    connectTimeout: flags['connect-timeout'] ?? null,
+    localpuppet: flags['node-localpuppet'] ?? 'localpuppet',
+    replyTimeout: flags['reply-timeout'] ?? null,
+  }
 }

@@ -12,23 +12,24 @@ export default class FleetStatus extends BaseCommand {
       'without --noop: a noop or failed run never counts as applied), whether that is the wanted one, the newest attempt with its ' +
       "release and age, drift (the newest noop run's out-of-sync count, or the newest run's corrective changes), Puppet disabled; " +
       'then counts by applied release and state. --via mco asks each node; a node the last discovery with the same filters found ' +
-      'that does not answer now is "no answer", never left out. --prometheus URL reads the node metrics instead (a fleet without ' +
+      'that does not answer now is "no answer", never left out. --via ssh asks each node listed (--nodes, --targets, --inventory) over SSH. --prometheus URL reads the node metrics instead (a fleet without ' +
       'MCollective): a node seen within --lookback whose metrics are gone is "stopped reporting".',
     [
       {code: 0, meaning: 'every node answered (or reports) and has applied its wanted release'},
       {code: 1, meaning: 'a node has not applied its wanted release, or did not answer (stopped reporting); or no node matched'},
       {code: 64, meaning: 'usage error (--source apt; plain http with no trusted key and no --insecure; --channel not a channel name)'},
       {code: 65, meaning: "--source: the repository's index is invalid, not signed by a trusted key, older than one this machine accepted, or expired"},
-      {code: 69, meaning: 'mco cannot be run or the broker cannot be reached; Prometheus or the repository cannot be reached or cannot answer (Prometheus: not in time, --prometheus-timeout; a series or value that cannot be; too many series or nodes)'},
+      {code: 69, meaning: 'mco or ssh cannot be run, or the broker cannot be reached; Prometheus or the repository cannot be reached or cannot answer (Prometheus: not in time, --prometheus-timeout; a series or value that cannot be; too many series or nodes)'},
       {code: 77, meaning: 'the rollouts directory (where the fleet is remembered), or with --source an unsigned repository directory or the record of accepted index versions, is owned by another user or writable by others (--allow-untrusted)'},
     ],
   )
 
-  static override usage = '<%= command.id %> [--via mco [DISCOVERY FLAGS] | --prometheus URL [--source URL|DIR] [--channel NAME] [--lookback DURATION] [--prometheus-timeout DURATION]]'
+  static override usage = '<%= command.id %> [--via mco [DISCOVERY FLAGS] | --via ssh --nodes FILE|--targets LIST|--inventory FILE [SSH FLAGS] | --prometheus URL [--source URL|DIR] [--channel NAME] [--lookback DURATION] [--prometheus-timeout DURATION]]'
   static override examples = [
     '<%= config.bin %> fleet status',
     '<%= config.bin %> fleet status -W role=web --json',
     '<%= config.bin %> fleet status --nodes fleet.txt',
+    '<%= config.bin %> fleet status --via ssh --inventory fleet.yaml',
     '<%= config.bin %> fleet status --prometheus http://prometheus:9090',
     '<%= config.bin %> fleet status --prometheus http://prometheus:9090 --channel canary --json',
     '<%= config.bin %> fleet status --prometheus http://prometheus:9090 --source https://releases.example.com/puppet --trust release-key.pub.pem',
@@ -37,7 +38,7 @@ export default class FleetStatus extends BaseCommand {
   static override flags = {
     ...mcoFlags,
     'reply-timeout': replyTimeoutFlag('seconds each node has to answer the status request (mco -t) [default: 20]'),
-    via: Flags.string({description: 'how to reach the fleet [default: prometheus with --prometheus, else mco]', options: ['mco', 'prometheus']}),
+    via: Flags.string({description: 'how to reach the fleet [default: prometheus with --prometheus, ssh with --targets or --inventory, else mco]', options: ['mco', 'ssh', 'prometheus']}),
     prometheus: Flags.string({description: "read the fleet from the node metrics in this Prometheus (http://host:9090)", helpValue: 'URL'}),
     lookback: Flags.string({description: '--prometheus: list nodes seen this far back whose metrics are gone as "stopped reporting" [default: 1d]', helpValue: 'DURATION', dependsOn: ['prometheus']}),
     channel: Flags.string({description: '--prometheus: only the nodes whose input follows this channel', helpValue: 'NAME', dependsOn: ['prometheus']}),
@@ -59,7 +60,7 @@ export default class FleetStatus extends BaseCommand {
 
   async run(): Promise<unknown> {
     const {flags} = await this.parse(FleetStatus)
-    const via = flags.via ?? (flags.prometheus ? 'prometheus' : 'mco')
+    const via = flags.via ?? (flags.prometheus ? 'prometheus' : undefined)
     const {renderFleetStatus} = await import('../../cli/render/rollout-text.js')
     let status
     if (via === 'prometheus') {
@@ -82,7 +83,7 @@ export default class FleetStatus extends BaseCommand {
       status = await fleetStatusViaPrometheus(flags.prometheus, {lookbackMs, deadlineMs, channel: flags.channel, wanted})
     } else {
       const {fleetStatusViaMco} = await import('../../lib/fleet/fleet-status.js')
-      status = await fleetStatusViaMco(transportSpec({...flags, via: 'mco'} as McoFlagValues), {stateDir: flags['state-dir'] ?? defaultStateDir(), allowUntrusted: flags['allow-untrusted']}, (line) => this.warnLines([line]))
+      status = await fleetStatusViaMco(await transportSpec({...flags, via} as McoFlagValues), {stateDir: flags['state-dir'] ?? defaultStateDir(), allowUntrusted: flags['allow-untrusted']}, (line) => this.warnLines([line]))
     }
 
     if (!this.jsonEnabled()) this.log(renderFleetStatus(status))

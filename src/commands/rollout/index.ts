@@ -24,11 +24,12 @@ export default class Rollout extends BaseCommand {
     ROLLOUT_EXIT_CODES,
   )
 
-  static override usage = ['<%= command.id %> [REF] --via mco [DISCOVERY FLAGS] [FLAGS]', '<%= command.id %> --resume ID']
+  static override usage = ['<%= command.id %> [REF] --via mco [DISCOVERY FLAGS] [FLAGS]', '<%= command.id %> [REF] --via ssh --nodes FILE|--targets LIST|--inventory FILE [SSH FLAGS] [FLAGS]', '<%= command.id %> --resume ID']
   static override examples = [
     '<%= config.bin %> rollout foo/tags/1.5.0 -W role=web --canary 1 --batch 1,5,25%,100% --max-failures 5%',
     '<%= config.bin %> rollout foo/tags/1.5.0 --nodes fleet.txt --window 10 --deadline 30m --fetch --save',
     '<%= config.bin %> rollout foo/tags/1.5.0 -I web1 -I web2 --soak 10m --revert all --json',
+    '<%= config.bin %> rollout foo/tags/1.5.0 --via ssh --inventory fleet.yaml --canary 1 --batch 25%',
     '<%= config.bin %> rollout --resume 20261125T120000.000Z-1a2b',
   ]
 
@@ -92,6 +93,8 @@ export default class Rollout extends BaseCommand {
       if (found) this.warnLines(found.warnings)
     }
 
+    // The nodes and how to reach them are judged before anything is asked of them, too.
+    const spec = flags.resume === undefined ? await transportSpec(flags as McoFlagValues) : null
     const tty = !this.jsonEnabled() && process.stderr.isTTY
     let shown = false
     const io = {
@@ -105,7 +108,7 @@ export default class Rollout extends BaseCommand {
     }
     const result = await withStopSignals((signal) =>
       flags.resume === undefined
-        ? startRollout(settings!, transportSpec(flags as McoFlagValues), {stateDir, allowUntrusted: flags['allow-untrusted'], signal}, io)
+        ? startRollout(settings!, spec!, {stateDir, allowUntrusted: flags['allow-untrusted'], signal}, io)
         : resumeRollout(flags.resume, {stateDir, allowUntrusted: flags['allow-untrusted'], signal}, io),
     )
     if (shown) process.stderr.write('\r\u001B[2K')

@@ -12,9 +12,10 @@ import {replayEvents} from './drive.js'
 import {type RolloutEvent, RolloutEngine, type RolloutState} from './engine.js'
 import type {RolloutSettings} from './settings.js'
 import type {McoOptions} from './transports/mco.js'
+import type {SshOptions} from './transports/ssh.js'
 
 /** How the rollout reaches its nodes, recorded so that --resume reaches the same ones the same way. */
-export type TransportSpec = {via: 'mco'} & McoOptions
+export type TransportSpec = ({via: 'mco'} & McoOptions) | ({via: 'ssh'} & SshOptions)
 
 /**
  * rollouts/<id>.json in the operator's state directory, rewritten atomically after every

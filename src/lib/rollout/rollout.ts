@@ -9,7 +9,8 @@ import {type NodeReport, RolloutEngine} from './engine.js'
 import {type RolloutRecord, RolloutStore, type TransportSpec, engineFromRecord, openRolloutsDir, readFleetMemory, readRolloutRecord, writeFleetMemory} from './record.js'
 import {RollbackStarts} from './revert-transport.js'
 import type {RolloutSettings} from './settings.js'
-import {type McoOptions, McoTransport} from './transports/mco.js'
+import {McoTransport} from './transports/mco.js'
+import {SshTransport} from './transports/ssh.js'
 
 /** What a person sees while a rollout runs; nothing in the library prints. */
 export interface RolloutIo {
@@ -42,16 +43,24 @@ export const systemClock: Clock = {
     }),
 }
 
-export function mcoOptions(spec: TransportSpec): McoOptions {
-  return {mco: spec.mco, connection: spec.connection, discovery: spec.discovery, replyTimeout: spec.replyTimeout, discoveryTimeout: spec.discoveryTimeout}
+/** The transport a spec names, by its `via`; `statusTimeout`: the time a status request has (fleet status -t). */
+export function openTransport(spec: TransportSpec, options: {statusTimeout?: number | null; warn?: (line: string) => void} = {}): McoTransport | SshTransport {
+  if (spec.via === 'ssh') return new SshTransport({...spec, statusTimeout: options.statusTimeout ?? spec.statusTimeout}, options.warn)
+  return new McoTransport({mco: spec.mco, connection: spec.connection, discovery: spec.discovery, replyTimeout: spec.replyTimeout, discoveryTimeout: spec.discoveryTimeout, statusTimeout: options.statusTimeout})
 }
 
 /** The fleet a rollout or fleet status expects, in natural name order (db2 before db10): a --nodes file says it; otherwise what discovery finds and what it found before. */
 export async function expectedFleet(
-  transport: McoTransport,
+  transport: McoTransport | SshTransport,
   memoryDir: string,
   options: {allowUntrusted?: boolean; signal?: AbortSignal; warn(line: string): void},
 ): Promise<{expected: string[]; expectedFrom: string; answers: Record<string, NodeReport>; remember(): Promise<void>}> {
+  if (transport instanceof SshTransport) {
+    // Over SSH the fleet is exactly the targets given (--nodes, --targets, --inventory).
+    const expected = transport.options.targets.map((target) => target.node).sort(compareNatural)
+    return {expected, expectedFrom: `${transport.options.targetsFrom} (${expected.length})`, answers: await transport.discover(options.signal), remember: async () => {}}
+  }
+
   const {discovery, connection} = transport.options
   const nodesAt = discovery.indexOf('--nodes')
   const found = await transport.discover(options.signal)
@@ -103,7 +112,7 @@ export function rolloutExitCode(engine: RolloutEngine): number {
 export async function startRollout(settings: RolloutSettings, spec: TransportSpec, options: RolloutOptions, io: RolloutIo): Promise<RolloutResult> {
   const {dir, untrusted} = await openRolloutsDir(options.stateDir, options.allowUntrusted, true)
   for (const problem of untrusted) io.warn(`--allow-untrusted: ${problem}`)
-  const transport = new McoTransport(mcoOptions(spec))
+  const transport = openTransport(spec, {warn: io.warn})
   try {
     const fleet = await expectedFleet(transport, dir, {...options, warn: io.warn})
     if (fleet.expected.length === 0) throw new LocalpuppetError('no-nodes', ExitCode.failed, 'no nodes matched the discovery filters: nothing to roll out')
@@ -127,13 +136,13 @@ export async function resumeRollout(id: string, options: RolloutOptions, io: Rol
   const store = new RolloutStore(dir, record)
   const engine = engineFromRecord(record, store.path)
   await store.claim()
-  const mco = new McoTransport(mcoOptions(record.transport))
+  const fleet = openTransport(record.transport, {warn: io.warn})
   // A revert (rollout revert) starts `rollback --to`, resumed as it began.
-  const transport = record.reverts ? new RollbackStarts(mco) : mco
+  const transport = record.reverts ? new RollbackStarts(fleet) : fleet
   try {
     return await drive(engine, store, transport, options.clock ?? systemClock, options, io)
   } finally {
-    await mco.close()
+    await fleet.close()
   }
 }
 
