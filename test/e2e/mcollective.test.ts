@@ -7,6 +7,7 @@ import test from 'ava'
 
 import {cli} from '../helpers/cli.js'
 import {
+  FIVE_NODES,
   RUN_ID,
   app,
   operator,
@@ -50,13 +51,7 @@ const HAS_ROLLBACK = (await cli(['rollback', '--help'])).exitCode === 0
 test.before(async () => {
   if (unavailable) return
   await startFleet(
-    [
-      ['db1', 'db', 5432],
-      ['db2', 'db', 5433],
-      ['web1', 'web', 8081],
-      ['web2', 'web', 8082],
-      ['web3', 'web', 8083],
-    ],
+    FIVE_NODES,
     OVERALL_MS,
   )
 })

@@ -29,6 +29,14 @@ export const MCO = '/usr/bin/mco'
 const EPMD = '/usr/bin/epmd'
 /** What the fleet starts: RabbitMQ (and Erlang's epmd), mcollectived, mco, and nginx for a release repository. */
 const PACKAGES = ['rabbitmq-server', 'erlang-base', 'mcollective', 'mcollective-client', 'nginx-light']
+/** The fleet the e2e tests start, whatever reaches it: [name, role, the port its input gives foo]. */
+export const FIVE_NODES = [
+  ['db1', 'db', 5432],
+  ['db2', 'db', 5433],
+  ['web1', 'web', 8081],
+  ['web2', 'web', 8082],
+  ['web3', 'web', 8083],
+] as const
 export const RUN_ID = /^\d{8}T\d{6}\.\d{3}Z-[0-9a-f]{4}$/
 
 export interface Node {
@@ -272,7 +280,7 @@ async function startBroker(): Promise<number> {
 }
 
 /** The node's own settings: its node configuration (LOCALPUPPET_CONFIG for the agent). */
-async function nodeSettings(node: Node): Promise<string> {
+export async function nodeSettings(node: Node): Promise<string> {
   const config = join(node.dir, 'config.yaml')
   const settings = {
     module_dir: join(node.dir, 'modules'),
@@ -285,7 +293,11 @@ async function nodeSettings(node: Node): Promise<string> {
   return config
 }
 
-async function startNode(node: Node, stompPort: number): Promise<void> {
+/**
+ * A node's own files, whatever transport reaches it: the demo modules and a slow release in
+ * its module dir, its input (foo 1.3.0) and facts, and its node configuration (returned).
+ */
+export async function prepareNode(node: Node): Promise<string> {
   await cp(join(FIXTURES, 'demo', 'modules'), join(node.dir, 'modules'), {recursive: true})
   // A release whose run takes a while: the daemon can be stopped while it runs.
   await writeTree(join(node.dir, 'modules', 'slow', 'tags', '1.0.0'), {
@@ -296,6 +308,11 @@ async function startNode(node: Node, stompPort: number): Promise<void> {
   // The node's own input pins foo 1.3.0.
   await writeFile(join(node.dir, 'input.yaml'), `app: foo/tags/1.3.0\nclasses:\n  foo:\n    port: ${node.port}\n  platform:\nparameters:\n  role: ${node.role}\n  enabled: yes\n`)
   await writeFile(join(node.dir, 'facts.yaml'), `role: ${node.role}\nnode: ${node.name}\n`)
+  return nodeSettings(node)
+}
+
+async function startNode(node: Node, stompPort: number): Promise<void> {
+  const settings = await prepareNode(node)
   await writeFile(
     join(node.dir, 'server.cfg'),
     [
@@ -314,7 +331,7 @@ async function startNode(node: Node, stompPort: number): Promise<void> {
   // The shipped example, then this node's values (later lines win).
   const pluginConfig = join(node.dir, 'plugin.d', 'localpuppet.cfg')
   await copyFile(join(REPO, 'integrations/mcollective/plugin.d/localpuppet.cfg'), pluginConfig)
-  await appendFile(pluginConfig, ['', `executable = ${BIN}`, `config = ${await nodeSettings(node)}`, ''].join('\n'))
+  await appendFile(pluginConfig, ['', `executable = ${BIN}`, `config = ${settings}`, ''].join('\n'))
   await startDaemon(node)
 }
 

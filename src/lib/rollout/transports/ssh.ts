@@ -137,7 +137,7 @@ async function eachLimited<T>(items: T[], limit: number, fn: (item: T) => Promis
 }
 
 export class SshTransport implements RolloutTransport {
-  private dir: string | null = null
+  private dir: Promise<string> | null = null
   private readonly byNode: Map<string, SshTarget>
   private readonly used = new Set<SshTarget>()
   private readonly warned = new Set<string>()
@@ -153,8 +153,9 @@ export class SshTransport implements RolloutTransport {
   /** Closes the connections it opened and removes their control sockets. */
   async close(): Promise<void> {
     if (this.dir) {
-      await Promise.all([...this.used].map((target) => capture(this.options.ssh, [...this.sshArgs(target), '-O', 'exit', '--', target.host], {timeoutMs: CLOSE_TIMEOUT_MS, maxBytes: 64 * 1024})))
-      await rm(this.dir, {recursive: true, force: true})
+      const dir = await this.dir
+      await Promise.all([...this.used].map((target) => capture(this.options.ssh, [...this.sshArgs(target, dir), '-O', 'exit', '--', target.host], {timeoutMs: CLOSE_TIMEOUT_MS, maxBytes: 64 * 1024})))
+      await rm(dir, {recursive: true, force: true})
     }
 
     this.dir = null
@@ -162,7 +163,7 @@ export class SshTransport implements RolloutTransport {
   }
 
   /** The options every ssh of this transport takes, then the node's own user and port. */
-  private sshArgs(target: SshTarget): string[] {
+  private sshArgs(target: SshTarget, dir: string): string[] {
     const {config, knownHosts, connectTimeout} = this.options
     return [
       ...(config === null ? [] : ['-F', config]),
@@ -170,7 +171,7 @@ export class SshTransport implements RolloutTransport {
       '-n',
       ...['-o', 'BatchMode=yes', '-o', 'StrictHostKeyChecking=yes'],
       ...(knownHosts === null ? [] : ['-o', `UserKnownHostsFile=${knownHosts}`]),
-      ...['-o', 'ControlMaster=auto', '-o', `ControlPath=${join(this.dir!, '%C')}`, '-o', 'ControlPersist=60'],
+      ...['-o', 'ControlMaster=auto', '-o', `ControlPath=${join(dir, '%C')}`, '-o', 'ControlPersist=60'],
       ...['-o', `ConnectTimeout=${connectTimeout ?? DEFAULT_CONNECT_TIMEOUT}`, '-o', 'ServerAliveInterval=15', '-o', 'ServerAliveCountMax=3'],
       ...(target.user === null ? [] : ['-l', target.user]),
       ...(target.port === null ? [] : ['-p', String(target.port)]),
@@ -181,11 +182,13 @@ export class SshTransport implements RolloutTransport {
   async run(node: string, args: string[], seconds: number, signal?: AbortSignal): Promise<SshAnswer> {
     const target = this.byNode.get(node)
     if (!target) return {kind: 'silent', why: 'not among the targets'}
-    this.dir ??= await mkdtemp(join(tmpdir(), 'localpuppet-ssh-'))
+    // One directory for every connection, made once however many calls start together.
+    this.dir ??= mkdtemp(join(tmpdir(), 'localpuppet-ssh-'))
+    const dir = await this.dir
     this.used.add(target)
     const nonce = randomBytes(12).toString('hex')
     const limit = (this.options.connectTimeout ?? DEFAULT_CONNECT_TIMEOUT) + seconds + 10
-    const result = await capture(this.options.ssh, [...this.sshArgs(target), '--', target.host, remoteCommand(this.options.localpuppet, args, nonce)], {
+    const result = await capture(this.options.ssh, [...this.sshArgs(target, dir), '--', target.host, remoteCommand(this.options.localpuppet, args, nonce)], {
       timeoutMs: limit * 1000,
       signal,
       maxBytes: MAX_OUTPUT,

@@ -1,3 +1,4 @@
+import {existsSync} from 'node:fs'
 import {chmod, mkdir, mkdtemp, readFile, rm, writeFile} from 'node:fs/promises'
 import {tmpdir} from 'node:os'
 import {join} from 'node:path'
@@ -97,7 +98,10 @@ test("a start runs localpuppet apply --detach --json on each node over the node'
   const web1 = (await calls()).find((argv) => argv.includes('web1'))!
   t.deepEqual(web1.slice(0, 2), ['-F', '/etc/ssh/test_config'])
   for (const option of ['BatchMode=yes', 'StrictHostKeyChecking=yes', 'ControlMaster=auto', 'ControlPersist=60', 'ConnectTimeout=3']) t.true(web1.includes(option), option)
-  t.true(web1.some((arg) => /^ControlPath=.*\/%C$/.test(arg)))
+  const paths = new Set((await calls()).flatMap((argv) => argv.filter((arg) => arg.startsWith('ControlPath='))))
+  t.is(paths.size, 1, 'one control directory for every connection, however many start together')
+  t.regex([...paths][0], /^ControlPath=.*\/%C$/)
+  const [controlDir] = [...paths][0].slice('ControlPath='.length).split('/%C')
   t.deepEqual(web1.slice(web1.indexOf('-l'), web1.indexOf('-l') + 4), ['-l', 'deploy', '-p', '2222'])
   t.is(web1.at(-2), 'web1')
   t.is(web1.at(-3), '--', 'the host can never be read as an option')
@@ -106,6 +110,7 @@ test("a start runs localpuppet apply --detach --json on each node over the node'
   await transport.close()
   const exits = (await calls()).filter((argv) => argv.includes('-O'))
   t.deepEqual(exits.map((argv) => argv.at(-1)).sort(), ['chatty', 'web1', 'web2'])
+  t.false(existsSync(controlDir), 'the control directory is gone')
 })
 
 test('a changed host key is a refusal naming the node (77), never a prompt; a node that cannot be reached did not answer; a rollback goes to each node\'s own release', async (t) => {
