@@ -25,12 +25,14 @@
  *   fleet            mco localpuppet apply vs mco rpc + a polling loop on 5 mcollectived,
  *                    the status summary with --nodes, and a real rollout's wall time over
  *                    the slowest run per batch on 5 and 20 nodes (test/bench/fleet.ts)
+ *   ssh              a real rollout --via ssh's wall time over the slowest run per batch on
+ *                    5 and 10 sshd on 127.0.0.1 (test/bench/ssh.ts)
  *   engine           the rollout engine's decisions for 10,000 simulated nodes
  *   pull             apply --fetch on a node following a channel (nothing changed) vs a
  *                    warm fetch, and fleet status --prometheus over 1,000 simulated nodes
  *                    vs curl of the same queries (test/bench/pull.ts)
  *
- * BENCH=apply, apply-puppet8, apply-real, plan-real, delivery, triggers, validate, validate-scaling, fetch, deb, status, fleet, engine or pull runs one
+ * BENCH=apply, apply-puppet8, apply-real, plan-real, delivery, triggers, validate, validate-scaling, fetch, deb, status, fleet, ssh, engine or pull runs one
  * part; BENCH_SETS, BENCH_FILES and BENCH_FILE_KB choose and size the delivery data sets.
  */
 import {execFileSync, spawnSync} from 'node:child_process'
@@ -144,6 +146,7 @@ try {
   if (!process.env.BENCH || process.env.BENCH === 'deb') (await import('./deb.js')).debBench(dir, BIN, {time, compare, rounds: Math.max(3, Math.floor(ROUNDS / 2))})
   if (!process.env.BENCH || process.env.BENCH === 'engine') await (await import('./fleet.js')).engineBench()
   if (!process.env.BENCH || process.env.BENCH === 'fleet') await (await import('./fleet.js')).fleetBench()
+  if (!process.env.BENCH || process.env.BENCH === 'ssh') await (await import('./ssh.js')).sshBench()
   if (!process.env.BENCH || process.env.BENCH === 'pull') await (await import('./pull.js')).pullBench(dir, {time, compare, peakMb, rounds: ROUNDS})
 } finally {
   rmSync(dir, {recursive: true, force: true})

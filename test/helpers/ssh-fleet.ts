@@ -19,8 +19,8 @@ import {needPackages} from './packages.js'
  * fleet.ts's per-node set-up) comes from its daemon: `SetEnv LOCALPUPPET_CONFIG=...` in
  * that daemon's sshd_config, which sshd puts into every session's environment whatever
  * the client sends (a client cannot pick another node's configuration). The operator's ssh
- * gets its key and nothing else from a client configuration of the test's own (-F), and
- * the host keys from a known hosts file of its own. Every sshd is started and stopped by
+ * gets its key, and each node's name as a Host alias for its daemon, from a client
+ * configuration of the test's own (-F), and the host keys from a known hosts file of its own. Every sshd is started and stopped by
  * its PID (with the session processes it forked), in stopSshFleet and on exit.
  */
 
@@ -148,7 +148,7 @@ export async function startSshFleet(spec: ReadonlyArray<readonly [string, 'web' 
   if (process.getuid?.() === 0) await mkdir('/run/sshd', {recursive: true, mode: 0o755})
   const clientKey = await keygen(join(base, 'client_key'))
   await writeFile(join(base, 'authorized_keys'), `${clientKey}\n`)
-  await writeFile(clientConfig(), ['Host *', `  IdentityFile ${join(base, 'client_key')}`, '  IdentitiesOnly yes', '  LogLevel ERROR', ''].join('\n'))
+  const clientSettings = ['Host *', `  IdentityFile ${join(base, 'client_key')}`, '  IdentitiesOnly yes', '  LogLevel ERROR', ''].join('\n')
   const lines: string[] = []
   for (const [name, role, port] of spec) {
     const entry: SshNode = {name, role, port, dir: join(base, name), state: join(base, name, 'state'), sshPort: await freePort()}
@@ -160,6 +160,8 @@ export async function startSshFleet(spec: ReadonlyArray<readonly [string, 'web' 
   }
 
   await writeFile(knownHosts(), lines.join('\n') + '\n')
+  // Each node's name is also a Host alias for its daemon, as in an operator's ~/.ssh/config: `--nodes` needs no ports.
+  await writeFile(clientConfig(), [...nodes.flatMap((entry) => [`Host ${entry.name}`, '  HostName 127.0.0.1', `  Port ${entry.sshPort}`]), clientSettings].join('\n'))
   await writeFile(inventory(), ['nodes:', ...nodes.map((entry) => `  ${entry.name}: {host: 127.0.0.1, port: ${entry.sshPort}}`), ''].join('\n'))
 }
 
