@@ -32,6 +32,9 @@ export const POLL_WAIT_MS = 10_000
 
 /** Final: a busy node only once it will not be tried again. */
 const isFinal = (node: RolloutNode): boolean => FINAL_STATES.includes(node.state) && !(node.state === 'busy' && node.retryAt !== null)
+/** A revert with something still to do: to send, to hear about, a late run to wait for, a busy answer to try again. */
+const revertActive = (revert: RevertEntry | null): boolean =>
+  revert !== null && (['pending', 'starting', 'running', 'waiting'].includes(revert.state) || (revert.state === 'busy' && revert.retryAt != null))
 
 /**
  * One rollout's decisions. `handle` takes an event and returns whether it changed
@@ -115,9 +118,7 @@ export class RolloutEngine {
         node.state === 'starting' ||
         node.state === 'running' ||
         (node.state === 'busy' && node.retryAt !== null) ||
-        node.revert?.state === 'pending' ||
-        node.revert?.state === 'starting' ||
-        node.revert?.state === 'running',
+        revertActive(node.revert),
       unfinished: node.group !== null && !isFinal(node),
     }
     const old = this.indexed[i]
@@ -191,8 +192,19 @@ export class RolloutEngine {
           let at = this.cursor[group] ?? 0
           while (at < members.length && state.nodes[members[at]].state !== 'pending') at++
           this.cursor[group] = at
-          for (let j = at; j < members.length && ready.length < room; j++) if (state.nodes[members[j]].state === 'pending') ready.push(state.nodes[members[j]])
+          // A node the survey found silent is not sent a start (which would hold the call,
+          // and so its batch's live nodes, for a whole reply timeout): it is asked once more,
+          // briefly, after the live ones are started, and without an answer it is "no answer".
+          const probe: RolloutNode[] = []
+          for (let j = at; j < members.length && ready.length < room; j++) {
+            const node = state.nodes[members[j]]
+            if (node.state !== 'pending') continue
+            if (node.surveyed) ready.push(node)
+            else probe.push(node)
+          }
+
           if (ready.length > 0) actions.push({kind: 'start', nodes: ready.map((node) => node.node)})
+          if (probe.length > 0) actions.push({kind: 'probe', nodes: probe.map((node) => node.node)})
         } else if (now >= settled + this.settings.soakMs && !state.rechecked[group]) {
           const succeeded = state.groups[group].map((i) => state.nodes[i]).filter((node) => node.state === 'succeeded').map((node) => node.node)
           actions.push({kind: 'recheck', group, nodes: succeeded})
@@ -201,7 +213,7 @@ export class RolloutEngine {
     }
 
     if (state.phase === 'reverting') {
-      const reverts = active.filter((node) => node.revert?.state === 'pending')
+      const reverts = active.filter((node) => node.revert?.state === 'pending' || (node.revert?.state === 'busy' && node.revert.retryAt != null && node.revert.retryAt <= now))
       if (reverts.length > 0) actions.push({kind: 'revert', nodes: reverts.map((node) => ({node: node.node, release: node.revert!.release!, save: node.revert!.save}))})
     }
 
@@ -209,6 +221,7 @@ export class RolloutEngine {
     for (const node of active) {
       if (node.state === 'running' && node.runId) runs.push({node: node.node, runId: node.runId})
       else if (node.revert?.state === 'running' && node.revert.runId) runs.push({node: node.node, runId: node.revert.runId})
+      else if (node.revert?.state === 'waiting' && node.revert.waitFor) runs.push({node: node.node, runId: node.revert.waitFor})
     }
 
     const wake = this.nextWake(now)
@@ -262,6 +275,11 @@ export class RolloutEngine {
 
       case 'adopted': {
         this.onAdopted(event)
+        break
+      }
+
+      case 'probed': {
+        this.onProbed(event)
         break
       }
 
@@ -340,9 +358,10 @@ export class RolloutEngine {
         node.state = 'starting'
         node.dispatchedAt = event.at
         node.retryAt = null
-      } else if (event.purpose === 'revert' && node.revert?.state === 'pending') {
+      } else if (event.purpose === 'revert' && (node.revert?.state === 'pending' || (node.revert?.state === 'busy' && node.revert.retryAt != null))) {
         node.revert.state = 'starting'
         node.revert.dispatchedAt = event.at
+        if (node.revert.retryAt != null) node.revert.retryAt = null
       }
     }
   }
@@ -383,10 +402,22 @@ export class RolloutEngine {
           revert.runId = answer.run.runId
           revert.state = 'running'
           this.reportRevert(revert, answer.run, event.at)
+        } else if (answer.busy && node.state === 'deadline' && node.runId !== null && revert.waited === undefined) {
+          // Its own late run is still going (it missed --deadline, it did not stop): the
+          // revert waits for that run to end, then goes, so that the run cannot land (and,
+          // with --save, point the node at) the release this rollout judged failed after it.
+          this.waitForLateRun(node, revert, event.at)
+        } else if (answer.busy && event.at < (revert.busySince ?? event.at) + this.settings.deadlineMs) {
+          // Busy with some other run: tried again later, like a busy apply, until --deadline.
+          revert.busySince ??= event.at
+          revert.state = 'busy'
+          revert.retryAt = event.at + this.settings.busyRetryMs
+          revert.message = `exit ${answer.exitCode}: ${answer.message} (tried again)`
         } else {
           revert.state = answer.busy ? 'busy' : 'refused'
           revert.message = `exit ${answer.exitCode}: ${answer.message}`
           revert.finishedAt = event.at
+          if (revert.retryAt != null) revert.retryAt = null
         }
       }
     }
@@ -405,21 +436,48 @@ export class RolloutEngine {
           node.silent = 0
           this.report(node, answer, event.at)
         }
-      } else if (node.revert?.state === 'running') {
+      } else if (node.revert?.state === 'running' || node.revert?.state === 'waiting') {
+        // Its revert's run, or the late run the revert waits for.
         const revert = node.revert
+        const waiting = revert.state === 'waiting'
+        const runId = waiting ? revert.waitFor : revert.runId
         if (!answer) {
           revert.silent++
           if (revert.silent >= SILENT_POLLS) {
             revert.state = 'no answer'
-            revert.message = `stopped answering while run ${revert.runId} was running`
+            revert.message = waiting
+              ? `stopped answering while its late run ${runId} was going: not reverted (that run may still land ${node.release ?? node.wanted})`
+              : `stopped answering while run ${runId} was running`
             revert.finishedAt = event.at
           }
-        } else if (answer.runId === revert.runId) {
+        } else if (answer.runId === runId) {
           revert.silent = 0
-          this.reportRevert(revert, answer, event.at)
+          if (!waiting) this.reportRevert(revert, answer, event.at)
+          else if (RUN_FINAL.has(answer.state)) this.lateRunEnded(node, revert, answer)
         }
       }
     }
+  }
+
+  /** The revert of a node whose run missed --deadline waits for that run (polled) to end. */
+  private waitForLateRun(node: RolloutNode, revert: RevertEntry, at: number): void {
+    revert.state = 'waiting'
+    revert.waitFor = node.runId!
+    revert.waitingSince = at
+    revert.dispatchedAt = null
+    revert.message = `waiting for its late run ${node.runId} to end before reverting`
+  }
+
+  /** The late run ended: the revert goes now, and the record says what it waited for. */
+  private lateRunEnded(node: RolloutNode, revert: RevertEntry, run: RunReport): void {
+    const ok = RUN_OK.has(run.state)
+    revert.waited = `waited for its late run ${run.runId} to end (${run.state}${ok && run.release ? ` on ${run.release}` : ''}), then reverted`
+    revert.state = 'pending'
+    revert.message = revert.waited
+    // Only a run that succeeded can have moved the pointer (--save): then it is put back too.
+    revert.save = this.settings.save && ok
+    if (ok && run.release) node.release = run.release
+    node.message = `${node.message ?? 'missed its --deadline'}; the run ended ${run.state} after it: the revert waited for it`
   }
 
   private onRechecked(event: Extract<RolloutEvent, {kind: 'rechecked'}>): void {
@@ -458,9 +516,17 @@ export class RolloutEngine {
           node.missed = undefined
           this.finish(node, 'no answer', event.at, answer ? 'did not answer the apply request, and had started no run when asked again (one may still start)' : 'did not answer the apply request, nor a status request after it')
         } else {
-          // The start never reached it (or it does not say): it is started again, and a
+          // The start never reached it (or it does not say): it goes back to exactly where it
+          // was before that start (pending, or a busy node due for its retry), so that it is
+          // started again in the order an uninterrupted rollout would have started it; a
           // node that is really gone is "no answer" to that start, as it would have been.
-          node.state = 'pending'
+          if (node.busyTries > 0) {
+            node.state = 'busy'
+            node.retryAt = node.dispatchedAt
+          } else {
+            node.state = 'pending'
+          }
+
           node.dispatchedAt = null
           if (node.group !== null) this.cursor[node.group] = 0
         }
@@ -477,9 +543,31 @@ export class RolloutEngine {
           revert.message = answer ? 'did not answer the rollback request, and had started no run when asked again' : 'did not answer the rollback request, nor a status request after it'
           revert.finishedAt = event.at
         } else {
-          revert.state = 'pending'
+          if (revert.busySince === undefined) {
+            revert.state = 'pending'
+          } else {
+            revert.state = 'busy'
+            revert.retryAt = revert.dispatchedAt
+          }
+
           revert.dispatchedAt = null
         }
+      }
+    }
+  }
+
+  private onProbed(event: Extract<RolloutEvent, {kind: 'probed'}>): void {
+    for (const name of event.nodes) {
+      const node = this.node(name)
+      if (!node || node.state !== 'pending' || node.surveyed) continue
+      const answer = Object.hasOwn(event.answers, name) ? event.answers[name] : undefined
+      if (answer) {
+        node.surveyed = true
+        node.before = answer.applied
+        node.pointerBefore = answer.pointer
+        node.wanted = this.settings.ref ?? answer.pointer
+      } else {
+        this.finish(node, 'no answer', event.at, 'did not answer the survey, nor a status request at its turn: not started')
       }
     }
   }
@@ -510,7 +598,7 @@ export class RolloutEngine {
   private reportRevert(revert: RevertEntry, run: RunReport, at: number): void {
     if (!RUN_FINAL.has(run.state)) return
     revert.state = RUN_OK.has(run.state) ? 'succeeded' : run.state === 'refused' ? 'refused' : run.state === 'busy' ? 'busy' : 'failed'
-    revert.message = RUN_OK.has(run.state) ? null : (run.message ?? `run ${run.state}`)
+    revert.message = RUN_OK.has(run.state) ? (revert.waited ?? null) : `${run.message ?? `run ${run.state}`}${revert.waited ? ` (${revert.waited.replace(/, then reverted$/, '')})` : ''}`
     revert.finishedAt = at
   }
 
@@ -538,6 +626,12 @@ export class RolloutEngine {
       if (revert && (revert.state === 'starting' || revert.state === 'running') && revert.dispatchedAt !== null && at >= revert.dispatchedAt + limit) {
         revert.state = 'deadline'
         revert.message = `no final run within --deadline ${minutes}`
+        revert.finishedAt = at
+      }
+
+      if (revert?.state === 'waiting' && revert.waitingSince !== undefined && at >= revert.waitingSince + limit) {
+        revert.state = 'deadline'
+        revert.message = `its late run ${revert.waitFor} did not end within another --deadline ${minutes}: not reverted (that run may still land ${node.release ?? node.wanted})`
         revert.finishedAt = at
       }
 
@@ -570,6 +664,8 @@ export class RolloutEngine {
       if (node.state === 'busy' && node.retryAt !== null && state.stopped === null) wake = Math.min(wake, node.retryAt)
       const revert = node.revert
       if (revert && (revert.state === 'starting' || revert.state === 'running') && revert.dispatchedAt !== null) wake = Math.min(wake, revert.dispatchedAt + this.settings.deadlineMs)
+      if (revert?.state === 'waiting' && revert.waitingSince !== undefined) wake = Math.min(wake, revert.waitingSince + this.settings.deadlineMs)
+      if (revert?.state === 'busy' && revert.retryAt != null) wake = Math.min(wake, revert.retryAt)
     }
 
     const group = state.phase === 'rolling' && state.stopped === null ? this.currentGroup() : null
@@ -610,12 +706,12 @@ export class RolloutEngine {
         else if (node.state === 'busy' && node.retryAt !== null) this.finish(node, 'busy', at, `${node.message ?? 'busy'} (not tried again: the rollout stopped)`)
       }
 
-      this.planReverts()
+      this.planReverts(at)
       this.reindexAll()
-      state.phase = this.count('r:pending') > 0 ? 'reverting' : 'done'
+      state.phase = this.count('r:pending') + this.count('r:waiting') > 0 ? 'reverting' : 'done'
     }
 
-    if (state.phase === 'reverting' && this.count('r:pending') + this.count('r:starting') + this.count('r:running') === 0) state.phase = 'done'
+    if (state.phase === 'reverting' && ![...this.active].some((i) => revertActive(state.nodes[i].revert))) state.phase = 'done'
     if (state.phase === 'done') state.finishedAt = at
   }
 
@@ -626,20 +722,23 @@ export class RolloutEngine {
    * when that is another release than the one that failed (no revert loops); no release
    * before is "no target", said, not an error. A --noop rollout changed nothing.
    */
-  private planReverts(): void {
+  private planReverts(at: number): void {
     const {settings, state} = this
     if (settings.revert === 'none' || settings.noop) return
     for (const node of state.nodes) {
       const failed = node.state === 'failed' || node.state === 'deadline'
       const moved = node.state === 'succeeded' && settings.revert === 'all' && state.stopped !== null
       if (!failed && !moved) continue
-      const entry: RevertEntry = {state: 'pending', release: node.before, save: settings.save && node.state === 'succeeded', runId: null, dispatchedAt: null, finishedAt: null, message: null, silent: 0}
+      // A run that missed its deadline may still succeed, and with --save point the node at REF: its revert saves too.
+      const entry: RevertEntry = {state: 'pending', release: node.before, save: settings.save && (node.state === 'succeeded' || node.state === 'deadline'), runId: null, dispatchedAt: null, finishedAt: null, message: null, silent: 0}
       if (node.before === null) {
         entry.state = 'no target'
         entry.message = 'no release succeeded on it before this rollout: nothing to go back to'
       } else if (node.before === node.release || (node.release === null && node.before === node.wanted)) {
         entry.state = 'not needed'
         entry.message = `it was on ${node.before} before this rollout`
+      } else if (node.state === 'deadline' && node.runId !== null) {
+        this.waitForLateRun(node, entry, at)
       }
 
       node.revert = entry
@@ -654,7 +753,7 @@ export class RolloutEngine {
 function nodeKey(node: RolloutNode | undefined): string {
   if (!node) return ''
   const revert = node.revert
-  return `${node.state}|${node.runId}|${node.silent}|${node.retryAt}|${node.busyTries}|${node.dispatchedAt}|${node.missed === true}|${revert ? `${revert.state}|${revert.runId}|${revert.silent}|${revert.dispatchedAt}|${revert.missed === true}` : ''}`
+  return `${node.state}|${node.runId}|${node.silent}|${node.retryAt}|${node.busyTries}|${node.dispatchedAt}|${node.missed === true}|${node.surveyed}|${revert ? `${revert.state}|${revert.runId}|${revert.silent}|${revert.dispatchedAt}|${revert.missed === true}|${revert.retryAt}|${revert.waitFor}` : ''}`
 }
 
 /** --only-outdated: the node's newest attempt is a completed success, not noop, of exactly what is wanted. */
