@@ -83,10 +83,10 @@ export const ROLLOUT_EXIT_CODES: ExitCodeRow[] = [
   {code: 0, meaning: 'every targeted node ended on the release with success (or was up to date)'},
   {code: 1, meaning: 'a node failed, was refused, busy, missed its deadline, did not answer or was not started; or no node matched'},
   {code: 64, meaning: 'usage error'},
-  {code: 65, meaning: 'the rollout record is damaged, or its events do not lead to the state it records (--resume)'},
+  {code: 65, meaning: 'the rollout record is damaged, or its events do not lead to the state it records (--resume); or rollouts/active.json is damaged'},
   {code: 66, meaning: 'no such rollout (--resume, show), or the --nodes file is missing'},
   {code: 69, meaning: 'mco cannot be run or the broker cannot be reached (the rollout is recorded: --resume continues it)'},
-  {code: 73, meaning: 'another process is driving that rollout (--resume)'},
+  {code: 73, meaning: 'another live rollout drives some of these nodes (named), or another process is driving that rollout (--resume)'},
   {code: 77, meaning: 'the rollouts directory or a record is owned by another user or writable by others (--allow-untrusted)'},
   {code: '130/143', meaning: 'interrupted by SIGINT/SIGTERM: runs already started go on; --resume ID continues'},
 ]
