@@ -1,4 +1,4 @@
-import {type RolloutSettings, cutBatches, formatStep, stepSize} from './settings.js'
+import {DEFAULT_DEADLINE_MS, type RolloutSettings, cutBatches, formatStep, stepSize} from './settings.js'
 import type {NodeReport, NodeState, RevertEntry, RolloutAction, RolloutEvent, RolloutNode, RolloutState, RunReport} from './types.js'
 
 export type {NodeState, RevertState, RunReport, NodeReport, StartAnswer, RolloutEvent, RolloutAction, RevertEntry, RolloutNode, Phase, RolloutState} from './types.js'
@@ -407,8 +407,8 @@ export class RolloutEngine {
           // revert waits for that run to end, then goes, so that the run cannot land (and,
           // with --save, point the node at) the release this rollout judged failed after it.
           this.waitForLateRun(node, revert, event.at)
-        } else if (answer.busy && event.at < (revert.busySince ?? event.at) + this.settings.deadlineMs) {
-          // Busy with some other run: tried again later, like a busy apply, until --deadline.
+        } else if (answer.busy && event.at < (revert.busySince ?? event.at) + this.lateRunLimitMs()) {
+          // Busy with some other run: tried again later, like a busy apply, for as long as a run may last.
           revert.busySince ??= event.at
           revert.state = 'busy'
           revert.retryAt = event.at + this.settings.busyRetryMs
@@ -622,16 +622,18 @@ export class RolloutEngine {
         this.finish(node, 'deadline', at, `no final run within --deadline ${minutes}${node.runId ? ` (run ${node.runId} still running)` : ''}`)
       }
 
+      // A revert (and the late run it waits for) has as long as a run may last.
       const revert = node.revert
-      if (revert && (revert.state === 'starting' || revert.state === 'running') && revert.dispatchedAt !== null && at >= revert.dispatchedAt + limit) {
+      const revertLimit = this.lateRunLimitMs()
+      if (revert && (revert.state === 'starting' || revert.state === 'running') && revert.dispatchedAt !== null && at >= revert.dispatchedAt + revertLimit) {
         revert.state = 'deadline'
-        revert.message = `no final run within --deadline ${minutes}`
+        revert.message = `no final run within ${span(revertLimit)}`
         revert.finishedAt = at
       }
 
-      if (revert?.state === 'waiting' && revert.waitingSince !== undefined && at >= revert.waitingSince + limit) {
+      if (revert?.state === 'waiting' && revert.waitingSince !== undefined && at >= revert.waitingSince + revertLimit) {
         revert.state = 'deadline'
-        revert.message = `its late run ${revert.waitFor} did not end within another --deadline ${minutes}: not reverted (that run may still land ${node.release ?? node.wanted})`
+        revert.message = `its late run ${revert.waitFor} did not end within ${span(revertLimit)} more: not reverted (that run may still land ${node.release ?? node.wanted})`
         revert.finishedAt = at
       }
 
@@ -650,6 +652,17 @@ export class RolloutEngine {
     return null
   }
 
+  /**
+   * How long a revert has, and how long it waits for the late run it must not go into: as
+   * long as a run may last (its --timeout and 5 minutes, or an hour without one), and at
+   * least --deadline. Giving up sooner would only report a revert failed that goes on; the
+   * agent cannot stop a run; Ctrl-C stops the wait, and --resume goes on with it.
+   */
+  private lateRunLimitMs(): number {
+    const {timeoutSeconds, deadlineMs} = this.settings
+    return Math.max(deadlineMs, timeoutSeconds === null ? DEFAULT_DEADLINE_MS : timeoutSeconds * 1000 + 5 * 60_000)
+  }
+
   private windowed(group: number): boolean {
     return this.settings.window !== null && !(this.settings.canary > 0 && group === 0)
   }
@@ -663,8 +676,8 @@ export class RolloutEngine {
       if ((node.state === 'starting' || node.state === 'running') && node.dispatchedAt !== null) wake = Math.min(wake, node.dispatchedAt + this.settings.deadlineMs)
       if (node.state === 'busy' && node.retryAt !== null && state.stopped === null) wake = Math.min(wake, node.retryAt)
       const revert = node.revert
-      if (revert && (revert.state === 'starting' || revert.state === 'running') && revert.dispatchedAt !== null) wake = Math.min(wake, revert.dispatchedAt + this.settings.deadlineMs)
-      if (revert?.state === 'waiting' && revert.waitingSince !== undefined) wake = Math.min(wake, revert.waitingSince + this.settings.deadlineMs)
+      if (revert && (revert.state === 'starting' || revert.state === 'running') && revert.dispatchedAt !== null) wake = Math.min(wake, revert.dispatchedAt + this.lateRunLimitMs())
+      if (revert?.state === 'waiting' && revert.waitingSince !== undefined) wake = Math.min(wake, revert.waitingSince + this.lateRunLimitMs())
       if (revert?.state === 'busy' && revert.retryAt != null) wake = Math.min(wake, revert.retryAt)
     }
 
@@ -755,6 +768,9 @@ function nodeKey(node: RolloutNode | undefined): string {
   const revert = node.revert
   return `${node.state}|${node.runId}|${node.silent}|${node.retryAt}|${node.busyTries}|${node.dispatchedAt}|${node.missed === true}|${node.surveyed}|${revert ? `${revert.state}|${revert.runId}|${revert.silent}|${revert.dispatchedAt}|${revert.missed === true}|${revert.retryAt}|${revert.waitFor}` : ''}`
 }
+
+/** A limit as a person reads it: 90s, 65 min. */
+const span = (ms: number): string => (ms >= 60_000 ? `${Math.round(ms / 60_000)} min` : `${Math.round(ms / 1000)}s`)
 
 /** --only-outdated: the node's newest attempt is a completed success, not noop, of exactly what is wanted. */
 function upToDate(wanted: string | null, answer: NodeReport): boolean {
