@@ -81,7 +81,7 @@ export function renderExitCodes(rows: ExitCodeRow[], indent = ''): string {
 
 export const ROLLOUT_EXIT_CODES: ExitCodeRow[] = [
   {code: 0, meaning: 'every targeted node ended on the release with success (or was up to date)'},
-  {code: 1, meaning: 'a node failed, was refused, busy, missed its deadline, did not answer or was not started; or no node matched'},
+  {code: 1, meaning: 'a node failed, was refused, busy, missed its deadline, did not answer or was not started, or was no longer on the release when the rollout ended (overtaken); or no node matched'},
   {code: 64, meaning: 'usage error'},
   {code: 65, meaning: 'the rollout record is damaged, or its events do not lead to the state it records (--resume); or rollouts/active.json is damaged'},
   {code: 66, meaning: 'no such rollout (--resume, show), or the --nodes file is missing'},

@@ -11,7 +11,8 @@ import type {RolloutSettings} from '../../src/lib/rollout/settings.js'
  */
 
 /** `slow-start`: its run starts, but its answer to the start comes too late (it answers everything else). */
-export type Behaviour = 'succeed' | 'fail' | 'refuse' | 'busy-once' | 'busy-always' | 'silent' | 'hang' | 'vanish' | 'sours' | 'slow-start'
+/** `overtaken`: after its run succeeded, another run applies another release on it (an operator, a timer). */
+export type Behaviour = 'succeed' | 'fail' | 'refuse' | 'busy-once' | 'busy-always' | 'silent' | 'hang' | 'vanish' | 'sours' | 'slow-start' | 'overtaken'
 
 export interface SimNodeSpec {
   name: string
@@ -91,6 +92,10 @@ export class SimulatedFleet implements RolloutTransport {
     // A node that sours: after its run succeeded, a later (timer) run fails.
     if (node.behaviour === 'sours' && newest?.state === 'succeeded') {
       return {pointer: node.pointer, applied, newest: {...newest, runId: `${newest.runId}-timer`, state: 'failed', message: 'Error: the timer run failed'}}
+    }
+
+    if (node.behaviour === 'overtaken' && newest?.state === 'succeeded' && node.runs.at(-1)?.purpose === 'apply') {
+      return {pointer: node.pointer, applied: 'app/tags/0.8.0', newest: {...newest, runId: `${newest.runId}-other`, release: 'app/tags/0.8.0'}}
     }
 
     return {pointer: node.pointer, applied, newest}

@@ -19,7 +19,7 @@ export type {NodeState, RevertState, RunReport, NodeReport, StartAnswer, Rollout
 
 /** States that count against the failure budget. */
 export const COUNTED_STATES: readonly NodeState[] = ['failed', 'refused', 'deadline', 'no answer']
-export const FINAL_STATES: readonly NodeState[] = ['succeeded', 'failed', 'refused', 'deadline', 'no answer', 'up to date', 'not started', 'busy']
+export const FINAL_STATES: readonly NodeState[] = ['succeeded', 'failed', 'refused', 'deadline', 'no answer', 'up to date', 'not started', 'busy', 'overtaken']
 /** Run record states that are a success, and those that are final. */
 const RUN_OK = new Set(['succeeded', 'skipped'])
 const RUN_FINAL = new Set(['succeeded', 'skipped', 'failed', 'error', 'interrupted', 'refused', 'busy'])
@@ -177,6 +177,7 @@ export class RolloutEngine {
     const active = this.activeNodes()
     const orphans = active.filter((node) => node.state === 'starting' || node.revert?.state === 'starting').map((node) => node.node)
     if (orphans.length > 0) return [{kind: 'adopt', nodes: orphans}]
+    if (state.phase === 'rolling' && state.verify === 'due') return [{kind: 'verify', nodes: state.nodes.filter((node) => node.state === 'succeeded').map((node) => node.node)}]
 
     if (state.phase === 'rolling' && state.stopped === null) {
       const group = this.currentGroup()
@@ -283,6 +284,11 @@ export class RolloutEngine {
         break
       }
 
+      case 'verified': {
+        this.onVerified(event)
+        break
+      }
+
       case 'tick': {
         break
       }
@@ -302,8 +308,8 @@ export class RolloutEngine {
 
   /** What every event may change besides the nodes it names: phase, groups, stop, and how many nodes are in each state. */
   private signature(): string {
-    const {phase, stopped, settledAt, rechecked, finishedAt} = this.state
-    return `${phase}|${stopped}|${settledAt.join()}|${rechecked.join()}|${finishedAt}|${this.moves}`
+    const {phase, stopped, settledAt, rechecked, finishedAt, verify} = this.state
+    return `${phase}|${stopped}|${settledAt.join()}|${rechecked.join()}|${finishedAt}|${this.moves}|${verify}`
   }
 
   // ---- events ----
@@ -556,6 +562,26 @@ export class RolloutEngine {
     }
   }
 
+  /**
+   * A node whose run succeeded but that has applied another release since (another run came
+   * after it: an operator's apply, a timer, a rollout this one could not know of) is not on
+   * REF: it is "overtaken", so that the rollout does not exit 0 over a fleet left mixed. It
+   * is not counted (it did not fail) and not reverted (what moved it is not ours to undo). A
+   * node that does not answer keeps its success: its run did succeed, and nothing says more.
+   */
+  private onVerified(event: Extract<RolloutEvent, {kind: 'verified'}>): void {
+    if (this.state.verify !== 'due') return
+    for (const name of event.nodes) {
+      const node = this.node(name)
+      const answer = Object.hasOwn(event.answers, name) ? event.answers[name] : undefined
+      if (!node || node.state !== 'succeeded' || !answer || node.release === null || answer.applied === node.release) continue
+      const newest = answer.newest
+      this.finish(node, 'overtaken', event.at, `not on ${node.release} when the rollout ended: ${answer.applied ?? 'nothing'} was applied since${newest && newest.runId !== node.runId ? ` (its newest run ${newest.runId}: ${newest.state}${newest.release ? ` ${newest.release}` : ''})` : ''}`)
+    }
+
+    this.state.verify = 'done'
+  }
+
   private onProbed(event: Extract<RolloutEvent, {kind: 'probed'}>): void {
     for (const name of event.nodes) {
       const node = this.node(name)
@@ -717,6 +743,14 @@ export class RolloutEngine {
       for (const node of state.nodes) {
         if (node.state === 'pending') this.finish(node, 'not started', at, state.stopped ? 'not started: the rollout stopped' : null)
         else if (node.state === 'busy' && node.retryAt !== null) this.finish(node, 'busy', at, `${node.message ?? 'busy'} (not tried again: the rollout stopped)`)
+      }
+
+      // One last question before the end (and before any revert): are the nodes that
+      // succeeded still on what they ran? A --noop rollout applied nothing to ask about.
+      if (state.verify !== 'done' && !settings.noop && this.count('s:succeeded') > 0) {
+        state.verify = 'due'
+        this.reindexAll()
+        return
       }
 
       this.planReverts(at)

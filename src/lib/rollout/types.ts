@@ -16,6 +16,8 @@ export type NodeState =
   | 'no answer'
   | 'up to date'
   | 'not started'
+  /** Its run succeeded, but when the rollout ended another release had been applied on it since. */
+  | 'overtaken'
 
 /** `waiting`: the node's own late run (it missed its --deadline) is still going; the revert is sent once it ends. */
 export type RevertState = 'pending' | 'waiting' | 'starting' | 'running' | 'succeeded' | 'failed' | 'refused' | 'busy' | 'deadline' | 'no answer' | 'no target' | 'not needed'
@@ -60,6 +62,8 @@ export type RolloutEvent =
   | {kind: 'adopted'; at: number; nodes: string[]; answers: Record<string, NodeReport>}
   /** Nodes the survey found silent, asked once more (briefly) when their turn comes. */
   | {kind: 'probed'; at: number; nodes: string[]; answers: Record<string, NodeReport>}
+  /** The nodes that succeeded, asked once more before the rollout ends: still on what they ran? */
+  | {kind: 'verified'; at: number; nodes: string[]; answers: Record<string, NodeReport>}
   | {kind: 'tick'; at: number}
 
 export type RolloutAction =
@@ -70,6 +74,7 @@ export type RolloutAction =
   | {kind: 'recheck'; group: number; nodes: string[]}
   | {kind: 'adopt'; nodes: string[]}
   | {kind: 'probe'; nodes: string[]}
+  | {kind: 'verify'; nodes: string[]}
   | {kind: 'wait'; until: number}
   | {kind: 'done'}
 
@@ -138,4 +143,6 @@ export interface RolloutState {
   allowedFailures: number
   startedAt: number | null
   finishedAt: number | null
+  /** The last question before the end (the nodes that succeeded: still on what they ran?): due, then done. */
+  verify?: 'due' | 'done'
 }

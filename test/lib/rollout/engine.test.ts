@@ -5,6 +5,7 @@ import fc from 'fast-check'
 
 import {driveRollout, replayEvents} from '../../../src/lib/rollout/drive.js'
 import {FINAL_STATES, type NodeState, type RolloutEvent, RolloutEngine} from '../../../src/lib/rollout/engine.js'
+import {rolloutExitCode} from '../../../src/lib/rollout/rollout.js'
 import {type RolloutSettings, cutBatches, parseBatch, parseStep, stepSize} from '../../../src/lib/rollout/settings.js'
 import {type Behaviour, Killed, type SimNodeSpec, SimulatedFleet, VirtualClock} from '../../helpers/simulated-fleet.js'
 
@@ -338,6 +339,22 @@ test('a node silent at the survey that answers at its turn is started like the o
   t.deepEqual(engine.next(6)[0], {kind: 'start', nodes: ['b']})
 })
 
+// Issue 32, item 2: the rollouts that each reported success over a fleet left mixed.
+test('a node another run moved off REF before the rollout ended is "overtaken": not counted, not reverted, and the rollout does not exit 0', async (t) => {
+  const {engine, fleet} = await simulate(specs(['succeed', 'overtaken', 'succeed']), settings({revert: 'all'}))
+  t.is(stateOf(engine, 'n00001'), 'overtaken')
+  t.regex(engine.node('n00001')!.message!, /^not on app\/tags\/1\.1\.0 when the rollout ended: app\/tags\/0\.8\.0 was applied since \(its newest run n00001-1-other: succeeded app\/tags\/0\.8\.0\)$/)
+  t.is(engine.failures(), 0)
+  t.is(engine.state.stopped, null)
+  t.deepEqual(fleet.started.filter(([, purpose]) => purpose === 'revert'), [])
+  for (const name of ['n00000', 'n00002']) t.is(stateOf(engine, name), 'succeeded', name)
+  t.is(rolloutExitCode(engine), 1)
+  // Every node on REF: 0, after the same last question.
+  const clean = await simulate(specs(['succeed', 'succeed']), settings())
+  t.is(rolloutExitCode(clean.engine), 0)
+  t.is(clean.engine.state.verify, 'done')
+})
+
 // ---- properties ----
 
 /** Assertions that throw, so that fast-check sees a failure, shrinks it and prints the counterexample. */
@@ -347,7 +364,7 @@ const check = {
   deepEqual: (actual: unknown, expected: unknown, message?: string) => assert.deepStrictEqual(actual, expected, message),
 }
 
-const BEHAVIOURS: Behaviour[] = ['succeed', 'succeed', 'succeed', 'succeed', 'fail', 'refuse', 'busy-once', 'busy-always', 'silent', 'hang', 'vanish', 'sours', 'slow-start']
+const BEHAVIOURS: Behaviour[] = ['succeed', 'succeed', 'succeed', 'succeed', 'fail', 'refuse', 'busy-once', 'busy-always', 'silent', 'hang', 'vanish', 'sours', 'slow-start', 'overtaken']
 
 const fleetArbitrary = (maxNodes: number): fc.Arbitrary<FleetInput> =>
   fc.record({
