@@ -9,6 +9,8 @@ import type {RolloutSettings} from './settings.js'
 export interface RolloutTransport {
   /** How each node is: its pointer, applied release and newest attempt. */
   survey(nodes: string[], signal?: AbortSignal): Promise<Record<string, NodeReport>>
+  /** The same question, with a short reply timeout (seconds, not a whole -t): for nodes the survey found silent. */
+  probe(nodes: string[], signal?: AbortSignal): Promise<Record<string, NodeReport>>
   /** Starts the rollout's run (apply of the settings' ref, or of each node's input) on each node. */
   start(nodes: string[], settings: RolloutSettings, signal?: AbortSignal): Promise<Record<string, StartAnswer>>
   /** Starts `rollback --to RELEASE` on each node (with --save where asked). */
@@ -76,6 +78,18 @@ export async function driveRollout(engine: RolloutEngine, transport: RolloutTran
         case 'adopt': {
           const answers = await transport.survey(action.nodes, signal)
           await take({kind: 'adopted', at: clock.now(), nodes: action.nodes, answers})
+          break
+        }
+
+        case 'probe': {
+          const answers = await transport.probe(action.nodes, signal)
+          await take({kind: 'probed', at: clock.now(), nodes: action.nodes, answers})
+          break
+        }
+
+        case 'verify': {
+          const answers = await transport.survey(action.nodes, signal)
+          await take({kind: 'verified', at: clock.now(), nodes: action.nodes, answers})
           break
         }
 

@@ -6,6 +6,7 @@ import {compareNatural} from '../util/natural-order.js'
 import {terminalText} from '../util/terminal-text.js'
 import {type Clock, type RolloutTransport, driveRollout} from './drive.js'
 import {type NodeReport, RolloutEngine} from './engine.js'
+import {type NodeClaim, claimNodes} from './exclusion.js'
 import {type RolloutRecord, RolloutStore, type TransportSpec, engineFromRecord, openRolloutsDir, readFleetMemory, readRolloutRecord, writeFleetMemory} from './record.js'
 import {RollbackStarts} from './revert-transport.js'
 import type {RolloutSettings} from './settings.js'
@@ -82,13 +83,23 @@ export async function expectedFleet(
     return {expected: listed.sort(compareNatural), expectedFrom: `--nodes ${file} (${listed.length})`, answers, remember: async () => {}}
   }
 
+  // Nodes named with -I (not /regex/) are expected, like --nodes: a named node that is down
+  // is "no answer", never left out (and never left out of the fleet remembered for the filters).
+  const named = literalIdentities(discovery)
+  const onlyNamed = named.length > 0 && discovery.every((value, i) => (i % 2 === 0 ? value === '-I' : named.includes(value)))
+  if (onlyNamed) {
+    for (const node of Object.keys(answers)) if (!named.includes(node)) delete answers[node]
+    const silent = named.filter((node) => !Object.hasOwn(answers, node))
+    return {expected: [...named].sort(compareNatural), expectedFrom: `-I (${named.length}${silent.length > 0 ? `; ${silent.join(', ')} did not answer` : ''})`, answers, remember: async () => {}}
+  }
+
   const key = JSON.stringify({connection, discovery})
   const memory = await readFleetMemory(memoryDir, options.allowUntrusted)
   const before = memory[key]?.nodes.filter((node) => IDENTITY.test(node)) ?? []
   const discovered = Object.keys(answers)
-  const missing = before.filter((node) => !discovered.includes(node))
+  const missing = [...new Set([...before, ...named])].filter((node) => !discovered.includes(node))
   const expected = [...new Set([...discovered, ...missing])].sort(compareNatural)
-  const expectedFrom = `discovery (${discovered.length})${missing.length > 0 ? ` and the last one with these filters (${missing.join(', ')} did not answer now)` : ''}`
+  const expectedFrom = `discovery (${discovered.length})${missing.length > 0 ? ` and the nodes named with -I or found by the last discovery with these filters (${missing.join(', ')} did not answer now)` : ''}`
   return {
     expected,
     expectedFrom,
@@ -98,6 +109,16 @@ export async function expectedFleet(
       await writeFleetMemory(memoryDir, memory)
     },
   }
+}
+
+/** The identities given with -I that name one node (mco takes `/.../` as a regular expression). */
+function literalIdentities(discovery: string[]): string[] {
+  const named: string[] = []
+  for (let i = 0; i < discovery.length - 1; i++) {
+    if (discovery[i] === '-I' && IDENTITY.test(discovery[i + 1]) && !named.includes(discovery[i + 1])) named.push(discovery[i + 1])
+  }
+
+  return named
 }
 
 /** 0 when every targeted node ended on the release with success (or was up to date, or nothing was targeted... never: no nodes is 1). */
@@ -113,17 +134,21 @@ export async function startRollout(settings: RolloutSettings, spec: TransportSpe
   const {dir, untrusted} = await openRolloutsDir(options.stateDir, options.allowUntrusted, true)
   for (const problem of untrusted) io.warn(`--allow-untrusted: ${problem}`)
   const transport = openTransport(spec, {warn: io.warn})
+  let claim: NodeClaim | undefined
   try {
     const fleet = await expectedFleet(transport, dir, {...options, warn: io.warn})
     if (fleet.expected.length === 0) throw new LocalpuppetError('no-nodes', ExitCode.failed, 'no nodes matched the discovery filters: nothing to roll out')
     const engine = new RolloutEngine(settings, fleet.expected)
     const store = RolloutStore.create(dir, {transport: spec, settings, expected: fleet.expected, expectedFrom: fleet.expectedFrom}, engine)
+    // Before anything is recorded or sent: a node another live rollout drives is refused (73).
+    claim = await claimNodes(dir, store.record.id, fleet.expected, options.allowUntrusted)
     const clock = options.clock ?? systemClock
     const surveyed = engine.handle({kind: 'surveyed', at: clock.now(), answers: fleet.answers})
     if (surveyed) await store.add(surveyed, engine)
     await fleet.remember()
     return await drive(engine, store, transport, clock, options, io)
   } finally {
+    await claim?.release()
     await transport.close()
   }
 }
@@ -135,13 +160,16 @@ export async function resumeRollout(id: string, options: RolloutOptions, io: Rol
   const record = await readRolloutRecord(dir, id, options.allowUntrusted)
   const store = new RolloutStore(dir, record)
   const engine = engineFromRecord(record, store.path)
-  await store.claim()
+  store.assertResumable()
+  const claim = await claimNodes(dir, record.id, record.expected, options.allowUntrusted)
   const fleet = openTransport(record.transport, {warn: io.warn})
   // A revert (rollout revert) starts `rollback --to`, resumed as it began.
   const transport = record.reverts ? new RollbackStarts(fleet) : fleet
   try {
+    await store.claim()
     return await drive(engine, store, transport, options.clock ?? systemClock, options, io)
   } finally {
+    await claim.release()
     await fleet.close()
   }
 }

@@ -38,6 +38,8 @@ export interface McoReply {
 }
 
 const MAX_OUTPUT = 256 * 1024 * 1024
+/** How long a node the survey found silent has to answer when its turn comes. */
+const PROBE_SECONDS = 3
 /** The agent's `status wait=` range. */
 const MAX_WAIT_SECONDS = 50
 const str = (value: unknown): string | null => (typeof value === 'string' && value !== '' ? value : null)
@@ -132,6 +134,12 @@ export class McoTransport implements RolloutTransport {
 
   async survey(nodes: string[], signal?: AbortSignal): Promise<Record<string, NodeReport>> {
     const replies = await this.call('status', [], nodes, this.options.statusTimeout ?? 20, signal)
+    return Object.fromEntries([...replies].map(([node, reply]) => [node, nodeFromReply(reply)]))
+  }
+
+  /** A node the survey found silent, asked again at its turn: a few seconds, not a whole -t, so that it never holds its batch. */
+  async probe(nodes: string[], signal?: AbortSignal): Promise<Record<string, NodeReport>> {
+    const replies = await this.call('status', [], nodes, Math.min(PROBE_SECONDS, this.options.statusTimeout ?? PROBE_SECONDS), signal)
     return Object.fromEntries([...replies].map(([node, reply]) => [node, nodeFromReply(reply)]))
   }
 

@@ -60,6 +60,10 @@ const PARALLEL = 32
 const MAX_WAIT_SECONDS = 50
 /** How long a master has to close in close(). */
 const CLOSE_TIMEOUT_MS = 5000
+/** How long a node the survey found silent has (once connected) when its turn comes. */
+const PROBE_SECONDS = 3
+/** What a node has on top of the time its answer is given: the CLI's own start-up, ssh's session. */
+const SLACK_SECONDS = 10
 
 const str = (value: unknown): string | null => (typeof value === 'string' && value !== '' ? value : null)
 const num = (value: unknown): number | null => (typeof value === 'number' && Number.isFinite(value) ? value : null)
@@ -178,7 +182,7 @@ export class SshTransport implements RolloutTransport {
     ]
   }
 
-  /** `localpuppet ARGS` on one node, with `seconds` for its answer once connected. */
+  /** `localpuppet ARGS` on one node, with `seconds` for its whole answer once connected. */
   async run(node: string, args: string[], seconds: number, signal?: AbortSignal): Promise<SshAnswer> {
     const target = this.byNode.get(node)
     if (!target) return {kind: 'silent', why: 'not among the targets'}
@@ -187,7 +191,7 @@ export class SshTransport implements RolloutTransport {
     const dir = await this.dir
     this.used.add(target)
     const nonce = randomBytes(12).toString('hex')
-    const limit = (this.options.connectTimeout ?? DEFAULT_CONNECT_TIMEOUT) + seconds + 10
+    const limit = (this.options.connectTimeout ?? DEFAULT_CONNECT_TIMEOUT) + seconds
     const result = await capture(this.options.ssh, [...this.sshArgs(target, dir), '--', target.host, remoteCommand(this.options.localpuppet, args, nonce)], {
       timeoutMs: limit * 1000,
       signal,
@@ -230,7 +234,16 @@ export class SshTransport implements RolloutTransport {
   }
 
   async survey(nodes: string[], signal?: AbortSignal): Promise<Record<string, NodeReport>> {
-    const answers = await this.runEach(nodes, () => ['status', '--json'], this.options.statusTimeout ?? 20, signal)
+    return this.status(nodes, (this.options.statusTimeout ?? 20) + SLACK_SECONDS, signal)
+  }
+
+  /** A node the survey found silent, asked again at its turn: a few seconds once connected, so that it never holds its batch. */
+  async probe(nodes: string[], signal?: AbortSignal): Promise<Record<string, NodeReport>> {
+    return this.status(nodes, Math.min(PROBE_SECONDS, this.options.statusTimeout ?? PROBE_SECONDS), signal)
+  }
+
+  private async status(nodes: string[], seconds: number, signal?: AbortSignal): Promise<Record<string, NodeReport>> {
+    const answers = await this.runEach(nodes, () => ['status', '--json'], seconds, signal)
     const reports: Record<string, NodeReport> = {}
     for (const [node, answer] of answers) {
       if (answer.kind === 'answer') {
@@ -245,20 +258,20 @@ export class SshTransport implements RolloutTransport {
 
   async start(nodes: string[], settings: RolloutSettings, signal?: AbortSignal): Promise<Record<string, StartAnswer>> {
     const args = ['apply', '--detach', '--json', ...runFlags(settings), ...(settings.ref === null ? [] : ['--app', settings.ref]), ...(settings.fetch ? ['--fetch'] : [])]
-    return this.starts(await this.runEach(nodes, () => args, this.startTimeout(settings), signal))
+    return this.starts(await this.runEach(nodes, () => args, this.startTimeout(settings) + SLACK_SECONDS, signal))
   }
 
   async revert(entries: Array<{node: string; release: string; save: boolean}>, settings: RolloutSettings, signal?: AbortSignal): Promise<Record<string, StartAnswer>> {
     // Each node goes back to its own release.
     const byNode = new Map(entries.map((entry) => [entry.node, entry]))
     const argsOf = (node: string) => ['rollback', '--detach', '--json', ...runFlags({...settings, noop: false, save: byNode.get(node)!.save}), '--to', byNode.get(node)!.release]
-    return this.starts(await this.runEach([...byNode.keys()], argsOf, this.startTimeout(settings), signal))
+    return this.starts(await this.runEach([...byNode.keys()], argsOf, this.startTimeout(settings) + SLACK_SECONDS, signal))
   }
 
   async poll(runs: Array<{node: string; runId: string}>, waitMs: number, signal?: AbortSignal): Promise<Record<string, RunReport>> {
     const wait = Math.max(1, Math.min(MAX_WAIT_SECONDS, Math.round(waitMs / 1000)))
     const ids = new Map(runs.map((run) => [run.node, run.runId]))
-    const answers = await this.runEach([...ids.keys()], (node) => ['status', ids.get(node)!, '--json', '--wait', '--timeout', String(wait)], wait + 10, signal)
+    const answers = await this.runEach([...ids.keys()], (node) => ['status', ids.get(node)!, '--json', '--wait', '--timeout', String(wait)], wait + SLACK_SECONDS, signal)
     const reports: Record<string, RunReport> = {}
     for (const [node, answer] of answers) {
       if (answer.kind !== 'answer') {

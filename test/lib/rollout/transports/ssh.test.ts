@@ -157,6 +157,8 @@ test("a survey reads each node's status; a node with no run yet answered (with n
   const found = await transport.discover()
   t.deepEqual(found.web2, {pointer: null, applied: null, newest: null, disabled: null, drift: null})
   t.like(found.web1, {pointer: 'foo/tags/1.4.0', applied: 'foo/tags/1.4.0', disabled: 'ops', drift: 2, newest: {runId: RUN, state: 'failed', message: 'Error: Evaluation Error: boom'}})
+  // A node found silent, asked again at its turn, is asked the same question.
+  t.deepEqual(await transport.probe(['web1', 'web2']), {web1: found.web1, web2: found.web2})
   const polled = await transport.poll(
     [
       {node: 'web1', runId: RUN},
