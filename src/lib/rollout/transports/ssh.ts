@@ -94,7 +94,7 @@ export function sshRefusal(target: SshTarget, stderr: string): string | null {
     return `the SSH host key of ${where} has changed (REMOTE HOST IDENTIFICATION HAS CHANGED): not talking to it; if the change is expected, remove the old key (ssh-keygen -R) and add the new one after checking it`
   }
 
-  if (/No \S+ host key is known for|Host key verification failed|host key for .* has changed/i.test(stderr)) {
+  if (/No \S+ host key is known for|Host key verification failed/.test(stderr)) {
     return `the SSH host key of ${where} is not known (StrictHostKeyChecking): add it to the known hosts file after checking it`
   }
 
@@ -237,12 +237,17 @@ export class SshTransport implements RolloutTransport {
     return this.status(nodes, (this.options.statusTimeout ?? 20) + SLACK_SECONDS, signal)
   }
 
-  /** A node the survey found silent, asked again at its turn: a few seconds once connected, so that it never holds its batch. */
+  /**
+   * A node the survey found silent, asked again at its turn: a few seconds once connected, so
+   * that it never holds its batch. One ssh refuses to talk to (its host key, its login) is
+   * not silent: it is given its turn with nothing known of it, and its start is the refusal
+   * that names why (77), where silence would make it "no answer".
+   */
   async probe(nodes: string[], signal?: AbortSignal): Promise<Record<string, NodeReport>> {
-    return this.status(nodes, Math.min(PROBE_SECONDS, this.options.statusTimeout ?? PROBE_SECONDS), signal)
+    return this.status(nodes, Math.min(PROBE_SECONDS, this.options.statusTimeout ?? PROBE_SECONDS), signal, true)
   }
 
-  private async status(nodes: string[], seconds: number, signal?: AbortSignal): Promise<Record<string, NodeReport>> {
+  private async status(nodes: string[], seconds: number, signal?: AbortSignal, refusedTakeTurn = false): Promise<Record<string, NodeReport>> {
     const answers = await this.runEach(nodes, () => ['status', '--json'], seconds, signal)
     const reports: Record<string, NodeReport> = {}
     for (const [node, answer] of answers) {
@@ -250,7 +255,10 @@ export class SshTransport implements RolloutTransport {
         // A node with no run yet answers with an error (66): it answered, and has nothing.
         const status = answer.json && !failure(answer.json) ? answer.json : {}
         reports[node] = nodeFromReply(statusReply(node, status, answer.exitCode))
-      } else this.refused(node, answer)
+      } else {
+        this.refused(node, answer)
+        if (answer.kind === 'refused' && refusedTakeTurn) reports[node] = {pointer: null, applied: null, newest: null, disabled: null, drift: null}
+      }
     }
 
     return reports

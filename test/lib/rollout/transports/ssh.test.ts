@@ -44,6 +44,7 @@ for a; do [ "$prev" = "--" ] && [ -z "$host" ] && host=$a; prev=$a; last=$a; don
 case " $* " in *" -O exit "*) exit 0;; esac
 case $host in
   changed) cat ${dir}/changed.txt >&2; exit 255;;
+  unknown) printf 'No ED25519 host key is known for unknown and you have requested strict checking.\\nHost key verification failed.\\n' >&2; exit 255;;
   down) echo "ssh: connect to host down port 22: Connection refused" >&2; exit 255;;
   chatty) printf 'Welcome to chatty!\\n{"id": "forged"}\\nlp-end-0 0\\n';;
 esac
@@ -114,13 +115,14 @@ test("a start runs localpuppet apply --detach --json on each node over the node'
 })
 
 test('a changed host key is a refusal naming the node (77), never a prompt; a node that cannot be reached did not answer; a rollback goes to each node\'s own release', async (t) => {
-  const {transport, warnings, ran} = await fakeSsh(t, [target('changed'), target('down'), target('db1'), target('db2')], {
+  const {transport, warnings, ran} = await fakeSsh(t, [target('changed'), target('unknown'), target('down'), target('db1'), target('db2')], {
     'db1-rollback': {json: running},
     'db2-rollback': {json: 'Segmentation fault', rc: 139},
   })
   const answers = await transport.revert(
     [
       {node: 'changed', release: 'foo/tags/1.4.0', save: false},
+      {node: 'unknown', release: 'foo/tags/1.4.0', save: false},
       {node: 'down', release: 'foo/tags/1.4.0', save: false},
       {node: 'db1', release: 'foo/tags/1.3.0', save: true},
       {node: 'db2', release: 'foo/tags/1.4.0', save: false},
@@ -129,13 +131,15 @@ test('a changed host key is a refusal naming the node (77), never a prompt; a no
   )
   t.like(answers.changed, {exitCode: 77, busy: false})
   t.regex((answers.changed as {message: string}).message, /^the SSH host key of changed has changed \(REMOTE HOST IDENTIFICATION HAS CHANGED\): not talking to it/)
+  t.deepEqual(answers.unknown, {exitCode: 77, busy: false, message: 'the SSH host key of unknown is not known (StrictHostKeyChecking): add it to the known hosts file after checking it'})
   t.false('down' in answers, 'no answer')
   t.like(answers.db1, {run: {runId: RUN}})
   t.deepEqual(answers.db2, {exitCode: 139, busy: false, message: 'localpuppet exited 139 without a JSON answer'})
   t.deepEqual(await ran(), ['db1 rollback --detach --json --save --to foo/tags/1.3.0', 'db2 rollback --detach --json --to foo/tags/1.4.0'])
-  // A survey leaves a refused node out (no answer) and says why, once.
+  // A survey leaves a refused node out (no answer) and says why, once; at its turn, a probe lets its start say why.
   t.deepEqual(Object.keys(await transport.survey(['changed', 'db1'])), ['db1'])
   await transport.survey(['changed'])
+  t.deepEqual(await transport.probe(['changed', 'down']), {changed: {pointer: null, applied: null, newest: null, disabled: null, drift: null}})
   t.deepEqual(warnings, [`changed: ${(answers.changed as {message: string}).message}`])
 })
 
