@@ -1,7 +1,7 @@
 import type {ExecutionContext} from 'ava'
 import test from 'ava'
 
-import {FleetUnavailableError} from '../../../src/lib/errors.js'
+import {FleetUnavailableError, UsageError} from '../../../src/lib/errors.js'
 import {MAX_SERIES_CHARS, PrometheusClient, type PromSample} from '../../../src/lib/prometheus/client.js'
 import {head, hostileServer} from '../../helpers/hostile-server.js'
 import {testServer} from '../../helpers/repository.js'
@@ -150,4 +150,29 @@ test('more series than the bound, or one series larger than any, is 69 naming th
   const bytes = await answering(t, vector(Array.from({length: 50}, () => series([NOW, '1']))))
   const longer = await t.throwsAsync(read(bytes.url, {maxBytes: 1000}), {instanceOf: FleetUnavailableError})
   t.true(longer!.message.endsWith(': query up: answer larger than 1000 bytes'), longer!.message)
+})
+
+test('a user or password in the URL with a stray % (not %XX) is 64 naming the URL without them, never a crash (70)', (t) => {
+  for (const url of ['http://ops:s3cr%zzt@127.0.0.1:9090', 'http://o%ps:s3cret@127.0.0.1:9090']) {
+    const error = t.throws(() => new PrometheusClient(url), {instanceOf: UsageError})
+    t.is(error!.message, '--prometheus http://127.0.0.1:9090/: its user or password is not percent-encoded (a % must start %XX: write % as %25)')
+    t.is(error!.exitCode, 64)
+  }
+})
+
+test('an answer nested 200,000 arrays deep (which JSON.parse reads, and JSON.stringify or String() cannot show) is 69 naming where, never a crash (70)', async (t) => {
+  const deep = '['.repeat(200_000) + ']'.repeat(200_000)
+  const good = `"metric":{"__name__":"x"},"value":[${NOW},"1"]`
+  for (const [body, message] of [
+    [`{"status":"error","errorType":"bad_data","error":${deep}}`, 'HTTP 200: bad_data: (nested too deep to show) (query up)'],
+    [`{"status":"error","errorType":${deep},"error":"no"}`, 'HTTP 200: (nested too deep to show): no (query up)'],
+    [`{"status":"success","data":{"resultType":"vector","result":[${deep}]}}`, 'query up: a series that is not an object: (nested too deep to show)'],
+    [`{"status":"success","data":{"resultType":"vector","result":[{"metric":${deep},"value":[${NOW},"1"]}]}}`, 'query up: a series without its labels: (nested too deep to show)'],
+    [`{"status":"success","data":{"resultType":"vector","result":[{"metric":{"__name__":"x","node":${deep}},"value":[${NOW},"1"]}]}}`, 'query up: series x{}: label node is (nested too deep to show), not a string'],
+    [`{"status":"success","data":{"resultType":"vector","result":[{${good}},{"metric":{"__name__":"x"},"value":${deep}}]}}`, 'query up: series x{}: sample (nested too deep to show): its time is not a time'],
+  ] as const) {
+    const prometheus = await answering(t, body)
+    const error = await t.throwsAsync(read(prometheus.url), {instanceOf: FleetUnavailableError})
+    t.true(error!.message.startsWith(`prometheus ${prometheus.url}: ${message}`), error!.message)
+  }
 })
