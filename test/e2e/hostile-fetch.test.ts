@@ -332,6 +332,13 @@ test('a node given its repository id (repository_id, --repository-id) refuses a 
   t.regex(badEnv.stderr, /^localpuppet: LOCALPUPPET_REPOSITORY_ID: expected a repository id \(32 hex digits/)
   t.is((await cli(['fetch', 'foo@^1.3', '--accept-repository', staging], {env})).exitCode, 64, '--accept-repository cannot overrule repository_id')
 
+  // fleet status --source resolves wanted releases through the same index: refused the same way, before Prometheus is asked.
+  for (const args of [[], ['--source', source, '--trust', base.pub]]) {
+    const viewed = await cli(['fleet', 'status', '--prometheus', 'http://127.0.0.1:1', ...args], {env})
+    t.is(viewed.exitCode, 65, viewed.stderr)
+    t.true(viewed.stderr.startsWith(`localpuppet: index of ${source} is of repository ${staging}, not ${production} as repository_id in ${config}:4 says; refused`), viewed.stderr)
+  }
+
   // The mirror serves production: fetched, and pinned.
   await rm(source, {recursive: true})
   await cp(join(dir, 'production'), source, {recursive: true})
