@@ -4,7 +4,7 @@
 // and leaves nothing in the module directory.
 import {existsSync} from 'node:fs'
 import {createServer as createHttpsServer} from 'node:https'
-import {cp, mkdir, readFile, readdir, rm, stat, writeFile} from 'node:fs/promises'
+import {chmod, chown, cp, mkdir, readFile, readdir, rm, stat, writeFile} from 'node:fs/promises'
 import {join} from 'node:path'
 
 import test, {type ExecutionContext} from 'ava'
@@ -13,6 +13,7 @@ import {FAKE_PUPPET, cli, runBounded, startCli} from '../helpers/cli.js'
 import {copyRepository, sharedDemoRepository} from '../helpers/repository.js'
 import {type HostileAnswer, drip, head, hostileServer, pour} from '../helpers/hostile-server.js'
 import {tempDir} from '../helpers/temp.js'
+import {asHostile, hostileUid} from '../helpers/hostile-user.js'
 import {selfSignedCertificate} from '../helpers/tls.js'
 import {loadSigningKey, signIndex} from '../../src/lib/archive/signature.js'
 
@@ -489,4 +490,34 @@ test("a fetch killed with SIGKILL mid-download leaves its partial archive, which
   t.is(live.exitCode, null, 'the live fetch is still downloading')
   live.kill('SIGKILL')
   await live
+})
+
+const uid = hostileUid()
+const asRoot = uid === null ? test.skip : test
+
+asRoot("a downloads directory another user owns is refused (77) before anything is downloaded: fetch writes an archive there, then checks and installs it by name, and its owner could swap it in between; the dead fetches' names it planted are not touched", async (t) => {
+  const s = await scenario(t)
+  await chmod(join(s.modules, '..'), 0o755)
+  const first = await cli(['fetch', 'foo/tags/1.3.0', '--source', s.repo, '--module-dir', s.modules, '--trust', base.pub])
+  t.is(first.exitCode, 0, first.stderr)
+  const downloads = join(s.modules, '.localpuppet', 'downloads')
+  await chown(downloads, uid!, uid!)
+  // What its owner could leave: a link named as a dead fetch's download, to a file of root's.
+  const secret = join(s.modules, '..', 'secret')
+  await writeFile(secret, 'root only\n', {mode: 0o600})
+  asHostile(`ln -s ${secret} ${downloads}/1-1-deadbeef.tar.gz`)
+
+  const refused = await cli(['fetch', 'foo/tags/1.4.0', '--source', s.repo, '--module-dir', s.modules, '--trust', base.pub])
+  t.is(refused.exitCode, 77, refused.stderr)
+  t.is(refused.stderr.split('\n')[0], `localpuppet: downloads directory ${downloads} is not trusted: owned by uid ${uid}, not root or uid 0 (owner uid ${uid}, mode 0700); fix: chown root ${downloads}`)
+  t.deepEqual(await readdir(join(s.modules, 'foo', 'tags')), ['1.3.0'], 'nothing fetched')
+  t.deepEqual(await readdir(downloads), ['1-1-deadbeef.tar.gz'], 'nothing downloaded, nothing removed')
+  t.is(await readFile(secret, 'utf8'), 'root only\n')
+
+  // Given back to root: fetched, and the dead name (a link) removed without following it.
+  await chown(downloads, 0, 0)
+  const fetched = await cli(['fetch', 'foo/tags/1.4.0', '--source', s.repo, '--module-dir', s.modules, '--trust', base.pub])
+  t.is(fetched.exitCode, 0, fetched.stderr)
+  t.deepEqual(await readdir(downloads), [])
+  t.is(await readFile(secret, 'utf8'), 'root only\n')
 })
