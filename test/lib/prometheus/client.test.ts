@@ -176,3 +176,49 @@ test('an answer nested 200,000 arrays deep (which JSON.parse reads, and JSON.str
     t.true(error!.message.startsWith(`prometheus ${prometheus.url}: ${message}`), error!.message)
   }
 })
+
+test('held (issue 33, round three): a gzip answer is not inflated, a redirect to another origin is not followed (its server never sees the credentials), a chunk declared as a terabyte is cut at the answer bound, duplicate keys and an error text of 50 MB are read in bounds', async (t) => {
+  const {gzipSync} = await import('node:zlib')
+  // gzip of 100 MB of spaces around a valid answer: 100 KB on the wire. The client asks for no encoding and inflates none.
+  const bomb = gzipSync(Buffer.concat([Buffer.alloc(100 * 1024 * 1024, ' '), Buffer.from(vector([series([NOW, '1'])]))]))
+  const gzipped = await hostileServer((_path, socket) => {
+    socket.end(Buffer.concat([head(200, {'content-type': 'application/json', 'content-encoding': 'gzip', 'content-length': bomb.length}), bomb]))
+  })
+  t.teardown(() => gzipped.close())
+  const inflated = await t.throwsAsync(read(gzipped.url), {instanceOf: FleetUnavailableError})
+  t.regex(inflated!.message, /^prometheus http:\/\/127\.0\.0\.1:\d+: HTTP 200: not Prometheus' API \(no JSON answer at .*: an object was expected at "\\u001f/)
+  t.false(inflated!.message.includes('\n'))
+
+  const elsewhere = await answering(t, vector([series([NOW, '1'])]))
+  const redirecting = await hostileServer((_path, socket) => {
+    socket.end(head(307, {location: `${elsewhere.url}/api/v1/query`, 'content-length': 0}))
+  })
+  t.teardown(() => redirecting.close())
+  const redirected = await t.throwsAsync(read(redirecting.url.replace('http://', 'http://ops:s3cret@')), {instanceOf: FleetUnavailableError})
+  t.regex(redirected!.message, /: HTTP 307: not Prometheus' API/)
+  t.false(redirected!.message.includes('s3cret'))
+  t.deepEqual(elsewhere.authorizations, [], 'the other origin was never asked')
+
+  const chunked = await hostileServer((_path, socket) => {
+    socket.write(head(200, {'content-type': 'application/json', 'transfer-encoding': 'chunked'}))
+    socket.write('E8D4A51000\r\n{"status":"success","data":{"resultType":"vector","result":[')
+    const entry = Buffer.from(JSON.stringify(series([NOW, '1'])) + ',')
+    const pump = () => {
+      while (!socket.destroyed && socket.write(entry));
+      if (!socket.destroyed) socket.once('drain', pump)
+    }
+
+    pump()
+  })
+  t.teardown(() => chunked.close())
+  const cut = await t.throwsAsync(read(chunked.url, {maxBytes: 4 * 1024 * 1024}), {instanceOf: FleetUnavailableError})
+  t.true(cut!.message.endsWith(': query up: answer larger than 4194304 bytes'), cut!.message)
+
+  // Duplicate keys: the last status counts, as JSON.parse would have it; a repeated result is read as more series.
+  const twice = await answering(t, `{"status":"error","data":{"resultType":"vector","result":[${JSON.stringify(series([NOW, '1']))}],"result":[${JSON.stringify(series([NOW, '2']))}]},"status":"success"}`)
+  t.deepEqual((await read(twice.url)).map((sample) => sample.value), [1, 2])
+
+  const long = await answering(t, JSON.stringify({status: 'error', errorType: 'execution', error: 'e'.repeat(50_000_000)}), 422)
+  const huge = await t.throwsAsync(read(long.url), {instanceOf: FleetUnavailableError})
+  t.true(huge!.message.endsWith(`: query up: one series (or the error text) of more than ${MAX_SERIES_CHARS} characters`), huge!.message)
+})
