@@ -10,7 +10,7 @@ import {join} from 'node:path'
 import test, {type ExecutionContext} from 'ava'
 
 import {FAKE_PUPPET, cli, runBounded, startCli} from '../helpers/cli.js'
-import {copyRepository, sharedDemoRepository} from '../helpers/repository.js'
+import {copyRepository, sharedDemoRepository, testServer} from '../helpers/repository.js'
 import {type HostileAnswer, drip, head, hostileServer, pour} from '../helpers/hostile-server.js'
 import {tempDir} from '../helpers/temp.js'
 import {asHostile, hostileUid} from '../helpers/hostile-user.js'
@@ -520,4 +520,49 @@ asRoot("a downloads directory another user owns is refused (77) before anything 
   t.is(fetched.exitCode, 0, fetched.stderr)
   t.deepEqual(await readdir(downloads), [])
   t.is(await readFile(secret, 'utf8'), 'root only\n')
+})
+
+test("a source's credentials (https://user:pass@host/) authenticate its requests and are in no message, output or JSON: a fetch that works, a missing archive (69), a substitute repository (65), apply --fetch falling back", async (t) => {
+  const s = await scenario(t)
+  const authorizations = new Set<string | undefined>()
+  let missing = false
+  const server = await testServer(s.repo, (req, res, path) => {
+    authorizations.add(req.headers.authorization)
+    if (!missing || !path.endsWith('.tar.gz')) return false
+    res.writeHead(404)
+    res.end()
+    return true
+  })
+  t.teardown(() => server.close())
+  const source = server.url.replace('http://', 'http://ops:s3cret@')
+  const run = (...args: string[]) => cli([...args, '--source', source, '--module-dir', s.modules, '--trust', base.pub])
+  const secretFree = (result: {stdout: string; stderr: string}) => t.false(`${result.stdout}${result.stderr}`.includes('s3cret'), `${result.stdout}${result.stderr}`)
+
+  const fetched = await run('fetch', 'foo/tags/1.3.0', '--json')
+  t.is(fetched.exitCode, 0, fetched.stderr)
+  secretFree(fetched)
+  t.like(JSON.parse(fetched.stdout), {source: `${server.url}/`})
+  t.deepEqual([...authorizations], [`Basic ${Buffer.from('ops:s3cret').toString('base64')}`])
+  secretFree(await run('fetch', 'foo/tags/1.3.0'))
+
+  missing = true
+  const lost = await run('fetch', 'foo/tags/1.4.0')
+  t.is(lost.exitCode, 69, lost.stderr)
+  t.regex(lost.stderr, new RegExp(`^localpuppet: ${server.url}/archives/foo/foo-1\\.4\\.0\\.tar\\.gz: 404 not found`))
+  secretFree(lost)
+
+  // Another repository's index (another id) in its place: the refusal names the source without them.
+  await s.signIndex({...s.index, repository: 'f'.repeat(32)})
+  const substitute = await run('fetch', 'foo/tags/1.3.0')
+  t.is(substitute.exitCode, 65, substitute.stderr)
+  secretFree(substitute)
+  t.regex(substitute.stderr, new RegExp(`^localpuppet: index of ${server.url}/ is of repository f{32}`))
+
+  // A source that cannot be reached: apply --fetch falls back to what is installed, and says so without them.
+  await server.close()
+  const input = join(s.modules, '..', 'input.yaml')
+  await writeFile(input, 'app: foo/tags/1.3.0\nclasses: [foo]\n')
+  const fallback = await cli(['apply', input, '--fetch', '--source', source, '--module-dir', s.modules, '--trust', base.pub, '--state-dir', join(s.modules, '..', 'state'), '--puppet', FAKE_PUPPET, '--timeout', '1', '--json'], {env: {FAKE_PUPPET_DIR: join(s.modules, '..'), FAKE_PUPPET_SLEEP: '0'}})
+  secretFree(fallback)
+  t.regex(fallback.stdout + fallback.stderr, new RegExp(`127\\.0\\.0\\.1:${server.port}`), 'the source is still named')
 })

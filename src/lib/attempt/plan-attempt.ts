@@ -7,6 +7,7 @@ import type {ConfiguredFetch} from '../source/fetch.js'
 import type {NodeFetch} from '../source/node-input-fetch.js'
 import type {NodeIdentity} from '../config/node-identity.js'
 import {type RunOptions, planOptions} from './options.js'
+import {redactUrl} from '../util/terminal-text.js'
 
 /** How a plan talks to the person who asked for it; every member is optional (--json: none). */
 export interface PlanIo {
@@ -160,7 +161,8 @@ async function guardedFetch<T>(
     result = await run(fetch, io.progress ? (progress) => io.progress!.update(progress) : undefined)
   } catch (error) {
     if (!isUnreachable(error)) throw error
-    return {unreachable: error, source: await configuredSource(fetch)}
+    // As shown: a source's credentials are in no message or record.
+    return {unreachable: error, source: redactUrl(await configuredSource(fetch))}
   } finally {
     io.progress?.done()
   }

@@ -7,6 +7,7 @@ import type {Dispatcher} from 'undici'
 import {LocalpuppetError, ReleaseError, RepositoryUnavailableError} from '../errors.js'
 import {type Transport, readBounded, writeChecked} from './transport.js'
 import {meterRate} from '../util/rate-floor.js'
+import {redactUrl} from '../util/terminal-text.js'
 
 export interface HttpOptions {
   /** Per request: connecting, waiting for headers, and any pause in the body (ms). */
@@ -95,7 +96,8 @@ export class HttpTransport implements Transport {
   constructor(url: string, options: HttpOptions = {}) {
     this.base = new URL(url.endsWith('/') ? url : `${url}/`)
     this.kind = this.base.protocol === 'https:' ? 'https' : 'http'
-    this.label = this.base.href
+    // Credentials in the URL (https://user:pass@host/) authenticate its requests and are in no message, record or JSON.
+    this.label = redactUrl(this.base.href)
     this.timeoutMs = options.timeoutMs ?? 30_000
     this.attempts = Math.max(1, options.attempts ?? 4)
     this.backoffMs = options.backoffMs ?? 250
@@ -103,7 +105,13 @@ export class HttpTransport implements Transport {
     this.env = options.env ?? process.env
   }
 
+  /** A file's URL as shown: without the source's credentials. */
   locate(path: string): string {
+    return redactUrl(this.address(path))
+  }
+
+  /** A file's URL as requested: with them. */
+  private address(path: string): string {
     return new URL(path, this.base).href
   }
 
@@ -111,8 +119,8 @@ export class HttpTransport implements Transport {
     return this.withRetries(path, async (url) => {
       const body = await this.get(url, true)
       if (body === null) return null
-      return readBounded(body, url, maxBytes).catch((error: unknown) => {
-        throw transient(error) ?? unavailable(error, url)
+      return readBounded(body, redactUrl(url), maxBytes).catch((error: unknown) => {
+        throw transient(error) ?? unavailable(error, redactUrl(url))
       })
     })
   }
@@ -120,8 +128,8 @@ export class HttpTransport implements Transport {
   async download(path: string, to: string, expected: {size: number; sha256: string}, onProgress?: (bytes: number) => void): Promise<void> {
     await this.withRetries(path, async (url) => {
       const body = (await this.get(url, false))!
-      await writeChecked(body, to, url, expected, onProgress).catch((error: unknown) => {
-        throw transient(error) ?? unavailable(error, url)
+      await writeChecked(body, to, redactUrl(url), expected, onProgress).catch((error: unknown) => {
+        throw transient(error) ?? unavailable(error, redactUrl(url))
       })
     })
   }
@@ -159,7 +167,7 @@ export class HttpTransport implements Transport {
   }
 
   private async withRetries<T>(path: string, attempt: (url: string) => Promise<T>): Promise<T> {
-    const url = this.locate(path)
+    const url = this.address(path)
     let last: TransientError | null = null
     for (let n = 0; n < this.attempts; n++) {
       if (last) await sleep(last.retryAfterMs ?? Math.min(this.maxBackoffMs, this.backoffMs * 2 ** (n - 1)) * (0.5 + Math.random() / 2))
@@ -180,34 +188,35 @@ export class HttpTransport implements Transport {
   private async get(start: string, optional: boolean): Promise<Readable | null> {
     let url = new URL(start)
     for (let hop = 0; ; hop++) {
+      const shown = redactUrl(url.href)
       let response: Answer
       try {
         response = await this.exchange(url)
       } catch (error) {
-        throw transient(error) ?? tlsMistake(error, url, hop === 0 ? this.label : url.href) ?? new RepositoryUnavailableError(`${url.href}: ${(error as Error).message}`)
+        throw transient(error) ?? tlsMistake(error, url, hop === 0 ? this.label : shown) ?? new RepositoryUnavailableError(`${shown}: ${(error as Error).message}`)
       }
 
       const status = response.status
-      if (status === 200) return meterRate(response.body, url.href, this.timeoutMs)
+      if (status === 200) return meterRate(response.body, shown, this.timeoutMs)
       await dump(response.body)
       if (REDIRECTS.has(status)) {
         const location = response.headers.location
-        if (typeof location !== 'string') throw new RepositoryUnavailableError(`${url.href}: redirect ${status} without a Location`)
-        if (hop >= MAX_REDIRECTS) throw new RepositoryUnavailableError(`${start}: more than ${MAX_REDIRECTS} redirects (a redirect loop?)`)
+        if (typeof location !== 'string') throw new RepositoryUnavailableError(`${shown}: redirect ${status} without a Location`)
+        if (hop >= MAX_REDIRECTS) throw new RepositoryUnavailableError(`${redactUrl(start)}: more than ${MAX_REDIRECTS} redirects (a redirect loop?)`)
         const next = new URL(location, url)
-        if (url.protocol === 'https:' && next.protocol !== 'https:') throw new ReleaseError(`${url.href}: redirected to ${next.href}; refused (never from https to plain http)`)
-        if (next.protocol !== 'https:' && next.protocol !== 'http:') throw new ReleaseError(`${url.href}: redirected to ${next.href}; refused`)
+        if (url.protocol === 'https:' && next.protocol !== 'https:') throw new ReleaseError(`${shown}: redirected to ${redactUrl(next.href)}; refused (never from https to plain http)`)
+        if (next.protocol !== 'https:' && next.protocol !== 'http:') throw new ReleaseError(`${shown}: redirected to ${redactUrl(next.href)}; refused`)
         url = next
         continue
       }
 
       if (status === 404 || status === 410) {
         if (optional) return null
-        throw new RepositoryUnavailableError(`${url.href}: ${status} not found (the repository's index names it)`, ['the repository is incomplete or being synced; try again later'])
+        throw new RepositoryUnavailableError(`${shown}: ${status} not found (the repository's index names it)`, ['the repository is incomplete or being synced; try again later'])
       }
 
-      if (status === 429 || status >= 500) throw new TransientError(`${url.href}: HTTP ${status}`, retryAfter(response.headers['retry-after']))
-      throw new RepositoryUnavailableError(`${url.href}: HTTP ${status}`)
+      if (status === 429 || status >= 500) throw new TransientError(`${shown}: HTTP ${status}`, retryAfter(response.headers['retry-after']))
+      throw new RepositoryUnavailableError(`${shown}: HTTP ${status}`)
     }
   }
 }
