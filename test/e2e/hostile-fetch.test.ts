@@ -566,3 +566,11 @@ test("a source's credentials (https://user:pass@host/) authenticate its requests
   secretFree(fallback)
   t.regex(fallback.stdout + fallback.stderr, new RegExp(`127\\.0\\.0\\.1:${server.port}`), 'the source is still named')
 })
+
+test('a --timeout longer than a timer can keep (34 days) is as good as none: the fetch runs (was cut at once as timed out or too slow, 69)', async (t) => {
+  const s = await scenario(t)
+  const server = await serve(t, s, () => false)
+  const result = await fetchBounded(t, s, server.url, '--timeout', '3000000')
+  t.is(result.exitCode, 0, result.stderr)
+  t.notRegex(result.stderr, /TimeoutOverflowWarning/)
+})

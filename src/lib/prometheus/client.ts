@@ -4,6 +4,7 @@ import {FleetUnavailableError, UsageError} from '../errors.js'
 import {JsonReader, JsonStreamError, MoreBytesNeeded} from '../util/json-stream.js'
 import {meterRate} from '../util/rate-floor.js'
 import {redactUrl, terminalText, terminalUrl} from '../util/terminal-text.js'
+import {timerDelay} from '../util/timer-delay.js'
 
 /** One series of an instant vector: its labels and its value at the evaluation time. */
 export interface PromSample {
@@ -83,8 +84,9 @@ export class PrometheusClient {
     if (!base.pathname.endsWith('/')) base.pathname += '/'
     this.base = base
     this.url = redactUrl(url)
-    this.timeoutMs = options.timeoutMs ?? 30_000
-    this.deadlineMs = options.deadlineMs ?? DEFAULT_DEADLINE_MS
+    // Held to what a timer can keep (--prometheus-timeout 30d would otherwise fire at once).
+    this.timeoutMs = timerDelay(options.timeoutMs ?? 30_000)
+    this.deadlineMs = timerDelay(options.deadlineMs ?? DEFAULT_DEADLINE_MS)
     this.maxBytes = options.maxBytes ?? MAX_ANSWER_BYTES
     this.maxSeries = options.maxSeries ?? MAX_SERIES
   }

@@ -8,6 +8,7 @@ import {LocalpuppetError, ReleaseError, RepositoryUnavailableError} from '../err
 import {type Transport, readBounded, writeChecked} from './transport.js'
 import {meterRate} from '../util/rate-floor.js'
 import {redactUrl} from '../util/terminal-text.js'
+import {timerDelay} from '../util/timer-delay.js'
 
 export interface HttpOptions {
   /** Per request: connecting, waiting for headers, and any pause in the body (ms). */
@@ -98,7 +99,8 @@ export class HttpTransport implements Transport {
     this.kind = this.base.protocol === 'https:' ? 'https' : 'http'
     // Credentials in the URL (https://user:pass@host/) authenticate its requests and are in no message, record or JSON.
     this.label = redactUrl(this.base.href)
-    this.timeoutMs = options.timeoutMs ?? 30_000
+    // Every timer below (node:http's, undici's, the rate floor's window) is held to what a timer can keep.
+    this.timeoutMs = timerDelay(options.timeoutMs ?? 30_000)
     this.attempts = Math.max(1, options.attempts ?? 4)
     this.backoffMs = options.backoffMs ?? 250
     this.maxBackoffMs = options.maxBackoffMs ?? 5000

@@ -222,3 +222,8 @@ test('held (issue 33, round three): a gzip answer is not inflated, a redirect to
   const huge = await t.throwsAsync(read(long.url), {instanceOf: FleetUnavailableError})
   t.true(huge!.message.endsWith(`: query up: one series (or the error text) of more than ${MAX_SERIES_CHARS} characters`), huge!.message)
 })
+
+test('a --prometheus-timeout longer than a timer can keep (30 days) is as good as none, not a deadline at once (69)', async (t) => {
+  const prometheus = await answering(t, vector([series([NOW, '1'])]))
+  t.is((await read(prometheus.url, {deadlineMs: 30 * 86_400_000, timeoutMs: 30 * 86_400_000})).length, 1)
+})
