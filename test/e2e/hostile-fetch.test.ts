@@ -574,3 +574,13 @@ test('a --timeout longer than a timer can keep (34 days) is as good as none: the
   t.is(result.exitCode, 0, result.stderr)
   t.notRegex(result.stderr, /TimeoutOverflowWarning/)
 })
+
+test('a source URL that does not parse (a / in its password, unencoded) is 64 naming it without its credentials, never a crash (70)', async (t) => {
+  const s = await scenario(t)
+  for (const source of ['http://ops:s3/cret@127.0.0.1:1/repo', 'https://ops:s3cret@[127.0.0.1/repo']) {
+    const result = await fetchBounded(t, s, source)
+    t.is(result.exitCode, 64, result.stderr)
+    t.regex(result.stderr, /^localpuppet: source https?:\/\/\S+: not a URL /)
+    t.false(result.stderr.includes('s3'), result.stderr)
+  }
+})

@@ -4,10 +4,10 @@ import type {Readable} from 'node:stream'
 
 import type {Dispatcher} from 'undici'
 
-import {LocalpuppetError, ReleaseError, RepositoryUnavailableError} from '../errors.js'
+import {LocalpuppetError, ReleaseError, RepositoryUnavailableError, UsageError} from '../errors.js'
 import {type Transport, readBounded, writeChecked} from './transport.js'
 import {meterRate} from '../util/rate-floor.js'
-import {redactUrl} from '../util/terminal-text.js'
+import {redactUrl, terminalUrl} from '../util/terminal-text.js'
 import {timerDelay} from '../util/timer-delay.js'
 
 export interface HttpOptions {
@@ -95,7 +95,12 @@ export class HttpTransport implements Transport {
   private proxied?: Dispatcher
 
   constructor(url: string, options: HttpOptions = {}) {
-    this.base = new URL(url.endsWith('/') ? url : `${url}/`)
+    try {
+      this.base = new URL(url.endsWith('/') ? url : `${url}/`)
+    } catch {
+      throw new UsageError(`source ${terminalUrl(url)}: not a URL (https://host/path, with any / or @ in a user or password written %2F, %40)`)
+    }
+
     this.kind = this.base.protocol === 'https:' ? 'https' : 'http'
     // Credentials in the URL (https://user:pass@host/) authenticate its requests and are in no message, record or JSON.
     this.label = redactUrl(this.base.href)

@@ -57,8 +57,9 @@ export function redactUrl(url: string): string {
     parsed.password = ''
     return parsed.toString()
   } catch {
-    // Not a URL as a whole: cut credentials wherever a scheme://user@ pattern appears.
-    return url.replace(/([a-z][a-z0-9+.-]*:\/\/)[^/@\s]*@/giu, '$1')
+    // Not a URL as a whole: cut credentials wherever a scheme://user@ pattern appears, up to
+    // the last @ before a space (a password that is not a URL's may hold a / or an @).
+    return url.replace(/([a-z][a-z0-9+.-]*:\/\/)\S*@/giu, '$1')
   }
 }
 

@@ -124,6 +124,7 @@ test('credentials in the URL authenticate the request and are never shown', asyn
 
   // Not a URL at all: the message drops what looks like credentials too.
   t.throws(() => new PrometheusClient('ftp://ops:s3cret@host'), {message: /^--prometheus ftp:\/\/host\/?: http:\/\/ or https:\/\/ only$/})
+  t.throws(() => new PrometheusClient('http://ops:s3/cret@host:9090'), {instanceOf: UsageError, message: '--prometheus "http://host:9090": not a URL (http://host:9090)'})
 })
 
 test('a server that sends its header, then a byte a second, is cut at the deadline (69), not waited on', async (t) => {

@@ -42,5 +42,8 @@ test('URLs lose their credentials', (t) => {
   t.is(redactUrl('http://user:pass@prom.example:9090/x?q=1'), 'http://prom.example:9090/x?q=1')
   t.is(redactUrl('http://prom.example:9090'), 'http://prom.example:9090')
   t.is(redactUrl('fetch http://u:p@h/ failed'), 'fetch http://h/ failed')
+  // Not URLs (a / or an @ in the password, unencoded): nothing of the password is left either.
+  t.is(redactUrl('http://ops:pa/ss@127.0.0.1:9090'), 'http://127.0.0.1:9090')
+  t.is(redactUrl('http://ops:p@[s/s@x and http://u:p@h/'), 'http://x and http://h/')
   t.is(terminalUrl('http://u:p@h/\u001B[2J'), 'http://h/%1B[2J')
 })
