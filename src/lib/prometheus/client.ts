@@ -5,6 +5,7 @@ import {JsonReader, JsonStreamError, MoreBytesNeeded} from '../util/json-stream.
 import {meterRate} from '../util/rate-floor.js'
 import {redactUrl, terminalText, terminalUrl} from '../util/terminal-text.js'
 import {timerDelay} from '../util/timer-delay.js'
+import {STRAY_PERCENT, urlCredentials} from '../util/url-credentials.js'
 
 /** One series of an instant vector: its labels and its value at the evaluation time. */
 export interface PromSample {
@@ -78,7 +79,9 @@ export class PrometheusClient {
     }
 
     if (base.protocol !== 'http:' && base.protocol !== 'https:') throw new UsageError(`--prometheus ${terminalUrl(url)}: http:// or https:// only`)
-    this.authorization = base.username || base.password ? `Basic ${Buffer.from(`${credential(base.username, url)}:${credential(base.password, url)}`).toString('base64')}` : null
+    const credentials = urlCredentials(base)
+    if (credentials === undefined) throw new UsageError(`--prometheus ${terminalUrl(url)}: ${STRAY_PERCENT}`)
+    this.authorization = credentials ? `Basic ${Buffer.from(`${credentials.user}:${credentials.password}`).toString('base64')}` : null
     base.username = ''
     base.password = ''
     if (!base.pathname.endsWith('/')) base.pathname += '/'
@@ -308,15 +311,6 @@ class AnswerWalk {
         }
       }
     }
-  }
-}
-
-/** A user or password of the URL, percent-decoded: a stray `%` (`p%zz`) is 64 naming the URL without its credentials, never a crash. */
-function credential(encoded: string, url: string): string {
-  try {
-    return decodeURIComponent(encoded)
-  } catch {
-    throw new UsageError(`--prometheus ${terminalUrl(url)}: its user or password is not percent-encoded (a % must start %XX: write % as %25)`)
   }
 }
 

@@ -9,6 +9,7 @@ import {type Transport, readBounded, writeChecked} from './transport.js'
 import {meterRate} from '../util/rate-floor.js'
 import {redactUrl, terminalUrl} from '../util/terminal-text.js'
 import {timerDelay} from '../util/timer-delay.js'
+import {STRAY_PERCENT, urlCredentials} from '../util/url-credentials.js'
 
 export interface HttpOptions {
   /** Per request: connecting, waiting for headers, and any pause in the body (ms). */
@@ -100,6 +101,8 @@ export class HttpTransport implements Transport {
     } catch {
       throw new UsageError(`source ${terminalUrl(url)}: not a URL (https://host/path, with any / or @ in a user or password written %2F, %40)`)
     }
+
+    if (urlCredentials(this.base) === undefined) throw new UsageError(`source ${terminalUrl(url)}: ${STRAY_PERCENT}`)
 
     this.kind = this.base.protocol === 'https:' ? 'https' : 'http'
     // Credentials in the URL (https://user:pass@host/) authenticate its requests and are in no message, record or JSON.
