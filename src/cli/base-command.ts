@@ -5,6 +5,7 @@ import {closest} from '../lib/util/did-you-mean.js'
 import {asIoError} from '../lib/util/io-error.js'
 import {ALLOW_HINT} from '../lib/util/trusted-path.js'
 import {ExitCode, type ExitCodeRow, renderExitCodes} from '../lib/exit-codes.js'
+import {terminalText} from '../lib/util/terminal-text.js'
 
 /**
  * Every command's error handling: a LocalpuppetError is one line on stderr (or an
@@ -30,7 +31,7 @@ export abstract class BaseCommand extends Command {
 
   /** Warnings for a person, one line each on stderr (never in the output a program reads). */
   protected warnLines(warnings: string[]): void {
-    for (const warning of warnings) process.stderr.write(`localpuppet: warning: ${warning}\n`)
+    for (const warning of warnings) process.stderr.write(`localpuppet: warning: ${shownLine(warning)}\n`)
   }
 
   /** --allow-untrusted: each trust problem it let through, as a warning on stderr. */
@@ -48,8 +49,8 @@ export abstract class BaseCommand extends Command {
       if (this.jsonEnabled()) {
         this.logJson({error: refusal.toJSON()})
       } else {
-        process.stderr.write(`localpuppet: ${refusal.message}\n`)
-        for (const hint of refusal.suggestions) process.stderr.write(`  hint: ${hint}\n`)
+        process.stderr.write(`localpuppet: ${shownLine(refusal.message)}\n`)
+        for (const hint of refusal.suggestions) process.stderr.write(`  hint: ${shownLine(hint)}\n`)
       }
 
       return this.exit(refusal.exitCode) as never
@@ -67,6 +68,16 @@ export abstract class BaseCommand extends Command {
     const suggestions = error.suggestions.flatMap((hint) => (hint === ALLOW_HINT ? own : [hint]))
     return Object.assign(new LocalpuppetError(error.code, error.exitCode, error.message, suggestions), {name: error.name})
   }
+}
+
+/**
+ * A message, hint or warning as one line a terminal shows as written: what a message quotes
+ * from outside (a path or argument given, a server's text) is escaped where it is quoted;
+ * this is the net for what was not (a control character, a newline or a bidi override in
+ * an input file's path). Already escaped text passes unchanged; --json keeps the exact text.
+ */
+function shownLine(text: string): string {
+  return terminalText(text, 20_000)
 }
 
 function toLocalpuppetError(error: Error): LocalpuppetError | null {
