@@ -25,6 +25,7 @@ import {type ChildExit, startChild} from '../util/child.js'
 import {runFingerprint} from './fingerprint.js'
 import {runFinishHook} from './finish-hook.js'
 import type {RunPlan} from './run-plan.js'
+import {timerDelay} from '../util/timer-delay.js'
 
 /** How a run record's error begins when the run succeeded but --save could not rewrite the input. */
 const SAVE_FAILED = '--save failed'
@@ -391,7 +392,7 @@ async function runPuppet(plan: RunPlan, writeLog: (text: string) => void, option
   // A signal that came while puppet was being started fires no event: act on it now.
   if (options.signal?.aborted) onAbort()
   if (child.pid !== undefined) await options.onPuppetStarted?.(child.pid)
-  const timer = plan.timeoutSeconds ? setTimeout(() => stop('timeout'), plan.timeoutSeconds * 1000) : undefined
+  const timer = plan.timeoutSeconds ? setTimeout(() => stop('timeout'), timerDelay(plan.timeoutSeconds * 1000)) : undefined
   try {
     const exit = await child.exited
     // Puppet may exit on SIGTERM before the commands it started do: they go too.
