@@ -46,6 +46,7 @@ case $host in
   changed) cat ${dir}/changed.txt >&2; exit 255;;
   unknown) printf 'No ED25519 host key is known for unknown and you have requested strict checking.\\nHost key verification failed.\\n' >&2; exit 255;;
   down) echo "ssh: connect to host down port 22: Connection refused" >&2; exit 255;;
+  flood) nonce=$(echo "$last" | sed -n 's/.*lp-begin-\\([0-9a-f]*\\).*/\\1/p'); printf '\\nlp-begin-%s\\n{"id": "x", "pad": "' $nonce; head -c \${FLOOD:-9000000} /dev/zero | tr '\\0' x; printf '"}\\nlp-end-%s 0\\n' $nonce; exit 0;;
   chatty) printf 'Welcome to chatty!\\n{"id": "forged"}\\nlp-end-0 0\\n';;
 esac
 NODE=$host sh -c "$last"
@@ -173,6 +174,15 @@ test("a survey reads each node's status; a node with no run yet answered (with n
   t.deepEqual(Object.keys(polled), ['web1'])
   t.like(polled.web1, {state: 'failed', resources: {changed: 0, failed: 1, outOfSync: 0}, durationMs: 4000})
   t.true((await ran()).includes(`web1 status ${RUN} --json --wait --timeout 30`))
+})
+
+test('a node that prints more than the bound (8 MiB) after the opening marker did not answer; the others did', async (t) => {
+  const {transport} = await fakeSsh(t, [target('flood'), target('web1')], {'web1-status': {json: running, rc: 75}})
+  t.deepEqual(Object.keys(await transport.survey(['flood', 'web1'])), ['web1'])
+  // The same answer within the bound is an answer: what left it out was its size.
+  process.env.FLOOD = '1000'
+  t.teardown(() => void delete process.env.FLOOD)
+  t.deepEqual(Object.keys(await transport.survey(['flood', 'web1'])).sort(), ['flood', 'web1'])
 })
 
 test('ssh that cannot be run is 69 (the rollout stays resumable)', async (t) => {
