@@ -13,7 +13,8 @@ const SETTING_FLAGS = ['canary', 'batch', 'window', 'max-failures', 'soak', 'dea
 export default class Rollout extends BaseCommand {
   static override summary = 'Roll a release out over a fleet: canaries, batches or a window, a failure budget, deadlines, soak, revert, resume.'
   static override description = describeWithExitCodes(
-    'Starts REF (or, without it, each node\'s own input) on the nodes the discovery flags find, in natural name order (db2 before db10), ' +
+    'Starts REF (or, without it, each node\'s own input) on the nodes the discovery flags find (--via ssh: the nodes --nodes, --targets or --inventory lists, ' +
+      'each reached with the system\'s ssh, host keys checked), in natural name order (db2 before db10), ' +
       'the --canary nodes first, then in --batch sizes (1,5,25%,100%: Ansible\'s serial, but a percentage is of the nodes left after the ' +
       'canaries, rounded down, at least 1) or a --window of nodes kept running. REF is checked before any node is asked: its syntax (64), ' +
       'and that the signed index of the source (--source, or the source setting) holds it (66). Nodes that fail, are refused, miss ' +
