@@ -109,7 +109,7 @@ sshTest(`a canary that fails to compile is stopped and reverted over SSH; the ot
   t.deepEqual((await releasesRun('db1')).slice(-2), ['failed foo/tags/1.7.0', 'succeeded foo/tags/1.6.0'], 'the failed run, then the revert')
 })
 
-sshTest(`--max-failures 1 rides out a disabled node (refused, 73); a changed host key is a refusal naming the node (77), never a prompt${skipped}`, async (t) => {
+sshTest(`--max-failures 1 rides out a disabled node (refused, 73), --only-outdated then runs only it; a changed host key is a refusal naming the node (77), never a prompt${skipped}`, async (t) => {
   t.timeout(OVERALL_MS)
   t.is((await onNode('web1', ['disable', 'maintenance (ops)'])).exitCode, 0)
   const tolerated = await operator(['rollout', 'foo/tags/1.4.0', '--batch', '2', '--max-failures', '1', ...fleet(), '--json'])
@@ -119,6 +119,16 @@ sshTest(`--max-failures 1 rides out a disabled node (refused, 73); a changed hos
   t.regex(row(tolerated, 'web1').message, /maintenance \(ops\)/)
   for (const name of ['db1', 'db2', 'web2', 'web3']) t.like(row(tolerated, name), {state: 'succeeded', applied: 'foo/tags/1.4.0'}, name)
   t.is((await onNode('web1', ['enable'])).exitCode, 0)
+
+  // --only-outdated: only web1, the node the budget rode out, runs.
+  const counts = Object.fromEntries(await Promise.all(nodes.map(async (entry) => [entry.name, (await runIds(entry.name)).length] as const)))
+  const outdated = await operator(['rollout', 'foo/tags/1.4.0', '--only-outdated', ...fleet(), '--json'])
+  t.is(outdated.exitCode, 0, outdated.stdout + outdated.stderr)
+  t.is(row(outdated, 'web1').state, 'succeeded')
+  for (const name of ['db1', 'db2', 'web2', 'web3']) {
+    t.is(row(outdated, name).state, 'up to date', name)
+    t.is((await runIds(name)).length, counts[name], `${name} did not run`)
+  }
 
   // web2's daemon now shows a host key other than the one known for it.
   const known = await readFile(knownHosts(), 'utf8')
