@@ -44,47 +44,74 @@ out.puts(JSON.generate({'library' => {'version' => Puppet.version.to_s, 'file' =
 export interface PuppetRubyRun {
   /** Every line of stdout that is a JSON object, parsed, in order. */
   answers: Array<Record<string, unknown>>
-  /** How the process ended, for a message: `exit 1`, `SIGKILL`. */
+  /** How the process ended, for a message: `exit 1`, `SIGKILL`, or that it was stopped for want of an answer. */
   ended: string
+  /** Whether it was stopped because no answer came within `stepTimeoutMs`: the step after the last answer did not finish. */
+  timedOut: boolean
 }
+
+/** The most of Puppet's stderr kept, for the line that says why it could not load. */
+const STDERR_BYTES = 64 * 1024
 
 /**
  * Runs a Ruby program (PUPPET_PRELUDE and what follows it) with the interpreter of
  * `puppet`'s own #! line, so that it is that Puppet's library, loaded once however much
  * the program does with it (Puppet takes seconds to start). Run as root, that Ruby is code
- * root runs as much as puppet itself: it must pass the trust rules (77). Throws
- * PuppetUnavailableError (69) when the interpreter cannot be started or no answer came.
+ * root runs as much as puppet itself: it must pass the trust rules (77). With
+ * `stepTimeoutMs`, the process (and what it started) is killed when that long passes
+ * without a new answer line: each step the program answers for is bounded, not the whole
+ * run, which grows with the work asked. Throws PuppetUnavailableError (69) when the
+ * interpreter cannot be started or no answer came.
  */
-export async function runPuppetRuby(puppet: string, program: string, request: Record<string, unknown>): Promise<PuppetRubyRun> {
+export async function runPuppetRuby(puppet: string, program: string, request: Record<string, unknown>, options: {stepTimeoutMs?: number} = {}): Promise<PuppetRubyRun> {
   const [interpreter, ...rubyArgs] = interpreterOf(puppet)
   // Started by the path judged, not looked up again.
   const ruby = findExecutable(interpreter)
   if (ruby === null) throw new PuppetUnavailableError(`could not find ${interpreter} (the interpreter of ${puppet}) on PATH`)
   if ((process.geteuid?.() ?? 0) === 0) assertTrustedPath(ruby, {what: `interpreter of ${puppet}`, content: true, overridable: false})
-  let stdout = ''
+  // Decoded once at the end: a chunk may end inside a character.
+  const stdout: Buffer[] = []
   let stderr = ''
+  let timedOut = false
+  let timer: NodeJS.Timeout | undefined
+  const step = options.stepTimeoutMs
+  const arm = () => {
+    if (step === undefined) return
+    clearTimeout(timer)
+    timer = setTimeout(() => {
+      timedOut = true
+      child.killTree('SIGKILL')
+    }, step)
+  }
+
   const child = startChild(ruby, [...rubyArgs, '-e', program], {
     input: JSON.stringify(request),
-    onStdout: (chunk) => (stdout += chunk),
-    onStderr: (chunk) => (stderr += chunk),
+    onStdout(chunk) {
+      stdout.push(chunk)
+      if (chunk.includes(10)) arm()
+    },
+    onStderr(chunk) {
+      if (stderr.length < STDERR_BYTES) stderr += chunk.toString('utf8', 0, Math.min(chunk.length, STDERR_BYTES))
+    },
   })
-  const exit = await child.exited
+  arm()
+  const exit = await child.exited.finally(() => clearTimeout(timer))
   if (exit.spawnError) throw new PuppetUnavailableError(`could not start ${ruby} (the interpreter of ${puppet}): ${exit.spawnError.message}`)
   const answers: Array<Record<string, unknown>> = []
-  for (const line of stdout.split('\n')) {
+  for (const line of Buffer.concat(stdout).toString('utf8').split('\n')) {
     if (!line.startsWith('{')) continue
     try {
       answers.push(JSON.parse(line) as Record<string, unknown>)
     } catch {}
   }
 
-  const ended = exit.exitCode === null ? String(exit.signal) : `exit ${exit.exitCode}`
+  const ended = timedOut ? `stopped: no answer in ${step! / 1000} s, validate's bound on one step` : exit.exitCode === null ? String(exit.signal) : `exit ${exit.exitCode}`
   if (answers.length === 0) {
-    const why = stderr.split('\n').find((l) => /Error|error/.test(l)) ?? ended
+    const why = (timedOut ? undefined : stderr.split('\n').find((l) => /Error|error/.test(l))) ?? ended
     throw new PuppetUnavailableError(`could not load Puppet with ${ruby} (the interpreter of ${puppet}): ${why.trim()}`)
   }
 
-  return {answers, ended}
+  return {answers, ended, timedOut}
 }
 
 /** The command line that runs a Ruby script the way `puppet`'s own #! line runs it (else the ruby on PATH). */
