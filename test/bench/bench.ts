@@ -17,8 +17,8 @@
  *   validate 50 / puppet strings, validate --compile 50 / 50 x puppet catalog compile
  *                    over Debian's puppet-module-* packages, and validate scaling: static
  *                    validate of 10, 100, 400 and 1,000 inputs against 10, and validate variables: one
- *                    class of 5,000, 20,000 and 80,000 assignments, each size against the one
- *                    before (test/bench/validate.ts)
+ *                    class of 5,000, 20,000 and 80,000 assignments, and 2,500, 10,000 and 40,000
+ *                    classes on one line, each size against the one before (test/bench/validate.ts)
  *
  *   fetch / curl+tar, warm fetch / curl index, fetch / r10k, fetch / g10k   see test/bench/fetch.ts
  *   status / node    status, status --json and status --check over 100 run records

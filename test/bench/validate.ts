@@ -20,10 +20,11 @@
  *
  *   validate variables                  static `validate` (with Puppet's syntax check and the
  *                                        variable check) of one input whose class has 5,000,
- *                                        20,000 and 80,000 assignments (issue 33), interleaved:
+ *                                        20,000 and 80,000 assignments, and of 2,500, 10,000 and
+ *                                        40,000 classes on one line (issue 33), interleaved:
  *                                        each size's time against the one before it (linear is
- *                                        ~4 per 4x), and the time per 1,000 assignments past the
- *                                        smallest (Puppet's start-up taken out).
+ *                                        ~4 per 4x), and the time per 1,000 past the smallest
+ *                                        (Puppet's start-up taken out).
  *                                        BENCH=validate-variables runs only this.
  *
  * BENCH_VALIDATE_INPUTS changes the 50; BENCH_ROUNDS/4 rounds each (at least one): these are slow.
@@ -32,7 +33,7 @@ import {spawnSync} from 'node:child_process'
 import {chmodSync, existsSync, mkdirSync, readFileSync, readdirSync, writeFileSync} from 'node:fs'
 import {join} from 'node:path'
 
-import {assignmentsClass} from '../helpers/puppet-code.js'
+import {assignmentsClass, oneLineClasses} from '../helpers/puppet-code.js'
 import {realRelease} from './delivery.js'
 
 const DEBIAN = '/usr/share/puppet/modules'
@@ -166,38 +167,57 @@ export function validateScalingBench(dir: string, bin: string): void {
   console.log(`  each input past 10 adds ${((ms(1000) - ms(10)) / 990).toFixed(2)} ms (wall), ${((cpu(1000) - cpu(10)) / 990).toFixed(2)} ms (CPU)`)
 }
 
+/** A shape of generated code validate must check in linear time: its module's init.pp for a count, and the input's classes. */
+interface Shape {
+  name: string
+  /** What the count counts. */
+  unit: string
+  counts: number[]
+  module: string
+  code: (count: number) => string
+  classes: string
+}
+
 /**
- * Static validate of one input whose one class has 5,000, 20,000 and 80,000 assignments,
- * each reading the one before (issue 33: the variable check looked names up in a list, and
- * 20,000 took 9 s of CPU, 40,000 took 37 s). Whole processes, Puppet's syntax check and the
- * variable check included, interleaved round by round: each size against the one before
- * (4x the assignments: ~4 when linear, ~16 when quadratic).
+ * Static validate of one input on generated code of growing size (issue 33), whole
+ * processes, Puppet's syntax check and the variable check included, interleaved round by
+ * round: each size against the one before (4x the size: at most ~4 when linear, Puppet's
+ * start-up included; ~16 when quadratic), and what each 1,000 add. The shapes: one class of
+ * 5,000, 20,000 and 80,000 assignments, each reading the one before (the variable check
+ * looked names up in a list: 20,000 took 9 s of CPU, 40,000 took 37 s); 2,500, 10,000 and
+ * 40,000 classes on one line (Puppet's locator counted each class's column from the start
+ * of that line).
  */
 export function validateVariablesBench(dir: string, isolate: string[], bin: string): void {
-  const counts = [5000, 20_000, 80_000]
+  const shapes: Shape[] = [
+    {name: 'one class of N assignments', unit: 'assignments', counts: [5000, 20_000, 80_000], module: 'big', code: (count) => assignmentsClass('big', count), classes: '[big]'},
+    {name: 'N classes on one line', unit: 'classes', counts: [2500, 10_000, 40_000], module: 'many', code: (count) => oneLineClasses(count).code, classes: '[many]'},
+  ]
   const rounds = Math.max(3, Math.floor(Number(process.env.BENCH_ROUNDS ?? 7) / 2))
-  const root = join(dir, 'validate-variables')
   timeFile = join(dir, 'validate-variables-time.txt')
-  const bytes = new Map<number, number>()
-  for (const count of counts) {
-    const manifests = join(root, `modules-${count}`, 'big', 'trunk', 'big', 'manifests')
-    mkdirSync(manifests, {recursive: true})
-    const code = assignmentsClass('big', count)
-    bytes.set(count, Buffer.byteLength(code))
-    writeFileSync(join(manifests, 'init.pp'), code)
-    writeFileSync(join(root, `input-${count}.yaml`), 'app: big/trunk\nclasses: [big]\n')
-  }
+  for (const [index, shape] of shapes.entries()) {
+    const root = join(dir, `validate-variables-${index}`)
+    const bytes = new Map<number, number>()
+    for (const count of shape.counts) {
+      const manifests = join(root, `modules-${count}`, shape.module, 'trunk', shape.module, 'manifests')
+      mkdirSync(manifests, {recursive: true})
+      const code = shape.code(count)
+      bytes.set(count, Buffer.byteLength(code))
+      writeFileSync(join(manifests, 'init.pp'), code)
+      writeFileSync(join(root, `input-${count}.yaml`), `app: ${shape.module}/trunk\nclasses: ${shape.classes}\n`)
+    }
 
-  const {ms, cpu} = interleaved('validate variables', 'assignments', counts, rounds, (count) => [bin, 'validate', join(root, `input-${count}.yaml`), '--module-dir', join(root, `modules-${count}`), '--', ...isolate])
-  console.log(`validate variables: static validate (syntax and variable check) of one class of N assignments, median of ${rounds}, interleaved`)
-  for (const [index, count] of counts.entries()) {
-    const before = counts[index - 1]
-    const ratio = before === undefined ? '' : `, ${count / 1000}k/${before / 1000}k = ${(ms(count) / ms(before)).toFixed(2)} wall, ${(cpu(count) / cpu(before)).toFixed(2)} CPU (linear: 4 at most, Puppet's start-up included; quadratic: ~16)`
-    console.log(`  ${String(count).padStart(6)} assignments (${(bytes.get(count)! / 1e6).toFixed(2)} MB): ${ms(count).toFixed(0).padStart(7)} ms, ${cpu(count).toFixed(0).padStart(7)} ms CPU${ratio}`)
-  }
+    const {ms, cpu} = interleaved('validate variables', shape.unit, shape.counts, rounds, (count) => [bin, 'validate', join(root, `input-${count}.yaml`), '--module-dir', join(root, `modules-${count}`), '--', ...isolate])
+    console.log(`validate variables: static validate (syntax and variable check) of ${shape.name}, median of ${rounds}, interleaved`)
+    for (const [at, count] of shape.counts.entries()) {
+      const before = shape.counts[at - 1]
+      const ratio = before === undefined ? '' : `, ${count / 1000}k/${before / 1000}k = ${(ms(count) / ms(before)).toFixed(2)} wall, ${(cpu(count) / cpu(before)).toFixed(2)} CPU (linear: 4 at most, Puppet's start-up included; quadratic: ~16)`
+      console.log(`  ${String(count).padStart(6)} ${shape.unit} (${(bytes.get(count)! / 1e6).toFixed(2)} MB): ${ms(count).toFixed(0).padStart(7)} ms, ${cpu(count).toFixed(0).padStart(7)} ms CPU${ratio}`)
+    }
 
-  const [small, , large] = counts
-  console.log(`  each 1,000 assignments past ${small / 1000}k add ${((ms(large) - ms(small)) / ((large - small) / 1000)).toFixed(1)} ms (wall), ${((cpu(large) - cpu(small)) / ((large - small) / 1000)).toFixed(1)} ms (CPU)`)
+    const [small, , large] = shape.counts
+    console.log(`  each 1,000 ${shape.unit} past ${small / 1000}k add ${((ms(large) - ms(small)) / ((large - small) / 1000)).toFixed(1)} ms (wall), ${((cpu(large) - cpu(small)) / ((large - small) / 1000)).toFixed(1)} ms (CPU)`)
+  }
 }
 
 /** Runs the two validate benchmarks; `bin` is bin/run.js, `isolate` keeps Puppet's state in `dir`. */

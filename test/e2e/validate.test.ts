@@ -7,7 +7,7 @@ import {XMLParser} from 'fast-xml-parser'
 
 import {FIXTURES, REPO, cli, isolatePuppet} from '../helpers/cli.js'
 import {installEdited} from '../helpers/repository.js'
-import {assignmentsClass} from '../helpers/puppet-code.js'
+import {assignmentsClass, oneLineClasses} from '../helpers/puppet-code.js'
 import {type Tree, tempDir, writeTree} from '../helpers/temp.js'
 
 const CI = join(FIXTURES, 'ci')
@@ -238,11 +238,7 @@ test('classes of 20,000 and 40,000 assignments: every local read is known, the o
 
 test('a 1 MB manifest of 20,000 classes and resources on one long line, with a multibyte character: its unknown variables reported at their columns', async (t) => {
   const dir = await tempDir(t)
-  const count = 20_000
-  const classes = Array.from({length: count}, (_, i) => `class many::c${i} { $a = ${i} file { "/t/é\${a}": } }`)
-  classes[count / 2] = `class many::c${count / 2} { $a = 1 notice("é \${a} \${nope}") $b = $other }`
-  const line = classes.join(' ')
-  const code = `# café: every class on one line\nclass many { include ${Array.from({length: count}, (_, i) => `many::c${i}`).join(', ')} }\n${line}\n`
+  const {code, line} = oneLineClasses(20_000, 10_000)
   t.true(Buffer.byteLength(code) > 1_000_000)
   await writeTree(dir, {'input.yaml': 'app: many/trunk\nclasses: [many]\n', 'modules/many/trunk/many/manifests/init.pp': code})
   const result = await cli(['validate', join(dir, 'input.yaml'), '--module-dir', join(dir, 'modules'), '--format', 'json', '--', ...isolatePuppet(dir)])

@@ -11,3 +11,16 @@ export function assignmentsClass(name: string, count: number, unknown: string | 
   lines.push('}', '')
   return lines.join('\n')
 }
+
+/**
+ * A module `many`'s init.pp, as generated code can be: `count` classes `many::cN`, each
+ * with a resource, all on one line (the third), after a class `many` (second line) that
+ * includes them all and a comment with a multibyte character (first line). With
+ * `unknownAt`, class many::c<unknownAt> reads `${nope}` and `$other` instead.
+ */
+export function oneLineClasses(count: number, unknownAt: number | null = null): {code: string; line: string} {
+  const classes = Array.from({length: count}, (_, i) => `class many::c${i} { $a = ${i} file { "/t/é\${a}": } }`)
+  if (unknownAt !== null) classes[unknownAt] = `class many::c${unknownAt} { $a = 1 notice("é \${a} \${nope}") $b = $other }`
+  const line = classes.join(' ')
+  return {code: `# café: every class on one line\nclass many { include ${Array.from({length: count}, (_, i) => `many::c${i}`).join(', ')} }\n${line}\n`, line}
+}

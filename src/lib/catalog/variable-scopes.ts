@@ -59,39 +59,16 @@ module LocalpuppetVariableScopes
   end
 
   # Each read's [name, top, locator, offset, skippable] as [name, top, line, column,
-  # skippable]. Puppet's Locator19 counts a column's characters from the start of its line
-  # on every call, which on one long line of many reads is quadratic: here the reads of a
-  # file are taken in order of offset, each line's characters counted once. Locators are
+  # skippable], the reads of each file asked in order of offset, so that the locator counts
+  # each line's characters once (see LocalpuppetColumns in PUPPET_PRELUDE). Locators are
   # told apart by identity: a locator's own hash is its whole text's.
   def self.placed(reads)
-    at = {}
-    by_locator = {}.compare_by_identity
-    reads.each { |r| (by_locator[r[2]] ||= []) << r[3] }
-    by_locator.each do |locator, offsets|
-      mine = (at[locator.object_id] = {})
-      offsets = offsets.uniq.sort
-      unless locator.is_a?(Puppet::Pops::Parser::Locator::Locator19) && locator.string.is_a?(String)
-        offsets.each { |o| mine[o] = [locator.line_for_offset(o), locator.pos_on_line(o)] }
-        next
-      end
-      string = locator.string
-      starts = locator.line_index
-      line = nil
-      from = 0
-      chars = 0
-      offsets.each do |o|
-        n = locator.line_for_offset(o)
-        if n != line
-          line = n
-          from = starts[n - 1]
-          chars = 0
-        end
-        chars += string.byteslice(from, o - from).length
-        from = o
-        mine[o] = [n, chars + 1]
-      end
+    at = {}.compare_by_identity
+    reads.each { |r| (at[r[2]] ||= {})[r[3]] = nil }
+    at.each do |locator, offsets|
+      offsets.keys.sort.each { |o| offsets[o] = [locator.line_for_offset(o), locator.pos_on_line(o)] }
     end
-    reads.map { |name, top, locator, o, skippable| [name, top, *at[locator.object_id][o], skippable] }
+    reads.map { |name, top, locator, o, skippable| [name, top, *at[locator][o], skippable] }
   end
 
   # The classes and defines a body declares by a name written out: include, contain and
