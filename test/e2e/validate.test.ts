@@ -277,3 +277,19 @@ test('a manifest over the bound on one manifest\'s size is a problem naming it, 
   t.is(text.exitCode, 65)
   t.regex(text.stdout, /over\/trunk\/over\/manifests\/init\.pp: 4\.0 MiB, over validate's bound/)
 })
+
+// validate's Puppet process replaces the lexer's rule for `[` (which copied the whole text
+// before each one) by one that looks at the last character only: the answers must be Puppet's.
+test('Puppet\'s reading of `[` is kept: after a blank, even a multibyte one, a list; after anything else, an access', async (t) => {
+  const dir = await tempDir(t)
+  await writeTree(dir, {
+    'input.yaml': 'app: lex/trunk\nclasses: [lex]\n',
+    'modules/lex/trunk/lex/manifests/init.pp': 'class lex {\n  $a = [1, 2][0]\n  $b = "é"[0]\n  $c = [1, 2]\u3000[0]\n  notice($a, $b, $c)\n}\n',
+  })
+  const result = await cli(['validate', join(dir, 'input.yaml'), '--module-dir', join(dir, 'modules'), '--format', 'json', '--', ...isolatePuppet(dir)])
+  t.is(result.exitCode, 65, result.stderr)
+  t.deepEqual(
+    problemsOf(result.stdout).map((p) => [p.check, p.line, p.column, p.message.split(': ')[1]]),
+    [['syntax', 4, 15, 'This Array Expression has no effect. A value was produced and then forgotten (one or more preceding expressions may have the wrong form)']],
+  )
+})
