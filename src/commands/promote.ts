@@ -1,5 +1,6 @@
 import {Args, Flags} from '@oclif/core'
 
+import {expiryWarning} from '../lib/repository/index-expiry.js'
 import {BaseCommand, describeWithExitCodes} from '../cli/base-command.js'
 import type {PromoteResult} from '../lib/repository/promote.js'
 import type {ChannelHealth} from '../lib/fleet/channel-health.js'
@@ -85,6 +86,7 @@ export default class Promote extends BaseCommand {
       this.log(`repository ${result.repository}, index version ${result.version}, expires ${result.expires}${result.signedBy ? `, signed by ${result.signedBy}` : ''}`)
     }
 
+    this.warnLines([expiryWarning(`index version ${result.version} of ${flags.repo}`, result.expires, Date.now())].filter((line) => line !== null))
     return {promoted: true, ...result, ...(health ? {health} : {})}
   }
 }
