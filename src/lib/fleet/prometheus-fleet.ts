@@ -121,6 +121,19 @@ function checkValue(name: string, value: number): string | undefined {
  */
 export const MAX_KEPT_CHARS = 128 * 1024 * 1024
 
+/**
+ * A label as the node's metrics file wrote it. A target label of the same name in the scrape
+ * configuration (`labels: {node: host-a}`, common) makes Prometheus rename the node's to
+ * `exported_node` (unless `honor_labels: true`): read that when present, or every node would
+ * take the target's name. Never for instance and job, which only the scrape sets: a node
+ * exporting its own cannot pass for another target.
+ */
+function exporterLabel(labels: Record<string, string>, name: string): string | undefined {
+  const exported = `exported_${name}`
+  if (!TARGET.includes(name) && Object.hasOwn(labels, exported)) return labels[exported]
+  return Object.hasOwn(labels, name) ? labels[name] : undefined
+}
+
 /** What a fleet view keeps of its answers, held to MAX_NODES per query and MAX_KEPT_CHARS in all (69, naming the query). */
 function keeper(client: PrometheusClient) {
   let chars = 0
@@ -144,13 +157,14 @@ function keeper(client: PrometheusClient) {
         },
       }
     },
-    /** The labels of a series that are read. */
+    /** The labels of a series that are read (the node's own, where Prometheus renamed them: see exporterLabel). */
     pick(query: string, labels: Record<string, string>, names: string[]): Record<string, string> {
       const picked: Record<string, string> = {}
       for (const name of names) {
-        if (!Object.hasOwn(labels, name)) continue
-        count(query, labels[name])
-        picked[name] = labels[name]
+        const value = exporterLabel(labels, name)
+        if (value === undefined) continue
+        count(query, value)
+        picked[name] = value
       }
 
       return picked
@@ -266,7 +280,7 @@ const iso = (seconds: number | undefined) => (seconds === undefined || !Number.i
 /** Whether a second series of a metric says what the one kept does: its value and the labels read of it (others may differ). */
 function sameKept(kept: Kept, value: number, labels: Record<string, string>, names: string[]): boolean {
   if (!Object.is(kept.value, value)) return false
-  return names.every((name) => kept.labels[name] === (Object.hasOwn(labels, name) ? labels[name] : undefined))
+  return names.every((name) => kept.labels[name] === exporterLabel(labels, name))
 }
 
 /** A node from its series kept (under '', its target's labels), and what two of them disagreed on. */

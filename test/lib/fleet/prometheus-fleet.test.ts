@@ -188,3 +188,26 @@ test('a node whose series of one metric disagree (a succeeded and a failed state
     t.like(status.nodes[0], {node: 'web1', message: 'its metrics disagree: two series of localpuppet_last_attempt_exit_code, 0 and 6'}, order)
   }
 })
+
+test('issue 35: a `node` (or app, channel, release) label on the scrape target does not rename the fleet: the node\'s own, renamed exported_* by Prometheus, is read', async (t) => {
+  // Prometheus' default (honor_labels: false) with `labels: {node: host-a, channel: ops}` on web1's target: its own become exported_*.
+  const relabelled = (series: Series): Series => {
+    const metric: Record<string, string> = {...series.metric, node: 'host-a', channel: 'ops'}
+    for (const name of ['node', 'channel'] as const) if (Object.hasOwn(series.metric, name)) metric[`exported_${name}`] = series.metric[name]
+    return {...series, metric}
+  }
+
+  const prometheus = await fakePrometheus(t, (query) => ({
+    resultType: 'vector',
+    result: query.startsWith('{__name__=~') ? [...current().map(relabelled), sample('desired_release_info', {...desired('foo/tags/1.4.0', 'web2:9100', 'web2')}, 1, 'web2:9100')] : [],
+  }))
+  const fleet = await readPromFleet(prometheus.url)
+  t.deepEqual(fleet.nodes.map((node) => node.node), ['web1', 'web2'])
+  t.like(fleet.nodes[0], {node: 'web1', channel: 'canary', desired: 'foo/tags/1.4.0', instance: 'web1:9100'})
+  // A node's own `exported_instance` is never read: the scrape's target is who it is.
+  const spoofed = await fakePrometheus(t, (query) => ({
+    resultType: 'vector',
+    result: query.startsWith('{__name__=~') ? current().map((series) => ({...series, metric: {...series.metric, exported_instance: 'web9:9100'}})) : [],
+  }))
+  t.like((await readPromFleet(spoofed.url)).nodes[0], {node: 'web1', instance: 'web1:9100'})
+})
