@@ -73,7 +73,8 @@ export default class Promote extends BaseCommand {
         minNodes: flags['min-nodes'] ?? 1,
         staleAfterMs: flags['stale-after'] === undefined ? undefined : parseDuration(flags['stale-after'], '--stale-after'),
       })
-      if (!this.jsonEnabled()) process.stderr.write(renderChannelHealth(health) + '\n')
+      // The gate's table is the command's output (a CI step keeping stdout keeps why it refused); the refusal is one line on stderr.
+      if (!this.jsonEnabled()) this.log(renderChannelHealth(health))
       if (!health.ok) {
         process.exitCode = 1
         if (!this.jsonEnabled()) process.stderr.write(`localpuppet: ${app}/channels/${flags.channel} not moved: ${terminalText(health.why)}\n`)

@@ -91,8 +91,8 @@ test('escape sequences and a forged newline in a node label and a disable messag
   const gate = await runBounded(t, promote(prometheus.url))
   t.is(gate.exitCode, 1, gate.stderr)
   assertInert(t, gate.stderr + gate.stdout)
-  t.true(gate.stderr.includes('web1\\e]0;owned\\u0007\\e[2J\\nfoo/channels/stable: 1.3.0 -> 1.4.0'), gate.stderr)
-  t.true(gate.stderr.includes('Puppet is disabled: maintenance\\e[31m\\nfoo/channels/stable'), gate.stderr)
+  t.true(gate.stdout.includes('web1\\e]0;owned\\u0007\\e[2J\\nfoo/channels/stable: 1.3.0 -> 1.4.0'), gate.stdout)
+  t.true(gate.stdout.includes('Puppet is disabled: maintenance\\e[31m\\nfoo/channels/stable'), gate.stdout)
 
   const gateJson = await runBounded(t, promote(prometheus.url, '--json'))
   t.is(gateJson.exitCode, 1, gateJson.stderr)
@@ -286,4 +286,14 @@ test('issue 35: fleet status with no Prometheus and no reachable MCollective fai
   t.is(lines[0], `localpuppet: no fleet to read: no Prometheus is set, and MCollective cannot be used: its broker 127.0.0.1:${port} (${join(dir, '.mcollective')}) cannot be reached (ECONNREFUSED)`)
   t.regex(status.stderr, /--prometheus URL reads the fleet from the node metrics \(or set prometheus in \/etc\/localpuppet\/config\.yaml, env LOCALPUPPET_PROMETHEUS\)/)
   t.regex(status.stderr, /--via mco asks each node through MCollective/)
+})
+
+test('issue 35: a refused gated promote prints its table on stdout (a CI step keeping stdout keeps why), its refusal on stderr', async (t) => {
+  const prometheus = await fleet(t, [{node: 'web1'}, {node: 'web2', disabled: 'maintenance'}])
+  const gate = await runBounded(t, promote(prometheus.url))
+  t.is(gate.exitCode, 1, gate.stderr)
+  t.regex(gate.stdout, /^NODE +APPLIED +HEALTH +WHY$/m)
+  t.regex(gate.stdout, /^web2 +foo\/tags\/1\.4\.0 +disabled +Puppet is disabled: maintenance$/m)
+  t.regex(gate.stdout, /^not healthy: 1 of 2 nodes following foo\/channels\/canary are not healthy on foo\/tags\/1\.4\.0: web2 \(disabled\)/m)
+  t.is(gate.stderr, 'localpuppet: foo/channels/stable not moved: 1 of 2 nodes following foo/channels/canary are not healthy on foo/tags/1.4.0: web2 (disabled)')
 })
