@@ -206,11 +206,12 @@ test('a replayed older index, naming an older input for web1, is refused (65): t
   })
 })
 
-test('a node with no input in the repository: 66, naming a near name and the configuration file to set node_name in', async (t) => {
+test('a node with no input in the repository: 66, naming the configuration file to set node_name in, never another node (issue 35: "did you mean web1?" would hand it web1\'s input)', async (t) => {
   const node = await publishedWeb1(t, 'web2')
   const result = await cli(['apply', '--fetch'], {env: {LOCALPUPPET_CONFIG: node.config}})
   t.is(result.exitCode, 66, result.stderr)
-  t.regex(result.stderr, /node web2 has no input in the repository .* \(did you mean web1\?\)/)
+  t.regex(result.stderr, /^localpuppet: node web2 has no input in the repository \S+$/m)
+  t.notRegex(result.stderr, /web1/)
   t.true(result.stderr.includes(`or set node_name in ${node.config}`), result.stderr)
   t.false(await exists(node.input))
 })
