@@ -232,8 +232,8 @@ export async function readPromFleet(url: string, options: PromFleetOptions = {})
 
   // A node that stopped reporting: the label set it reported last (its release or channel may have changed within the lookback).
   const stopped = new Map([...seen.map].filter(([target]) => !reporting.has(target)))
-  const newest = await newestLabelSets(client, kept, stopped, lookbackSeconds)
-  for (const [target, {labels}] of stopped) nodes.push(stoppedNode(newest.get(target) ?? labels, lastAttempts.map.get(target)))
+  const [newest, applied] = await Promise.all([newestLabelSets(client, kept, stopped, lookbackSeconds), lastApplied(client, kept, stopped, lookbackSeconds)])
+  for (const [target, {labels}] of stopped) nodes.push({...stoppedNode(newest.get(target) ?? labels, lastAttempts.map.get(target)), applied: applied.get(target) ?? null})
   nodes.sort((a, b) => (a.node < b.node ? -1 : a.node > b.node ? 1 : 0))
   return {nodes, at, url: client.url}
 }
@@ -257,6 +257,27 @@ async function newestLabelSets(client: PrometheusClient, kept: ReturnType<typeof
     newest.set(target, kept.pick(selector, labels, DESIRED))
   })
   return newest
+}
+
+/**
+ * For each stopped target, the release it reported applied last (the newest scraped
+ * series of its applied-release info within the lookback): what it was running when it
+ * went quiet, rather than nothing. One query, of just those targets, only when there are.
+ */
+async function lastApplied(client: PrometheusClient, kept: ReturnType<typeof keeper>, stopped: Map<string, {labels: Record<string, string>}>, lookbackSeconds: number): Promise<Map<string, string>> {
+  const applied = new Map<string, string>()
+  if (stopped.size === 0) return applied
+  const instances = [...new Set([...stopped.values()].map(({labels}) => labels.instance ?? ''))]
+  const best = new Map<string, number>()
+  const selector = `localpuppet_applied_release_info{instance=~${promRegexLiteral(instances)}}`
+  await client.lastSeen(selector, lookbackSeconds, ({labels, at}) => {
+    const target = targetKey(labels)
+    const release = kept.pick(selector, labels, ['release']).release
+    if (!stopped.has(target) || !release || !(at > (best.get(target) ?? Number.NEGATIVE_INFINITY))) return
+    best.set(target, at)
+    applied.set(target, release)
+  })
+  return applied
 }
 
 /** The app and channel of the input a node follows, as its ref names them: for metrics whose own labels left them empty. */
