@@ -39,16 +39,15 @@ export default class FleetStatus extends BaseCommand {
   static override flags = {
     ...mcoFlags,
     'reply-timeout': replyTimeoutFlag('seconds each node has to answer the status request (mco -t) [default: 20]'),
-    via: Flags.string({description: 'how to reach the fleet [default: prometheus with --prometheus, ssh with --targets or --inventory, else mco]', options: ['mco', 'ssh', 'prometheus']}),
-    prometheus: Flags.string({description: "read the fleet from the node metrics in this Prometheus (http://host:9090)", helpValue: 'URL'}),
-    lookback: Flags.string({description: '--prometheus: list nodes seen this far back whose metrics are gone as "stopped reporting" [default: 1d]', helpValue: 'DURATION', dependsOn: ['prometheus']}),
-    channel: Flags.string({description: '--prometheus: only the nodes whose input follows this channel', helpValue: 'NAME', dependsOn: ['prometheus']}),
-    'prometheus-timeout': Flags.string({description: '--prometheus: the time each answer of Prometheus has, whole (else 69) [default: 5m]', helpValue: 'DURATION', dependsOn: ['prometheus']}),
+    via: Flags.string({description: 'how to reach the fleet [default: ssh with --targets or --inventory, prometheus with --prometheus or the prometheus setting, else mco]', options: ['mco', 'ssh', 'prometheus']}),
+    prometheus: Flags.string({description: 'read the fleet from the node metrics in this Prometheus (http://host:9090) [default: the prometheus setting] (env LOCALPUPPET_PROMETHEUS, config prometheus)', helpValue: 'URL'}),
+    lookback: Flags.string({description: '--prometheus: list nodes seen this far back whose metrics are gone as "stopped reporting" [default: 1d]', helpValue: 'DURATION'}),
+    channel: Flags.string({description: '--prometheus: only the nodes whose input follows this channel', helpValue: 'NAME'}),
+    'prometheus-timeout': Flags.string({description: '--prometheus: the time each answer of Prometheus has, whole (else 69) [default: 5m]', helpValue: 'DURATION'}),
     source: Flags.string({
       description:
         "--prometheus: resolve each node's wanted release through this release repository's signed index now (a channel's tag, a range's newest match), read as a node reads it and remembered nowhere [default: the source setting, if any; else wanted is as of each node's last run] (env LOCALPUPPET_SOURCE, config source)",
       helpValue: 'URL|DIR',
-      dependsOn: ['prometheus'],
     }),
     trust: sourceFlags.trust,
     insecure: sourceFlags.insecure,
@@ -61,14 +60,17 @@ export default class FleetStatus extends BaseCommand {
 
   async run(): Promise<unknown> {
     const {flags} = await this.parse(FleetStatus)
-    const via = flags.via ?? (flags.prometheus ? 'prometheus' : undefined)
+    const [{settingString}, {UsageError}] = await Promise.all([import('../../lib/config/settings.js'), import('../../lib/errors.js')])
+    // --prometheus, else the prometheus setting (env, then the config file).
+    const prometheus = await settingString('prometheus', flags.prometheus)
+    // MCollective's own flags name MCollective, even where a prometheus setting is there.
+    const mcoAsked = ['with-identity', 'with', 'with-fact', 'with-class', 'with-agent', 'select', 'nodes', 'dt', 'target', 'mco-config', 'reply-timeout'].some((name) => flags[name as keyof typeof flags] !== undefined)
+    const sshAsked = flags.targets !== undefined || flags.inventory !== undefined
+    const via = flags.via ?? (sshAsked ? 'ssh' : prometheus && (flags.prometheus !== undefined || !mcoAsked) ? 'prometheus' : 'mco')
     const {renderFleetStatus} = await import('../../cli/render/rollout-text.js')
     let status
     if (via === 'prometheus') {
-      if (!flags.prometheus) {
-        const {UsageError} = await import('../../lib/errors.js')
-        throw new UsageError('--via prometheus needs --prometheus URL')
-      }
+      if (!prometheus) throw new UsageError('--via prometheus needs --prometheus URL (or the prometheus setting)')
 
       const [{fleetStatusViaPrometheus}, {readWantedIndex}, {parseDuration}, {usageChannelName}] = await Promise.all([
         import('../../lib/fleet/prometheus-fleet.js'),
@@ -81,8 +83,17 @@ export default class FleetStatus extends BaseCommand {
       if (flags.channel !== undefined) usageChannelName(flags.channel, '--channel')
       const wanted = await readWantedIndex({source: flags.source, trust: flags.trust, insecure: flags.insecure, allowUntrusted: flags['allow-untrusted']})
       if (wanted) this.warnLines(wanted.warnings)
-      status = await fleetStatusViaPrometheus(flags.prometheus, {lookbackMs, deadlineMs, channel: flags.channel, wanted})
+      status = await fleetStatusViaPrometheus(prometheus, {lookbackMs, deadlineMs, channel: flags.channel, wanted})
     } else {
+      const prometheusOnly = (['lookback', 'channel', 'prometheus-timeout', 'source'] as const).find((name) => flags[name] !== undefined)
+      if (prometheusOnly) throw new UsageError(`--${prometheusOnly} reads the fleet from Prometheus: give --prometheus URL (or set prometheus), not --via ${via}`)
+      // Named no way to the fleet: MCollective, the default, is checked in seconds, not after mco's minute of retries
+      // (not a wrapper named by --mco, whose configuration is its own).
+      if (via === 'mco' && flags.via === undefined && flags.mco === 'mco') {
+        const {assertMcoReachable} = await import('../../lib/fleet/fleet-source.js')
+        await assertMcoReachable({mco: flags.mco, config: flags['mco-config']})
+      }
+
       const {fleetStatusViaMco} = await import('../../lib/fleet/fleet-status.js')
       status = await fleetStatusViaMco(await transportSpec({...flags, via} as McoFlagValues), {stateDir: flags['state-dir'] ?? defaultStateDir(), allowUntrusted: flags['allow-untrusted']}, (line) => this.warnLines([line]))
     }
