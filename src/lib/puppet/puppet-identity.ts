@@ -1,7 +1,6 @@
 import {closeSync, openSync, readFileSync, readSync, realpathSync} from 'node:fs'
 import {dirname, join} from 'node:path'
 
-import type {RecordedPuppet} from '../state/run-record.js'
 import {findExecutable} from '../util/find-executable.js'
 
 /** Where Puppet's and OpenVox's own packages put the command (timers and cron do not have it on PATH). */
@@ -174,4 +173,11 @@ function rubygemsWrapper(file: string): string | null {
   } catch {
     return null
   }
+}
+
+/** Which Puppet an attempt ran or would have run: implementation and version from the package or gem that owns `path`. */
+export interface RecordedPuppet {
+  implementation: 'puppet' | 'openvox' | null
+  version: string | null
+  path: string | null
 }
