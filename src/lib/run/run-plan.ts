@@ -128,7 +128,7 @@ export async function buildRunPlan(input: NodeInput, options: PlanOptions, runId
   untrusted.push(...assertTrustedPaths([...moduleDirTrustPaths(options.moduleDir), ...stateDirTrustPaths(stateDir)], allow, seen))
   assertStateDirShape(stateDir)
   // An app on a channel that no fetch pinned (no --fetch, or the source unreachable): the tag the channel named when the node last read the index.
-  const channels = input.app.kind === 'channel' ? await (await import('../repository/accepted-versions.js')).rememberedChannels(options.moduleDir, allow) : undefined
+  const channels = input.app.kind === 'channel' ? await (await import('../source/accepted-versions.js')).rememberedChannels(options.moduleDir, allow) : undefined
   const resolution = await resolveRelease(options.moduleDir, input.app, {allowMutable: options.allowMutable, checkTrust: true, allowUntrusted: allow, channels})
   // Every directory from the module directory down to each release root: a world-writable
   // <app>/tags lets anyone swap a tag. Then everything inside each release: Puppet reads

@@ -348,6 +348,6 @@ async function channelTags(moduleDir: string, repo: string | undefined): Promise
     return indexChannels((await readCurrentIndex(repo)).index)
   }
 
-  const {rememberedChannels} = await import('../repository/accepted-versions.js')
+  const {rememberedChannels} = await import('../source/accepted-versions.js')
   return rememberedChannels(moduleDir).catch(() => ({}))
 }

@@ -4,10 +4,10 @@ import type {Readable} from 'node:stream'
 
 import type {Dispatcher} from 'undici'
 
-import {LocalpuppetError, ReleaseError, RepositoryUnavailableError} from '../errors.js'
-import {redactUrl} from '../util/terminal-text.js'
-import {type Transport, readBounded, writeChecked} from './transport.js'
-import {meterRate} from '../util/rate-floor.js'
+import {LocalpuppetError, ReleaseError, RepositoryUnavailableError} from '../../errors.js'
+import {redactUrl} from '../../util/terminal-text.js'
+import {type Transport, readBounded, writeChecked} from './reader.js'
+import {meterRate} from '../../util/rate-floor.js'
 
 export interface HttpOptions {
   /** Per request: connecting, waiting for headers, and any pause in the body (ms). */

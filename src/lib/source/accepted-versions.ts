@@ -8,7 +8,7 @@ import {isValidVersionName} from '../release/release-ref.js'
 import {RunLock} from '../state/lock.js'
 import {writeFileAtomic} from '../util/atomic-write.js'
 import {openedPathTrustProblem, refuseUnlessAllowed} from '../util/trusted-path.js'
-import {REPOSITORY_ID, type RepositoryIndex} from './repository-index.js'
+import {REPOSITORY_ID, type RepositoryIndex} from '../repository/repository-index.js'
 
 /** In the module directory's `.localpuppet/`: what the node accepted from each repository. */
 export const ACCEPTED_VERSIONS_FILE = 'repositories.json'
