@@ -1,6 +1,6 @@
 import {Args} from '@oclif/core'
 
-import {BaseCommand, describeWithExitCodes} from '../cli/base-command.js'
+import {BaseCommand, describeWithExitCodes, untrustedExit} from '../cli/base-command.js'
 import {metricsFlags, puppetFlags, stateFlags, trustFlags} from '../cli/flags.js'
 import type {AgentLockState} from '../lib/status/agent-lock.js'
 import {defaultStateDir} from '../lib/state/state-dir.js'
@@ -28,7 +28,7 @@ export default class Disable extends BaseCommand {
     [
       {code: 0, meaning: 'disabled'},
       {code: 69, meaning: 'puppet is not available'},
-      {code: 77, meaning: "the state dir, the puppet executable or the metrics file's directory is owned by another user or writable by others (--allow-untrusted)"},
+      untrustedExit("the state dir, the puppet executable or the metrics file's directory"),
     ],
   )
 

@@ -1,4 +1,4 @@
-import {BaseCommand, describeWithExitCodes} from '../cli/base-command.js'
+import {BaseCommand, describeWithExitCodes, untrustedExit} from '../cli/base-command.js'
 import type {AgentLockState} from '../lib/status/agent-lock.js'
 import {defaultStateDir} from '../lib/state/state-dir.js'
 import {terminalText} from '../lib/util/terminal-text.js'
@@ -13,7 +13,7 @@ export default class Enable extends BaseCommand {
     [
       {code: 0, meaning: 'enabled (or was not disabled)'},
       {code: 69, meaning: 'puppet is not available'},
-      {code: 77, meaning: "the state dir, the puppet executable or the metrics file's directory is owned by another user or writable by others (--allow-untrusted)"},
+      untrustedExit("the state dir, the puppet executable or the metrics file's directory"),
     ],
   )
 

@@ -1,6 +1,6 @@
 import {Flags} from '@oclif/core'
 
-import {BaseCommand, describeWithExitCodes} from '../../cli/base-command.js'
+import {BaseCommand, describeWithExitCodes, untrustedExit} from '../../cli/base-command.js'
 import {type McoFlagValues, mcoFlags, replyTimeoutFlag, transportSpec} from '../../cli/fleet-flags.js'
 import {sourceFlags, stateFlags} from '../../cli/flags.js'
 import {defaultStateDir} from '../../lib/state/state-dir.js'
@@ -20,7 +20,7 @@ export default class FleetStatus extends BaseCommand {
       {code: 64, meaning: 'usage error (--source apt; plain http with no trusted key and no --insecure; --channel not a channel name)'},
       {code: 65, meaning: "--source: the repository's index is invalid, not signed by a trusted key, older than one this machine accepted, or expired"},
       {code: 69, meaning: 'mco cannot be run or the broker cannot be reached; Prometheus or the repository cannot be reached or cannot answer (Prometheus: not in time, --prometheus-timeout; a series or value that cannot be; too many series or nodes)'},
-      {code: 77, meaning: 'the rollouts directory (where the fleet is remembered), or with --source an unsigned repository directory or the record of accepted index versions, is owned by another user or writable by others (--allow-untrusted)'},
+      untrustedExit('the rollouts directory (where the fleet is remembered), or with --source an unsigned repository directory or the record of accepted index versions,'),
     ],
   )
 

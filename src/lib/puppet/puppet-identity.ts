@@ -105,7 +105,9 @@ function identify(path: string, dpkgInfo: string): PuppetIdentity {
   let real = path
   try {
     real = realpathSync(path)
-  } catch {}
+  } catch {
+    // A path that does not resolve is judged as given.
+  }
 
   const packaged = owningPackage(new Set([path, real]), dpkgInfo)
   if (packaged) return {implementation: implementationOf(packaged.name), version: packaged.versionFile ? versionIn(packaged.versionFile) : null, path, owner: `dpkg:${packaged.name}`}

@@ -6,7 +6,7 @@ import {missingClasses} from '../catalog/find-classes.js'
 import {moduleDirTrustPaths} from '../install/install-record.js'
 import {verifyModulepath} from '../verify/verify.js'
 import {InputError, NotFoundError, UsageError, describeFsError} from '../errors.js'
-import type {NodeInput} from '../input/node-input.js'
+import {type NodeInput, inputClassNames} from '../input/node-input.js'
 import {scriptInterpreter} from '../util/find-executable.js'
 import {type PuppetLocation, describePuppet, locatePuppet} from '../puppet/puppet-identity.js'
 import {type LanguageMode, languageModeArgs} from '../release/language-mode.js'
@@ -152,8 +152,7 @@ export async function buildRunPlan(input: NodeInput, options: PlanOptions, runId
   const environment = input.environment ?? 'production'
   // A class Puppet cannot find fails the run inside Puppet after seconds of start-up: refused
   // here instead (65, recorded), in validate's words, before anything runs.
-  const classes = input.classes === undefined || input.classes === null ? [] : Array.isArray(input.classes) ? input.classes : Object.keys(input.classes)
-  const missing = await missingClasses(classes, resolution.modulepath.map((entry) => entry.path), manifest.source === 'empty' ? null : manifest.path)
+  const missing = await missingClasses(inputClassNames(input), resolution.modulepath.map((entry) => entry.path), manifest.source === 'empty' ? null : manifest.path)
   if (missing.length > 0) throw new InputError(`${input.source}: release ${app.release}: ${missing.length === 1 ? missing[0].message : missing.map((found, n) => `(${n + 1}) ${found.message}`).join(' ')}`, [`localpuppet classes ${app.release} lists the classes it provides`])
   const facts = options.facts ?? {}
   const modulepath = resolution.modulepath.map((entry) => entry.path)

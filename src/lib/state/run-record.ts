@@ -279,7 +279,9 @@ export async function latestRunId(stateDir: string): Promise<string> {
     try {
       await readFile(runFiles(stateDir, ids[i]).record)
       return ids[i]
-    } catch {}
+    } catch {
+      // A run directory without a readable record yet (starting, or pruned): the one before it.
+    }
   }
 
   throw new NotFoundError(`no runs yet in ${stateDir}`)
