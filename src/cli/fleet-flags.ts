@@ -2,7 +2,8 @@ import {resolve} from 'node:path'
 
 import {Flags} from '@oclif/core'
 
-import type {TransportSpec} from '../lib/rollout/record.js'
+import type {FleetSourceSpec} from '../lib/fleet/sources/index.js'
+import {TRANSPORTS, type TransportSpec} from '../lib/rollout/transports/index.js'
 
 /** -t: how long mco waits for each node's answer; what that answer is to (and its default) is the command's. */
 export function replyTimeoutFlag(description: string) {
@@ -15,7 +16,7 @@ export function replyTimeoutFlag(description: string) {
  * over unchanged.
  */
 export const mcoFlags = {
-  via: Flags.string({description: 'how to reach the fleet', options: ['mco'], default: 'mco'}),
+  via: Flags.string({description: 'how to reach the fleet', options: [...TRANSPORTS], default: 'mco'}),
   'with-identity': Flags.string({char: 'I', aliases: ['wi'], description: 'mco discovery: nodes with this identity (repeatable)', multiple: true, helpValue: 'IDENT'}),
   with: Flags.string({char: 'W', description: 'mco discovery: combined classes and facts filter (repeatable)', multiple: true, helpValue: 'FILTER'}),
   'with-fact': Flags.string({char: 'F', aliases: ['wf'], description: 'mco discovery: nodes with this fact (fact=value, repeatable)', multiple: true, helpValue: 'FACT=VALUE'}),
@@ -66,4 +67,34 @@ export function transportSpec(flags: McoFlagValues): TransportSpec {
   if (flags['mco-config']) connection.push('--config', flags['mco-config'])
   if (flags.target) connection.push('-T', flags.target)
   return {via: 'mco', mco: flags.mco, connection, discovery, replyTimeout: flags['reply-timeout'] ?? null, discoveryTimeout: flags.dt ?? null}
+}
+
+/** fleet status's flags. */
+export type FleetSourceFlagValues = Omit<McoFlagValues, 'via'> & {
+  via?: string
+  prometheus?: string
+  lookback?: string
+  channel?: string
+  'prometheus-timeout'?: string
+  source?: string
+  trust?: string[]
+  insecure?: boolean
+  'allow-untrusted'?: boolean
+}
+
+/** Where fleet status reads the fleet from: --via, else prometheus with --prometheus URL, else mco. Usage errors (64) before anything is asked. */
+export async function fleetSourceSpec(flags: FleetSourceFlagValues): Promise<FleetSourceSpec> {
+  const via = flags.via ?? (flags.prometheus ? 'prometheus' : 'mco')
+  if (via !== 'prometheus') return {via: 'mco', transport: transportSpec({...flags, via: 'mco'})}
+  if (!flags.prometheus) {
+    const {UsageError} = await import('../lib/errors.js')
+    throw new UsageError('--via prometheus needs --prometheus URL')
+  }
+
+  const [{parseDuration}, {usageChannelName}] = await Promise.all([import('../lib/util/duration.js'), import('../lib/release/release-ref.js')])
+  const lookbackMs = flags.lookback ? parseDuration(flags.lookback, '--lookback') : undefined
+  const deadlineMs = flags['prometheus-timeout'] ? parseDuration(flags['prometheus-timeout'], '--prometheus-timeout') : undefined
+  if (flags.channel !== undefined) usageChannelName(flags.channel, '--channel')
+  const wanted = {source: flags.source, trust: flags.trust, insecure: flags.insecure, allowUntrusted: flags['allow-untrusted']}
+  return {via: 'prometheus', url: flags.prometheus, lookbackMs, deadlineMs, channel: flags.channel, wanted}
 }

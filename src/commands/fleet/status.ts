@@ -1,7 +1,7 @@
 import {Flags} from '@oclif/core'
 
 import {BaseCommand, describeWithExitCodes, untrustedExit} from '../../cli/base-command.js'
-import {type McoFlagValues, mcoFlags, replyTimeoutFlag, transportSpec} from '../../cli/fleet-flags.js'
+import {fleetSourceSpec, mcoFlags, replyTimeoutFlag} from '../../cli/fleet-flags.js'
 import {sourceFlags, stateFlags} from '../../cli/flags.js'
 import {defaultStateDir} from '../../lib/state/state-dir.js'
 
@@ -59,32 +59,9 @@ export default class FleetStatus extends BaseCommand {
 
   async run(): Promise<unknown> {
     const {flags} = await this.parse(FleetStatus)
-    const via = flags.via ?? (flags.prometheus ? 'prometheus' : 'mco')
-    const {renderFleetStatus} = await import('../../cli/render/rollout-text.js')
-    let status
-    if (via === 'prometheus') {
-      if (!flags.prometheus) {
-        const {UsageError} = await import('../../lib/errors.js')
-        throw new UsageError('--via prometheus needs --prometheus URL')
-      }
-
-      const [{fleetStatusViaPrometheus}, {readWantedIndex}, {parseDuration}, {usageChannelName}] = await Promise.all([
-        import('../../lib/fleet/prometheus-fleet.js'),
-        import('../../lib/fleet/wanted-now.js'),
-        import('../../lib/util/duration.js'),
-        import('../../lib/release/release-ref.js'),
-      ])
-      const lookbackMs = flags.lookback ? parseDuration(flags.lookback, '--lookback') : undefined
-      const deadlineMs = flags['prometheus-timeout'] ? parseDuration(flags['prometheus-timeout'], '--prometheus-timeout') : undefined
-      if (flags.channel !== undefined) usageChannelName(flags.channel, '--channel')
-      const wanted = await readWantedIndex({source: flags.source, trust: flags.trust, insecure: flags.insecure, allowUntrusted: flags['allow-untrusted']})
-      if (wanted) this.warnLines(wanted.warnings)
-      status = await fleetStatusViaPrometheus(flags.prometheus, {lookbackMs, deadlineMs, channel: flags.channel, wanted})
-    } else {
-      const {fleetStatusViaMco} = await import('../../lib/fleet/fleet-status.js')
-      status = await fleetStatusViaMco(transportSpec({...flags, via: 'mco'} as McoFlagValues), {stateDir: flags['state-dir'] ?? defaultStateDir(), allowUntrusted: flags['allow-untrusted']}, (line) => this.warnLines([line]))
-    }
-
+    const [{renderFleetStatus}, {fleetStatus}] = await Promise.all([import('../../cli/render/rollout-text.js'), import('../../lib/fleet/sources/index.js')])
+    const spec = await fleetSourceSpec(flags)
+    const status = await fleetStatus(spec, {stateDir: flags['state-dir'] ?? defaultStateDir(), allowUntrusted: flags['allow-untrusted']}, (line) => this.warnLines([line]))
     if (!this.jsonEnabled()) this.log(renderFleetStatus(status))
     process.exitCode = status.ok ? 0 : 1
     return status

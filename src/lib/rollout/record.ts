@@ -11,10 +11,9 @@ import {assertTrustedPaths, openedFileTrustProblem, refuseUnlessAllowed} from '.
 import {replayEvents} from './drive.js'
 import {type RolloutEvent, RolloutEngine, type RolloutState} from './engine.js'
 import type {RolloutSettings} from './settings.js'
-import type {McoOptions} from './transports/mco.js'
+import type {TransportSpec} from './transports/index.js'
 
-/** How the rollout reaches its nodes, recorded so that --resume reaches the same ones the same way. */
-export type TransportSpec = {via: 'mco'} & McoOptions
+export type {TransportSpec} from './transports/index.js'
 
 /**
  * rollouts/<id>.json in the operator's state directory, rewritten atomically after every
@@ -199,34 +198,4 @@ export async function listRolloutRecords(dir: string, allowUntrusted = false): P
   }
 
   return {records, skipped}
-}
-
-/**
- * fleet.json: the nodes each discovery found last, so that a node that stops answering is
- * missed ("no answer") rather than silently left out of the next rollout or fleet status.
- */
-export interface FleetMemory {
-  [discovery: string]: {nodes: string[]; at: string}
-}
-
-export async function readFleetMemory(dir: string, allowUntrusted = false): Promise<FleetMemory> {
-  const path = join(dir, 'fleet.json')
-  try {
-    const bytes = await readBoundedFile(path, {
-      maxBytes: 64 * 1024 * 1024,
-      label: `fleet record ${path}`,
-      noFollow: true,
-      error: (message) => new DamagedRecordError(message),
-      inspect: (info) => refuseUnlessAllowed(openedFileTrustProblem(path, info, 'fleet record'), {overridable: true, allow: allowUntrusted}),
-    })
-    const parsed = JSON.parse(bytes.toString('utf8')) as unknown
-    return parsed !== null && typeof parsed === 'object' && !Array.isArray(parsed) ? (parsed as FleetMemory) : {}
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'ENOENT' || error instanceof SyntaxError) return {}
-    throw error
-  }
-}
-
-export async function writeFleetMemory(dir: string, memory: FleetMemory): Promise<void> {
-  await writeFileAtomic(join(dir, 'fleet.json'), stringifyJson(memory, 2), 0o600)
 }

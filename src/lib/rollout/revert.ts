@@ -4,9 +4,9 @@ import {RolloutEngine} from './engine.js'
 import {type RolloutRecord, RolloutStore, openRolloutsDir, readRolloutRecord} from './record.js'
 import {appliedByNode, recordAsSeen} from './record-view.js'
 import {RollbackStarts} from './revert-transport.js'
-import {type RolloutIo, type RolloutOptions, type RolloutResult, drive, mcoOptions, systemClock} from './rollout.js'
+import {type RolloutIo, type RolloutOptions, type RolloutResult, drive, systemClock} from './rollout.js'
 import {rolloutSettings} from './settings.js'
-import {McoTransport} from './transports/mco.js'
+import {openTransport} from './transports/index.js'
 
 /*
  * `rollout revert ID`: puts back what a rollout changed. Each node the rollout moved (its
@@ -76,8 +76,8 @@ export async function revertRollout(id: string, flags: RevertFlags, options: Rol
   const rollouts: RolloutResult[] = []
   for (const group of plan.groups) {
     const settings = rolloutSettings({...flags, ref: group.release, save: plan.save, revert: 'none'})
-    const mco = new McoTransport(mcoOptions(record.transport))
-    const transport = new RollbackStarts(mco)
+    const fleet = await openTransport(record.transport)
+    const transport = new RollbackStarts(fleet)
     try {
       const engine = new RolloutEngine(settings, group.nodes)
       const store = RolloutStore.create(dir, {transport: record.transport, settings, expected: group.nodes, expectedFrom: `the nodes rollout ${id} moved off ${group.release}`, reverts: id}, engine)
@@ -88,7 +88,7 @@ export async function revertRollout(id: string, flags: RevertFlags, options: Rol
       rollouts.push(result)
       if (result.exitCode !== 0) break
     } finally {
-      await mco.close()
+      await fleet.close()
     }
   }
 

@@ -1,15 +1,12 @@
-import {readFile} from 'node:fs/promises'
-
-import {FleetUnavailableError, LocalpuppetError, NotFoundError, UsageError} from '../errors.js'
+import {FleetUnavailableError, LocalpuppetError} from '../errors.js'
 import {ExitCode} from '../exit-codes.js'
-import {compareNatural} from '../util/natural-order.js'
-import {terminalText} from '../util/terminal-text.js'
 import {type Clock, type RolloutTransport, driveRollout} from './drive.js'
-import {type NodeReport, RolloutEngine} from './engine.js'
-import {type RolloutRecord, RolloutStore, type TransportSpec, engineFromRecord, openRolloutsDir, readFleetMemory, readRolloutRecord, writeFleetMemory} from './record.js'
+import {RolloutEngine} from './engine.js'
+import {expectedFleet} from './expected-fleet.js'
+import {type RolloutRecord, RolloutStore, engineFromRecord, openRolloutsDir, readRolloutRecord} from './record.js'
 import {RollbackStarts} from './revert-transport.js'
 import type {RolloutSettings} from './settings.js'
-import {type McoOptions, McoTransport} from './transports/mco.js'
+import {type TransportSpec, openTransport} from './transports/index.js'
 
 /** What a person sees while a rollout runs; nothing in the library prints. */
 export interface RolloutIo {
@@ -30,9 +27,6 @@ export interface RolloutResult {
   exitCode: number
 }
 
-/** An identity mco may report that is safe in a nodes file and a `runs=` argument. */
-const IDENTITY = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,252}$/
-
 export const systemClock: Clock = {
   now: () => Date.now(),
   sleep: (ms, signal) =>
@@ -40,55 +34,6 @@ export const systemClock: Clock = {
       const timer = setTimeout(resolve, ms)
       signal?.addEventListener('abort', () => (clearTimeout(timer), resolve(undefined)), {once: true})
     }),
-}
-
-export function mcoOptions(spec: TransportSpec): McoOptions {
-  return {mco: spec.mco, connection: spec.connection, discovery: spec.discovery, replyTimeout: spec.replyTimeout, discoveryTimeout: spec.discoveryTimeout}
-}
-
-/** The fleet a rollout or fleet status expects, in natural name order (db2 before db10): a --nodes file says it; otherwise what discovery finds and what it found before. */
-export async function expectedFleet(
-  transport: McoTransport,
-  memoryDir: string,
-  options: {allowUntrusted?: boolean; signal?: AbortSignal; warn(line: string): void},
-): Promise<{expected: string[]; expectedFrom: string; answers: Record<string, NodeReport>; remember(): Promise<void>}> {
-  const {discovery, connection} = transport.options
-  const nodesAt = discovery.indexOf('--nodes')
-  const found = await transport.discover(options.signal)
-  const answers: Record<string, NodeReport> = {}
-  for (const [node, report] of Object.entries(found)) {
-    if (IDENTITY.test(node)) answers[node] = report
-    else options.warn(`ignored a reply from "${terminalText(node, 80)}": not a node name`)
-  }
-
-  if (nodesAt !== -1) {
-    const file = discovery[nodesAt + 1]
-    const text = await readFile(file, 'utf8').catch((error: NodeJS.ErrnoException) => {
-      throw new NotFoundError(`--nodes ${file}: ${error.code === 'ENOENT' ? 'no such file' : error.message}`)
-    })
-    const listed = [...new Set(text.split('\n').map((line) => line.trim()).filter((line) => line !== '' && !line.startsWith('#')))]
-    const bad = listed.find((name) => !IDENTITY.test(name))
-    if (bad !== undefined) throw new UsageError(`--nodes ${file}: ${JSON.stringify(bad)} is not a node name`)
-    for (const node of Object.keys(answers)) if (!listed.includes(node)) delete answers[node]
-    return {expected: listed.sort(compareNatural), expectedFrom: `--nodes ${file} (${listed.length})`, answers, remember: async () => {}}
-  }
-
-  const key = JSON.stringify({connection, discovery})
-  const memory = await readFleetMemory(memoryDir, options.allowUntrusted)
-  const before = memory[key]?.nodes.filter((node) => IDENTITY.test(node)) ?? []
-  const discovered = Object.keys(answers)
-  const missing = before.filter((node) => !discovered.includes(node))
-  const expected = [...new Set([...discovered, ...missing])].sort(compareNatural)
-  const expectedFrom = `discovery (${discovered.length})${missing.length > 0 ? ` and the last one with these filters (${missing.join(', ')} did not answer now)` : ''}`
-  return {
-    expected,
-    expectedFrom,
-    answers,
-    async remember() {
-      memory[key] = {nodes: expected, at: new Date().toISOString()}
-      await writeFleetMemory(memoryDir, memory)
-    },
-  }
 }
 
 /** 0 when every targeted node ended on the release with success (or was up to date, or nothing was targeted... never: no nodes is 1). */
@@ -103,7 +48,7 @@ export function rolloutExitCode(engine: RolloutEngine): number {
 export async function startRollout(settings: RolloutSettings, spec: TransportSpec, options: RolloutOptions, io: RolloutIo): Promise<RolloutResult> {
   const {dir, untrusted} = await openRolloutsDir(options.stateDir, options.allowUntrusted, true)
   for (const problem of untrusted) io.warn(`--allow-untrusted: ${problem}`)
-  const transport = new McoTransport(mcoOptions(spec))
+  const transport = await openTransport(spec)
   try {
     const fleet = await expectedFleet(transport, dir, {...options, warn: io.warn})
     if (fleet.expected.length === 0) throw new LocalpuppetError('no-nodes', ExitCode.failed, 'no nodes matched the discovery filters: nothing to roll out')
@@ -127,13 +72,13 @@ export async function resumeRollout(id: string, options: RolloutOptions, io: Rol
   const store = new RolloutStore(dir, record)
   const engine = engineFromRecord(record, store.path)
   await store.claim()
-  const mco = new McoTransport(mcoOptions(record.transport))
+  const fleet = await openTransport(record.transport)
   // A revert (rollout revert) starts `rollback --to`, resumed as it began.
-  const transport = record.reverts ? new RollbackStarts(mco) : mco
+  const transport = record.reverts ? new RollbackStarts(fleet) : fleet
   try {
     return await drive(engine, store, transport, options.clock ?? systemClock, options, io)
   } finally {
-    await mco.close()
+    await fleet.close()
   }
 }
 

@@ -38,7 +38,7 @@ export async function readWantedIndex(options: WantedIndexOptions): Promise<Want
   // A node configured with apt has no channels to read; only an explicit --source apt is a mistake.
   if (source === 'apt' && options.source === undefined) return null
   if (source === 'apt') throw new UsageError('--source apt: apt has no index of channels; give the release repository (https://, http://, file:// or a directory)')
-  const [{readSourceIndex}, trust, moduleDir] = await Promise.all([import('../source/fetch.js'), settingList('trust', options.trust), settingString('module_dir')])
+  const [{readSourceIndex}, trust, moduleDir] = await Promise.all([import('./fetch.js'), settingList('trust', options.trust), settingString('module_dir')])
   const read = await readSourceIndex(source, {moduleDir: moduleDir!, trust, insecure: options.insecure, allowUntrusted: options.allowUntrusted, timeoutSeconds: options.timeoutSeconds})
   return {
     source,

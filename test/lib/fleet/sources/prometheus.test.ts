@@ -1,9 +1,9 @@
 import test from 'ava'
 
-import {FleetUnavailableError} from '../../../src/lib/errors.js'
-import {MAX_KEPT_CHARS, MAX_NODES, fleetStatusViaPrometheus, readPromFleet} from '../../../src/lib/fleet/prometheus-fleet.js'
-import type {RepositoryIndex} from '../../../src/lib/repository/repository-index.js'
-import {testServer} from '../../helpers/repository.js'
+import {FleetUnavailableError} from '../../../../src/lib/errors.js'
+import {MAX_KEPT_CHARS, MAX_NODES, fleetStatusViaPrometheus, readPromFleet} from '../../../../src/lib/fleet/sources/prometheus.js'
+import type {RepositoryIndex} from '../../../../src/lib/repository/repository-index.js'
+import {testServer} from '../../../helpers/repository.js'
 
 /*
  * The fleet view against a stand-in for Prometheus' HTTP API: each query's answer is given,
