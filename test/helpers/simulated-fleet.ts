@@ -11,13 +11,16 @@ import type {RolloutSettings} from '../../src/lib/rollout/settings.js'
  */
 
 /** `slow-start`: its run starts, but its answer to the start comes too late (it answers everything else). */
-export type Behaviour = 'succeed' | 'fail' | 'refuse' | 'busy-once' | 'busy-always' | 'silent' | 'hang' | 'vanish' | 'sours' | 'slow-start'
+/** `overtaken`: after its run succeeded, another run applies another release on it (an operator, a timer). */
+export type Behaviour = 'succeed' | 'fail' | 'refuse' | 'busy-once' | 'busy-always' | 'silent' | 'hang' | 'vanish' | 'sours' | 'slow-start' | 'overtaken'
 
 export interface SimNodeSpec {
   name: string
   behaviour: Behaviour
   /** How long its runs take. */
   runMs: number
+  /** How long its reverts take, when not runMs. */
+  revertMs?: number
   /** The release it had applied before (its newest succeeded run), or null. */
   before: string | null
 }
@@ -27,6 +30,8 @@ interface SimRun {
   endsAt: number
   outcome: 'succeeded' | 'failed'
   purpose: 'apply' | 'revert'
+  /** --save: the node's pointer moves to the run's release once it succeeds. */
+  save: boolean
 }
 
 interface SimNode extends SimNodeSpec {
@@ -73,19 +78,24 @@ export class SimulatedFleet implements RolloutTransport {
     return node !== undefined && node.behaviour !== 'silent' && !(node.behaviour === 'vanish' && node.runs.length > 0)
   }
 
-  private settle(run: SimRun): void {
+  private settle(run: SimRun, node: SimNode): void {
     if (run.report.state === 'running' && this.clock.time >= run.endsAt) {
       run.report = {...run.report, state: run.outcome, durationMs: run.endsAt - Date.parse(run.report.startedAt!), message: run.outcome === 'failed' ? 'Error: Evaluation Error: Unknown variable: $oops' : null}
+      if (run.save && run.outcome === 'succeeded') node.pointer = run.report.release
     }
   }
 
   private report(node: SimNode): NodeReport {
-    for (const run of node.runs) this.settle(run)
+    for (const run of node.runs) this.settle(run, node)
     const newest = node.runs.at(-1)?.report ?? null
     const applied = [...node.runs].reverse().find((run) => run.report.state === 'succeeded')?.report.release ?? node.before
     // A node that sours: after its run succeeded, a later (timer) run fails.
     if (node.behaviour === 'sours' && newest?.state === 'succeeded') {
       return {pointer: node.pointer, applied, newest: {...newest, runId: `${newest.runId}-timer`, state: 'failed', message: 'Error: the timer run failed'}}
+    }
+
+    if (node.behaviour === 'overtaken' && newest?.state === 'succeeded' && node.runs.at(-1)?.purpose === 'apply') {
+      return {pointer: node.pointer, applied: 'app/tags/0.8.0', newest: {...newest, runId: `${newest.runId}-other`, release: 'app/tags/0.8.0'}}
     }
 
     return {pointer: node.pointer, applied, newest}
@@ -98,12 +108,30 @@ export class SimulatedFleet implements RolloutTransport {
     this.calls++
     if (!this.nextSurveyFree) this.clock.time += this.latencyMs.survey
     this.nextSurveyFree = false
+    return this.reports(names)
+  }
+
+  private reports(names: string[]): Record<string, NodeReport> {
     const answers: Record<string, NodeReport> = {}
     for (const name of names) {
       const node = this.nodes.get(name)
       if (node && this.answers(name)) answers[name] = this.report(node)
     }
 
+    return answers
+  }
+
+  /** Nodes each probe asked, in order. */
+  readonly probed: string[][] = []
+  /** Nodes each start call addressed, in order (a node may be addressed and not answer). */
+  readonly addressed: string[][] = []
+
+  async probe(names: string[]): Promise<Record<string, NodeReport>> {
+    this.calls++
+    this.probed.push([...names])
+    const answers = this.reports(names)
+    // A silent node costs the probe's whole (short) timeout.
+    this.clock.time += Object.keys(answers).length < names.length ? 3000 : this.latencyMs.survey
     return answers
   }
 
@@ -114,22 +142,26 @@ export class SimulatedFleet implements RolloutTransport {
     }
 
     if (purpose === 'apply' && node.behaviour === 'refuse') return {exitCode: 73, message: 'puppet is disabled: maintenance', busy: false}
+    // One run at a time on a node, as the agent's lock has it: a revert sent while the node's own run goes on is busy.
+    for (const run of node.runs) this.settle(run, node)
+    const going = node.runs.find((run) => run.report.state === 'running')
+    if (going) return {exitCode: 73, message: `another run is in progress (run ${going.report.runId})`, busy: true}
     const runId = `${node.name}-${node.runs.length + 1}`
-    const endsAt = purpose === 'apply' && node.behaviour === 'hang' ? Number.POSITIVE_INFINITY : this.clock.time + node.runMs
+    const endsAt = purpose === 'apply' && node.behaviour === 'hang' ? Number.POSITIVE_INFINITY : this.clock.time + (purpose === 'revert' ? (node.revertMs ?? node.runMs) : node.runMs)
     const report: RunReport = {runId, state: 'running', release, ref: release, noop: false, startedAt: new Date(this.clock.time).toISOString()}
-    node.runs.push({report, endsAt, outcome: purpose === 'apply' && node.behaviour === 'fail' ? 'failed' : 'succeeded', purpose})
-    if (save) node.pointer = release
+    node.runs.push({report, endsAt, outcome: purpose === 'apply' && node.behaviour === 'fail' ? 'failed' : 'succeeded', purpose, save})
     this.started.push([node.name, purpose, release])
     return {run: report}
   }
 
   async start(names: string[], settings: RolloutSettings): Promise<Record<string, StartAnswer>> {
     this.calls++
+    this.addressed.push([...names])
     const answers: Record<string, StartAnswer> = {}
     for (const name of names) {
       const node = this.nodes.get(name)
       if (!node || !this.answers(name)) continue
-      const answer = this.begin(node, settings.ref ?? node.pointer, 'apply', false)
+      const answer = this.begin(node, settings.ref ?? node.pointer, 'apply', settings.save)
       if (node.behaviour !== 'slow-start') answers[name] = answer
     }
 
@@ -177,7 +209,7 @@ export class SimulatedFleet implements RolloutTransport {
     this.clock.time = silent ? Math.max(until, now + waitMs + this.latencyMs.reply) : Math.max(until, now + 50)
     const answers: Record<string, RunReport> = {}
     for (const [name, run] of answering) {
-      this.settle(run)
+      this.settle(run, this.nodes.get(name)!)
       answers[name] = run.report
     }
 

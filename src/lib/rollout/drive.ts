@@ -65,6 +65,18 @@ export async function driveRollout(engine: RolloutEngine, transport: RolloutTran
           break
         }
 
+        case 'probe': {
+          const answers = await transport.probe(action.nodes, signal)
+          await take({kind: 'probed', at: clock.now(), nodes: action.nodes, answers})
+          break
+        }
+
+        case 'verify': {
+          const answers = await transport.survey(action.nodes, signal)
+          await take({kind: 'verified', at: clock.now(), nodes: action.nodes, answers})
+          break
+        }
+
         case 'recheck': {
           const answers = action.nodes.length > 0 ? await transport.survey(action.nodes, signal) : {}
           await take({kind: 'rechecked', at: clock.now(), group: action.group, nodes: action.nodes, answers})

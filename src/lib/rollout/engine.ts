@@ -1,4 +1,4 @@
-import {type RolloutSettings, cutBatches, formatStep, stepSize} from './settings.js'
+import {DEFAULT_DEADLINE_MS, type RolloutSettings, cutBatches, formatStep, stepSize} from './settings.js'
 import type {NodeReport, NodeState, RevertEntry, RolloutAction, RolloutEvent, RolloutNode, RolloutState, RunReport} from './types.js'
 
 export type {NodeState, RevertState, RunReport, NodeReport, StartAnswer, RolloutEvent, RolloutAction, RevertEntry, RolloutNode, Phase, RolloutState} from './types.js'
@@ -19,7 +19,7 @@ export type {NodeState, RevertState, RunReport, NodeReport, StartAnswer, Rollout
 
 /** States that count against the failure budget. */
 export const COUNTED_STATES: readonly NodeState[] = ['failed', 'refused', 'deadline', 'no answer']
-export const FINAL_STATES: readonly NodeState[] = ['succeeded', 'failed', 'refused', 'deadline', 'no answer', 'up to date', 'not started', 'busy']
+export const FINAL_STATES: readonly NodeState[] = ['succeeded', 'failed', 'refused', 'deadline', 'no answer', 'up to date', 'not started', 'busy', 'overtaken']
 /** Run record states that are a success, and those that are final. */
 const RUN_OK = new Set(['succeeded', 'skipped'])
 const RUN_FINAL = new Set(['succeeded', 'skipped', 'failed', 'error', 'interrupted', 'refused', 'busy'])
@@ -32,6 +32,9 @@ export const POLL_WAIT_MS = 10_000
 
 /** Final: a busy node only once it will not be tried again. */
 const isFinal = (node: RolloutNode): boolean => FINAL_STATES.includes(node.state) && !(node.state === 'busy' && node.retryAt !== null)
+/** A revert with something still to do: to send, to hear about, a late run to wait for, a busy answer to try again. */
+const revertActive = (revert: RevertEntry | null): boolean =>
+  revert !== null && (['pending', 'starting', 'running', 'waiting'].includes(revert.state) || (revert.state === 'busy' && revert.retryAt != null))
 
 /**
  * One rollout's decisions. `handle` takes an event and returns whether it changed
@@ -116,9 +119,7 @@ export class RolloutEngine {
         node.state === 'starting' ||
         node.state === 'running' ||
         (node.state === 'busy' && node.retryAt !== null) ||
-        node.revert?.state === 'pending' ||
-        node.revert?.state === 'starting' ||
-        node.revert?.state === 'running',
+        revertActive(node.revert),
       unfinished: node.group !== null && !isFinal(node),
     }
     const old = this.indexed[i]
@@ -177,6 +178,7 @@ export class RolloutEngine {
     const active = this.activeNodes()
     const orphans = active.filter((node) => node.state === 'starting' || node.revert?.state === 'starting').map((node) => node.node)
     if (orphans.length > 0) return [{kind: 'adopt', nodes: orphans}]
+    if (state.phase === 'rolling' && state.verify === 'due') return [{kind: 'verify', nodes: state.nodes.filter((node) => node.state === 'succeeded').map((node) => node.node)}]
 
     if (state.phase === 'rolling' && state.stopped === null) {
       const group = this.currentGroup()
@@ -192,8 +194,19 @@ export class RolloutEngine {
           let at = this.cursor[group] ?? 0
           while (at < members.length && state.nodes[members[at]].state !== 'pending') at++
           this.cursor[group] = at
-          for (let j = at; j < members.length && ready.length < room; j++) if (state.nodes[members[j]].state === 'pending') ready.push(state.nodes[members[j]])
+          // A node the survey found silent is not sent a start (which would hold the call,
+          // and so its batch's live nodes, for a whole reply timeout): it is asked once more,
+          // briefly, after the live ones are started, and without an answer it is "no answer".
+          const probe: RolloutNode[] = []
+          for (let j = at; j < members.length && ready.length < room; j++) {
+            const node = state.nodes[members[j]]
+            if (node.state !== 'pending') continue
+            if (node.surveyed) ready.push(node)
+            else probe.push(node)
+          }
+
           if (ready.length > 0) actions.push({kind: 'start', nodes: ready.map((node) => node.node)})
+          if (probe.length > 0) actions.push({kind: 'probe', nodes: probe.map((node) => node.node)})
         } else if (now >= settled + this.settings.soakMs && !state.rechecked[group]) {
           const succeeded = state.groups[group].map((i) => state.nodes[i]).filter((node) => node.state === 'succeeded').map((node) => node.node)
           actions.push({kind: 'recheck', group, nodes: succeeded})
@@ -202,7 +215,7 @@ export class RolloutEngine {
     }
 
     if (state.phase === 'reverting') {
-      const reverts = active.filter((node) => node.revert?.state === 'pending')
+      const reverts = active.filter((node) => node.revert?.state === 'pending' || (node.revert?.state === 'busy' && node.revert.retryAt != null && node.revert.retryAt <= now))
       if (reverts.length > 0) actions.push({kind: 'revert', nodes: reverts.map((node) => ({node: node.node, release: node.revert!.release!, save: node.revert!.save}))})
     }
 
@@ -210,6 +223,7 @@ export class RolloutEngine {
     for (const node of active) {
       if (node.state === 'running' && node.runId) runs.push({node: node.node, runId: node.runId})
       else if (node.revert?.state === 'running' && node.revert.runId) runs.push({node: node.node, runId: node.revert.runId})
+      else if (node.revert?.state === 'waiting' && node.revert.waitFor) runs.push({node: node.node, runId: node.revert.waitFor})
     }
 
     const wake = this.nextWake(now)
@@ -266,6 +280,16 @@ export class RolloutEngine {
         break
       }
 
+      case 'probed': {
+        this.onProbed(event)
+        break
+      }
+
+      case 'verified': {
+        this.onVerified(event)
+        break
+      }
+
       case 'tick': {
         break
       }
@@ -285,8 +309,8 @@ export class RolloutEngine {
 
   /** What every event may change besides the nodes it names: phase, groups, stop, and how many nodes are in each state. */
   private signature(): string {
-    const {phase, stopped, settledAt, rechecked, finishedAt} = this.state
-    return `${phase}|${stopped}|${settledAt.join()}|${rechecked.join()}|${finishedAt}|${this.moves}`
+    const {phase, stopped, settledAt, rechecked, finishedAt, verify} = this.state
+    return `${phase}|${stopped}|${settledAt.join()}|${rechecked.join()}|${finishedAt}|${this.moves}|${verify}`
   }
 
   // ---- events ----
@@ -341,9 +365,10 @@ export class RolloutEngine {
         node.state = 'starting'
         node.dispatchedAt = event.at
         node.retryAt = null
-      } else if (event.purpose === 'revert' && node.revert?.state === 'pending') {
+      } else if (event.purpose === 'revert' && (node.revert?.state === 'pending' || (node.revert?.state === 'busy' && node.revert.retryAt != null))) {
         node.revert.state = 'starting'
         node.revert.dispatchedAt = event.at
+        if (node.revert.retryAt != null) node.revert.retryAt = null
       }
     }
   }
@@ -384,10 +409,22 @@ export class RolloutEngine {
           revert.runId = answer.run.runId
           revert.state = 'running'
           this.reportRevert(revert, answer.run, event.at)
+        } else if (answer.busy && node.state === 'deadline' && node.runId !== null && revert.waited === undefined) {
+          // Its own late run is still going (it missed --deadline, it did not stop): the
+          // revert waits for that run to end, then goes, so that the run cannot land (and,
+          // with --save, point the node at) the release this rollout judged failed after it.
+          this.waitForLateRun(node, revert, event.at)
+        } else if (answer.busy && event.at < (revert.busySince ?? event.at) + this.lateRunLimitMs()) {
+          // Busy with some other run: tried again later, like a busy apply, for as long as a run may last.
+          revert.busySince ??= event.at
+          revert.state = 'busy'
+          revert.retryAt = event.at + this.settings.busyRetryMs
+          revert.message = `exit ${answer.exitCode}: ${answer.message} (tried again)`
         } else {
           revert.state = answer.busy ? 'busy' : 'refused'
           revert.message = `exit ${answer.exitCode}: ${answer.message}`
           revert.finishedAt = event.at
+          if (revert.retryAt != null) revert.retryAt = null
         }
       }
     }
@@ -406,21 +443,48 @@ export class RolloutEngine {
           node.silent = 0
           this.report(node, answer, event.at)
         }
-      } else if (node.revert?.state === 'running') {
+      } else if (node.revert?.state === 'running' || node.revert?.state === 'waiting') {
+        // Its revert's run, or the late run the revert waits for.
         const revert = node.revert
+        const waiting = revert.state === 'waiting'
+        const runId = waiting ? revert.waitFor : revert.runId
         if (!answer) {
           revert.silent++
           if (revert.silent >= SILENT_POLLS) {
             revert.state = 'no answer'
-            revert.message = `stopped answering while run ${revert.runId} was running`
+            revert.message = waiting
+              ? `stopped answering while its late run ${runId} was going: not reverted (that run may still land ${node.release ?? node.wanted})`
+              : `stopped answering while run ${runId} was running`
             revert.finishedAt = event.at
           }
-        } else if (answer.runId === revert.runId) {
+        } else if (answer.runId === runId) {
           revert.silent = 0
-          this.reportRevert(revert, answer, event.at)
+          if (!waiting) this.reportRevert(revert, answer, event.at)
+          else if (RUN_FINAL.has(answer.state)) this.lateRunEnded(node, revert, answer)
         }
       }
     }
+  }
+
+  /** The revert of a node whose run missed --deadline waits for that run (polled) to end. */
+  private waitForLateRun(node: RolloutNode, revert: RevertEntry, at: number): void {
+    revert.state = 'waiting'
+    revert.waitFor = node.runId!
+    revert.waitingSince = at
+    revert.dispatchedAt = null
+    revert.message = `waiting for its late run ${node.runId} to end before reverting`
+  }
+
+  /** The late run ended: the revert goes now, and the record says what it waited for. */
+  private lateRunEnded(node: RolloutNode, revert: RevertEntry, run: RunReport): void {
+    const ok = RUN_OK.has(run.state)
+    revert.waited = `waited for its late run ${run.runId} to end (${run.state}${ok && run.release ? ` on ${run.release}` : ''}), then reverted`
+    revert.state = 'pending'
+    revert.message = revert.waited
+    // Only a run that succeeded can have moved the pointer (--save): then it is put back too.
+    revert.save = this.settings.save && ok
+    if (ok && run.release) node.release = run.release
+    node.message = `${node.message ?? 'missed its --deadline'}; the run ended ${run.state} after it: the revert waited for it`
   }
 
   private onRechecked(event: Extract<RolloutEvent, {kind: 'rechecked'}>): void {
@@ -459,9 +523,17 @@ export class RolloutEngine {
           node.missed = undefined
           this.finish(node, 'no answer', event.at, answer ? 'did not answer the apply request, and had started no run when asked again (one may still start)' : 'did not answer the apply request, nor a status request after it')
         } else {
-          // The start never reached it (or it does not say): it is started again, and a
+          // The start never reached it (or it does not say): it goes back to exactly where it
+          // was before that start (pending, or a busy node due for its retry), so that it is
+          // started again in the order an uninterrupted rollout would have started it; a
           // node that is really gone is "no answer" to that start, as it would have been.
-          node.state = 'pending'
+          if (node.busyTries > 0) {
+            node.state = 'busy'
+            node.retryAt = node.dispatchedAt
+          } else {
+            node.state = 'pending'
+          }
+
           node.dispatchedAt = null
           if (node.group !== null) this.cursor[node.group] = 0
         }
@@ -478,9 +550,51 @@ export class RolloutEngine {
           revert.message = answer ? 'did not answer the rollback request, and had started no run when asked again' : 'did not answer the rollback request, nor a status request after it'
           revert.finishedAt = event.at
         } else {
-          revert.state = 'pending'
+          if (revert.busySince === undefined) {
+            revert.state = 'pending'
+          } else {
+            revert.state = 'busy'
+            revert.retryAt = revert.dispatchedAt
+          }
+
           revert.dispatchedAt = null
         }
+      }
+    }
+  }
+
+  /**
+   * A node whose run succeeded but that has applied another release since (another run came
+   * after it: an operator's apply, a timer, a rollout this one could not know of) is not on
+   * REF: it is "overtaken", so that the rollout does not exit 0 over a fleet left mixed. It
+   * is not counted (it did not fail) and not reverted (what moved it is not ours to undo). A
+   * node that does not answer keeps its success: its run did succeed, and nothing says more.
+   */
+  private onVerified(event: Extract<RolloutEvent, {kind: 'verified'}>): void {
+    if (this.state.verify !== 'due') return
+    for (const name of event.nodes) {
+      const node = this.node(name)
+      const answer = Object.hasOwn(event.answers, name) ? event.answers[name] : undefined
+      if (!node || node.state !== 'succeeded' || !answer || node.release === null || answer.applied === node.release) continue
+      const newest = answer.newest
+      this.finish(node, 'overtaken', event.at, `not on ${node.release} when the rollout ended: ${answer.applied ?? 'nothing'} was applied since${newest && newest.runId !== node.runId ? ` (its newest run ${newest.runId}: ${newest.state}${newest.release ? ` ${newest.release}` : ''})` : ''}`)
+    }
+
+    this.state.verify = 'done'
+  }
+
+  private onProbed(event: Extract<RolloutEvent, {kind: 'probed'}>): void {
+    for (const name of event.nodes) {
+      const node = this.node(name)
+      if (!node || node.state !== 'pending' || node.surveyed) continue
+      const answer = Object.hasOwn(event.answers, name) ? event.answers[name] : undefined
+      if (answer) {
+        node.surveyed = true
+        node.before = answer.applied
+        node.pointerBefore = answer.pointer
+        node.wanted = this.settings.ref ?? answer.pointer
+      } else {
+        this.finish(node, 'no answer', event.at, 'did not answer the survey, nor a status request at its turn: not started')
       }
     }
   }
@@ -511,7 +625,7 @@ export class RolloutEngine {
   private reportRevert(revert: RevertEntry, run: RunReport, at: number): void {
     if (!RUN_FINAL.has(run.state)) return
     revert.state = RUN_OK.has(run.state) ? 'succeeded' : run.state === 'refused' ? 'refused' : run.state === 'busy' ? 'busy' : 'failed'
-    revert.message = RUN_OK.has(run.state) ? null : (run.message ?? `run ${run.state}`)
+    revert.message = RUN_OK.has(run.state) ? (revert.waited ?? null) : `${run.message ?? `run ${run.state}`}${revert.waited ? ` (${revert.waited.replace(/, then reverted$/, '')})` : ''}`
     revert.finishedAt = at
   }
 
@@ -535,10 +649,18 @@ export class RolloutEngine {
         this.finish(node, 'deadline', at, `no final run within --deadline ${minutes}${node.runId ? ` (run ${node.runId} still running)` : ''}`)
       }
 
+      // A revert (and the late run it waits for) has as long as a run may last.
       const revert = node.revert
-      if (revert && (revert.state === 'starting' || revert.state === 'running') && revert.dispatchedAt !== null && at >= revert.dispatchedAt + limit) {
+      const revertLimit = this.lateRunLimitMs()
+      if (revert && (revert.state === 'starting' || revert.state === 'running') && revert.dispatchedAt !== null && at >= revert.dispatchedAt + revertLimit) {
         revert.state = 'deadline'
-        revert.message = `no final run within --deadline ${minutes}`
+        revert.message = `no final run within ${span(revertLimit)}`
+        revert.finishedAt = at
+      }
+
+      if (revert?.state === 'waiting' && revert.waitingSince !== undefined && at >= revert.waitingSince + revertLimit) {
+        revert.state = 'deadline'
+        revert.message = `its late run ${revert.waitFor} did not end within ${span(revertLimit)} more: not reverted (that run may still land ${node.release ?? node.wanted})`
         revert.finishedAt = at
       }
 
@@ -557,6 +679,17 @@ export class RolloutEngine {
     return null
   }
 
+  /**
+   * How long a revert has, and how long it waits for the late run it must not go into: as
+   * long as a run may last (its --timeout and 5 minutes, or an hour without one), and at
+   * least --deadline. Giving up sooner would only report a revert failed that goes on; the
+   * agent cannot stop a run; Ctrl-C stops the wait, and --resume goes on with it.
+   */
+  private lateRunLimitMs(): number {
+    const {timeoutSeconds, deadlineMs} = this.settings
+    return Math.max(deadlineMs, timeoutSeconds === null ? DEFAULT_DEADLINE_MS : timeoutSeconds * 1000 + 5 * 60_000)
+  }
+
   private windowed(group: number): boolean {
     return this.settings.window !== null && !(this.settings.canary > 0 && group === 0)
   }
@@ -570,7 +703,9 @@ export class RolloutEngine {
       if ((node.state === 'starting' || node.state === 'running') && node.dispatchedAt !== null) wake = Math.min(wake, node.dispatchedAt + this.settings.deadlineMs)
       if (node.state === 'busy' && node.retryAt !== null && state.stopped === null) wake = Math.min(wake, node.retryAt)
       const revert = node.revert
-      if (revert && (revert.state === 'starting' || revert.state === 'running') && revert.dispatchedAt !== null) wake = Math.min(wake, revert.dispatchedAt + this.settings.deadlineMs)
+      if (revert && (revert.state === 'starting' || revert.state === 'running') && revert.dispatchedAt !== null) wake = Math.min(wake, revert.dispatchedAt + this.lateRunLimitMs())
+      if (revert?.state === 'waiting' && revert.waitingSince !== undefined) wake = Math.min(wake, revert.waitingSince + this.lateRunLimitMs())
+      if (revert?.state === 'busy' && revert.retryAt != null) wake = Math.min(wake, revert.retryAt)
     }
 
     const group = state.phase === 'rolling' && state.stopped === null ? this.currentGroup() : null
@@ -611,12 +746,20 @@ export class RolloutEngine {
         else if (node.state === 'busy' && node.retryAt !== null) this.finish(node, 'busy', at, `${node.message ?? 'busy'} (not tried again: the rollout stopped)`)
       }
 
-      this.planReverts()
+      // One last question before the end (and before any revert): are the nodes that
+      // succeeded still on what they ran? A --noop rollout applied nothing to ask about.
+      if (state.verify !== 'done' && !settings.noop && this.count('s:succeeded') > 0) {
+        state.verify = 'due'
+        this.reindexAll()
+        return
+      }
+
+      this.planReverts(at)
       this.reindexAll()
-      state.phase = this.count('r:pending') > 0 ? 'reverting' : 'done'
+      state.phase = this.count('r:pending') + this.count('r:waiting') > 0 ? 'reverting' : 'done'
     }
 
-    if (state.phase === 'reverting' && this.count('r:pending') + this.count('r:starting') + this.count('r:running') === 0) state.phase = 'done'
+    if (state.phase === 'reverting' && ![...this.active].some((i) => revertActive(state.nodes[i].revert))) state.phase = 'done'
     if (state.phase === 'done') state.finishedAt = at
   }
 
@@ -627,20 +770,23 @@ export class RolloutEngine {
    * when that is another release than the one that failed (no revert loops); no release
    * before is "no target", said, not an error. A --noop rollout changed nothing.
    */
-  private planReverts(): void {
+  private planReverts(at: number): void {
     const {settings, state} = this
     if (settings.revert === 'none' || settings.noop) return
     for (const node of state.nodes) {
       const failed = node.state === 'failed' || node.state === 'deadline'
       const moved = node.state === 'succeeded' && settings.revert === 'all' && state.stopped !== null
       if (!failed && !moved) continue
-      const entry: RevertEntry = {state: 'pending', release: node.before, save: settings.save && node.state === 'succeeded', runId: null, dispatchedAt: null, finishedAt: null, message: null, silent: 0}
+      // A run that missed its deadline may still succeed, and with --save point the node at REF: its revert saves too.
+      const entry: RevertEntry = {state: 'pending', release: node.before, save: settings.save && (node.state === 'succeeded' || node.state === 'deadline'), runId: null, dispatchedAt: null, finishedAt: null, message: null, silent: 0}
       if (node.before === null) {
         entry.state = 'no target'
         entry.message = 'no release succeeded on it before this rollout: nothing to go back to'
       } else if (node.before === node.release || (node.release === null && node.before === node.wanted)) {
         entry.state = 'not needed'
         entry.message = `it was on ${node.before} before this rollout`
+      } else if (node.state === 'deadline' && node.runId !== null) {
+        this.waitForLateRun(node, entry, at)
       }
 
       node.revert = entry
@@ -655,8 +801,11 @@ export class RolloutEngine {
 function nodeKey(node: RolloutNode | undefined): string {
   if (!node) return ''
   const revert = node.revert
-  return `${node.state}|${node.runId}|${node.silent}|${node.retryAt}|${node.busyTries}|${node.dispatchedAt}|${node.missed === true}|${revert ? `${revert.state}|${revert.runId}|${revert.silent}|${revert.dispatchedAt}|${revert.missed === true}` : ''}`
+  return `${node.state}|${node.runId}|${node.silent}|${node.retryAt}|${node.busyTries}|${node.dispatchedAt}|${node.missed === true}|${node.surveyed}|${revert ? `${revert.state}|${revert.runId}|${revert.silent}|${revert.dispatchedAt}|${revert.missed === true}|${revert.retryAt}|${revert.waitFor}` : ''}`
 }
+
+/** A limit as a person reads it: 90s, 65 min. */
+const span = (ms: number): string => (ms >= 60_000 ? `${Math.round(ms / 60_000)} min` : `${Math.round(ms / 1000)}s`)
 
 /** --only-outdated: the node's newest attempt is a completed success, not noop, of exactly what is wanted. */
 function upToDate(wanted: string | null, answer: NodeReport): boolean {

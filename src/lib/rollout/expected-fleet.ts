@@ -1,22 +1,19 @@
 import {readFile} from 'node:fs/promises'
 import {join} from 'node:path'
 
-import {DamagedRecordError, NotFoundError, UsageError} from '../errors.js'
+import {NotFoundError, UsageError} from '../errors.js'
 import {writeFileAtomic} from '../util/atomic-write.js'
-import {readBoundedFile} from '../util/bounded-read.js'
 import {stringifyJson} from '../util/json.js'
 import {compareNatural} from '../util/natural-order.js'
 import {terminalText} from '../util/terminal-text.js'
-import {openedFileTrustProblem, refuseUnlessAllowed} from '../util/trusted-path.js'
 import type {NodeReport} from './engine.js'
-import type {FleetTransport} from './transports/transport.js'
+import {readRolloutsFile} from './record.js'
+import {type FleetTransport, NODE_NAME as IDENTITY} from './transports/transport.js'
 
-/** An identity a transport may report that is safe in a nodes file and a `runs=` argument. */
-const IDENTITY = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,252}$/
 
-/** The fleet a rollout or fleet status expects, in natural name order (db2 before db10): a --nodes file says it; otherwise what discovery finds and what it found before. */
+/** The fleet a rollout or fleet status expects, in natural name order (db2 before db10): a --nodes file (or nodes named with -I) says it; otherwise what discovery finds and what it found before. */
 export async function expectedFleet(
-  transport: Pick<FleetTransport, 'discover' | 'fleetKey' | 'nodesFile'>,
+  transport: Pick<FleetTransport, 'discover' | 'fleetKey' | 'nodesFile' | 'named'>,
   memoryDir: string,
   options: {allowUntrusted?: boolean; signal?: AbortSignal; warn(line: string): void},
 ): Promise<{expected: string[]; expectedFrom: string; answers: Record<string, NodeReport>; remember(): Promise<void>}> {
@@ -39,13 +36,22 @@ export async function expectedFleet(
     return {expected: listed.sort(compareNatural), expectedFrom: `--nodes ${file} (${listed.length})`, answers, remember: async () => {}}
   }
 
+  // Nodes named one by one (mco -I, not /regex/) are expected, like --nodes: a named node that
+  // is down is "no answer", never left out (and never left out of the fleet remembered for the filters).
+  const named = transport.named?.nodes ?? []
+  if (named.length > 0 && transport.named?.only) {
+    for (const node of Object.keys(answers)) if (!named.includes(node)) delete answers[node]
+    const silent = named.filter((node) => !Object.hasOwn(answers, node))
+    return {expected: [...named].sort(compareNatural), expectedFrom: `-I (${named.length}${silent.length > 0 ? `; ${silent.join(', ')} did not answer` : ''})`, answers, remember: async () => {}}
+  }
+
   const key = transport.fleetKey
   const memory = await readFleetMemory(memoryDir, options.allowUntrusted)
   const before = memory[key]?.nodes.filter((node) => IDENTITY.test(node)) ?? []
   const discovered = Object.keys(answers)
-  const missing = before.filter((node) => !discovered.includes(node))
+  const missing = [...new Set([...before, ...named])].filter((node) => !discovered.includes(node))
   const expected = [...new Set([...discovered, ...missing])].sort(compareNatural)
-  const expectedFrom = `discovery (${discovered.length})${missing.length > 0 ? ` and the last one with these filters (${missing.join(', ')} did not answer now)` : ''}`
+  const expectedFrom = `discovery (${discovered.length})${missing.length > 0 ? ` and the nodes named with -I or found by the last discovery with these filters (${missing.join(', ')} did not answer now)` : ''}`
   return {
     expected,
     expectedFrom,
@@ -66,19 +72,12 @@ export interface FleetMemory {
 }
 
 export async function readFleetMemory(dir: string, allowUntrusted = false): Promise<FleetMemory> {
-  const path = join(dir, 'fleet.json')
+  const bytes = await readRolloutsFile(join(dir, 'fleet.json'), 'fleet record', 64 * 1024 * 1024, allowUntrusted)
   try {
-    const bytes = await readBoundedFile(path, {
-      maxBytes: 64 * 1024 * 1024,
-      label: `fleet record ${path}`,
-      noFollow: true,
-      error: (message) => new DamagedRecordError(message),
-      inspect: (info) => refuseUnlessAllowed(openedFileTrustProblem(path, info, 'fleet record'), {overridable: true, allow: allowUntrusted}),
-    })
-    const parsed = JSON.parse(bytes.toString('utf8')) as unknown
+    const parsed = bytes === null ? null : (JSON.parse(bytes.toString('utf8')) as unknown)
     return parsed !== null && typeof parsed === 'object' && !Array.isArray(parsed) ? (parsed as FleetMemory) : {}
   } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'ENOENT' || error instanceof SyntaxError) return {}
+    if (error instanceof SyntaxError) return {}
     throw error
   }
 }

@@ -48,7 +48,9 @@ export function appliedByNode(record: RolloutRecord): Map<string, string | null>
   for (const event of record.events) {
     switch (event.kind) {
       case 'surveyed':
+      case 'probed':
       case 'rechecked':
+      case 'verified':
       case 'adopted': {
         for (const [node, report] of Object.entries(event.answers)) {
           said(node, report)

@@ -114,33 +114,26 @@ export class RolloutStore {
 
   /** Takes an interrupted rollout over for this process (refused while another process still drives it: 73). */
   async claim(): Promise<void> {
+    this.assertResumable()
+    Object.assign(this.record, {pid: process.pid, pidStart: processStartTime(process.pid)})
+    await this.save({status: 'running', interruption: null, exitCode: null})
+  }
+
+  /** Refuses a finished rollout (64), and one another process still drives (73). */
+  assertResumable(): void {
     const {record} = this
     if (record.status === 'done') throw new UsageError(`rollout ${record.id} is finished: nothing to resume (localpuppet rollout show ${record.id})`)
     if (record.pid !== process.pid && isProcessAlive(record.pid) && processStartTime(record.pid) === record.pidStart) {
       throw new LockHeldError(`rollout ${record.id} is being driven by process ${record.pid}: stop it first, or wait for it`, {pid: record.pid, runId: null})
     }
-
-    Object.assign(record, {pid: process.pid, pidStart: processStartTime(process.pid)})
-    await this.save({status: 'running', interruption: null, exitCode: null})
   }
 }
 
 /** Reads a rollout record, judged as it is opened: a file another user owns or can write is refused (77). */
 export async function readRolloutRecord(dir: string, id: string, allowUntrusted = false): Promise<RolloutRecord> {
   const path = join(dir, `${assertRolloutId(id)}.json`)
-  let bytes: Buffer
-  try {
-    bytes = await readBoundedFile(path, {
-      maxBytes: MAX_RECORD_BYTES,
-      label: `rollout record ${path}`,
-      noFollow: true,
-      error: (message) => new DamagedRecordError(message),
-      inspect: (info) => refuseUnlessAllowed(openedFileTrustProblem(path, info, 'rollout record'), {overridable: true, allow: allowUntrusted}),
-    })
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'ENOENT') throw new NotFoundError(`no rollout ${id} in ${dir}`, ['localpuppet rollout list shows the rollouts'])
-    throw error
-  }
+  const bytes = await readRolloutsFile(path, 'rollout record', MAX_RECORD_BYTES, allowUntrusted)
+  if (bytes === null) throw new NotFoundError(`no rollout ${id} in ${dir}`, ['localpuppet rollout list shows the rollouts'])
 
   let record: RolloutRecord
   try {
@@ -198,4 +191,23 @@ export async function listRolloutRecords(dir: string, allowUntrusted = false): P
   }
 
   return {records, skipped}
+}
+
+/**
+ * A file of the rollouts directory, judged as it is opened: one another user owns or can
+ * write is refused (77); null when there is none.
+ */
+export async function readRolloutsFile(path: string, what: string, maxBytes: number, allowUntrusted = false): Promise<Buffer | null> {
+  try {
+    return await readBoundedFile(path, {
+      maxBytes,
+      label: `${what} ${path}`,
+      noFollow: true,
+      error: (message) => new DamagedRecordError(message),
+      inspect: (info) => refuseUnlessAllowed(openedFileTrustProblem(path, info, what), {overridable: true, allow: allowUntrusted}),
+    })
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return null
+    throw error
+  }
 }

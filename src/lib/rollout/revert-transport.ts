@@ -15,6 +15,10 @@ export class RollbackStarts implements RolloutTransport {
     return this.inner.survey(nodes, signal)
   }
 
+  probe(nodes: string[], signal?: AbortSignal): Promise<Record<string, NodeReport>> {
+    return this.inner.probe(nodes, signal)
+  }
+
   start(nodes: string[], settings: RolloutSettings, signal?: AbortSignal): Promise<Record<string, StartAnswer>> {
     if (settings.ref === null) throw new Error('a revert rollout has no release to go back to (a bug)')
     return this.inner.revert(nodes.map((node) => ({node, release: settings.ref!, save: settings.save})), settings, signal)

@@ -1,6 +1,7 @@
 import {LockHeldError, StillRunningError} from '../errors.js'
 import {compareNatural} from '../util/natural-order.js'
 import {RolloutEngine} from './engine.js'
+import {type NodeClaim, claimNodes} from './exclusion.js'
 import {type RolloutRecord, RolloutStore, openRolloutsDir, readRolloutRecord} from './record.js'
 import {appliedByNode, recordAsSeen} from './record-view.js'
 import {RollbackStarts} from './revert-transport.js'
@@ -78,9 +79,12 @@ export async function revertRollout(id: string, flags: RevertFlags, options: Rol
     const settings = rolloutSettings({...flags, ref: group.release, save: plan.save, revert: 'none'})
     const fleet = await openTransport(record.transport)
     const transport = new RollbackStarts(fleet)
+    let claim: NodeClaim | undefined
     try {
       const engine = new RolloutEngine(settings, group.nodes)
       const store = RolloutStore.create(dir, {transport: record.transport, settings, expected: group.nodes, expectedFrom: `the nodes rollout ${id} moved off ${group.release}`, reverts: id}, engine)
+      // A revert is a rollout: a node another live rollout drives is refused (73), as rollout refuses it.
+      claim = await claimNodes(dir, store.record.id, group.nodes, options.allowUntrusted)
       const clock = options.clock ?? systemClock
       const surveyed = engine.handle({kind: 'surveyed', at: clock.now(), answers: await transport.survey(group.nodes, options.signal)})
       if (surveyed) await store.add(surveyed, engine)
@@ -88,6 +92,7 @@ export async function revertRollout(id: string, flags: RevertFlags, options: Rol
       rollouts.push(result)
       if (result.exitCode !== 0) break
     } finally {
+      await claim?.release()
       await fleet.close()
     }
   }

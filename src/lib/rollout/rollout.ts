@@ -2,6 +2,7 @@ import {FleetUnavailableError, LocalpuppetError} from '../errors.js'
 import {ExitCode} from '../exit-codes.js'
 import {type Clock, type RolloutTransport, driveRollout} from './drive.js'
 import {RolloutEngine} from './engine.js'
+import {type NodeClaim, claimNodes} from './exclusion.js'
 import {expectedFleet} from './expected-fleet.js'
 import {type RolloutRecord, RolloutStore, engineFromRecord, openRolloutsDir, readRolloutRecord} from './record.js'
 import {RollbackStarts} from './revert-transport.js'
@@ -49,17 +50,21 @@ export async function startRollout(settings: RolloutSettings, spec: TransportSpe
   const {dir, untrusted} = await openRolloutsDir(options.stateDir, options.allowUntrusted, true)
   for (const problem of untrusted) io.warn(`--allow-untrusted: ${problem}`)
   const transport = await openTransport(spec)
+  let claim: NodeClaim | undefined
   try {
     const fleet = await expectedFleet(transport, dir, {...options, warn: io.warn})
     if (fleet.expected.length === 0) throw new LocalpuppetError('no-nodes', ExitCode.failed, 'no nodes matched the discovery filters: nothing to roll out')
     const engine = new RolloutEngine(settings, fleet.expected)
     const store = RolloutStore.create(dir, {transport: spec, settings, expected: fleet.expected, expectedFrom: fleet.expectedFrom}, engine)
+    // Before anything is recorded or sent: a node another live rollout drives is refused (73).
+    claim = await claimNodes(dir, store.record.id, fleet.expected, options.allowUntrusted)
     const clock = options.clock ?? systemClock
     const surveyed = engine.handle({kind: 'surveyed', at: clock.now(), answers: fleet.answers})
     if (surveyed) await store.add(surveyed, engine)
     await fleet.remember()
     return await drive(engine, store, transport, clock, options, io)
   } finally {
+    await claim?.release()
     await transport.close()
   }
 }
@@ -71,13 +76,16 @@ export async function resumeRollout(id: string, options: RolloutOptions, io: Rol
   const record = await readRolloutRecord(dir, id, options.allowUntrusted)
   const store = new RolloutStore(dir, record)
   const engine = engineFromRecord(record, store.path)
-  await store.claim()
+  store.assertResumable()
+  const claim = await claimNodes(dir, record.id, record.expected, options.allowUntrusted)
   const fleet = await openTransport(record.transport)
   // A revert (rollout revert) starts `rollback --to`, resumed as it began.
   const transport = record.reverts ? new RollbackStarts(fleet) : fleet
   try {
+    await store.claim()
     return await drive(engine, store, transport, options.clock ?? systemClock, options, io)
   } finally {
+    await claim.release()
     await fleet.close()
   }
 }

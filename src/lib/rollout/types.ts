@@ -16,8 +16,11 @@ export type NodeState =
   | 'no answer'
   | 'up to date'
   | 'not started'
+  /** Its run succeeded, but when the rollout ended another release had been applied on it since. */
+  | 'overtaken'
 
-export type RevertState = 'pending' | 'starting' | 'running' | 'succeeded' | 'failed' | 'refused' | 'busy' | 'deadline' | 'no answer' | 'no target' | 'not needed'
+/** `waiting`: the node's own late run (it missed its --deadline) is still going; the revert is sent once it ends. */
+export type RevertState = 'pending' | 'waiting' | 'starting' | 'running' | 'succeeded' | 'failed' | 'refused' | 'busy' | 'deadline' | 'no answer' | 'no target' | 'not needed'
 
 /** What a node says about one run: its run record, as much as the transport carries. */
 export interface RunReport {
@@ -57,6 +60,10 @@ export type RolloutEvent =
   | {kind: 'polled'; at: number; nodes: string[]; answers: Record<string, RunReport>}
   | {kind: 'rechecked'; at: number; group: number; nodes: string[]; answers: Record<string, NodeReport>}
   | {kind: 'adopted'; at: number; nodes: string[]; answers: Record<string, NodeReport>}
+  /** Nodes the survey found silent, asked once more (briefly) when their turn comes. */
+  | {kind: 'probed'; at: number; nodes: string[]; answers: Record<string, NodeReport>}
+  /** The nodes that succeeded, asked once more before the rollout ends: still on what they ran? */
+  | {kind: 'verified'; at: number; nodes: string[]; answers: Record<string, NodeReport>}
   | {kind: 'tick'; at: number}
 
 export type RolloutAction =
@@ -66,6 +73,8 @@ export type RolloutAction =
   | {kind: 'poll'; runs: Array<{node: string; runId: string}>; waitMs: number}
   | {kind: 'recheck'; group: number; nodes: string[]}
   | {kind: 'adopt'; nodes: string[]}
+  | {kind: 'probe'; nodes: string[]}
+  | {kind: 'verify'; nodes: string[]}
   | {kind: 'wait'; until: number}
   | {kind: 'done'}
 
@@ -81,6 +90,14 @@ export interface RevertEntry {
   silent: number
   /** Its start got no answer: the node is asked once whether a run began before it counts as "no answer". */
   missed?: boolean
+  /** `waiting`: the run waited for (the node's own late run), and since when. */
+  waitFor?: string
+  waitingSince?: number
+  /** What the wait saw, kept in the record and shown with the revert's outcome. */
+  waited?: string
+  /** A revert answered busy is tried again at retryAt, until --deadline after its first busy answer (busySince). */
+  retryAt?: number | null
+  busySince?: number
 }
 
 export interface RolloutNode {
@@ -126,4 +143,6 @@ export interface RolloutState {
   allowedFailures: number
   startedAt: number | null
   finishedAt: number | null
+  /** The last question before the end (the nodes that succeeded: still on what they ran?): due, then done. */
+  verify?: 'due' | 'done'
 }

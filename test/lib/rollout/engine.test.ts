@@ -5,6 +5,7 @@ import fc from 'fast-check'
 
 import {driveRollout, replayEvents} from '../../../src/lib/rollout/drive.js'
 import {FINAL_STATES, type NodeState, type RolloutEvent, RolloutEngine} from '../../../src/lib/rollout/engine.js'
+import {rolloutExitCode} from '../../../src/lib/rollout/rollout.js'
 import {type RolloutSettings, cutBatches, parseBatch, parseStep, stepSize} from '../../../src/lib/rollout/settings.js'
 import {type Behaviour, Killed, type SimNodeSpec, SimulatedFleet, VirtualClock} from '../../helpers/simulated-fleet.js'
 
@@ -134,7 +135,11 @@ test('a node whose run never finishes is failed at its deadline, and one that ne
   t.regex(engine.node('n00000')!.message!, /--deadline 120s/)
   t.is(stateOf(engine, 'n00001'), 'no answer')
   t.is(stateOf(engine, 'n00002'), 'succeeded')
-  t.true(engine.state.finishedAt! - start < 120_000 + 30_000, 'the rollout ends soon after the deadline')
+  // Its revert waits for the run that never ends, as long as a run may last (an hour without --timeout), and says it did not revert.
+  t.like(engine.node('n00000')!.revert, {state: 'deadline'})
+  t.regex(engine.node('n00000')!.revert!.message!, /late run n00000-1 did not end within 60 min more: not reverted \(that run may still land app\/tags\/1\.1\.0\)/)
+  t.deepEqual(fleet.started.filter(([, purpose]) => purpose === 'revert'), [], 'no revert sent into a run still going')
+  t.true(engine.state.finishedAt! - start < 120_000 + 3_600_000 + 30_000, 'the rollout ends soon after that')
 })
 
 test('a node whose answer to the start comes too late is asked once: its run is followed to the end, not counted as "no answer"', async (t) => {
@@ -142,7 +147,7 @@ test('a node whose answer to the start comes too late is asked once: its run is 
   t.is(stateOf(engine, 'n00000'), 'succeeded')
   t.is(fleet.nodes.get('n00000')!.starts, 1, 'started once, never twice')
   t.is(stateOf(engine, 'n00002'), 'no answer')
-  t.regex(engine.node('n00002')!.message!, /did not answer the apply request, nor a status request after it/)
+  t.regex(engine.node('n00002')!.message!, /did not answer the survey, nor a status request at its turn: not started/)
   t.is(engine.state.stopped, null)
 })
 
@@ -264,6 +269,92 @@ test('a reply for a run that never started (a node not dispatched, or pending) c
   t.is(engine.node('a')!.revert ?? null, null)
 })
 
+// Issue 32, item 1: a run that misses --deadline and succeeds late.
+test('a node whose run misses --deadline and succeeds late is reverted only once that run ended: it ends on, and (with --save) pointed at, the release it had', async (t) => {
+  const nodes = specs(['succeed', 'succeed'], 200_000)
+  nodes[0].runMs = 5000
+  nodes[1].revertMs = 5000
+  const {engine, fleet, events} = await simulate(nodes, settings({deadlineMs: 120_000, save: true}))
+  const late = engine.node('n00001')!
+  t.is(late.state, 'deadline', 'the rollout judged it failed')
+  t.regex(late.message!, /no final run within --deadline 120s \(run n00001-1 still running\); the run ended succeeded after it: the revert waited for it/)
+  t.like(late.revert, {state: 'succeeded', release: BEFORE, save: true})
+  t.regex(late.revert!.message!, /^waited for its late run n00001-1 to end \(succeeded on app\/tags\/1\.1\.0\), then reverted$/)
+  // The revert went after the late run ended, never into it (which the node would have answered busy).
+  const sim = fleet.nodes.get('n00001')!
+  t.deepEqual(sim.runs.map((run) => [run.purpose, run.report.state]), [['apply', 'succeeded'], ['revert', 'succeeded']])
+  const revertSent = events.find((event) => event.kind === 'dispatched' && event.purpose === 'revert')!
+  t.true(revertSent.at >= Date.parse(sim.runs[0].report.startedAt!) + 200_000)
+  t.is(sim.pointer, BEFORE, 'pointed at the release it had, not at the one judged failed')
+  t.is((await fleet.survey(['n00001'])).n00001.applied, BEFORE, 'and on it')
+})
+
+test('a revert answered busy by the node\'s own late run waits for that run, then reverts (a record from before the wait was planned)', (t) => {
+  const engine = new RolloutEngine(settings({deadlineMs: 60_000, save: true}), ['a'])
+  engine.handle({kind: 'surveyed', at: 1, answers: {a: {pointer: BEFORE, applied: BEFORE, newest: null}}})
+  engine.handle({kind: 'dispatched', at: 2, purpose: 'apply', nodes: ['a']})
+  engine.handle({kind: 'started', at: 3, purpose: 'apply', nodes: ['a'], answers: {a: {run: {runId: 'r1', state: 'running', release: REF}}}})
+  engine.handle({kind: 'tick', at: 60_002})
+  t.is(engine.node('a')!.state, 'deadline')
+  t.is(engine.node('a')!.revert?.state, 'waiting')
+  t.deepEqual(engine.next(60_003), [{kind: 'poll', runs: [{node: 'a', runId: 'r1'}], waitMs: 10_000}], 'the late run is polled, no revert is sent')
+  engine.handle({kind: 'polled', at: 70_000, nodes: ['a'], answers: {a: {runId: 'r1', state: 'succeeded', release: REF}}})
+  t.deepEqual(engine.next(70_001), [{kind: 'revert', nodes: [{node: 'a', release: BEFORE, save: true}]}])
+  // Busy all the same (a timer run began meanwhile): tried again later, not given up.
+  engine.handle({kind: 'dispatched', at: 70_002, purpose: 'revert', nodes: ['a']})
+  engine.handle({kind: 'started', at: 70_003, purpose: 'revert', nodes: ['a'], answers: {a: {exitCode: 73, message: 'another run is in progress', busy: true}}})
+  t.is(engine.node('a')!.revert?.state, 'busy')
+  t.false(engine.done)
+  t.deepEqual(engine.next(70_004), [{kind: 'wait', until: 70_003 + 30_000}])
+  t.deepEqual(engine.next(100_003), [{kind: 'revert', nodes: [{node: 'a', release: BEFORE, save: true}]}])
+  engine.handle({kind: 'dispatched', at: 100_004, purpose: 'revert', nodes: ['a']})
+  engine.handle({kind: 'started', at: 100_005, purpose: 'revert', nodes: ['a'], answers: {a: {run: {runId: 'r2', state: 'running', release: BEFORE}}}})
+  engine.handle({kind: 'polled', at: 105_000, nodes: ['a'], answers: {a: {runId: 'r2', state: 'succeeded', release: BEFORE}}})
+  t.true(engine.done)
+  t.like(engine.node('a')!.revert, {state: 'succeeded', release: BEFORE})
+  t.regex(engine.node('a')!.revert!.message!, /waited for its late run r1 to end \(succeeded/)
+})
+
+// Issue 32, item 7: a node the survey found silent.
+test('a node the survey found silent is never sent a start: its batch\'s live nodes start without it, it is asked once briefly, then "no answer", counted', async (t) => {
+  const {engine, fleet} = await simulate(specs(['succeed', 'silent', 'succeed', 'succeed']), settings({batch: [{count: 2}], maxFailures: {count: 1}}))
+  t.deepEqual(fleet.addressed, [['n00000'], ['n00002', 'n00003']], 'no start call addressed n00001')
+  t.deepEqual(fleet.probed, [['n00001']])
+  t.is(stateOf(engine, 'n00001'), 'no answer')
+  t.regex(engine.node('n00001')!.message!, /did not answer the survey, nor a status request at its turn: not started/)
+  t.is(engine.failures(), 1)
+  t.is(engine.state.stopped, null)
+  for (const name of ['n00000', 'n00002', 'n00003']) t.is(stateOf(engine, name), 'succeeded', name)
+})
+
+test('a node silent at the survey that answers at its turn is started like the others', (t) => {
+  const engine = new RolloutEngine(settings(), ['a', 'b'])
+  engine.handle({kind: 'surveyed', at: 1, answers: {a: {pointer: BEFORE, applied: BEFORE, newest: null}}})
+  t.deepEqual(engine.next(2), [{kind: 'start', nodes: ['a']}, {kind: 'probe', nodes: ['b']}])
+  engine.handle({kind: 'dispatched', at: 2, purpose: 'apply', nodes: ['a']})
+  engine.handle({kind: 'started', at: 3, purpose: 'apply', nodes: ['a'], answers: {a: {run: {runId: 'r1', state: 'running', release: REF}}}})
+  t.deepEqual(engine.next(4)[0], {kind: 'probe', nodes: ['b']})
+  engine.handle({kind: 'probed', at: 5, nodes: ['b'], answers: {b: {pointer: BEFORE, applied: BEFORE, newest: null}}})
+  t.like(engine.node('b'), {state: 'pending', surveyed: true, before: BEFORE})
+  t.deepEqual(engine.next(6)[0], {kind: 'start', nodes: ['b']})
+})
+
+// Issue 32, item 2: the rollouts that each reported success over a fleet left mixed.
+test('a node another run moved off REF before the rollout ended is "overtaken": not counted, not reverted, and the rollout does not exit 0', async (t) => {
+  const {engine, fleet} = await simulate(specs(['succeed', 'overtaken', 'succeed']), settings({revert: 'all'}))
+  t.is(stateOf(engine, 'n00001'), 'overtaken')
+  t.regex(engine.node('n00001')!.message!, /^not on app\/tags\/1\.1\.0 when the rollout ended: app\/tags\/0\.8\.0 was applied since \(its newest run n00001-1-other: succeeded app\/tags\/0\.8\.0\)$/)
+  t.is(engine.failures(), 0)
+  t.is(engine.state.stopped, null)
+  t.deepEqual(fleet.started.filter(([, purpose]) => purpose === 'revert'), [])
+  for (const name of ['n00000', 'n00002']) t.is(stateOf(engine, name), 'succeeded', name)
+  t.is(rolloutExitCode(engine), 1)
+  // Every node on REF: 0, after the same last question.
+  const clean = await simulate(specs(['succeed', 'succeed']), settings())
+  t.is(rolloutExitCode(clean.engine), 0)
+  t.is(clean.engine.state.verify, 'done')
+})
+
 // ---- properties ----
 
 /** Assertions that throw, so that fast-check sees a failure, shrinks it and prints the counterexample. */
@@ -273,7 +364,7 @@ const check = {
   deepEqual: (actual: unknown, expected: unknown, message?: string) => assert.deepStrictEqual(actual, expected, message),
 }
 
-const BEHAVIOURS: Behaviour[] = ['succeed', 'succeed', 'succeed', 'succeed', 'fail', 'refuse', 'busy-once', 'busy-always', 'silent', 'hang', 'vanish', 'sours', 'slow-start']
+const BEHAVIOURS: Behaviour[] = ['succeed', 'succeed', 'succeed', 'succeed', 'fail', 'refuse', 'busy-once', 'busy-always', 'silent', 'hang', 'vanish', 'sours', 'slow-start', 'overtaken']
 
 const fleetArbitrary = (maxNodes: number): fc.Arbitrary<FleetInput> =>
   fc.record({
@@ -332,6 +423,9 @@ function expectedReverts(engine: RolloutEngine): string[] {
     .map((node) => node.node)
 }
 
+/** Nodes whose own run never ends ('hang'): their revert waits for it and is never sent. */
+const neverEnds = (fleet: SimulatedFleet, name: string): boolean => fleet.nodes.get(name)!.behaviour === 'hang'
+
 test('property: within the batch or window, nothing started after the budget is spent, the right nodes reverted, every node final once', async (t) => {
   await fc.assert(
     fc.asyncProperty(fleetArbitrary(60), async (input) => {
@@ -344,9 +438,12 @@ test('property: within the batch or window, nothing started after the budget is 
       check.is(engine.state.stopped !== null, counted > engine.state.allowedFailures)
       // Reverted: exactly the nodes the rules name, each once, to the release it had before.
       const reverted = fleet.started.filter(([, purpose]) => purpose === 'revert')
-      const reachable = expectedReverts(engine).filter((name) => !['silent', 'vanish'].includes(fleet.nodes.get(name)!.behaviour))
+      const reachable = expectedReverts(engine).filter((name) => !['silent', 'vanish'].includes(fleet.nodes.get(name)!.behaviour) && !neverEnds(fleet, name))
       check.deepEqual(reverted.map(([name]) => name).sort(), reachable.sort())
       for (const [name, , release] of reverted) check.is(release, engine.node(name)!.before)
+      // A revert is never sent into the node's own run still going: every one sent succeeded, and none went busy.
+      for (const name of reachable) check.is(engine.node(name)!.revert?.state, 'succeeded', `${name}'s revert`)
+      for (const name of expectedReverts(engine).filter((name) => neverEnds(fleet, name))) check.is(engine.node(name)!.revert?.state, 'deadline', `${name}'s revert waited for its run`)
       // No node ran the release twice (a busy node was refused before it ran).
       const applies = fleet.started.filter(([, purpose]) => purpose === 'apply').map(([name]) => name)
       check.is(new Set(applies).size, applies.length)
@@ -355,6 +452,16 @@ test('property: within the batch or window, nothing started after the budget is 
   )
   t.pass()
 })
+
+/**
+ * Cases that once failed, kept (fast-check runs them first, then its random runs).
+ * Issue 32: CI seed 2119834354: stopped between recording a busy node's retry and sending
+ * it, the resumed rollout (whose question found the retry had not started) put it back as
+ * pending rather than busy, and retried the busy nodes in another order (n00006 before n00004).
+ */
+const RESUME_CASES: Array<[FleetInput, number]> = [
+  [{behaviours: ['succeed', 'succeed', 'succeed', 'succeed', 'busy-once', 'busy-always', 'busy-once', 'succeed'], runMs: [30_601, 31_301], noBefore: [false], canary: 0, batch: '1', window: 5, maxFailures: '0', soakMs: 0, revert: 'failed', save: false}, 394],
+]
 
 test('property: a rollout stopped after any event and resumed from its record ends exactly as one never stopped', async (t) => {
   await fc.assert(
@@ -367,12 +474,13 @@ test('property: a rollout stopped after any event and resumed from its record en
       const resumed = new RolloutEngine(s, specList.map((spec) => spec.name))
       replayEvents(resumed, first.events)
       check.deepEqual(resumed.state, first.engine.state)
-      first.fleet.nextSurveyFree = true
+      // Only the resumed rollout's own question (adopt) costs no time; any later one does.
+      first.fleet.nextSurveyFree = resumed.next(first.fleet.clock.now())[0].kind === 'adopt'
       const rest = await simulate(specList, s, {fleet: first.fleet, engine: resumed, events: [...first.events]})
       check.deepEqual(finalStates(rest.engine), finalStates(whole.engine))
       check.deepEqual(first.fleet.started, whole.fleet.started, 'the same runs, none twice')
     }),
-    {numRuns: 120},
+    {numRuns: 120, examples: RESUME_CASES},
   )
   t.pass()
 })

@@ -11,7 +11,7 @@ import {type Behaviour, SimulatedFleet, VirtualClock} from '../../helpers/simula
 // Issue 32, 5: the rollout's applied is what the node itself would say it applied (its
 // newest run that succeeded without --noop), whatever became of the rollout's run.
 
-const BEHAVIOURS: Behaviour[] = ['succeed', 'fail', 'refuse', 'busy-once', 'busy-always', 'silent', 'hang', 'vanish', 'sours', 'slow-start']
+const BEHAVIOURS: Behaviour[] = ['succeed', 'fail', 'refuse', 'busy-once', 'busy-always', 'silent', 'hang', 'vanish', 'sours', 'slow-start', 'overtaken']
 
 test('property: after any rollout, each node that answers has applied exactly what appliedByNode reads from the record', async (t) => {
   await fc.assert(

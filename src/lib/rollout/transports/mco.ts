@@ -7,7 +7,7 @@ import {FleetUnavailableError} from '../../errors.js'
 import {capture} from '../../util/capture.js'
 import type {NodeReport, RunReport, StartAnswer} from '../engine.js'
 import type {RolloutSettings} from '../settings.js'
-import type {FleetTransport} from './transport.js'
+import {type FleetTransport, NODE_NAME} from './transport.js'
 
 /*
  * The rollout's MCollective transport: one `mco rpc localpuppet ACTION ... --json` process
@@ -46,6 +46,8 @@ export interface McoReply {
 }
 
 const MAX_OUTPUT = 256 * 1024 * 1024
+/** How long a node the survey found silent has to answer when its turn comes. */
+const PROBE_SECONDS = 3
 /** The agent's `status wait=` range. */
 const MAX_WAIT_SECONDS = 50
 const str = (value: unknown): string | null => (typeof value === 'string' && value !== '' ? value : null)
@@ -83,11 +85,14 @@ export class McoTransport implements FleetTransport {
   private dir: string | null = null
   readonly fleetKey: string
   readonly nodesFile: string | null
+  readonly named: {nodes: string[]; only: boolean}
 
   constructor(readonly options: McoOptions) {
     this.fleetKey = JSON.stringify({connection: options.connection, discovery: options.discovery})
     const nodesAt = options.discovery.indexOf('--nodes')
     this.nodesFile = nodesAt === -1 ? null : options.discovery[nodesAt + 1]
+    const named = literalIdentities(options.discovery)
+    this.named = {nodes: named, only: named.length > 0 && options.discovery.every((value, i) => (i % 2 === 0 ? value === '-I' : named.includes(value)))}
   }
 
   /** Removes the nodes files it wrote. */
@@ -146,6 +151,12 @@ export class McoTransport implements FleetTransport {
 
   async survey(nodes: string[], signal?: AbortSignal): Promise<Record<string, NodeReport>> {
     const replies = await this.call('status', [], nodes, this.options.statusTimeout ?? 20, signal)
+    return Object.fromEntries([...replies].map(([node, reply]) => [node, nodeFromReply(reply)]))
+  }
+
+  /** A node the survey found silent, asked again at its turn: a few seconds, not a whole -t, so that it never holds its batch. */
+  async probe(nodes: string[], signal?: AbortSignal): Promise<Record<string, NodeReport>> {
+    const replies = await this.call('status', [], nodes, Math.min(PROBE_SECONDS, this.options.statusTimeout ?? PROBE_SECONDS), signal)
     return Object.fromEntries([...replies].map(([node, reply]) => [node, nodeFromReply(reply)]))
   }
 
@@ -220,4 +231,14 @@ function runArgs(settings: RolloutSettings): string[] {
   if (settings.noop) args.push('noop=true')
   if (settings.timeoutSeconds !== null) args.push(`timeout=${settings.timeoutSeconds}`)
   return args
+}
+
+/** The identities given with -I that name one node (mco takes `/.../` as a regular expression). */
+function literalIdentities(discovery: string[]): string[] {
+  const named: string[] = []
+  for (let i = 0; i < discovery.length - 1; i++) {
+    if (discovery[i] === '-I' && NODE_NAME.test(discovery[i + 1]) && !named.includes(discovery[i + 1])) named.push(discovery[i + 1])
+  }
+
+  return named
 }

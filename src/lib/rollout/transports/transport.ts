@@ -13,6 +13,8 @@ export interface FleetTransport {
   discover(signal?: AbortSignal): Promise<Record<string, NodeReport>>
   /** How each node is: its pointer, applied release and newest attempt. */
   survey(nodes: string[], signal?: AbortSignal): Promise<Record<string, NodeReport>>
+  /** The same question, with a short reply timeout (seconds, not a whole -t): for nodes the survey found silent. */
+  probe(nodes: string[], signal?: AbortSignal): Promise<Record<string, NodeReport>>
   /** Starts the rollout's run (apply of the settings' ref, or of each node's input) on each node. */
   start(nodes: string[], settings: RolloutSettings, signal?: AbortSignal): Promise<Record<string, StartAnswer>>
   /** Starts `rollback --to RELEASE` on each node (with --save where asked). */
@@ -25,7 +27,15 @@ export interface FleetTransport {
   readonly fleetKey: string
   /** A file that names the fleet exactly (one node per line), or null when discovery decides. */
   readonly nodesFile: string | null
+  /**
+   * Nodes the operator named one by one (mco -I NAME): expected even when silent. `only`: the
+   * filters are those names and nothing else, so the fleet is exactly them.
+   */
+  readonly named?: {nodes: string[]; only: boolean}
 }
 
+/** A node name a transport may report that is safe in a nodes file and a `runs=` argument. */
+export const NODE_NAME = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,252}$/
+
 /** What a rollout needs of a fleet once it knows its nodes (a simulated fleet in tests has only this). */
-export type RolloutTransport = Pick<FleetTransport, 'survey' | 'start' | 'revert' | 'poll'>
+export type RolloutTransport = Pick<FleetTransport, 'survey' | 'probe' | 'start' | 'revert' | 'poll'>

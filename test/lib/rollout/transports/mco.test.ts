@@ -1,27 +1,11 @@
-import {chmod, mkdtemp, readFile, rm, writeFile} from 'node:fs/promises'
-import {tmpdir} from 'node:os'
-import {join} from 'node:path'
+import {writeFile} from 'node:fs/promises'
 
 import test from 'ava'
 
 import {FleetUnavailableError} from '../../../../src/lib/errors.js'
 import {McoTransport} from '../../../../src/lib/rollout/transports/mco.js'
 import {rolloutSettings} from '../../../../src/lib/rollout/settings.js'
-
-/** A fake mco: records its arguments, prints the replies it was given, exits as told. */
-async function fakeMco(t: {teardown(fn: () => Promise<void>): void}, replies: unknown, exit = 0, stderr = ''): Promise<{transport: McoTransport; args: () => Promise<string[]>}> {
-  const dir = await mkdtemp(join(tmpdir(), 'localpuppet-fake-mco-'))
-  t.teardown(() => rm(dir, {recursive: true, force: true}))
-  await writeFile(join(dir, 'replies.json'), typeof replies === 'string' ? replies : JSON.stringify(replies))
-  const mco = join(dir, 'mco')
-  await writeFile(mco, `#!/bin/sh\nprintf '%s\\n' "$@" > ${dir}/args\ncat ${dir}/replies.json\necho ${JSON.stringify(stderr)} >&2\nexit ${exit}\n`)
-  await chmod(mco, 0o755)
-  const transport = new McoTransport({mco, connection: ['--config', '/etc/mco.cfg'], discovery: ['-W', 'role=web'], replyTimeout: null, discoveryTimeout: 2})
-  t.teardown(() => transport.close())
-  return {transport, args: async () => (await readFile(join(dir, 'args'), 'utf8')).trim().split('\n')}
-}
-
-const reply = (sender: string, data: Record<string, unknown>, statuscode = 0, statusmsg = 'OK') => ({sender, statuscode, statusmsg, data})
+import {fakeMco, reply} from '../../../helpers/fake-mco.js'
 
 test('a start addresses exactly the nodes asked (a nodes file, no broadcast) and believes only their first reply', async (t) => {
   const {transport, args} = await fakeMco(t, [
@@ -79,4 +63,12 @@ test("mco's colours never reach a message: its error line and a reply's status t
   const refused = await fakeMco(t, [reply('web1', {exit_code: 73}, 1, '\u001B[33mpuppet is disabled\u001B[0m')])
   const answers = await refused.transport.start(['web1'], rolloutSettings({ref: 'foo/tags/1.5.0'}))
   t.deepEqual(answers.web1, {exitCode: 73, busy: false, message: 'puppet is disabled'})
+})
+
+test('a node the survey found silent is asked again with 3 s to answer, not a whole -t', async (t) => {
+  const {transport, args} = await fakeMco(t, [reply('web2', {pointer: 'foo/tags/1.4.0', applied: 'foo/tags/1.4.0'})])
+  t.deepEqual(Object.keys(await transport.probe(['web1', 'web2'])), ['web2'])
+  const argv = await args()
+  t.deepEqual(argv.slice(argv.indexOf('-t'), argv.indexOf('-t') + 2), ['-t', '3'])
+  t.deepEqual(argv.slice(argv.indexOf('localpuppet')), ['localpuppet', 'status'])
 })
