@@ -6,7 +6,7 @@ export type {NodeState, RevertState, RunReport, NodeReport, StartAnswer, Rollout
 /*
  * The rollout engine: a state machine with no I/O of its own, in the spirit of Nomad's
  * deployment watcher. The fleet's answers come in as events (each with the time it was
- * seen), the engine says what to do next as actions, and a driver (run-rollout.ts) carries
+ * seen), the engine says what to do next as actions, and a driver (drive.ts) carries
  * them out over a transport. Every event that changed something is recorded, so that
  * replaying a record's events into a fresh engine gives exactly the state it had: that is
  * what makes `rollout --resume` exact.

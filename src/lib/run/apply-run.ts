@@ -76,7 +76,7 @@ export async function applyPlan(plan: RunPlan, options: ApplyOptions = {}): Prom
   const puppetLocks = await preflight(plan)
   throwIfStopped(options.signal)
   const splay = options.splaySeconds ? Math.floor((options.random ?? Math.random)() * (options.splaySeconds + 1)) : null
-  const journal = await RunJournal.open(plan, (started) => planRecord(plan, started, {splaySeconds: splay}), {splay, saving: Boolean(options.save)})
+  const journal = await RunJournal.open(plan, {...planFields(plan), splaySeconds: splay}, {splay, saving: Boolean(options.save)})
   let outcome: ApplyOutcome
   try {
     outcome = await run(plan, options, puppetLocks, journal)
@@ -200,7 +200,12 @@ async function writeRunFiles(plan: RunPlan, record: RunRecord): Promise<void> {
 
 /** A plan's run record as it starts: state running, nothing known of the outcome yet. */
 export function planRecord(plan: RunPlan, started: Date, fields: Partial<RunRecord> = {}): RunRecord {
-  return newRunRecord(plan.runId, plan.files.log, started, {
+  return newRunRecord(plan.runId, plan.files.log, started, {...planFields(plan), ...fields})
+}
+
+/** What a plan puts in its run record. */
+function planFields(plan: RunPlan): Partial<RunRecord> {
+  return {
     release: plan.release,
     ref: plan.ref,
     modulepath: plan.modulepath,
@@ -221,7 +226,5 @@ export function planRecord(plan: RunPlan, started: Date, fields: Partial<RunReco
     puppet: {implementation: plan.puppet.implementation, version: plan.puppet.version, path: plan.puppet.path},
     languageMode: plan.languageMode,
     ...(plan.fetch ? {fetch: plan.fetch} : {}),
-    ...fields,
-  })
+  }
 }
-

@@ -4,7 +4,7 @@ import {setTimeout as sleep} from 'node:timers/promises'
 
 import {RunLock} from './lock.js'
 import {pruneRuns} from './retention.js'
-import {type RunRecord, type RunState, writeRunRecord} from './run-record.js'
+import {type RunRecord, type RunState, newRunRecord, writeRunRecord} from './run-record.js'
 import type {RunFiles} from './state-dir.js'
 import {throwIfStopped} from '../util/on-stop.js'
 import {processStartTime} from '../util/process.js'
@@ -39,13 +39,13 @@ export class RunJournal {
 
   /**
    * Without a splay the lock comes first: a run that cannot start leaves no record. Then the
-   * record (from `newRecord`, started now) and the run's directory.
+   * record (with `fields`, started now) and the run's directory.
    */
-  static async open(run: JournalRun, newRecord: (started: Date) => RunRecord, options: {splay: number | null; saving: boolean}): Promise<RunJournal> {
+  static async open(run: JournalRun, fields: Partial<RunRecord>, options: {splay: number | null; saving: boolean}): Promise<RunJournal> {
     const lock = options.splay === null ? await RunLock.acquire(run.stateDir, run.runId) : null
     try {
       const started = new Date()
-      const journal = new RunJournal(run, newRecord(started), started, options.splay, lock, options.saving)
+      const journal = new RunJournal(run, newRunRecord(run.runId, run.files.log, started, fields), started, options.splay, lock, options.saving)
       await mkdir(run.files.dir, {mode: 0o700})
       return journal
     } catch (error) {
