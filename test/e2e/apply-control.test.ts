@@ -117,6 +117,13 @@ test('--timeout stops puppet, says so, and exits 75', async (t) => {
   t.true(await gone(Number(await waitFor(join(fake, 'session-child.pid')))))
 })
 
+test('a --timeout longer than a timer can keep (34 days; 2^31 ms is 24.8) is as good as none: puppet runs to its end (was stopped at once, 75)', async (t) => {
+  const {args, env} = await setup(t)
+  const result = await cli([...args, '--timeout', '3000000'], {env: {...env, FAKE_PUPPET_SLEEP: '1'}})
+  t.is(result.exitCode, 0, result.stderr)
+  t.notRegex(result.stderr, /TimeoutOverflowWarning|timed out/)
+})
+
 test('puppet that is not installed exits 69 and is recorded as refused', async (t) => {
   const {dir, state} = await setup(t)
   const result = await cli(['apply', join(DEMO, 'input.yaml'), '--module-dir', join(DEMO, 'modules'), '--state-dir', state, '--puppet', join(dir, 'nope')])

@@ -139,3 +139,19 @@ asRoot('--metrics-file in a directory another user owns is refused (77) before P
   t.false(existsSync(join(fake, 'agent_disabled.lock')), 'not disabled')
   t.false(existsSync(join(target, 'disabled.prom')))
 })
+
+test('a path or argument holding an escape sequence, a newline or a bidi override is shown escaped on one line in any refusal, not sent to the terminal', async (t) => {
+  const odd = 'x\u001B[2J\u202Ey\nlocalpuppet: forged'
+  for (const [args, exitCode] of [
+    [['apply', `/nonexistent/${odd}.yaml`, '--module-dir', '/nonexistent'], 66],
+    [['fetch', 'foo/tags/1.0.0', '--source', `/nonexistent/${odd}`, '--module-dir', '/nonexistent'], 69],
+    [['log', odd], 64],
+  ] as const) {
+    const result = await cli([...args])
+    t.is(result.exitCode, exitCode, result.stderr)
+    const [first, ...rest] = result.stderr.trimEnd().split('\n')
+    t.true(first.startsWith('localpuppet: '), result.stderr)
+    t.true(rest.every((line) => line.startsWith('  hint: ')), result.stderr)
+    t.false(/[\u001B\u202E]/.test(result.stderr), result.stderr)
+  }
+})

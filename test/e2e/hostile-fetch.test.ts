@@ -4,15 +4,16 @@
 // and leaves nothing in the module directory.
 import {existsSync} from 'node:fs'
 import {createServer as createHttpsServer} from 'node:https'
-import {cp, mkdir, readFile, readdir, rm, stat, writeFile} from 'node:fs/promises'
+import {chmod, chown, cp, mkdir, readFile, readdir, rm, stat, writeFile} from 'node:fs/promises'
 import {join} from 'node:path'
 
 import test, {type ExecutionContext} from 'ava'
 
 import {FAKE_PUPPET, cli, runBounded, startCli} from '../helpers/cli.js'
-import {copyRepository, sharedDemoRepository} from '../helpers/repository.js'
+import {copyRepository, sharedDemoRepository, testServer} from '../helpers/repository.js'
 import {type HostileAnswer, drip, head, hostileServer, pour} from '../helpers/hostile-server.js'
 import {tempDir} from '../helpers/temp.js'
+import {asHostile, hostileUid} from '../helpers/hostile-user.js'
 import {selfSignedCertificate} from '../helpers/tls.js'
 import {loadSigningKey, signIndex} from '../../src/lib/archive/signature.js'
 
@@ -332,6 +333,13 @@ test('a node given its repository id (repository_id, --repository-id) refuses a 
   t.regex(badEnv.stderr, /^localpuppet: LOCALPUPPET_REPOSITORY_ID: expected a repository id \(32 hex digits/)
   t.is((await cli(['fetch', 'foo@^1.3', '--accept-repository', staging], {env})).exitCode, 64, '--accept-repository cannot overrule repository_id')
 
+  // fleet status --source resolves wanted releases through the same index: refused the same way, before Prometheus is asked.
+  for (const args of [[], ['--source', source, '--trust', base.pub]]) {
+    const viewed = await cli(['fleet', 'status', '--prometheus', 'http://127.0.0.1:1', ...args], {env})
+    t.is(viewed.exitCode, 65, viewed.stderr)
+    t.true(viewed.stderr.startsWith(`localpuppet: index of ${source} is of repository ${staging}, not ${production} as repository_id in ${config}:4 says; refused`), viewed.stderr)
+  }
+
   // The mirror serves production: fetched, and pinned.
   await rm(source, {recursive: true})
   await cp(join(dir, 'production'), source, {recursive: true})
@@ -482,4 +490,103 @@ test("a fetch killed with SIGKILL mid-download leaves its partial archive, which
   t.is(live.exitCode, null, 'the live fetch is still downloading')
   live.kill('SIGKILL')
   await live
+})
+
+const uid = hostileUid()
+const asRoot = uid === null ? test.skip : test
+
+asRoot("a downloads directory another user owns is refused (77) before anything is downloaded: fetch writes an archive there, then checks and installs it by name, and its owner could swap it in between; the dead fetches' names it planted are not touched", async (t) => {
+  const s = await scenario(t)
+  await chmod(join(s.modules, '..'), 0o755)
+  const first = await cli(['fetch', 'foo/tags/1.3.0', '--source', s.repo, '--module-dir', s.modules, '--trust', base.pub])
+  t.is(first.exitCode, 0, first.stderr)
+  const downloads = join(s.modules, '.localpuppet', 'downloads')
+  await chown(downloads, uid!, uid!)
+  // What its owner could leave: a link named as a dead fetch's download, to a file of root's.
+  const secret = join(s.modules, '..', 'secret')
+  await writeFile(secret, 'root only\n', {mode: 0o600})
+  asHostile(`ln -s ${secret} ${downloads}/1-1-deadbeef.tar.gz`)
+
+  const refused = await cli(['fetch', 'foo/tags/1.4.0', '--source', s.repo, '--module-dir', s.modules, '--trust', base.pub])
+  t.is(refused.exitCode, 77, refused.stderr)
+  t.is(refused.stderr.split('\n')[0], `localpuppet: downloads directory ${downloads} is not trusted: owned by uid ${uid}, not root or uid 0 (owner uid ${uid}, mode 0700); fix: chown root ${downloads}`)
+  t.deepEqual(await readdir(join(s.modules, 'foo', 'tags')), ['1.3.0'], 'nothing fetched')
+  t.deepEqual(await readdir(downloads), ['1-1-deadbeef.tar.gz'], 'nothing downloaded, nothing removed')
+  t.is(await readFile(secret, 'utf8'), 'root only\n')
+
+  // Given back to root: fetched, and the dead name (a link) removed without following it.
+  await chown(downloads, 0, 0)
+  const fetched = await cli(['fetch', 'foo/tags/1.4.0', '--source', s.repo, '--module-dir', s.modules, '--trust', base.pub])
+  t.is(fetched.exitCode, 0, fetched.stderr)
+  t.deepEqual(await readdir(downloads), [])
+  t.is(await readFile(secret, 'utf8'), 'root only\n')
+})
+
+test("a source's credentials (https://user:pass@host/) authenticate its requests and are in no message, output or JSON: a fetch that works, a missing archive (69), a substitute repository (65), apply --fetch falling back", async (t) => {
+  const s = await scenario(t)
+  const authorizations = new Set<string | undefined>()
+  let missing = false
+  const server = await testServer(s.repo, (req, res, path) => {
+    authorizations.add(req.headers.authorization)
+    if (!missing || !path.endsWith('.tar.gz')) return false
+    res.writeHead(404)
+    res.end()
+    return true
+  })
+  t.teardown(() => server.close())
+  const source = server.url.replace('http://', 'http://ops:s3cret@')
+  const run = (...args: string[]) => cli([...args, '--source', source, '--module-dir', s.modules, '--trust', base.pub])
+  const secretFree = (result: {stdout: string; stderr: string}) => t.false(`${result.stdout}${result.stderr}`.includes('s3cret'), `${result.stdout}${result.stderr}`)
+
+  const fetched = await run('fetch', 'foo/tags/1.3.0', '--json')
+  t.is(fetched.exitCode, 0, fetched.stderr)
+  secretFree(fetched)
+  t.like(JSON.parse(fetched.stdout), {source: `${server.url}/`})
+  t.deepEqual([...authorizations], [`Basic ${Buffer.from('ops:s3cret').toString('base64')}`])
+  secretFree(await run('fetch', 'foo/tags/1.3.0'))
+
+  missing = true
+  const lost = await run('fetch', 'foo/tags/1.4.0')
+  t.is(lost.exitCode, 69, lost.stderr)
+  t.regex(lost.stderr, new RegExp(`^localpuppet: ${server.url}/archives/foo/foo-1\\.4\\.0\\.tar\\.gz: 404 not found`))
+  secretFree(lost)
+
+  // Another repository's index (another id) in its place: the refusal names the source without them.
+  await s.signIndex({...s.index, repository: 'f'.repeat(32)})
+  const substitute = await run('fetch', 'foo/tags/1.3.0')
+  t.is(substitute.exitCode, 65, substitute.stderr)
+  secretFree(substitute)
+  t.regex(substitute.stderr, new RegExp(`^localpuppet: index of ${server.url}/ is of repository f{32}`))
+
+  // A source that cannot be reached: apply --fetch falls back to what is installed, and says so without them.
+  await server.close()
+  const input = join(s.modules, '..', 'input.yaml')
+  await writeFile(input, 'app: foo/tags/1.3.0\nclasses: [foo]\n')
+  const fallback = await cli(['apply', input, '--fetch', '--source', source, '--module-dir', s.modules, '--trust', base.pub, '--state-dir', join(s.modules, '..', 'state'), '--puppet', FAKE_PUPPET, '--timeout', '1', '--json'], {env: {FAKE_PUPPET_DIR: join(s.modules, '..'), FAKE_PUPPET_SLEEP: '0'}})
+  secretFree(fallback)
+  t.regex(fallback.stdout + fallback.stderr, new RegExp(`127\\.0\\.0\\.1:${server.port}`), 'the source is still named')
+})
+
+test('a --timeout longer than a timer can keep (34 days) is as good as none: the fetch runs (was cut at once as timed out or too slow, 69)', async (t) => {
+  const s = await scenario(t)
+  const server = await serve(t, s, () => false)
+  const result = await fetchBounded(t, s, server.url, '--timeout', '3000000')
+  t.is(result.exitCode, 0, result.stderr)
+  t.notRegex(result.stderr, /TimeoutOverflowWarning/)
+})
+
+test('a source URL that does not parse (a / in its password, unencoded) or holds a stray % is 64 naming it without its credentials, never a crash (70)', async (t) => {
+  const s = await scenario(t)
+  for (const [source, why] of [
+    ['http://ops:s3/cret@127.0.0.1:1/repo', 'not a URL '],
+    ['https://ops:s3cret@[127.0.0.1/repo', 'not a URL '],
+    // A stray %: node:http cannot decode it (was 69, 'URI malformed', as if the server were down).
+    ['http://ops:s3%zz@127.0.0.1:1/repo', 'its user or password is not percent-encoded '],
+  ]) {
+    const result = await fetchBounded(t, s, source)
+    t.is(result.exitCode, 64, result.stderr)
+    t.true(result.stderr.startsWith(`localpuppet: source ${source.startsWith('https') ? 'https' : 'http'}://`), result.stderr)
+    t.true(result.stderr.split('\n')[0].includes(`: ${why}`), result.stderr)
+    t.false(result.stderr.includes('s3'), result.stderr)
+  }
 })

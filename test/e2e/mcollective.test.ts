@@ -86,6 +86,7 @@ fleetTest(`mco localpuppet apply --batch 2: the first batch succeeds, a disabled
       ['web2', 'succeeded'],
       ['web3', 'not started'],
     ],
+    JSON.stringify(rollout.json.nodes.map((entry: {node: string; exitCode: number | null; message: string | null}) => [entry.node, entry.exitCode, entry.message])),
   )
   t.is(row(rollout, 'web1').exitCode, 73)
   t.regex(row(rollout, 'web1').message, /kernel upgrade until 15:00/)

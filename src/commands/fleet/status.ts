@@ -18,7 +18,7 @@ export default class FleetStatus extends BaseCommand {
       {code: 0, meaning: 'every node answered (or reports) and has applied its wanted release'},
       {code: 1, meaning: 'a node has not applied its wanted release, or did not answer (stopped reporting); or no node matched'},
       {code: 64, meaning: 'usage error (--source apt; plain http with no trusted key and no --insecure; --channel not a channel name)'},
-      {code: 65, meaning: "--source: the repository's index is invalid, not signed by a trusted key, older than one this machine accepted, or expired"},
+      {code: 65, meaning: "--source: the repository's index is invalid, not signed by a trusted key, older than one this machine accepted, expired, or of another repository than the repository_id setting names"},
       {code: 69, meaning: 'mco cannot be run or the broker cannot be reached; Prometheus or the repository cannot be reached or cannot answer (Prometheus: not in time, --prometheus-timeout; a series or value that cannot be; too many series or nodes)'},
       untrustedExit('the rollouts directory (where the fleet is remembered), or with --source an unsigned repository directory or the record of accepted index versions,'),
     ],

@@ -65,6 +65,7 @@ export function judgeNode(node: PromNode, options: HealthOptions, now: number): 
   const staleAfter = options.staleAfterMs ?? DEFAULT_STALE_AFTER_MS
   if (node.stopped) return {...base, state: 'stopped reporting', reason: `its metrics are gone from Prometheus (newest attempt ${age(node.at)} ago)`}
   if (node.disabled) return {...base, state: 'disabled', reason: `Puppet is disabled: ${node.disabled}`}
+  if (node.conflict) return {...base, state: 'failed', reason: node.conflict}
   for (const [what, iso] of [['newest attempt', node.at], ['healthy since', node.healthySince]] as const) {
     if (ahead(iso)) return {...base, state: 'stale', reason: `${what} ${formatAge(time(iso) - now)} ahead of Prometheus' clock (the node's clock is ahead: not believed)`}
   }

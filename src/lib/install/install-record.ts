@@ -51,6 +51,8 @@ export function moduleDirTrustPaths(moduleDir: string): Array<{path: string} & T
     {path: moduleDir, what: 'module directory'},
     {path: own, what: 'module directory', below: moduleDir},
     {path: join(own, 'records'), what: 'install records directory', below: own},
+    // fetch writes archives here, then checks and installs them by name: another user's directory could swap one in between.
+    {path: join(own, 'downloads'), what: 'downloads directory', below: own},
   ]
 }
 

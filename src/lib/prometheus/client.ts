@@ -4,6 +4,8 @@ import {FleetUnavailableError, UsageError} from '../errors.js'
 import {JsonReader, JsonStreamError, MoreBytesNeeded} from '../util/json-stream.js'
 import {meterRate} from '../util/rate-floor.js'
 import {redactUrl, terminalText, terminalUrl} from '../util/terminal-text.js'
+import {timerDelay} from '../util/timer-delay.js'
+import {STRAY_PERCENT, urlCredentials} from '../util/url-credentials.js'
 
 /** One series of an instant vector: its labels and its value at the evaluation time. */
 export interface PromSample {
@@ -77,15 +79,17 @@ export class PrometheusClient {
     }
 
     if (base.protocol !== 'http:' && base.protocol !== 'https:') throw new UsageError(`--prometheus ${terminalUrl(url)}: http:// or https:// only`)
-    this.authorization =
-      base.username || base.password ? `Basic ${Buffer.from(`${decodeURIComponent(base.username)}:${decodeURIComponent(base.password)}`).toString('base64')}` : null
+    const credentials = urlCredentials(base)
+    if (credentials === undefined) throw new UsageError(`--prometheus ${terminalUrl(url)}: ${STRAY_PERCENT}`)
+    this.authorization = credentials ? `Basic ${Buffer.from(`${credentials.user}:${credentials.password}`).toString('base64')}` : null
     base.username = ''
     base.password = ''
     if (!base.pathname.endsWith('/')) base.pathname += '/'
     this.base = base
     this.url = redactUrl(url)
-    this.timeoutMs = options.timeoutMs ?? 30_000
-    this.deadlineMs = options.deadlineMs ?? DEFAULT_DEADLINE_MS
+    // Held to what a timer can keep (--prometheus-timeout 30d would otherwise fire at once).
+    this.timeoutMs = timerDelay(options.timeoutMs ?? 30_000)
+    this.deadlineMs = timerDelay(options.deadlineMs ?? DEFAULT_DEADLINE_MS)
     this.maxBytes = options.maxBytes ?? MAX_ANSWER_BYTES
     this.maxSeries = options.maxSeries ?? MAX_SERIES
   }
@@ -168,7 +172,9 @@ export class PrometheusClient {
     }
 
     if (walk.status !== 'success') {
-      const detail = walk.status === undefined ? "not Prometheus' API (no status)" : `${terminalText(walk.errorType ?? 'error', 100)}: ${terminalText(walk.error ?? 'no answer', 500)}`
+      // The error text as written when it is a string; anything else shown as JSON (String() of an array 100,000 deep overflows the stack).
+      const said = (value: unknown, otherwise: string) => (value === undefined ? otherwise : typeof value === 'string' ? value : shown(value))
+      const detail = walk.status === undefined ? "not Prometheus' API (no status)" : `${terminalText(said(walk.errorType, 'error'), 100)}: ${terminalText(said(walk.error, 'no answer'), 500)}`
       throw unavailable(`HTTP ${status}: ${detail} (${query})`)
     }
 
@@ -300,7 +306,7 @@ class AnswerWalk {
         this.series += entries.length
         if (this.series > this.maxSeries) this.fail(`more than ${this.maxSeries} series in the answer`)
         for (const entry of entries) {
-          if (entry === null || typeof entry !== 'object' || Array.isArray(entry)) this.fail(`a series that is not an object: ${terminalText(JSON.stringify(entry), 80)}`)
+          if (entry === null || typeof entry !== 'object' || Array.isArray(entry)) this.fail(`a series that is not an object: ${terminalText(shown(entry), 80)}`)
           this.each(entry)
         }
       }
@@ -308,12 +314,25 @@ class AnswerWalk {
   }
 }
 
+/**
+ * A piece of the answer as JSON, for a message (cut and made safe by the caller): a value
+ * nested too deep for JSON.stringify (an array of arrays 100,000 deep, which JSON.parse
+ * reads) is named as such, not as the engine's stack overflow.
+ */
+function shown(value: unknown): string {
+  try {
+    return JSON.stringify(value) ?? String(value)
+  } catch {
+    return '(nested too deep to show)'
+  }
+}
+
 /** A series' labels: an object of strings. */
 function labelsOf(entry: any, fail: (why: string) => never): Record<string, string> {
   const metric = entry.metric
-  if (metric === null || typeof metric !== 'object' || Array.isArray(metric)) fail(`a series without its labels: ${terminalText(JSON.stringify(entry), 120)}`)
+  if (metric === null || typeof metric !== 'object' || Array.isArray(metric)) fail(`a series without its labels: ${terminalText(shown(entry), 120)}`)
   for (const [name, value] of Object.entries(metric)) {
-    if (typeof value !== 'string') fail(`${describeSeries(Object.fromEntries(Object.entries(metric).filter(([, v]) => typeof v === 'string')) as Record<string, string>)}: label ${terminalText(name, 80)} is ${terminalText(JSON.stringify(value), 40)}, not a string`)
+    if (typeof value !== 'string') fail(`${describeSeries(Object.fromEntries(Object.entries(metric).filter(([, v]) => typeof v === 'string')) as Record<string, string>)}: label ${terminalText(name, 80)} is ${terminalText(shown(value), 40)}, not a string`)
   }
 
   return metric as Record<string, string>
@@ -322,9 +341,8 @@ function labelsOf(entry: any, fail: (why: string) => never): Record<string, stri
 /** A sample `[time, "value"]`: a time in seconds since 1970 (Date's range) and a Prometheus float. */
 function pairOf(pair: unknown, labels: Record<string, string>, fail: (why: string) => never): [number, string] {
   const [when, raw] = Array.isArray(pair) && pair.length === 2 ? pair : [undefined, undefined]
-  const shown = terminalText(JSON.stringify(pair) ?? String(pair), 80)
-  if (typeof when !== 'number' || !Number.isFinite(when) || when < 0 || when > MAX_SECONDS) fail(`${describeSeries(labels)}: sample ${shown}: its time is not a time (seconds since 1970)`)
-  if (typeof raw !== 'string' || !PROM_FLOAT.test(raw)) fail(`${describeSeries(labels)}: sample ${shown}: its value is not a number`)
+    if (typeof when !== 'number' || !Number.isFinite(when) || when < 0 || when > MAX_SECONDS) fail(`${describeSeries(labels)}: sample ${terminalText(shown(pair), 80)}: its time is not a time (seconds since 1970)`)
+  if (typeof raw !== 'string' || !PROM_FLOAT.test(raw)) fail(`${describeSeries(labels)}: sample ${terminalText(shown(pair), 80)}: its value is not a number`)
   return [when, raw]
 }
 

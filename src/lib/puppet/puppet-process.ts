@@ -2,6 +2,7 @@ import {StringDecoder} from 'node:string_decoder'
 
 import {type ChildExit, startChild} from '../util/child.js'
 import {abortSignalName} from '../util/on-stop.js'
+import {timerDelay} from '../util/timer-delay.js'
 
 /** Puppet as a run starts it: the argv, its environment and directory, and its time limit. */
 export interface PuppetCommand {
@@ -84,7 +85,7 @@ export async function runPuppet(plan: PuppetCommand, options: PuppetProcessOptio
   // A signal that came while puppet was being started fires no event: act on it now.
   if (options.signal?.aborted) onAbort()
   if (child.pid !== undefined) await options.onPuppetStarted?.(child.pid)
-  const timer = plan.timeoutSeconds ? setTimeout(() => stop('timeout'), plan.timeoutSeconds * 1000) : undefined
+  const timer = plan.timeoutSeconds ? setTimeout(() => stop('timeout'), timerDelay(plan.timeoutSeconds * 1000)) : undefined
   try {
     const exit = await child.exited
     // Puppet may exit on SIGTERM before the commands it started do: they go too.

@@ -88,7 +88,8 @@ export async function checkNodeInputs(inputs: NodeInputFile[]): Promise<CheckedN
   const seen = new Set<string>()
   const checked: CheckedNodeInput[] = []
   for (const {node, file, noFollow} of inputs) {
-    if (!isValidNodeName(node)) throw new UsageError(`node name ${JSON.stringify(node)} (${file}): not a host name (lowercase letters, digits, '.', '-', '_')`)
+    // The name is a file's in --inputs DIR, anything a file name may hold: shown escaped.
+    if (!isValidNodeName(node)) throw new UsageError(`node name ${terminalText(JSON.stringify(node))} (${terminalText(file)}): not a host name (lowercase letters, digits, '.', '-', '_')`)
     if (seen.has(node)) throw new UsageError(`node ${node}: two inputs given`)
     seen.add(node)
     const {text} = await readInputText(file, undefined, undefined, {noFollow})

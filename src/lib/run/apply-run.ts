@@ -197,7 +197,6 @@ async function writeRunFiles(plan: RunPlan, record: RunRecord): Promise<void> {
   if (plan.manifest.source === 'empty') await writeFile(files.emptyManifest, '', {mode: 0o600})
 }
 
-
 /** A plan's run record as it starts: state running, nothing known of the outcome yet. */
 export function planRecord(plan: RunPlan, started: Date, fields: Partial<RunRecord> = {}): RunRecord {
   return newRunRecord(plan.runId, plan.files.log, started, {...planFields(plan), ...fields})

@@ -6,6 +6,7 @@ import {setTimeout as sleep} from 'node:timers/promises'
 import type {RunRecord} from '../state/run-record.js'
 import {processesWithEnv, survivors} from '../util/process-tree.js'
 import {startChild} from '../util/child.js'
+import {timerDelay} from '../util/timer-delay.js'
 
 /** How long a finish hook, and everything it started, may take before it is stopped. */
 export const FINISH_HOOK_TIMEOUT_MS = 60_000
@@ -87,7 +88,7 @@ export async function runFinishHook(command: string, record: RunRecord, options:
   const timer = setTimeout(() => {
     stopped ??= `stopped after ${timeoutMs / 1000}s`
     void stopAll('SIGKILL')
-  }, timeoutMs)
+  }, timerDelay(timeoutMs))
   const onAbort = () => {
     stopped ??= `stopped by ${String(options.signal?.reason ?? 'a signal')}`
     void stopAll('SIGKILL')

@@ -134,14 +134,15 @@ export class RepositorySource implements ReleaseSource {
   /**
    * The index as it is now, for a reader that is not the node (fleet status --source): its
    * signature checked as a node checks it, and judged fresh against what this machine
-   * accepted (an older version or an expired index is 65, as on a node), but remembered
-   * nowhere: an operator's look writes nothing into the module directory.
+   * accepted (an older version or an expired index is 65, as on a node; so is an index of
+   * another id than the repository_id setting), but remembered nowhere: an operator's look
+   * writes nothing into the module directory.
    */
   async currentIndex(options: FetchOptions): Promise<IndexRead> {
     const {index, signedBy, untrusted} = await this.readTrusted(options)
     const {judgeIndex, readAcceptedVersions} = await import('./accepted-versions.js')
     const {memory, untrusted: memoryProblems} = await readAcceptedVersions(options.moduleDir, options.allowUntrusted)
-    const accepted = judgeIndex(memory, this.label, index, Date.now())
+    const accepted = judgeIndex(memory, this.label, index, Date.now(), undefined, options.expectedRepository)
     return {index, signedBy, accepted, untrusted: [...untrusted, ...memoryProblems]}
   }
 

@@ -29,8 +29,9 @@ export interface WantedIndexOptions {
  * The repository's signed index now, for fleet status: from --source, else the configured
  * source (a node's own configuration), else null (wanted stays as each node last resolved
  * it). Verified and judged fresh as a node would (65 for a bad signature, a replayed or
- * expired index; 69 unreachable), against what this machine's module directory accepted,
- * and remembered nowhere.
+ * expired index, an index of another repository than the repository_id setting names;
+ * 69 unreachable), against what this machine's module directory accepted, and remembered
+ * nowhere.
  */
 export async function readWantedIndex(options: WantedIndexOptions): Promise<WantedIndex | null> {
   const source = await settingString('source', options.source)
@@ -38,8 +39,9 @@ export async function readWantedIndex(options: WantedIndexOptions): Promise<Want
   // A node configured with apt has no channels to read; only an explicit --source apt is a mistake.
   if (source === 'apt' && options.source === undefined) return null
   if (source === 'apt') throw new UsageError('--source apt: apt has no index of channels; give the release repository (https://, http://, file:// or a directory)')
-  const [{readSourceIndex}, trust, moduleDir] = await Promise.all([import('./fetch.js'), settingList('trust', options.trust), settingString('module_dir')])
-  const read = await readSourceIndex(source, {moduleDir: moduleDir!, trust, insecure: options.insecure, allowUntrusted: options.allowUntrusted, timeoutSeconds: options.timeoutSeconds})
+  const {readSourceIndex, configuredRepositoryId} = await import('./fetch.js')
+  const [trust, moduleDir, expectedRepository] = await Promise.all([settingList('trust', options.trust), settingString('module_dir'), configuredRepositoryId({})])
+  const read = await readSourceIndex(source, {moduleDir: moduleDir!, trust, insecure: options.insecure, allowUntrusted: options.allowUntrusted, timeoutSeconds: options.timeoutSeconds, expectedRepository})
   return {
     source,
     index: read.index,

@@ -1,4 +1,5 @@
 import {startChild} from './child.js'
+import {timerDelay} from './timer-delay.js'
 
 export interface Captured {
   /** null when killed by a signal or when it could not start (see spawnError). */
@@ -44,7 +45,7 @@ export async function capture(file: string, args: string[], options: CaptureOpti
     setTimeout(() => child.killTree('SIGKILL'), 2000).unref()
   }
 
-  const timer = options.timeoutMs === undefined ? undefined : setTimeout(() => ((timedOut = true), stop()), options.timeoutMs)
+  const timer = options.timeoutMs === undefined ? undefined : setTimeout(() => ((timedOut = true), stop()), timerDelay(options.timeoutMs))
   options.signal?.addEventListener('abort', stop, {once: true})
   if (options.signal?.aborted) stop()
   try {

@@ -1,4 +1,5 @@
 import {PassThrough, type Readable} from 'node:stream'
+import {timerDelay} from './timer-delay.js'
 
 /**
  * The slowest body believed to be making progress, for every client of a server (fetch's
@@ -29,7 +30,7 @@ export function meterRate(body: Readable, where: string, windowMs: number): Read
 
     const message = `${where}: too slow: ${bytes} byte${bytes === 1 ? '' : 's'} in ${windowMs / 1000} s (at least ${MIN_BYTES_PER_SECOND / 1024} KiB/s expected; ${seconds} s into the body)`
     metered.destroy(Object.assign(new Error(message), {code: 'LOCALPUPPET_TOO_SLOW'}))
-  }, windowMs)
+  }, timerDelay(windowMs))
   const stop = () => clearInterval(timer)
   body.on('data', (chunk: Buffer) => {
     bytes += chunk.length

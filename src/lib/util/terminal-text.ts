@@ -7,11 +7,12 @@
  * what a person reads is escaped. URLs lose their credentials everywhere, JSON included.
  */
 
-// C0 controls, DEL, C1 controls, and the Unicode characters that reorder or hide text
-// (bidirectional overrides and isolates, zero-width joiners, line and paragraph
-// separators, the BOM): each is shown escaped.
-// eslint-disable-next-line no-control-regex
-const UNSAFE = /[\u0000-\u001F\u007F-\u009F\u200B-\u200F\u2028-\u202E\u2060-\u2069\uFEFF]/gu
+// C0 controls, DEL, C1 controls (Cc), and the Unicode characters that reorder or hide
+// text: every format character (Cf: bidirectional marks, overrides and isolates, the Arabic
+// letter mark U+061C among them; zero-width joiners, the soft hyphen, the BOM, tag
+// characters U+E0000-E007F, interlinear annotations), line and paragraph separators (Zl,
+// Zp), and U+2065 (unassigned, amid the invisible operators): each is shown escaped.
+const UNSAFE = /[\p{Cc}\p{Cf}\p{Zl}\p{Zp}\u2065]/gu
 
 /** The longest a single outside value is shown (the rest is cut with an ellipsis). */
 export const TERMINAL_TEXT_MAX = 2_000
@@ -29,7 +30,12 @@ export function terminalText(value: unknown, max = TERMINAL_TEXT_MAX): string {
   if (text.length > max) text = `${text.slice(0, max)}…`
   UNSAFE.lastIndex = 0
   if (!UNSAFE.test(text)) return text
-  return text.replace(UNSAFE, (char) => NAMED[char] ?? `\\u${char.codePointAt(0)!.toString(16).padStart(4, '0')}`)
+  return text.replace(UNSAFE, (char) => NAMED[char] ?? escapeCodePoint(char.codePointAt(0)!))
+}
+
+/** `\u061c`, or beyond the BMP `\u{e0041}` (`\ue0041` would read as U+E004 and a 1). */
+function escapeCodePoint(code: number): string {
+  return code > 0xffff ? `\\u{${code.toString(16)}}` : `\\u${code.toString(16).padStart(4, '0')}`
 }
 
 /** True when `terminalText` would change the value (it holds a control or formatting character). */
@@ -51,8 +57,9 @@ export function redactUrl(url: string): string {
     parsed.password = ''
     return parsed.toString()
   } catch {
-    // Not a URL as a whole: cut credentials wherever a scheme://user@ pattern appears.
-    return url.replace(/([a-z][a-z0-9+.-]*:\/\/)[^/@\s]*@/giu, '$1')
+    // Not a URL as a whole: cut credentials wherever a scheme://user@ pattern appears, up to
+    // the last @ before a space (a password that is not a URL's may hold a / or an @).
+    return url.replace(/([a-z][a-z0-9+.-]*:\/\/)\S*@/giu, '$1')
   }
 }
 

@@ -1,7 +1,7 @@
 import type {ExecutionContext} from 'ava'
 import test from 'ava'
 
-import {FleetUnavailableError} from '../../../src/lib/errors.js'
+import {FleetUnavailableError, UsageError} from '../../../src/lib/errors.js'
 import {MAX_SERIES_CHARS, PrometheusClient, type PromSample} from '../../../src/lib/prometheus/client.js'
 import {head, hostileServer} from '../../helpers/hostile-server.js'
 import {testServer} from '../../helpers/repository.js'
@@ -124,6 +124,7 @@ test('credentials in the URL authenticate the request and are never shown', asyn
 
   // Not a URL at all: the message drops what looks like credentials too.
   t.throws(() => new PrometheusClient('ftp://ops:s3cret@host'), {message: /^--prometheus ftp:\/\/host\/?: http:\/\/ or https:\/\/ only$/})
+  t.throws(() => new PrometheusClient('http://ops:s3/cret@host:9090'), {instanceOf: UsageError, message: '--prometheus "http://host:9090": not a URL (http://host:9090)'})
 })
 
 test('a server that sends its header, then a byte a second, is cut at the deadline (69), not waited on', async (t) => {
@@ -150,4 +151,80 @@ test('more series than the bound, or one series larger than any, is 69 naming th
   const bytes = await answering(t, vector(Array.from({length: 50}, () => series([NOW, '1']))))
   const longer = await t.throwsAsync(read(bytes.url, {maxBytes: 1000}), {instanceOf: FleetUnavailableError})
   t.true(longer!.message.endsWith(': query up: answer larger than 1000 bytes'), longer!.message)
+})
+
+test('a user or password in the URL with a stray % (not %XX) is 64 naming the URL without them, never a crash (70)', (t) => {
+  for (const url of ['http://ops:s3cr%zzt@127.0.0.1:9090', 'http://o%ps:s3cret@127.0.0.1:9090']) {
+    const error = t.throws(() => new PrometheusClient(url), {instanceOf: UsageError})
+    t.is(error!.message, '--prometheus http://127.0.0.1:9090/: its user or password is not percent-encoded (a % must start %XX: write % as %25)')
+    t.is(error!.exitCode, 64)
+  }
+})
+
+test('an answer nested 200,000 arrays deep (which JSON.parse reads, and JSON.stringify or String() cannot show) is 69 naming where, never a crash (70)', async (t) => {
+  const deep = '['.repeat(200_000) + ']'.repeat(200_000)
+  const good = `"metric":{"__name__":"x"},"value":[${NOW},"1"]`
+  for (const [body, message] of [
+    [`{"status":"error","errorType":"bad_data","error":${deep}}`, 'HTTP 200: bad_data: (nested too deep to show) (query up)'],
+    [`{"status":"error","errorType":${deep},"error":"no"}`, 'HTTP 200: (nested too deep to show): no (query up)'],
+    [`{"status":"success","data":{"resultType":"vector","result":[${deep}]}}`, 'query up: a series that is not an object: (nested too deep to show)'],
+    [`{"status":"success","data":{"resultType":"vector","result":[{"metric":${deep},"value":[${NOW},"1"]}]}}`, 'query up: a series without its labels: (nested too deep to show)'],
+    [`{"status":"success","data":{"resultType":"vector","result":[{"metric":{"__name__":"x","node":${deep}},"value":[${NOW},"1"]}]}}`, 'query up: series x{}: label node is (nested too deep to show), not a string'],
+    [`{"status":"success","data":{"resultType":"vector","result":[{${good}},{"metric":{"__name__":"x"},"value":${deep}}]}}`, 'query up: series x{}: sample (nested too deep to show): its time is not a time'],
+  ] as const) {
+    const prometheus = await answering(t, body)
+    const error = await t.throwsAsync(read(prometheus.url), {instanceOf: FleetUnavailableError})
+    t.true(error!.message.startsWith(`prometheus ${prometheus.url}: ${message}`), error!.message)
+  }
+})
+
+test('held (issue 33, round three): a gzip answer is not inflated, a redirect to another origin is not followed (its server never sees the credentials), a chunk declared as a terabyte is cut at the answer bound, duplicate keys and an error text of 50 MB are read in bounds', async (t) => {
+  const {gzipSync} = await import('node:zlib')
+  // gzip of 100 MB of spaces around a valid answer: 100 KB on the wire. The client asks for no encoding and inflates none.
+  const bomb = gzipSync(Buffer.concat([Buffer.alloc(100 * 1024 * 1024, ' '), Buffer.from(vector([series([NOW, '1'])]))]))
+  const gzipped = await hostileServer((_path, socket) => {
+    socket.end(Buffer.concat([head(200, {'content-type': 'application/json', 'content-encoding': 'gzip', 'content-length': bomb.length}), bomb]))
+  })
+  t.teardown(() => gzipped.close())
+  const inflated = await t.throwsAsync(read(gzipped.url), {instanceOf: FleetUnavailableError})
+  t.regex(inflated!.message, /^prometheus http:\/\/127\.0\.0\.1:\d+: HTTP 200: not Prometheus' API \(no JSON answer at .*: an object was expected at "\\u001f/)
+  t.false(inflated!.message.includes('\n'))
+
+  const elsewhere = await answering(t, vector([series([NOW, '1'])]))
+  const redirecting = await hostileServer((_path, socket) => {
+    socket.end(head(307, {location: `${elsewhere.url}/api/v1/query`, 'content-length': 0}))
+  })
+  t.teardown(() => redirecting.close())
+  const redirected = await t.throwsAsync(read(redirecting.url.replace('http://', 'http://ops:s3cret@')), {instanceOf: FleetUnavailableError})
+  t.regex(redirected!.message, /: HTTP 307: not Prometheus' API/)
+  t.false(redirected!.message.includes('s3cret'))
+  t.deepEqual(elsewhere.authorizations, [], 'the other origin was never asked')
+
+  const chunked = await hostileServer((_path, socket) => {
+    socket.write(head(200, {'content-type': 'application/json', 'transfer-encoding': 'chunked'}))
+    socket.write('E8D4A51000\r\n{"status":"success","data":{"resultType":"vector","result":[')
+    const entry = Buffer.from(JSON.stringify(series([NOW, '1'])) + ',')
+    const pump = () => {
+      while (!socket.destroyed && socket.write(entry));
+      if (!socket.destroyed) socket.once('drain', pump)
+    }
+
+    pump()
+  })
+  t.teardown(() => chunked.close())
+  const cut = await t.throwsAsync(read(chunked.url, {maxBytes: 4 * 1024 * 1024}), {instanceOf: FleetUnavailableError})
+  t.true(cut!.message.endsWith(': query up: answer larger than 4194304 bytes'), cut!.message)
+
+  // Duplicate keys: the last status counts, as JSON.parse would have it; a repeated result is read as more series.
+  const twice = await answering(t, `{"status":"error","data":{"resultType":"vector","result":[${JSON.stringify(series([NOW, '1']))}],"result":[${JSON.stringify(series([NOW, '2']))}]},"status":"success"}`)
+  t.deepEqual((await read(twice.url)).map((sample) => sample.value), [1, 2])
+
+  const long = await answering(t, JSON.stringify({status: 'error', errorType: 'execution', error: 'e'.repeat(50_000_000)}), 422)
+  const huge = await t.throwsAsync(read(long.url), {instanceOf: FleetUnavailableError})
+  t.true(huge!.message.endsWith(`: query up: one series (or the error text) of more than ${MAX_SERIES_CHARS} characters`), huge!.message)
+})
+
+test('a --prometheus-timeout longer than a timer can keep (30 days) is as good as none, not a deadline at once (69)', async (t) => {
+  const prometheus = await answering(t, vector([series([NOW, '1'])]))
+  t.is((await read(prometheus.url, {deadlineMs: 30 * 86_400_000, timeoutMs: 30 * 86_400_000})).length, 1)
 })

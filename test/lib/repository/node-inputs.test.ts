@@ -6,7 +6,7 @@ import test from 'ava'
 import {LocalpuppetError} from '../../../src/lib/errors.js'
 import {parseReleaseRef} from '../../../src/lib/release/release-ref.js'
 import {resolveRelease} from '../../../src/lib/release/resolve.js'
-import {addNodeInputs, checkNodeInputs} from '../../../src/lib/repository/publish-inputs.js'
+import {addNodeInputs, checkNodeInputs, nodeInputsIn} from '../../../src/lib/repository/publish-inputs.js'
 import {inputPathFor, parseRepositoryIndex} from '../../../src/lib/repository/repository-index.js'
 import {tempDir, writeReleases} from '../../helpers/temp.js'
 
@@ -130,4 +130,12 @@ test('publish --node: an input naming trunk or a branch is refused (65); a chann
   t.is(twice.exitCode, 64)
   const badName = (await checkNodeInputs([{node: 'Web_1', file: join(dir, 'web1.yaml')}]).catch((e) => e)) as LocalpuppetError
   t.is(badName.exitCode, 64)
+})
+
+test('a file in --inputs DIR whose name holds an escape sequence is refused naming it escaped: nothing reaches the terminal raw', async (t) => {
+  const dir = await tempDir(t)
+  await writeFile(join(dir, 'we\u001B[2Jb\u202E.yaml'), 'app: foo/tags/1.0.0\n')
+  const error = await t.throwsAsync(async () => checkNodeInputs(await nodeInputsIn(dir)), {instanceOf: LocalpuppetError})
+  t.is(error!.message, `node name "we\\u001b[2Jb\\u202e" (${dir}/we\\e[2Jb\\u202e.yaml): not a host name (lowercase letters, digits, '.', '-', '_')`)
+  t.false(/[\u001B\u202E]/.test(error!.message))
 })

@@ -25,6 +25,8 @@ export interface PromNode extends FleetRow {
   exitCode: number | null
   /** Its series are gone from Prometheus (the exporter down, or no longer scraped), though seen within the lookback. */
   stopped: boolean
+  /** Two series of one metric said different things (`its metrics disagree: ...`): nothing it says is believed healthy. */
+  conflict?: string
 }
 
 export interface PromFleet {
@@ -173,6 +175,8 @@ export async function readPromFleet(url: string, options: PromFleetOptions = {})
   // Per target, the first label set it reported within the lookback, and how many it did.
   const seen = kept.targets<{labels: Record<string, string>; sets: number}>(seenQuery)
   const lastAttempts = kept.targets<number>(lastAttemptQuery)
+  // Per target (one of `current`'s), the first metric two of its series disagree on.
+  const conflicts = new Map<string, string>()
   const [atCurrent, atSeen] = await Promise.all([
     client.query(currentQuery, (sample) => {
       const name = sample.labels.__name__?.replace(/^localpuppet_/, '')
@@ -183,7 +187,13 @@ export async function readPromFleet(url: string, options: PromFleetOptions = {})
       const key = targetKey(sample.labels)
       const series = current.map.get(key) ?? new Map<string, Kept>([['', {value: 0, labels: kept.pick(currentQuery, sample.labels, TARGET)}]])
       if (series.size === 1) current.add(key, series)
-      if (!series.has(name)) series.set(name, {value: sample.value, labels: kept.pick(currentQuery, sample.labels, KEPT_LABELS[name] ?? [])})
+      const before = series.get(name)
+      if (before === undefined) series.set(name, {value: sample.value, labels: kept.pick(currentQuery, sample.labels, KEPT_LABELS[name] ?? [])})
+      else if (!conflicts.has(key) && !sameKept(before, sample.value, sample.labels, KEPT_LABELS[name] ?? [])) {
+        // Which one comes first is Prometheus' order, not the node's newest: neither is believed.
+        const [low, high] = [before.value, sample.value].sort((a, b) => a - b)
+        conflicts.set(key, `its metrics disagree: two series of localpuppet_${name}, ${low} and ${high}`)
+      }
     }),
     client.query(seenQuery, (sample) => {
       const key = targetKey(sample.labels)
@@ -202,7 +212,7 @@ export async function readPromFleet(url: string, options: PromFleetOptions = {})
   const reporting = new Set<string>()
   for (const [target, series] of current.map) {
     if (!series.has('desired_release_info') && !series.has('last_attempt_timestamp_seconds')) continue
-    nodes.push(nodeFrom(series))
+    nodes.push(nodeFrom(series, conflicts.get(target)))
     reporting.add(target)
   }
 
@@ -253,8 +263,14 @@ const channelOf = (ref: string | null) => {
 
 const iso = (seconds: number | undefined) => (seconds === undefined || !Number.isFinite(seconds) ? null : new Date(seconds * 1000).toISOString())
 
-/** A node from its series kept (under '', its target's labels). */
-function nodeFrom(series: Map<string, Kept>): PromNode {
+/** Whether a second series of a metric says what the one kept does: its value and the labels read of it (others may differ). */
+function sameKept(kept: Kept, value: number, labels: Record<string, string>, names: string[]): boolean {
+  if (!Object.is(kept.value, value)) return false
+  return names.every((name) => kept.labels[name] === (Object.hasOwn(labels, name) ? labels[name] : undefined))
+}
+
+/** A node from its series kept (under '', its target's labels), and what two of them disagreed on. */
+function nodeFrom(series: Map<string, Kept>, conflict?: string): PromNode {
   const one = (name: string) => series.get(name)
   const desired = one('desired_release_info')?.labels
   const applied = one('applied_release_info')?.labels.release ?? null
@@ -282,13 +298,14 @@ function nodeFrom(series: Map<string, Kept>): PromNode {
     noop: false,
     drift: corrective ? corrective.value : null,
     disabled: disabled?.value === 1 ? disabled.labels.message || '(no message)' : null,
-    message: null,
+    message: conflict ?? null,
     onWanted: resolved ? applied === resolved : null,
     lastSuccessAt: iso(one('last_success_timestamp_seconds')?.value),
     healthySince: iso(one('healthy_since_timestamp_seconds')?.value),
     lastRunSuccess: success ? success.value === 1 : null,
     exitCode: exit ? exit.value : null,
     stopped: false,
+    ...(conflict === undefined ? {} : {conflict}),
   }
 }
 

@@ -4,10 +4,12 @@ import type {Readable} from 'node:stream'
 
 import type {Dispatcher} from 'undici'
 
-import {LocalpuppetError, ReleaseError, RepositoryUnavailableError} from '../../errors.js'
-import {redactUrl} from '../../util/terminal-text.js'
+import {LocalpuppetError, ReleaseError, RepositoryUnavailableError, UsageError} from '../../errors.js'
 import {type Transport, readBounded, writeChecked} from './reader.js'
 import {meterRate} from '../../util/rate-floor.js'
+import {redactUrl, terminalUrl} from '../../util/terminal-text.js'
+import {timerDelay} from '../../util/timer-delay.js'
+import {STRAY_PERCENT, urlCredentials} from '../../util/url-credentials.js'
 
 export interface HttpOptions {
   /** Per request: connecting, waiting for headers, and any pause in the body (ms). */
@@ -94,24 +96,31 @@ export class HttpTransport implements Transport {
   private proxied?: Dispatcher
 
   constructor(url: string, options: HttpOptions = {}) {
-    this.base = new URL(url.endsWith('/') ? url : `${url}/`)
+    try {
+      this.base = new URL(url.endsWith('/') ? url : `${url}/`)
+    } catch {
+      throw new UsageError(`source ${terminalUrl(url)}: not a URL (https://host/path, with any / or @ in a user or password written %2F, %40)`)
+    }
+
+    if (urlCredentials(this.base) === undefined) throw new UsageError(`source ${terminalUrl(url)}: ${STRAY_PERCENT}`)
+
     this.kind = this.base.protocol === 'https:' ? 'https' : 'http'
-    // The source as every message, record and --json names it: without its credentials
-    // (the requests still carry them: node:http sends a URL's user and password as Basic auth).
+    // Credentials in the URL (https://user:pass@host/) authenticate its requests and are in no message, record or JSON.
     this.label = redactUrl(this.base.href)
-    this.timeoutMs = options.timeoutMs ?? 30_000
+    // Every timer below (node:http's, undici's, the rate floor's window) is held to what a timer can keep.
+    this.timeoutMs = timerDelay(options.timeoutMs ?? 30_000)
     this.attempts = Math.max(1, options.attempts ?? 4)
     this.backoffMs = options.backoffMs ?? 250
     this.maxBackoffMs = options.maxBackoffMs ?? 5000
     this.env = options.env ?? process.env
   }
 
-  /** Where a file is, as messages name it (without credentials). */
+  /** A file's URL as shown: without the source's credentials. */
   locate(path: string): string {
     return redactUrl(this.address(path))
   }
 
-  /** Where a file is, as requested (with the source's credentials, if it has any). */
+  /** A file's URL as requested: with them. */
   private address(path: string): string {
     return new URL(path, this.base).href
   }
@@ -188,36 +197,36 @@ export class HttpTransport implements Transport {
   /** The body of a 200, following redirects; null for a 404 when the file is optional. */
   private async get(start: string, optional: boolean): Promise<Readable | null> {
     let url = new URL(start)
-    const shown = (where: URL) => redactUrl(where.href)
     for (let hop = 0; ; hop++) {
+      const shown = redactUrl(url.href)
       let response: Answer
       try {
         response = await this.exchange(url)
       } catch (error) {
-        throw transient(error) ?? tlsMistake(error, url, hop === 0 ? this.label : shown(url)) ?? new RepositoryUnavailableError(`${shown(url)}: ${(error as Error).message}`)
+        throw transient(error) ?? tlsMistake(error, url, hop === 0 ? this.label : shown) ?? new RepositoryUnavailableError(`${shown}: ${(error as Error).message}`)
       }
 
       const status = response.status
-      if (status === 200) return meterRate(response.body, shown(url), this.timeoutMs)
+      if (status === 200) return meterRate(response.body, shown, this.timeoutMs)
       await dump(response.body)
       if (REDIRECTS.has(status)) {
         const location = response.headers.location
-        if (typeof location !== 'string') throw new RepositoryUnavailableError(`${shown(url)}: redirect ${status} without a Location`)
+        if (typeof location !== 'string') throw new RepositoryUnavailableError(`${shown}: redirect ${status} without a Location`)
         if (hop >= MAX_REDIRECTS) throw new RepositoryUnavailableError(`${redactUrl(start)}: more than ${MAX_REDIRECTS} redirects (a redirect loop?)`)
         const next = new URL(location, url)
-        if (url.protocol === 'https:' && next.protocol !== 'https:') throw new ReleaseError(`${shown(url)}: redirected to ${shown(next)}; refused (never from https to plain http)`)
-        if (next.protocol !== 'https:' && next.protocol !== 'http:') throw new ReleaseError(`${shown(url)}: redirected to ${shown(next)}; refused`)
+        if (url.protocol === 'https:' && next.protocol !== 'https:') throw new ReleaseError(`${shown}: redirected to ${redactUrl(next.href)}; refused (never from https to plain http)`)
+        if (next.protocol !== 'https:' && next.protocol !== 'http:') throw new ReleaseError(`${shown}: redirected to ${redactUrl(next.href)}; refused`)
         url = next
         continue
       }
 
       if (status === 404 || status === 410) {
         if (optional) return null
-        throw new RepositoryUnavailableError(`${shown(url)}: ${status} not found (the repository's index names it)`, ['the repository is incomplete or being synced; try again later'])
+        throw new RepositoryUnavailableError(`${shown}: ${status} not found (the repository's index names it)`, ['the repository is incomplete or being synced; try again later'])
       }
 
-      if (status === 429 || status >= 500) throw new TransientError(`${shown(url)}: HTTP ${status}`, retryAfter(response.headers['retry-after']))
-      throw new RepositoryUnavailableError(`${shown(url)}: HTTP ${status}`)
+      if (status === 429 || status >= 500) throw new TransientError(`${shown}: HTTP ${status}`, retryAfter(response.headers['retry-after']))
+      throw new RepositoryUnavailableError(`${shown}: HTTP ${status}`)
     }
   }
 }

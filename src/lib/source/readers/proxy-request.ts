@@ -2,6 +2,8 @@ import type {Readable} from 'node:stream'
 
 import {type Dispatcher, EnvHttpProxyAgent, request} from 'undici'
 
+import {urlCredentials} from '../../util/url-credentials.js'
+
 /**
  * undici's side of HttpTransport: only for a request a proxy variable applies to, so that
  * undici (bundled apart, ~0.1 s to load) is loaded then and only then. Imported lazily.
@@ -24,7 +26,8 @@ export function proxyAgent(options: {httpProxy?: string; httpsProxy?: string; no
 export async function proxyGet(url: URL, dispatcher: Dispatcher, timeoutMs: number): Promise<{status: number; headers: Record<string, string | string[] | undefined>; body: Readable}> {
   // undici, unlike node:http, sends no Authorization for a URL's user and password: a source
   // `https://user:pass@host/repo` must authenticate through a proxy as it does without one.
-  const headers = url.username === '' && url.password === '' ? {} : {authorization: `Basic ${Buffer.from(`${decodeURIComponent(url.username)}:${decodeURIComponent(url.password)}`).toString('base64')}`}
+  const credentials = urlCredentials(url)
+  const headers = credentials ? {authorization: `Basic ${Buffer.from(`${credentials.user}:${credentials.password}`).toString('base64')}`} : {}
   const response = await request(url, {method: 'GET', dispatcher, headers, headersTimeout: timeoutMs, bodyTimeout: timeoutMs})
   return {status: response.statusCode, headers: response.headers, body: response.body as unknown as Readable}
 }

@@ -164,3 +164,27 @@ test('labels a fleet view keeps are bounded in all: long ones from a few nodes a
   const error = await t.throwsAsync(readPromFleet(server.url), {instanceOf: FleetUnavailableError})
   t.true(error!.message.endsWith(`: labels of more than ${MAX_KEPT_CHARS} characters in all`), error!.message.slice(0, 300))
 })
+
+test('a node whose series of one metric disagree (a succeeded and a failed state, a success of 1 and of 0) is not healthy whichever comes first, and fleet status says why', async (t) => {
+  const {channelHealth} = await import('../../../../src/lib/fleet/channel-health.js')
+  const canary = (order: 'succeeded first' | 'failed first') => {
+    const succeeded = [sample('last_attempt_exit_code', {state: 'succeeded', release: 'foo/tags/1.4.0'}, 0), sample('last_run_success', {}, 1)]
+    const failed = [sample('last_attempt_exit_code', {state: 'failed', release: 'foo/tags/1.4.0'}, 6), sample('last_run_success', {scraped_by: 'old'}, 0)]
+    return [
+      sample('desired_release_info', desired('foo/tags/1.4.0'), 1),
+      sample('applied_release_info', {app: 'foo', release: 'foo/tags/1.4.0'}, 1),
+      sample('last_attempt_timestamp_seconds', {}, NOW - 60),
+      sample('healthy_since_timestamp_seconds', {}, NOW - 7200),
+      ...(order === 'succeeded first' ? [...succeeded, ...failed] : [...failed, ...succeeded]),
+    ]
+  }
+
+  for (const order of ['succeeded first', 'failed first'] as const) {
+    const prometheus = await fakePrometheus(t, (query) => ({resultType: 'vector', result: query.startsWith('{__name__=~') ? canary(order) : []}))
+    const health = await channelHealth(prometheus.url, {app: 'foo', release: 'foo/tags/1.4.0', channel: 'canary', forMs: 0, minNodes: 1})
+    t.false(health.ok, order)
+    t.like(health.nodes[0], {node: 'web1', state: 'failed', reason: 'its metrics disagree: two series of localpuppet_last_attempt_exit_code, 0 and 6'}, order)
+    const status = await fleetStatusViaPrometheus(prometheus.url)
+    t.like(status.nodes[0], {node: 'web1', message: 'its metrics disagree: two series of localpuppet_last_attempt_exit_code, 0 and 6'}, order)
+  }
+})
