@@ -16,7 +16,9 @@
  *   skip / node      an --if-changed run that finds nothing changed vs `node -e 0`
  *   validate 50 / puppet strings, validate --compile 50 / 50 x puppet catalog compile
  *                    over Debian's puppet-module-* packages, and validate scaling: static
- *                    validate of 10, 100, 400 and 1,000 inputs against 10 (test/bench/validate.ts)
+ *                    validate of 10, 100, 400 and 1,000 inputs against 10, and validate variables: one
+ *                    class of 5,000, 20,000 and 80,000 assignments, and 2,500, 10,000 and 40,000
+ *                    classes on one line, each size against the one before (test/bench/validate.ts)
  *
  *   fetch / curl+tar, warm fetch / curl index, fetch / r10k, fetch / g10k   see test/bench/fetch.ts
  *   status / node    status, status --json and status --check over 100 run records
@@ -30,7 +32,7 @@
  *                    warm fetch, and fleet status --prometheus over 1,000 simulated nodes
  *                    vs curl of the same queries (test/bench/pull.ts)
  *
- * BENCH=apply, apply-puppet8, apply-real, plan-real, delivery, triggers, validate, validate-scaling, fetch, deb, status, fleet, engine or pull runs one
+ * BENCH=apply, apply-puppet8, apply-real, plan-real, delivery, triggers, validate, validate-scaling, validate-variables, fetch, deb, status, fleet, engine or pull runs one
  * part; BENCH_SETS, BENCH_FILES and BENCH_FILE_KB choose and size the delivery data sets.
  */
 import {execFileSync, spawnSync} from 'node:child_process'
@@ -40,7 +42,7 @@ import {join} from 'node:path'
 import {fileURLToPath} from 'node:url'
 
 import {statusBench} from './status.js'
-import {validateBench, validateScalingBench} from './validate.js'
+import {validateBench, validateScalingBench, validateVariablesBench} from './validate.js'
 import {applyReal, delivery} from './delivery.js'
 
 const REPO = fileURLToPath(new URL('../..', import.meta.url))
@@ -136,6 +138,7 @@ try {
   if (!process.env.BENCH || process.env.BENCH === 'triggers') triggers(dir, isolate)
   if (!process.env.BENCH || process.env.BENCH === 'validate' || process.env.BENCH === 'validate-scaling') validateScalingBench(dir, BIN)
   if (!process.env.BENCH || process.env.BENCH === 'validate') validateBench(dir, isolate, BIN, REPO)
+  if (!process.env.BENCH || process.env.BENCH === 'validate' || process.env.BENCH === 'validate-variables') validateVariablesBench(dir, isolate, BIN)
   if (!process.env.BENCH || process.env.BENCH === 'delivery') delivery({bin: BIN, rounds: ROUNDS, time, peakMb, compare}, dir)
   if (!process.env.BENCH || process.env.BENCH === 'apply-real') applyReal({bin: BIN, rounds: ROUNDS, time, peakMb, compare}, dir, isolate)
   if (!process.env.BENCH || process.env.BENCH === 'plan-real') (await import('./plan.js')).planRealBench({bin: BIN, rounds: ROUNDS, time, peakMb, compare}, dir)

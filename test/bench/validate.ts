@@ -18,12 +18,22 @@
  *                                        target <= 3 of issue 25, 1,000/10), the time each input
  *                                        adds, and peak RSS. BENCH=validate-scaling runs only this.
  *
+ *   validate variables                  static `validate` (with Puppet's syntax check and the
+ *                                        variable check) of one input whose class has 5,000,
+ *                                        20,000 and 80,000 assignments, and of 2,500, 10,000 and
+ *                                        40,000 classes on one line (issue 33), interleaved:
+ *                                        each size's time against the one before it (linear is
+ *                                        ~4 per 4x), and the time per 1,000 past the smallest
+ *                                        (Puppet's start-up taken out).
+ *                                        BENCH=validate-variables runs only this.
+ *
  * BENCH_VALIDATE_INPUTS changes the 50; BENCH_ROUNDS/4 rounds each (at least one): these are slow.
  */
 import {spawnSync} from 'node:child_process'
 import {chmodSync, existsSync, mkdirSync, readFileSync, readdirSync, writeFileSync} from 'node:fs'
 import {join} from 'node:path'
 
+import {assignmentsClass, oneLineClasses} from '../helpers/puppet-code.js'
 import {realRelease} from './delivery.js'
 
 const DEBIAN = '/usr/share/puppet/modules'
@@ -100,6 +110,26 @@ function writeInputs(dir: string, count: number): Array<Record<string, unknown>>
 }
 
 /**
+ * `node args(count)` for each count, `rounds` times, interleaved round by round, after one
+ * run of each that must exit 0 (what is timed must be the work, not a refusal): the median
+ * wall and CPU time and the peak memory of each count.
+ */
+function interleaved(name: string, what: string, counts: number[], rounds: number, args: (count: number) => string[]): {ms: (count: number) => number; cpu: (count: number) => number; peak: (count: number) => number} {
+  for (const count of counts) {
+    const check = spawnSync('node', args(count), {encoding: 'utf8'})
+    if (check.status !== 0) throw new Error(`${name}: ${count} ${what} are not clean (exit ${check.status}):\n${(check.stdout + check.stderr).slice(0, 2000)}`)
+  }
+
+  const runs = new Map<number, Timed[]>(counts.map((count) => [count, []]))
+  for (let round = 0; round < rounds; round++) for (const count of counts) runs.get(count)!.push(run('node', args(count)))
+  return {
+    ms: (count) => median(runs.get(count)!.map((r) => r.ms)),
+    cpu: (count) => median(runs.get(count)!.map((r) => r.cpuMs)),
+    peak: (count) => Math.max(...runs.get(count)!.map((r) => r.peakMb)),
+  }
+}
+
+/**
  * Static validate (`--puppet none`) of 10, 100, 400 and 1,000 inputs over Debian's modules
  * in one installed release (pack, then install: its record is verified too), interleaved round by round: what each count costs against 10 inputs, the
  * time each further input adds, and peak RSS. The target (issue 25) is 400 / 10 <= 3: a
@@ -125,18 +155,8 @@ export function validateScalingBench(dir: string, bin: string): void {
     const done = spawnSync('node', [bin, ...step], {encoding: 'utf8'})
     if (done.status !== 0) throw new Error(`validate scaling: ${step[0]} exited ${done.status}: ${done.stderr}`)
   }
-  const args = (count: number) => [bin, 'validate', join(root, `inputs-${count}`), '--module-dir', join(root, 'modules'), '--puppet', 'none']
-  for (const count of counts) {
-    writeInputs(join(root, `inputs-${count}`), count)
-    const check = spawnSync('node', args(count), {encoding: 'utf8'})
-    if (check.status !== 0) throw new Error(`validate scaling: ${count} inputs are not clean (exit ${check.status}):\n${(check.stdout + check.stderr).slice(0, 2000)}`)
-  }
-
-  const runs = new Map<number, Timed[]>(counts.map((count) => [count, []]))
-  for (let round = 0; round < rounds; round++) for (const count of counts) runs.get(count)!.push(run('node', args(count)))
-  const ms = (count: number) => median(runs.get(count)!.map((r) => r.ms))
-  const cpu = (count: number) => median(runs.get(count)!.map((r) => r.cpuMs))
-  const peak = (count: number) => Math.max(...runs.get(count)!.map((r) => r.peakMb))
+  for (const count of counts) writeInputs(join(root, `inputs-${count}`), count)
+  const {ms, cpu, peak} = interleaved('validate scaling', 'inputs', counts, rounds, (count) => [bin, 'validate', join(root, `inputs-${count}`), '--module-dir', join(root, 'modules'), '--puppet', 'none'])
   console.log(`validate scaling: static validate (--puppet none) over ${readdirSync(DEBIAN).length} Debian modules in one installed release, median of ${rounds}, interleaved`)
   for (const count of counts) {
     const ratio = ms(count) / ms(10)
@@ -145,6 +165,59 @@ export function validateScalingBench(dir: string, bin: string): void {
   }
 
   console.log(`  each input past 10 adds ${((ms(1000) - ms(10)) / 990).toFixed(2)} ms (wall), ${((cpu(1000) - cpu(10)) / 990).toFixed(2)} ms (CPU)`)
+}
+
+/** A shape of generated code validate must check in linear time: its module's init.pp for a count, and the input's classes. */
+interface Shape {
+  name: string
+  /** What the count counts. */
+  unit: string
+  counts: number[]
+  module: string
+  code: (count: number) => string
+  classes: string
+}
+
+/**
+ * Static validate of one input on generated code of growing size (issue 33), whole
+ * processes, Puppet's syntax check and the variable check included, interleaved round by
+ * round: each size against the one before (4x the size: at most ~4 when linear, Puppet's
+ * start-up included; ~16 when quadratic), and what each 1,000 add. The shapes: one class of
+ * 5,000, 20,000 and 80,000 assignments, each reading the one before (the variable check
+ * looked names up in a list: 20,000 took 9 s of CPU, 40,000 took 37 s); 2,500, 10,000 and
+ * 40,000 classes on one line (Puppet's locator counted each class's column from the start
+ * of that line).
+ */
+export function validateVariablesBench(dir: string, isolate: string[], bin: string): void {
+  const shapes: Shape[] = [
+    {name: 'one class of N assignments', unit: 'assignments', counts: [5000, 20_000, 80_000], module: 'big', code: (count) => assignmentsClass('big', count), classes: '[big]'},
+    {name: 'N classes on one line', unit: 'classes', counts: [2500, 10_000, 40_000], module: 'many', code: (count) => oneLineClasses(count).code, classes: '[many]'},
+  ]
+  const rounds = Math.max(3, Math.floor(Number(process.env.BENCH_ROUNDS ?? 7) / 2))
+  timeFile = join(dir, 'validate-variables-time.txt')
+  for (const [index, shape] of shapes.entries()) {
+    const root = join(dir, `validate-variables-${index}`)
+    const bytes = new Map<number, number>()
+    for (const count of shape.counts) {
+      const manifests = join(root, `modules-${count}`, shape.module, 'trunk', shape.module, 'manifests')
+      mkdirSync(manifests, {recursive: true})
+      const code = shape.code(count)
+      bytes.set(count, Buffer.byteLength(code))
+      writeFileSync(join(manifests, 'init.pp'), code)
+      writeFileSync(join(root, `input-${count}.yaml`), `app: ${shape.module}/trunk\nclasses: ${shape.classes}\n`)
+    }
+
+    const {ms, cpu} = interleaved('validate variables', shape.unit, shape.counts, rounds, (count) => [bin, 'validate', join(root, `input-${count}.yaml`), '--module-dir', join(root, `modules-${count}`), '--', ...isolate])
+    console.log(`validate variables: static validate (syntax and variable check) of ${shape.name}, median of ${rounds}, interleaved`)
+    for (const [at, count] of shape.counts.entries()) {
+      const before = shape.counts[at - 1]
+      const ratio = before === undefined ? '' : `, ${count / 1000}k/${before / 1000}k = ${(ms(count) / ms(before)).toFixed(2)} wall, ${(cpu(count) / cpu(before)).toFixed(2)} CPU (linear: 4 at most, Puppet's start-up included; quadratic: ~16)`
+      console.log(`  ${String(count).padStart(6)} ${shape.unit} (${(bytes.get(count)! / 1e6).toFixed(2)} MB): ${ms(count).toFixed(0).padStart(7)} ms, ${cpu(count).toFixed(0).padStart(7)} ms CPU${ratio}`)
+    }
+
+    const [small, , large] = shape.counts
+    console.log(`  each 1,000 ${shape.unit} past ${small / 1000}k add ${((ms(large) - ms(small)) / ((large - small) / 1000)).toFixed(1)} ms (wall), ${((cpu(large) - cpu(small)) / ((large - small) / 1000)).toFixed(1)} ms (CPU)`)
+  }
 }
 
 /** Runs the two validate benchmarks; `bin` is bin/run.js, `isolate` keeps Puppet's state in `dir`. */

@@ -7,6 +7,7 @@ import {XMLParser} from 'fast-xml-parser'
 
 import {FIXTURES, REPO, cli, isolatePuppet} from '../helpers/cli.js'
 import {installEdited} from '../helpers/repository.js'
+import {assignmentsClass, oneLineClasses} from '../helpers/puppet-code.js'
 import {type Tree, tempDir, writeTree} from '../helpers/temp.js'
 
 const CI = join(FIXTURES, 'ci')
@@ -213,4 +214,82 @@ test('a manifest Puppet cannot read (not UTF-8, nested too deeply) is that file\
   t.like(problems.find(([, file]: string[]) => file.endsWith('init.pp')), ['variables'])
   t.false(problems.some(([, , message]: string[]) => /stopped before checking/.test(message)))
   t.false(await stat(join(dir, 'ran')).then(() => true, () => false), 'validate only parses: nothing in a manifest runs')
+})
+
+// Issue 33: the variable check looked each read up in a list of the class's names: 20,000
+// assignments in one class took 9 s of CPU, 40,000 took 37 s, a 1 MB manifest did not
+// finish in 2 minutes, and nothing bounded a manifest's size. (Its times are in the bench,
+// BENCH=validate-variables; here, that the results are right.)
+const problemsOf = (stdout: string) => JSON.parse(stdout).inputs[0].problems as Array<{check: string; file: string; line: number; column: number; message: string}>
+
+test('classes of 20,000 and 40,000 assignments: every local read is known, the one unknown variable of each is reported at its line and column', async (t) => {
+  const dir = await tempDir(t)
+  const tree: Tree = {'input.yaml': 'app: big/trunk\nclasses: [big20, big40]\n'}
+  for (const count of [20_000, 40_000]) tree[`modules/big/trunk/big${count / 1000}/manifests/init.pp`] = assignmentsClass(`big${count / 1000}`, count, 'nope')
+  await writeTree(dir, tree)
+  const result = await cli(['validate', join(dir, 'input.yaml'), '--module-dir', join(dir, 'modules'), '--format', 'json', '--', ...isolatePuppet(dir)])
+  t.is(result.exitCode, 65, result.stderr)
+  const last = (count: number) => `  notice("\${v${count - 1}} \${nope}")`
+  t.deepEqual(
+    problemsOf(result.stdout).map((p) => [p.check, p.file, p.line, p.column]),
+    [20_000, 40_000].map((count) => ['variables', `big/trunk/big${count / 1000}/manifests/init.pp`, count + 2, last(count).indexOf('nope') + 1]),
+  )
+})
+
+test('a 1 MB manifest of 20,000 classes and resources on one long line, with a multibyte character: its unknown variables reported at their columns', async (t) => {
+  const dir = await tempDir(t)
+  const {code, line} = oneLineClasses(20_000, 10_000)
+  t.true(Buffer.byteLength(code) > 1_000_000)
+  await writeTree(dir, {'input.yaml': 'app: many/trunk\nclasses: [many]\n', 'modules/many/trunk/many/manifests/init.pp': code})
+  const result = await cli(['validate', join(dir, 'input.yaml'), '--module-dir', join(dir, 'modules'), '--format', 'json', '--', ...isolatePuppet(dir)])
+  t.is(result.exitCode, 65, result.stderr)
+  // Puppet's columns count characters (é is one): the name of an interpolated ${x}, the $ of $x.
+  t.deepEqual(
+    problemsOf(result.stdout).map((p) => [p.check, p.line, p.column, /Unknown variable: .*? in class \w+(?:::\w+)*/.exec(p.message)?.[0]]),
+    [
+      ['variables', 3, line.indexOf('${nope}') + 3, "Unknown variable: 'nope' in class many::c10000"],
+      ['variables', 3, line.indexOf('$other') + 1, "Unknown variable: 'other' in class many::c10000"],
+    ],
+  )
+})
+
+test('a manifest over the bound on one manifest\'s size is a problem naming it, not read and not given to Puppet; the module\'s other manifests are still checked', async (t) => {
+  const dir = await tempDir(t)
+  const padding = `# ${'x'.repeat(78)}\n`
+  const over = `class over {}\n${padding.repeat(Math.ceil((4 * 1024 * 1024) / padding.length))}`
+  await writeTree(dir, {
+    'input.yaml': 'app: over/trunk\nclasses: [over::small]\n',
+    'modules/over/trunk/over/manifests/init.pp': over,
+    'modules/over/trunk/over/manifests/small.pp': 'class over::small {\n  $x = \n}\n',
+  })
+  const result = await cli(['validate', join(dir, 'input.yaml'), '--module-dir', join(dir, 'modules'), '--format', 'json', '--', ...isolatePuppet(dir)])
+  t.is(result.exitCode, 65, result.stderr)
+  const problems = problemsOf(result.stdout)
+  t.deepEqual(
+    problems.map((p) => [p.check, p.file]),
+    [
+      ['syntax', 'over/trunk/over/manifests/init.pp'],
+      ['syntax', 'over/trunk/over/manifests/small.pp'],
+    ],
+  )
+  t.is(problems[0].message, "over/trunk/over/manifests/init.pp: 4.0 MiB, over validate's bound of 4 MiB on one manifest: not checked (Puppet does not parse it, its classes and defines are not read)")
+  const text = await cli(['validate', join(dir, 'input.yaml'), '--module-dir', join(dir, 'modules'), '--puppet', 'none'])
+  t.is(text.exitCode, 65)
+  t.regex(text.stdout, /over\/trunk\/over\/manifests\/init\.pp: 4\.0 MiB, over validate's bound/)
+})
+
+// validate's Puppet process replaces the lexer's rule for `[` (which copied the whole text
+// before each one) by one that looks at the last character only: the answers must be Puppet's.
+test('Puppet\'s reading of `[` is kept: after a blank, even a multibyte one, a list; after anything else, an access', async (t) => {
+  const dir = await tempDir(t)
+  await writeTree(dir, {
+    'input.yaml': 'app: lex/trunk\nclasses: [lex]\n',
+    'modules/lex/trunk/lex/manifests/init.pp': 'class lex {\n  $a = [1, 2][0]\n  $b = "é"[0]\n  $c = [1, 2]\u3000[0]\n  notice($a, $b, $c)\n}\n',
+  })
+  const result = await cli(['validate', join(dir, 'input.yaml'), '--module-dir', join(dir, 'modules'), '--format', 'json', '--', ...isolatePuppet(dir)])
+  t.is(result.exitCode, 65, result.stderr)
+  t.deepEqual(
+    problemsOf(result.stdout).map((p) => [p.check, p.line, p.column, p.message.split(': ')[1]]),
+    [['syntax', 4, 15, 'This Array Expression has no effect. A value was produced and then forgotten (one or more preceding expressions may have the wrong form)']],
+  )
 })

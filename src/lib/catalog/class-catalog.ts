@@ -26,9 +26,9 @@ export class ClassCatalog {
   private readonly data = new Map<string, ModuleData>()
   private readonly loadable = new Map<string, LoadableDefinition>()
 
-  /** `extra` are definitions Puppet loads before any autoloading: the main manifest's. */
-  constructor(modulepath: string[], base?: string, extra: LoadableDefinition[] = []) {
-    this.definitions = readDefinitions(modulepath, base)
+  /** `extra` are definitions Puppet loads before any autoloading: the main manifest's. `maxManifestBytes`: see readDefinitions. */
+  constructor(modulepath: string[], base?: string, extra: LoadableDefinition[] = [], maxManifestBytes?: number) {
+    this.definitions = readDefinitions(modulepath, base, maxManifestBytes)
     this.definitions.definitions.push(...extra)
     for (const definition of [...extra, ...this.definitions.definitions]) {
       const key = `${definition.kind} ${definition.name}`

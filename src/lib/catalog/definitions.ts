@@ -18,7 +18,19 @@ export interface ModuleDefinitions {
   manifests: string[]
   /** Module name to its absolute directory, for the modules Puppet loads. */
   modules: Map<string, string>
+  /** Manifests over `maxManifestBytes` (absolute), not read: neither in `manifests` nor their definitions in `definitions`. */
+  oversized: Array<{file: string; bytes: number}>
 }
+
+/**
+ * validate's bound on one manifest's size: one over it is a problem, and neither read nor
+ * given to Puppet. The largest manifest of Debian's 93 Puppet modules is 127 KB (apache's
+ * vhost.pp; the next are 50 and 39 KB): 4 MiB is 30 times that. Checking one manifest
+ * costs time linear in its size (about 2 s per MB of Puppet's parser here), so the bound
+ * keeps one file's check to seconds (issue 33: a generated 8.5 MB manifest in a merge
+ * request must not hold every CI run).
+ */
+export const MANIFEST_BYTES_BOUND = 4 * 1024 * 1024
 
 /** Puppet's rule for a module directory it loads (Puppet::Module.is_module_directory_name?). */
 export const MODULE_NAME = /^[a-z][a-z0-9_]*$/
@@ -29,12 +41,14 @@ export const MODULE_NAME = /^[a-z][a-z0-9_]*$/
  * (even one without manifests). Definitions Puppet cannot load by name are kept, marked
  * with the reason: a directory whose name is not a valid module name, or a file where the
  * autoloader does not look. Definitions' `file` is relative to `base` (default: their
- * modulepath entry, `foo/manifests/init.pp`).
+ * modulepath entry, `foo/manifests/init.pp`). With `maxManifestBytes`, a manifest larger is
+ * not read, only listed in `oversized`.
  */
-export function readDefinitions(modulepath: string[], base?: string): ModuleDefinitions {
+export function readDefinitions(modulepath: string[], base?: string, maxManifestBytes = Number.POSITIVE_INFINITY): ModuleDefinitions {
   const modules = new Map<string, string>()
   const definitions: LoadableDefinition[] = []
   const manifests: string[] = []
+  const oversized: ModuleDefinitions['oversized'] = []
   const seen = new Set<string>()
   for (const entry of modulepath) {
     for (const module of safeReaddir(entry).sort()) {
@@ -44,6 +58,12 @@ export function readDefinitions(modulepath: string[], base?: string): ModuleDefi
       const valid = MODULE_NAME.test(module)
       if (valid) modules.set(module, root)
       for (const file of walkPp(join(root, 'manifests'))) {
+        const bytes = fileSize(file)
+        if (bytes > maxManifestBytes) {
+          if (valid) oversized.push({file, bytes})
+          continue
+        }
+
         if (valid) manifests.push(file)
         const inModule = relative(entry, file)
         for (const definition of scanManifest(readFileSync(file, 'utf8'), relative(base ?? entry, file))) {
@@ -53,7 +73,16 @@ export function readDefinitions(modulepath: string[], base?: string): ModuleDefi
     }
   }
 
-  return {definitions, manifests, modules}
+  return {definitions, manifests, modules, oversized}
+}
+
+/** A file's size, 0 when it cannot be read (reading it then says why). */
+export function fileSize(path: string): number {
+  try {
+    return statSync(path).size
+  } catch {
+    return 0
+  }
 }
 
 /**

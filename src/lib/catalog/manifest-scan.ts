@@ -26,7 +26,10 @@ export interface PuppetParameter {
  */
 export function scanManifest(text: string, file: string): PuppetDefinition[] {
   const found: PuppetDefinition[] = []
-  const scopes: Array<{name: string | null; depth: number}> = []
+  // Each open brace, with the innermost class or define it is in (or null): found in O(1), not by a walk of the stack.
+  const scopes: Array<{enclosing: string | null; depth: number}> = []
+  const lineAt = lineCounter(text)
+  const parens = new Map<number, number>()
   let depth = 0
   let i = 0
   let pendingScope: string | null = null
@@ -42,7 +45,7 @@ export function scanManifest(text: string, file: string): PuppetDefinition[] {
 
     if (c === '{') {
       depth++
-      scopes.push({name: pendingScope, depth})
+      scopes.push({enclosing: pendingScope ?? scopes.at(-1)?.enclosing ?? null, depth})
       pendingScope = null
       lastSignificant = c
       i++
@@ -57,15 +60,16 @@ export function scanManifest(text: string, file: string): PuppetDefinition[] {
       continue
     }
 
-    const word = /^[A-Za-z_][\w:]*/.exec(text.slice(i, i + 256))
+    WORD.lastIndex = i
+    const word = WORD.exec(text)
     if (word) {
       const before = i === 0 ? '' : text[i - 1]
       if ((word[0] === 'class' || word[0] === 'define') && !/[\w$:]/.test(before)) {
-        const head = readHead(text, i + word[0].length)
+        const head = readHead(text, i + word[0].length, parens)
         if (head) {
-          const enclosing = scopes.filter((scope) => scope.name !== null).at(-1)?.name
+          const enclosing = scopes.at(-1)?.enclosing
           const name = enclosing && !head.name.includes('::') && word[0] === 'class' ? `${enclosing}::${head.name}` : head.name.replace(/^::/, '')
-          found.push({kind: word[0], name, parameters: head.parameters, file, line: lineAt(text, i)})
+          found.push({kind: word[0], name, parameters: head.parameters, file, line: lineAt(i)})
           pendingScope = name
           i = head.end
           continue
@@ -83,6 +87,8 @@ export function scanManifest(text: string, file: string): PuppetDefinition[] {
 
   return found
 }
+
+const WORD = /[A-Za-z_][\w:]*/y
 
 /** Past a string, comment, heredoc or regex starting at i; i itself when none starts there. */
 function skipInert(text: string, i: number, lastSignificant: string): number {
@@ -127,27 +133,30 @@ function skipQuoted(text: string, i: number): number {
 
 /** `@(TAG)` or `@("TAG":syntax/t)`: the body runs from the next line to a line `|- TAG`. */
 function skipHeredoc(text: string, i: number): number {
-  const close = text.indexOf(')', i)
-  if (close === -1) return i
-  const tag = /^@\(\s*"?([^":/)]+)"?/.exec(text.slice(i, close + 1))?.[1]?.trim()
+  // The header is on its line, and short: a `@(` with no `)` does not send a search to the end of the file.
+  const header = text.slice(i, i + 512)
+  const close = header.search(/[)\n]/)
+  if (close === -1 || header[close] !== ')') return i
+  const tag = /^@\(\s*"?([^":/)]+)"?/.exec(header.slice(0, close + 1))?.[1]?.trim()
   if (!tag) return i
-  const bodyStart = text.indexOf('\n', close)
+  const bodyStart = text.indexOf('\n', i + close)
   if (bodyStart === -1) return text.length
-  const end = new RegExp(`^[ \\t]*\\|?[ \\t]*-?[ \\t]*${tag.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}[ \\t]*$`, 'm')
-  const rest = text.slice(bodyStart + 1)
-  const match = end.exec(rest)
-  return match ? bodyStart + 1 + match.index + match[0].length : text.length
+  // No two runs of blanks next to each other (`[ \t]*\|?[ \t]*`): a long run of blanks backtracked cubically.
+  const end = new RegExp(`^[ \\t]*(?:\\|[ \\t]*)?(?:-[ \\t]*)?${tag.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}[ \\t]*$`, 'gm')
+  end.lastIndex = bodyStart + 1
+  const match = end.exec(text)
+  return match ? match.index + match[0].length : text.length
 }
 
 /** After `class`/`define`: NAME, optional (PARAMS), optional `inherits X`, then `{`. */
-function readHead(text: string, from: number): {name: string; parameters: PuppetParameter[]; end: number} | null {
+function readHead(text: string, from: number, parens: Map<number, number>): {name: string; parameters: PuppetParameter[]; end: number} | null {
   let i = skipSpace(text, from)
   const name = /^(?:::)?[a-z][a-z0-9_]*(?:::[a-z][a-z0-9_]*)*/.exec(text.slice(i, i + 512))
   if (!name) return null
   i = skipSpace(text, i + name[0].length)
   let parameters: PuppetParameter[] = []
   if (text[i] === '(') {
-    const close = matchingParen(text, i)
+    const close = matchingParen(text, i, parens)
     if (close === -1) return null
     parameters = parseParameters(text.slice(i + 1, close))
     i = skipSpace(text, close + 1)
@@ -167,8 +176,14 @@ function skipSpace(text: string, i: number): number {
   }
 }
 
-function matchingParen(text: string, open: number): number {
-  let depth = 0
+/**
+ * The bracket closing the one at `open`, or -1. `known` keeps what earlier calls on the same
+ * text found (the scan from a position does not depend on where it started): a group
+ * already matched is stepped over, and an open bracket never closed means no bracket around
+ * it closes either, so that many `class x (` left open cost one scan of the file, not one each.
+ */
+export function matchingParen(text: string, open: number, known: Map<number, number> = new Map()): number {
+  const stack: number[] = []
   for (let i = open; i < text.length; ) {
     const skipped = skipInert(text, i, ',')
     if (skipped > i) {
@@ -176,11 +191,31 @@ function matchingParen(text: string, open: number): number {
       continue
     }
 
-    if ('([{'.includes(text[i])) depth++
-    else if (')]}'.includes(text[i]) && --depth === 0) return i
+    const c = text[i]
+    if ('([{'.includes(c)) {
+      const close = known.get(i)
+      if (close === -1) {
+        for (const unclosed of stack) known.set(unclosed, -1)
+        return -1
+      }
+
+      if (close !== undefined) {
+        if (stack.length === 0) return close
+        i = close + 1
+        continue
+      }
+
+      stack.push(i)
+    } else if (')]}'.includes(c)) {
+      const opened = stack.pop()!
+      known.set(opened, i)
+      if (stack.length === 0) return i
+    }
+
     i++
   }
 
+  for (const unclosed of stack) known.set(unclosed, -1)
   return -1
 }
 
@@ -240,8 +275,12 @@ function stripComments(text: string): string {
   return out
 }
 
-function lineAt(text: string, index: number): number {
+/** The line of an index, for indexes that only grow: each newline counted once. */
+function lineCounter(text: string): (index: number) => number {
   let line = 1
-  for (let i = 0; i < index; i++) if (text.charCodeAt(i) === 10) line++
-  return line
+  let at = 0
+  return (index) => {
+    for (; at < index; at++) if (text.charCodeAt(at) === 10) line++
+    return line
+  }
 }

@@ -56,19 +56,26 @@ logs.clear
 /**
  * The syntax problems among a Puppet program's answers; a file it never answered for is
  * one too. Puppet reports "end of input" without a line: the file's last line is given then.
+ * When the program was stopped for taking too long on one step (`stopped.timedOut`), the
+ * first file without an answer is the one it was checking: that file is named as too slow.
  */
-export function syntaxProblems(files: string[], answers: Array<Record<string, unknown>>, ended: string): SyntaxProblem[] {
+export function syntaxProblems(files: string[], answers: Array<Record<string, unknown>>, stopped: {ended: string; timedOut: boolean}): SyntaxProblem[] {
   const byFile = new Map<string, Array<{message: string; file: string | null; line: number | null; column: number | null}>>()
   for (const answer of answers) if (typeof answer.syntax === 'string') byFile.set(answer.syntax, answer.errors as never)
   const problems: SyntaxProblem[] = []
+  let stuck = stopped.timedOut
   for (const file of files) {
     const errors = byFile.get(file)
     if (errors === undefined) {
-      problems.push({file, line: null, column: null, message: `Puppet stopped before checking this file (${ended})`})
+      problems.push({file, line: null, column: null, message: stuck ? `Puppet did not finish checking this file (${stopped.ended})` : `Puppet stopped before checking this file (${stopped.ended})`})
+      stuck = false
       continue
     }
 
-    for (const error of errors) problems.push({file, line: error.line ?? lastLine(file), column: error.column ?? null, message: error.message})
+    // Read once for the file, not once per error without a line.
+    let last: number | null | undefined
+    const fileEnd = () => (last === undefined ? (last = lastLine(file)) : last)
+    for (const error of errors) problems.push({file, line: error.line ?? fileEnd(), column: error.column ?? null, message: error.message})
   }
 
   return problems

@@ -39,19 +39,36 @@ module LocalpuppetVariableScopes
     params = d.parameters.map(&:name)
     locals = []
     assigned(d.body, locals)
-    known = params + locals
+    # Looked up once per read: a Hash, not a list (20,000 assignments made a list quadratic).
+    known = {}
+    params.each { |n| known[n] = true }
+    locals.each { |n| known[n] = true }
     refs = {}
+    lambdas = Hash.new(0)
     # A default is evaluated only when nothing gives the parameter a value.
-    d.parameters.each { |p| refs_in(p.value, known, [], refs, true) }
-    refs_in(d.body, known, [], refs, false)
+    d.parameters.each { |p| refs_in(p.value, known, lambdas, refs, true) }
+    refs_in(d.body, known, lambdas, refs, false)
     used = {}
     d.parameters.each { |p| uses(p.value, used, true) }
     uses(d.body, used, false)
     {
       'kind' => d.is_a?(M::HostClassDefinition) ? 'class' : 'define', 'name' => d.name,
       'parent' => d.is_a?(M::HostClassDefinition) ? d.parent_class : nil, 'line' => d.locator.line_for_offset(d.offset),
-      'params' => params, 'locals' => locals.uniq, 'refs' => refs.values, 'uses' => used.to_a,
+      'params' => params, 'locals' => locals.uniq, 'refs' => placed(refs.values), 'uses' => used.to_a,
     }
+  end
+
+  # Each read's [name, top, locator, offset, skippable] as [name, top, line, column,
+  # skippable], the reads of each file asked in order of offset, so that the locator counts
+  # each line's characters once (see LocalpuppetColumns in PUPPET_PRELUDE). Locators are
+  # told apart by identity: a locator's own hash is its whole text's.
+  def self.placed(reads)
+    at = {}.compare_by_identity
+    reads.each { |r| (at[r[2]] ||= {})[r[3]] = nil }
+    at.each do |locator, offsets|
+      offsets.keys.sort.each { |o| offsets[o] = [locator.line_for_offset(o), locator.pos_on_line(o)] }
+    end
+    reads.map { |name, top, locator, o, skippable| [name, top, *at[locator][o], skippable] }
   end
 
   # The classes and defines a body declares by a name written out: include, contain and
@@ -130,22 +147,25 @@ module LocalpuppetVariableScopes
     end
   end
 
+  # lambdas: how many enclosing lambdas have each parameter name.
   def self.refs_in(o, known, lambdas, refs, skippable)
     case o
     when nil, M::Definition then return
     when M::LambdaExpression
-      inner = lambdas + o.parameters.map(&:name)
-      o.parameters.each { |p| refs_in(p.value, known, inner, refs, true) }
-      refs_in(o.body, known, inner, refs, true)
+      names = o.parameters.map(&:name)
+      names.each { |n| lambdas[n] += 1 }
+      o.parameters.each { |p| refs_in(p.value, known, lambdas, refs, true) }
+      refs_in(o.body, known, lambdas, refs, true)
+      names.each { |n| lambdas.delete(n) if (lambdas[n] -= 1).zero? }
       return
     when M::VariableExpression
       name = o.expr.is_a?(M::QualifiedName) ? o.expr.value : nil
-      return if name.nil? || name =~ /\A\d+\z/ || known.include?(name) || lambdas.include?(name)
+      return if name.nil? || name =~ /\A\d+\z/ || known.key?(name) || lambdas.key?(name)
       top = name.start_with?('::')
       bare = top ? name[2..-1] : name
       return if bare.include?('::')
       seen = refs[name]
-      refs[name] = [bare, top, o.locator.line_for_offset(o.offset), o.locator.pos_on_line(o.offset), skippable] if seen.nil? || (seen[4] && !skippable)
+      refs[name] = [bare, top, o.locator, o.offset, skippable] if seen.nil? || (seen[4] && !skippable)
       return
     end
     each_branch(o) { |c, branch| refs_in(c, known, lambdas, refs, skippable || branch) }

@@ -95,6 +95,17 @@ end
 end
 `
 
+/**
+ * The longest validate's Puppet process may go without an answer: each manifest's check
+ * and each catalog's compile answers once, so this bounds each of them (the first also
+ * loads Puppet and Facter's fact names, a second or two). The largest manifest of Debian's
+ * modules (apache's vhost.pp, 127 KB) is checked in well under a second, one at the bound
+ * of MANIFEST_BYTES_BOUND in about ten; compiling a catalog of Debian's modules takes a
+ * second or two, Facter included. Past it, the process is stopped and the file or input it
+ * was on is a problem, never a hang (issue 33).
+ */
+export const PUPPET_STEP_TIMEOUT_MS = 120_000
+
 /** What the one Puppet process of validate answers. */
 export interface PuppetChecks {
   results: CompileResult[]
@@ -115,10 +126,11 @@ export interface PuppetChecks {
  * executable: its interpreter (from its #! line) runs the program, so it is that Puppet's
  * library. `puppetArgs` are Puppet settings as on its command line (`--confdir`, ...).
  */
-export async function compileCatalogs(puppet: string, jobs: CompileJob[], puppetArgs: string[] = [], syntaxFiles: string[] = [], scopeFiles: string[] = []): Promise<PuppetChecks> {
+export async function compileCatalogs(puppet: string, jobs: CompileJob[], puppetArgs: string[] = [], syntaxFiles: string[] = [], scopeFiles: string[] = [], stepTimeoutMs = PUPPET_STEP_TIMEOUT_MS): Promise<PuppetChecks> {
   if (jobs.length === 0 && syntaxFiles.length === 0) return {results: [], syntax: [], scopes: new Map(), facter: null, library: null}
   const program = PUPPET_PRELUDE + PUPPET_LIBRARY + VARIABLE_SCOPES + SYNTAX_CHECK + COMPILE
-  const {answers, ended} = await runPuppetRuby(puppet, program, {puppet_args: puppetArgs, syntax: syntaxFiles, scopes: scopeFiles, jobs})
+  const run = await runPuppetRuby(puppet, program, {puppet_args: puppetArgs, syntax: syntaxFiles, scopes: scopeFiles, jobs}, {stepTimeoutMs})
+  const {answers, ended} = run
   const results = new Map<string, CompileResult>()
   const scopes = new Map<string, FileScopes>()
   let facter: FacterNames | null = null
@@ -130,10 +142,18 @@ export async function compileCatalogs(puppet: string, jobs: CompileJob[], puppet
     if (answer.library) library = answer.library as PuppetChecks['library']
   }
 
-  const stopped = `Puppet stopped before compiling this input (${ended})`
+  // Stopped for time during the compiles (every file answered): the first input without an answer is the one it was on.
+  const checked = new Set(answers.map((answer) => answer.syntax))
+  let stuck = run.timedOut && syntaxFiles.every((file) => checked.has(file))
+  const unanswered = (job: CompileJob): CompileResult => {
+    const message = stuck ? `Puppet did not finish compiling this input (${ended})` : `Puppet stopped before compiling this input (${ended})`
+    stuck = false
+    return {id: job.id, ok: false, resources: null, error: {message, file: null, line: null, column: null}}
+  }
+
   return {
-    results: jobs.map((job) => results.get(job.id) ?? {id: job.id, ok: false, resources: null, error: {message: stopped, file: null, line: null, column: null}}),
-    syntax: syntaxProblems(syntaxFiles, answers, ended),
+    results: jobs.map((job) => results.get(job.id) ?? unanswered(job)),
+    syntax: syntaxProblems(syntaxFiles, answers, run),
     scopes,
     facter,
     library,

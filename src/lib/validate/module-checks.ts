@@ -9,7 +9,7 @@ import type {Resolution} from '../release/resolve.js'
 import type {PuppetChecks} from './compile-catalogs.js'
 import {type ModuleFinding, type ModuleMetadata, type RunningPuppet, metadataFindings, readModuleMetadata, requirementFindings} from './module-requirements.js'
 import type {InputReport} from './report.js'
-import {unknownVariables} from './undefined-variables.js'
+import {type VariableIndex, unknownVariables, variableIndex} from './undefined-variables.js'
 
 /*
  * The checks validate makes once Puppet's Ruby has parsed every manifest: each module's
@@ -95,6 +95,8 @@ export function failsOnUnknownVariables(mode: LanguageMode | null): boolean {
 export async function checkVariables(reports: CheckedInput[], checked: PuppetChecks, context: {moduleDir: string; manifest: string | null; puppet: string | null; puppetUnavailable: string | null}): Promise<void> {
   const mainUses = context.manifest === null ? [] : (checked.scopes.get(context.manifest)?.uses ?? [])
   const facts = new Map<string, Promise<ModuleFacts>>()
+  // One index per modulepath (its inputs share their list of manifests and their catalog).
+  const indexes = new Map<string[], VariableIndex>()
   for (const report of reports) {
     if (report.mode === null) continue
     if (!failsOnUnknownVariables(report.mode)) {
@@ -119,7 +121,9 @@ export async function checkVariables(reports: CheckedInput[], checked: PuppetChe
       return found !== undefined && resolve(context.moduleDir, found.file) === file
     }
 
-    const {unknown, skipped} = unknownVariables({files: report.manifests, scopes: checked.scopes, facter: checked.facter, moduleFacts: releaseFacts, nodeNames: report.nodeNames, roots: [...report.classNames.map((name): [string, boolean] => [name, false]), ...mainUses], loads})
+    if (!indexes.has(report.manifests)) indexes.set(report.manifests, variableIndex({files: report.manifests, scopes: checked.scopes, loads}))
+    const index = indexes.get(report.manifests)!
+    const {unknown, skipped} = unknownVariables({files: report.manifests, scopes: checked.scopes, facter: checked.facter, moduleFacts: releaseFacts, nodeNames: report.nodeNames, roots: [...report.classNames.map((name): [string, boolean] => [name, false]), ...mainUses], loads, index})
     if (skipped !== null) report.skipped.variables = `not checked: ${skipped}`
     const mode = report.mode
     const setting = mode.strictVariables ? 'strict_variables: true' : 'strict: error'

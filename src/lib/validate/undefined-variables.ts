@@ -25,6 +25,46 @@ export interface VariableContext {
   roots: Array<[string, boolean]>
   /** Whether Puppet's autoloader loads this class or define from this file (a class in a file where it does not look is never evaluated). */
   loads: (definition: Pick<DefinitionScope, 'kind' | 'name'>, file: string) => boolean
+  /** variableIndex of files, scopes and loads, when the caller keeps one for the inputs that share them; else made here. */
+  index?: VariableIndex
+}
+
+/**
+ * What the check needs of one modulepath's manifests, the same for every input on it:
+ * made once and shared, so that each input then costs what its classes reach, not a walk
+ * of the whole release.
+ */
+export interface VariableIndex {
+  /** The definitions Puppet loads, by lower-case name. */
+  definitions: Map<string, DefinitionScope[]>
+  /** The names assigned at top scope or in a node body. */
+  assigned: Set<string>
+  /** Each loadable definition's file and place (files in order, then definitions in order). */
+  placed: Map<DefinitionScope, {file: string; order: number}>
+  /** Each class's names with those it inherits (see inheritedNames), as found. */
+  inherited: Map<string, Set<string> | null>
+  /** Each definition's parameters and local variables, as judged. */
+  own: Map<DefinitionScope, Set<string>>
+}
+
+/** The VariableIndex of a modulepath's manifests. */
+export function variableIndex(context: Pick<VariableContext, 'files' | 'scopes' | 'loads'>): VariableIndex {
+  const index: VariableIndex = {definitions: new Map(), assigned: new Set(), placed: new Map(), inherited: new Map(), own: new Map()}
+  for (const file of context.files) {
+    const scopes = context.scopes.get(file)
+    if (!scopes) continue
+    for (const name of scopes.top) index.assigned.add(name)
+    for (const definition of scopes.definitions) {
+      if (!context.loads(definition, file)) continue
+      index.placed.set(definition, {file, order: index.placed.size})
+      const key = definition.name.toLowerCase()
+      const same = index.definitions.get(key)
+      if (same === undefined) index.definitions.set(key, [definition])
+      else same.push(definition)
+    }
+  }
+
+  return index
 }
 
 export interface UnknownVariable {
@@ -61,19 +101,9 @@ export function unknownVariables(context: VariableContext): {unknown: UnknownVar
   const unknowable = context.moduleFacts.find((facts) => facts.unknowable !== null)
   if (unknowable) return {unknown: [], skipped: `${unknowable.unknowable} names its fact at run time, so any name may be a fact`}
 
-  const definitions = new Map<string, DefinitionScope[]>()
+  const index = context.index ?? variableIndex(context)
+  const {definitions} = index
   const top = new Set([...PUPPET_VARIABLES, ...context.nodeNames, ...facter.core])
-  for (const file of context.files) {
-    const scopes = context.scopes.get(file)
-    if (!scopes) continue
-    for (const name of scopes.top) top.add(name)
-    for (const definition of scopes.definitions) {
-      if (!context.loads(definition, file)) continue
-      const key = definition.name.toLowerCase()
-      definitions.set(key, [...(definitions.get(key) ?? []), definition])
-    }
-  }
-
   const patterns: RegExp[] = []
   const legacy = new Map<string, string>()
   const legacyPatterns: RegExp[] = []
@@ -92,20 +122,23 @@ export function unknownVariables(context: VariableContext): {unknown: UnknownVar
     for (const prefix of facts.prefixes) patterns.push(new RegExp(`^${prefix.replaceAll(/[.*+?^${}()|[\]\\]/g, '\\$&')}`))
   }
 
-  const isTop = (name: string) => top.has(name) || top.has(name.toLowerCase()) || patterns.some((pattern) => pattern.test(name))
+  const known = (name: string) => top.has(name) || index.assigned.has(name)
+  const isTop = (name: string) => known(name) || known(name.toLowerCase()) || patterns.some((pattern) => pattern.test(name))
   const reached = reach(context.roots, definitions, false)
   const certain = reach(context.roots.filter(([, skippable]) => !skippable), definitions, true)
   const unknown: UnknownVariable[] = []
-  for (const file of context.files) {
-    for (const definition of context.scopes.get(file)?.definitions ?? []) {
-      if (!reached.has(definition)) continue
-      const seen = inheritedNames(definition, definitions)
-      for (const [name, atTop, line, column, skippable] of definition.refs) {
-        if (!atTop && (seen === null || seen.has(name))) continue
-        if (isTop(name)) continue
-        const legacyFact = legacy.get(name) ?? (legacyPatterns.some((pattern) => pattern.test(name)) ? '' : null)
-        unknown.push({file, line, column, written: atTop ? `::${name}` : name, definition: {kind: definition.kind, name: definition.name}, certain: certain.has(definition) && !skippable, legacy: legacyFact})
-      }
+  // What the input's classes reach, in the order of the files and their definitions.
+  const judged = [...reached].sort((a, b) => index.placed.get(a)!.order - index.placed.get(b)!.order)
+  for (const definition of judged) {
+    const {file} = index.placed.get(definition)!
+    if (!index.own.has(definition)) index.own.set(definition, new Set([...definition.params, ...definition.locals]))
+    const own = index.own.get(definition)!
+    const parent = definition.parent === null ? new Set<string>() : inheritedNames(definition.parent, definitions, index.inherited, definition.name)
+    for (const [name, atTop, line, column, skippable] of definition.refs) {
+      if (!atTop && (parent === null || own.has(name) || parent.has(name))) continue
+      if (isTop(name)) continue
+      const legacyFact = legacy.get(name) ?? (legacyPatterns.some((pattern) => pattern.test(name)) ? '' : null)
+      unknown.push({file, line, column, written: atTop ? `::${name}` : name, definition: {kind: definition.kind, name: definition.name}, certain: certain.has(definition) && !skippable, legacy: legacyFact})
     }
   }
 
@@ -117,14 +150,15 @@ function reach(roots: Array<[string, boolean]>, definitions: Map<string, Definit
   const reached = new Set<DefinitionScope>()
   const queue = roots.map(([name]) => name.replace(/^::/, '').toLowerCase())
   const queued = new Set(queue)
-  while (queue.length > 0) {
-    for (const definition of definitions.get(queue.shift()!) ?? []) {
+  // An index, not shift(): shift moves the whole queue each time.
+  for (let next = 0; next < queue.length; next++) {
+    for (const definition of definitions.get(queue[next]) ?? []) {
       reached.add(definition)
       const declared = definition.uses.filter(([, skippable]) => !certainly || !skippable).map(([name]) => name)
-      for (const next of [...declared, ...(definition.parent === null ? [] : [definition.parent.replace(/^::/, '').toLowerCase()])]) {
-        if (queued.has(next)) continue
-        queued.add(next)
-        queue.push(next)
+      for (const name of [...declared, ...(definition.parent === null ? [] : [definition.parent.replace(/^::/, '').toLowerCase()])]) {
+        if (queued.has(name)) continue
+        queued.add(name)
+        queue.push(name)
       }
     }
   }
@@ -132,19 +166,52 @@ function reach(roots: Array<[string, boolean]>, definitions: Map<string, Definit
   return reached
 }
 
-/** The parameters and local variables of a definition and every class it inherits from, or null when a parent is not found. */
-function inheritedNames(definition: DefinitionScope, definitions: Map<string, DefinitionScope[]>): Set<string> | null {
-  const names = new Set([...definition.params, ...definition.locals])
-  const visited = new Set([definition.name.toLowerCase()])
-  let parent = definition.parent
-  while (parent !== null) {
-    const key = parent.replace(/^::/, '').toLowerCase()
-    const found = definitions.get(key)?.filter((entry) => entry.kind === 'class')
-    if (!found?.length) return null
-    if (visited.has(key)) break
-    visited.add(key)
-    for (const entry of found) for (const name of [...entry.params, ...entry.locals]) names.add(name)
-    parent = found[0].parent
+/**
+ * The parameters and local variables of class `parent` and every class it inherits from,
+ * or null when one is not found; each class's set made once per call of unknownVariables
+ * (`memo`), so that many classes inheriting one large class do not copy its names each.
+ * An inheritance cycle (Puppet refuses one) stops at the first class met again, or at
+ * `start`, the class asking; what is found through one depends on where it is entered,
+ * and is not kept.
+ */
+function inheritedNames(parent: string, definitions: Map<string, DefinitionScope[]>, memo: Map<string, Set<string> | null>, start: string): Set<string> | null {
+  const key = (name: string) => name.replace(/^::/, '').toLowerCase()
+  const chain: DefinitionScope[][] = []
+  const keys: string[] = []
+  const passed = new Set([key(start)])
+  let names: Set<string> | null = new Set()
+  let cycle = false
+  for (let at: string | null = key(parent); at !== null; ) {
+    if (memo.has(at)) {
+      names = memo.get(at) as Set<string> | null
+      break
+    }
+
+    if (passed.has(at)) {
+      cycle = true
+      break
+    }
+
+    const found: DefinitionScope[] | undefined = definitions.get(at)?.filter((entry) => entry.kind === 'class')
+    if (!found?.length) {
+      names = null
+      break
+    }
+
+    passed.add(at)
+    chain.push(found)
+    keys.push(at)
+    at = found[0].parent === null ? null : key(found[0].parent)
+  }
+
+  // From the furthest ancestor down, each class's set its parent's and its own names.
+  for (let i = chain.length - 1; i >= 0; i--) {
+    if (names !== null) {
+      names = new Set(names)
+      for (const entry of chain[i]) for (const name of [...entry.params, ...entry.locals]) names.add(name)
+    }
+
+    if (!cycle) memo.set(keys[i], names)
   }
 
   return names

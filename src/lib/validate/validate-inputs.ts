@@ -4,7 +4,7 @@ import {join, relative, resolve} from 'node:path'
 import {moduleDirTrustPaths} from '../install/install-record.js'
 import {verifyModulepath} from '../verify/verify.js'
 import {ClassCatalog, METAPARAMETERS, classResourceName} from '../catalog/class-catalog.js'
-import type {LoadableDefinition} from '../catalog/definitions.js'
+import {type LoadableDefinition, MANIFEST_BYTES_BOUND, fileSize} from '../catalog/definitions.js'
 import {unknownClassMessage} from '../catalog/find-classes.js'
 import {scanManifest} from '../catalog/manifest-scan.js'
 import {isInstance, parseType, valueLabel} from '../catalog/puppet-types.js'
@@ -62,7 +62,10 @@ export interface ValidateOptions {
 export async function validateInputs(paths: string[], options: ValidateOptions): Promise<ValidateReport> {
   const files = await expandInputs(paths)
   const moduleDir = await realModuleDir(options.moduleDir)
-  const manifest = await chooseManifest(options)
+  const chosen = await chooseManifest(options)
+  // A main manifest over the bound is every input's problem, and neither read nor checked.
+  const mainOversized = chosen === null || fileSize(chosen) <= MANIFEST_BYTES_BOUND ? null : {file: chosen, bytes: fileSize(chosen)}
+  const manifest = mainOversized === null ? chosen : null
   const mainDefinitions: LoadableDefinition[] = manifest === null ? [] : scanManifest(await readFile(manifest, 'utf8'), manifest).map((d) => ({...d, notLoadable: null, entry: null}))
   const facts = options.compile && options.facts !== undefined ? factSets(options.facts, files) : null
   const runsCodeAsRoot = options.compile === true && (process.geteuid?.() ?? 0) === 0
@@ -126,14 +129,26 @@ export async function validateInputs(paths: string[], options: ValidateOptions):
 
     const modulepath = resolution.modulepath.map((entry) => entry.path)
     const key = modulepath.join(':')
-    if (!catalogs.has(key)) catalogs.set(key, new ClassCatalog(modulepath, moduleDir, mainDefinitions))
+    if (!catalogs.has(key)) catalogs.set(key, new ClassCatalog(modulepath, moduleDir, mainDefinitions, MANIFEST_BYTES_BOUND))
     const catalog = catalogs.get(key)!
+    const oversized = [...catalog.definitions.oversized, ...(mainOversized === null ? [] : [mainOversized])]
+    for (const {file: big, bytes} of oversized) {
+      const shown = big.startsWith(`${moduleDir}/`) ? relative(moduleDir, big) : big
+      const message = `${shown}: ${(bytes / 1024 / 1024).toFixed(1)} MiB, over validate's bound of ${MANIFEST_BYTES_BOUND / 1024 / 1024} MiB on one manifest: not checked (Puppet does not parse it, its classes and defines are not read)`
+      report.problems.push({check: 'syntax', file: shown, line: null, column: null, message})
+    }
+
     // One list per catalog, shared by its inputs (not a copy of every manifest per input).
     if (!catalogManifests.has(catalog)) catalogManifests.set(catalog, [...catalog.definitions.manifests, ...(manifest === null ? [] : [manifest])])
     report.manifests = catalogManifests.get(catalog)!
     report.catalog = catalog
     report.problems.push(...checkClasses(input.classes, catalog, text, file))
     if (!options.compile) continue
+    if (oversized.length > 0) {
+      report.compile = {status: 'skipped', resources: null, reason: "a manifest is over validate's bound on one manifest's size"}
+      continue
+    }
+
     if (runsCodeAsRoot) {
       // Compiling runs the release's Ruby (functions, facts) as root: as apply, only from what nobody else can change.
       const main = manifest === null ? [] : [{path: manifest, what: 'manifest'}]
@@ -176,16 +191,25 @@ export async function validateInputs(paths: string[], options: ValidateOptions):
   }
 
   const {syntax, results} = checked
-  const manifestSets = new Map<string[], Set<string>>()
+  // Gathered once per list of manifests (inputs on one release share theirs), not once per input.
+  const syntaxOf = new Map<string[], Problem[]>()
   for (const report of reports) {
     if (syntax.length === 0) break
-    if (!manifestSets.has(report.manifests)) manifestSets.set(report.manifests, new Set(report.manifests))
-    const mine = manifestSets.get(report.manifests)!
-    for (const found of syntax.filter((entry) => mine.has(entry.file))) {
-      const shown = relative(moduleDir, found.file)
-      const where = `${shown}${found.line ? `:${found.line}` : ''}${found.column ? `:${found.column}` : ''}`
-      report.problems.push({check: 'syntax', file: shown, line: found.line, column: found.column, message: `${where}: ${found.message}`})
+    if (!syntaxOf.has(report.manifests)) {
+      const mine = new Set(report.manifests)
+      syntaxOf.set(
+        report.manifests,
+        syntax
+          .filter((entry) => mine.has(entry.file))
+          .map((found): Problem => {
+            const shown = relative(moduleDir, found.file)
+            const where = `${shown}${found.line ? `:${found.line}` : ''}${found.column ? `:${found.column}` : ''}`
+            return {check: 'syntax', file: shown, line: found.line, column: found.column, message: `${where}: ${found.message}`}
+          }),
+      )
     }
+
+    for (const found of syntaxOf.get(report.manifests)!) report.problems.push({...found})
   }
 
   for (const [index, result] of results.entries()) {

@@ -2,7 +2,7 @@ import test from 'ava'
 
 import type {ModuleFacts} from '../../../src/lib/catalog/module-facts.js'
 import type {DefinitionScope, FacterNames, FileScopes} from '../../../src/lib/catalog/variable-scopes.js'
-import {type VariableContext, unknownVariables} from '../../../src/lib/validate/undefined-variables.js'
+import {type VariableContext, unknownVariables, variableIndex} from '../../../src/lib/validate/undefined-variables.js'
 
 const FACTER: FacterNames = {core: ['os', 'networking'], legacy: {osfamily: 'os.family', 'ipaddress_.*': null}, include_legacy: false}
 const noFacts: ModuleFacts = {names: new Set(), prefixes: [], unknowable: null}
@@ -73,4 +73,26 @@ test('fact names that cannot be known, or no Facter, judge nothing and say why',
   const classes = [definition('a', ['anything'])]
   t.deepEqual(unknownVariables(context(classes, {moduleFacts: [{...noFacts, unknowable: 'm/lib/facter/dynamic.rb'}]})), {unknown: [], skipped: 'm/lib/facter/dynamic.rb names its fact at run time, so any name may be a fact'})
   t.deepEqual(unknownVariables(context(classes, {facter: null})).skipped, "Facter's fact names could not be read from this Puppet")
+})
+
+// Issue 33: each input walked every definition of its release, and each class copied the
+// names of every class it inherits from. The index made once for a modulepath, shared by its
+// inputs, and the inherited names kept per class, must judge as before.
+test('one index shared by inputs, and classes sharing parents, chains and cycles of inheritance, judge as each on its own', (t) => {
+  const classes = [
+    definition('a', ['p', 'q', 'r', 'nowhere'], {parent: 'a::mid', uses: [['b', false], ['c', false], ['loop', false]]}),
+    definition('a::mid', ['q'], {parent: '::a::params', locals: ['q']}),
+    definition('a::params', [], {params: ['p'], locals: ['r']}),
+    definition('b', ['p', 'q', 'x'], {parent: 'a::params'}),
+    definition('c', ['r', 'lost'], {parent: 'missing'}),
+    definition('loop', ['l1', 'l2', 'nope'], {parent: 'loop::b', locals: ['l1']}),
+    definition('loop::b', ['l2'], {parent: 'loop', locals: ['l2']}),
+  ]
+  const expected = ['a nowhere', 'b q', 'b x', 'loop nope']
+  t.deepEqual(written(unknownVariables(context(classes))), expected)
+  const shared = context(classes)
+  const index = variableIndex(shared)
+  t.deepEqual(written(unknownVariables({...shared, roots: [['b', false]], index})), ['b q', 'b x'])
+  t.deepEqual(written(unknownVariables({...shared, index})), expected)
+  t.deepEqual(written(unknownVariables({...shared, roots: [['loop::b', false]], index})), ['loop nope'])
 })
