@@ -82,19 +82,28 @@ export type FleetSourceFlagValues = Omit<McoFlagValues, 'via'> & {
   'allow-untrusted'?: boolean
 }
 
-/** Where fleet status reads the fleet from: --via, else prometheus with --prometheus URL, else mco. Usage errors (64) before anything is asked. */
+/** Where fleet status reads the fleet from: --via; else Prometheus with --prometheus URL or the prometheus setting (unless only MCollective's flags are given); else mco. Usage errors (64) before anything is asked. */
 export async function fleetSourceSpec(flags: FleetSourceFlagValues): Promise<FleetSourceSpec> {
-  const via = flags.via ?? (flags.prometheus ? 'prometheus' : 'mco')
-  if (via !== 'prometheus') return {via: 'mco', transport: transportSpec({...flags, via: 'mco'})}
-  if (!flags.prometheus) {
-    const {UsageError} = await import('../lib/errors.js')
-    throw new UsageError('--via prometheus needs --prometheus URL')
+  const [{settingString}, {UsageError}] = await Promise.all([import('../lib/config/settings.js'), import('../lib/errors.js')])
+  // --prometheus, else the prometheus setting (env, then the config file).
+  const prometheus = await settingString('prometheus', flags.prometheus)
+  // MCollective's own flags name MCollective, even where a prometheus setting is there.
+  const mcoAsked = ['with-identity', 'with', 'with-fact', 'with-class', 'with-agent', 'select', 'nodes', 'dt', 'target', 'mco-config', 'reply-timeout'].some((name) => flags[name as keyof typeof flags] !== undefined)
+  const via = flags.via ?? (prometheus && (flags.prometheus !== undefined || !mcoAsked) ? 'prometheus' : 'mco')
+  if (via !== 'prometheus') {
+    const prometheusOnly = (['lookback', 'channel', 'prometheus-timeout', 'source'] as const).find((name) => flags[name] !== undefined)
+    if (prometheusOnly) throw new UsageError(`--${prometheusOnly} reads the fleet from Prometheus: give --prometheus URL (or set prometheus), not --via mco`)
+    // Named no way to the fleet: MCollective, the default, is checked in seconds, not after mco's minute of retries
+    // (not a wrapper named by --mco, whose configuration is its own).
+    const probe = flags.via === undefined && flags.mco === 'mco' ? {mco: flags.mco, config: flags['mco-config']} : undefined
+    return {via: 'mco', transport: transportSpec({...flags, via: 'mco'}), probe}
   }
 
+  if (!prometheus) throw new UsageError('--via prometheus needs --prometheus URL (or the prometheus setting)')
   const [{parseDuration}, {usageChannelName}] = await Promise.all([import('../lib/util/duration.js'), import('../lib/release/release-ref.js')])
   const lookbackMs = flags.lookback ? parseDuration(flags.lookback, '--lookback') : undefined
   const deadlineMs = flags['prometheus-timeout'] ? parseDuration(flags['prometheus-timeout'], '--prometheus-timeout') : undefined
   if (flags.channel !== undefined) usageChannelName(flags.channel, '--channel')
   const wanted = {source: flags.source, trust: flags.trust, insecure: flags.insecure, allowUntrusted: flags['allow-untrusted']}
-  return {via: 'prometheus', url: flags.prometheus, lookbackMs, deadlineMs, channel: flags.channel, wanted}
+  return {via: 'prometheus', url: prometheus, lookbackMs, deadlineMs, channel: flags.channel, wanted}
 }

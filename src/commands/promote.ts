@@ -1,5 +1,6 @@
 import {Args, Flags} from '@oclif/core'
 
+import {expiryWarning} from '../lib/repository/index-expiry.js'
 import {BaseCommand, describeWithExitCodes} from '../cli/base-command.js'
 import type {PromoteResult} from '../lib/repository/promote.js'
 import type {ChannelHealth} from '../lib/fleet/channel-health.js'
@@ -16,7 +17,7 @@ export default class Promote extends BaseCommand {
     [
       {code: 0, meaning: 'the channel names the tag (moved, or already there)'},
       {code: 1, meaning: '--require-healthy: a node following the channel is not healthy on the tag yet, or too few are; nothing changed'},
-      {code: 64, meaning: 'usage error (not an exact tag, a bad channel name (--channel or --require-healthy), --require-healthy without --prometheus, or --prometheus, --for, --min-nodes, --stale-after or --prometheus-timeout without --require-healthy)'},
+      {code: 64, meaning: 'usage error (not an exact tag, a bad channel name (--channel or --require-healthy), --require-healthy without --prometheus or the prometheus setting, or --prometheus, --for, --min-nodes, --stale-after or --prometheus-timeout without --require-healthy)'},
       {code: 65, meaning: "the repository's index is invalid"},
       {code: 66, meaning: 'the tag is not published, or no repository there'},
       {code: 69, meaning: 'Prometheus cannot be reached, does not answer in time (--prometheus-timeout), or answers what is not the node metrics (a series or value that cannot be, too many series)'},
@@ -38,8 +39,8 @@ export default class Promote extends BaseCommand {
     repo: Flags.string({description: 'the repository directory', required: true, helpValue: 'DIR'}),
     sign: Flags.string({description: 'sign index.json with this Ed25519 private key (PEM)', helpValue: 'KEY.pem'}),
     expires: Flags.string({description: 'how long nodes believe the new index (default 30d)', helpValue: 'DURATION'}),
-    'require-healthy': Flags.string({description: 'first require every node following this channel to be healthy on the tag (see --prometheus)', helpValue: 'CHANNEL', dependsOn: ['prometheus']}),
-    prometheus: Flags.string({description: "--require-healthy: the Prometheus that scrapes the nodes' metrics (http://host:9090)", helpValue: 'URL', dependsOn: ['require-healthy']}),
+    'require-healthy': Flags.string({description: 'first require every node following this channel to be healthy on the tag (see --prometheus)', helpValue: 'CHANNEL'}),
+    prometheus: Flags.string({description: "--require-healthy: the Prometheus that scrapes the nodes' metrics (http://host:9090) [default: the prometheus setting] (env LOCALPUPPET_PROMETHEUS, config prometheus)", helpValue: 'URL', dependsOn: ['require-healthy']}),
     for: Flags.string({description: '--require-healthy: how long each node must have been healthy on the tag (0s, 10m, 2h) [default: 0s]', helpValue: 'DURATION', dependsOn: ['require-healthy']}),
     'min-nodes': Flags.integer({description: '--require-healthy: at least this many healthy nodes [default: 1]', min: 1, helpValue: 'N', dependsOn: ['require-healthy']}),
     'stale-after': Flags.string({description: "--require-healthy: a node whose newest attempt is older than this is stale [default: 2h]", helpValue: 'DURATION', dependsOn: ['require-healthy']}),
@@ -53,12 +54,17 @@ export default class Promote extends BaseCommand {
     const {app, tag} = parsePromotion(args.release, flags.channel)
     let health: ChannelHealth | undefined
     if (flags['require-healthy']) {
-      const [{channelHealth}, {renderChannelHealth}, {terminalText}] = await Promise.all([
+      const [{channelHealth}, {renderChannelHealth}, {terminalText}, {settingString}, {UsageError}] = await Promise.all([
         import('../lib/fleet/channel-health.js'),
         import('../cli/render/fleet-text.js'),
         import('../lib/util/terminal-text.js'),
+        import('../lib/config/settings.js'),
+        import('../lib/errors.js'),
       ])
-      health = await channelHealth(flags.prometheus!, {
+      // --prometheus, else the prometheus setting (env, then the config file).
+      const prometheus = await settingString('prometheus', flags.prometheus)
+      if (prometheus === null) throw new UsageError('--require-healthy needs --prometheus (or the prometheus setting: /etc/localpuppet/config.yaml, env LOCALPUPPET_PROMETHEUS)')
+      health = await channelHealth(prometheus, {
         deadlineMs: flags['prometheus-timeout'] === undefined ? undefined : parseDuration(flags['prometheus-timeout'], '--prometheus-timeout'),
         app,
         release: `${app}/tags/${tag}`,
@@ -67,7 +73,8 @@ export default class Promote extends BaseCommand {
         minNodes: flags['min-nodes'] ?? 1,
         staleAfterMs: flags['stale-after'] === undefined ? undefined : parseDuration(flags['stale-after'], '--stale-after'),
       })
-      if (!this.jsonEnabled()) process.stderr.write(renderChannelHealth(health) + '\n')
+      // The gate's table is the command's output (a CI step keeping stdout keeps why it refused); the refusal is one line on stderr.
+      if (!this.jsonEnabled()) this.log(renderChannelHealth(health))
       if (!health.ok) {
         process.exitCode = 1
         if (!this.jsonEnabled()) process.stderr.write(`localpuppet: ${app}/channels/${flags.channel} not moved: ${terminalText(health.why)}\n`)
@@ -85,6 +92,7 @@ export default class Promote extends BaseCommand {
       this.log(`repository ${result.repository}, index version ${result.version}, expires ${result.expires}${result.signedBy ? `, signed by ${result.signedBy}` : ''}`)
     }
 
+    this.warnLines([expiryWarning(`index version ${result.version} of ${flags.repo}`, result.expires, Date.now())].filter((line) => line !== null))
     return {promoted: true, ...result, ...(health ? {health} : {})}
   }
 }

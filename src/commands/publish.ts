@@ -1,5 +1,6 @@
 import {Args, Flags} from '@oclif/core'
 
+import {expiryWarning} from '../lib/repository/index-expiry.js'
 import {BaseCommand, describeWithExitCodes} from '../cli/base-command.js'
 import type {PublishResult} from '../lib/repository/publish.js'
 import {terminalText} from '../lib/util/terminal-text.js'
@@ -71,6 +72,7 @@ export default class Publish extends BaseCommand {
       this.log(terminalText(`repository ${result.repository}, index version ${result.version}, expires ${result.expires}${result.signedBy ? `, signed by ${result.signedBy}` : ''}`))
     }
 
+    this.warnLines([expiryWarning(`index version ${result.version} of ${flags.repo}`, result.expires, Date.now())].filter((line) => line !== null))
     return result
   }
 }

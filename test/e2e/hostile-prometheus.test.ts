@@ -3,12 +3,15 @@
 // cannot be, escape sequences in labels and error text, credentials in the URL, and the
 // gate's edge cases. Every case ends by itself (a watchdog kills the command and fails the
 // test otherwise) with the README's exit code, never 70.
+import {writeFile} from 'node:fs/promises'
 import {createServer} from 'node:http'
+import {join} from 'node:path'
 
 import test, {type ExecutionContext} from 'ava'
 
 import {runBounded} from '../helpers/cli.js'
 import {head, hostileServer} from '../helpers/hostile-server.js'
+import {tempDir} from '../helpers/temp.js'
 
 const NOW = Math.floor(Date.now() / 1000)
 type Series = {metric: Record<string, string>; value: [unknown, unknown]}
@@ -88,8 +91,8 @@ test('escape sequences and a forged newline in a node label and a disable messag
   const gate = await runBounded(t, promote(prometheus.url))
   t.is(gate.exitCode, 1, gate.stderr)
   assertInert(t, gate.stderr + gate.stdout)
-  t.true(gate.stderr.includes('web1\\e]0;owned\\u0007\\e[2J\\nfoo/channels/stable: 1.3.0 -> 1.4.0'), gate.stderr)
-  t.true(gate.stderr.includes('Puppet is disabled: maintenance\\e[31m\\nfoo/channels/stable'), gate.stderr)
+  t.true(gate.stdout.includes('web1\\e]0;owned\\u0007\\e[2J\\nfoo/channels/stable: 1.3.0 -> 1.4.0'), gate.stdout)
+  t.true(gate.stdout.includes('Puppet is disabled: maintenance\\e[31m\\nfoo/channels/stable'), gate.stdout)
 
   const gateJson = await runBounded(t, promote(prometheus.url, '--json'))
   t.is(gateJson.exitCode, 1, gateJson.stderr)
@@ -241,4 +244,56 @@ test('an answer of some 180 MB of small series keeps promote --require-healthy w
   t.regex(result.stderr, /no node follows foo\/channels\/canary/)
   // Measured: 357 MiB for 181 MB (the client parsing each answer whole took 6.4 GB and aborted).
   t.true(result.maxRssMb < 768, `peak RSS ${Math.round(result.maxRssMb)} MiB`)
+})
+
+test('issue 35: the prometheus setting is what fleet status and promote --require-healthy read; config shows it without its credentials', async (t) => {
+  const prometheus = await fleet(t, [{node: 'web1'}, {node: 'web2'}])
+  const dir = await tempDir(t)
+  const config = join(dir, 'config.yaml')
+  const withCredentials = prometheus.url.replace('http://', 'http://ops:s3cret@')
+  await writeFile(config, `prometheus: ${withCredentials}\n`, {mode: 0o600})
+  const env = {LOCALPUPPET_CONFIG: config}
+  const status = await runBounded(t, ['fleet', 'status', '--json'], env)
+  t.is(status.exitCode, 0, status.stderr)
+  t.deepEqual(JSON.parse(status.stdout).nodes.map((node: {node: string}) => node.node), ['web1', 'web2'])
+  t.true(prometheus.authorizations.every((authorization) => authorization === `Basic ${Buffer.from('ops:s3cret').toString('base64')}`))
+  const asked = prometheus.authorizations.length
+  const gate = await runBounded(t, ['promote', 'foo/tags/1.4.0', '--channel', 'stable', '--repo', '/nonexistent/repo', '--require-healthy', 'canary'], env)
+  t.regex(gate.stdout + gate.stderr, /web1/, 'the gate read the nodes from the prometheus setting')
+  t.true(prometheus.authorizations.length > asked)
+  const shown = await runBounded(t, ['config'], env)
+  t.regex(shown.stdout, new RegExp(`^prometheus +http://127\\.0\\.0\\.1:\\d+/? +${config.replaceAll('.', '\\.')}:1$`, 'm'))
+  t.notRegex(shown.stdout + shown.stderr, /s3cret/)
+  // MCollective's own flags still name MCollective.
+  const mco = await runBounded(t, ['fleet', 'status', '--nodes', join(dir, 'fleet.txt'), '--mco', join(dir, 'no-mco')], env)
+  t.is(mco.exitCode, 69, mco.stderr)
+  t.regex(mco.stderr, /no-mco/)
+})
+
+test('issue 35: fleet status with no Prometheus and no reachable MCollective fails at once (69) naming both ways, not after mco\'s minute of retries', async (t) => {
+  const dir = await tempDir(t)
+  const env = {LOCALPUPPET_CONFIG: join(dir, 'config.yaml'), HOME: dir}
+  await writeFile(join(dir, 'config.yaml'), 'source: /srv/repo\n', {mode: 0o600})
+  // mco's client configuration (~/.mcollective, as mco reads it) names a broker that is down.
+  const closed = createServer()
+  await new Promise<void>((resolve) => closed.listen(0, '127.0.0.1', resolve))
+  const port = (closed.address() as {port: number}).port
+  await new Promise<void>((resolve) => closed.close(() => resolve()))
+  await writeFile(join(dir, '.mcollective'), `connector = rabbitmq\nplugin.rabbitmq.pool.size = 1\nplugin.rabbitmq.pool.1.host = 127.0.0.1\nplugin.rabbitmq.pool.1.port = ${port}\n`)
+  const status = await runBounded(t, ['fleet', 'status'], env, 20_000)
+  t.is(status.exitCode, 69, status.stderr)
+  const lines = status.stderr.trim().split('\n')
+  t.is(lines[0], `localpuppet: no fleet to read: no Prometheus is set, and MCollective cannot be used: its broker 127.0.0.1:${port} (${join(dir, '.mcollective')}) cannot be reached (ECONNREFUSED)`)
+  t.regex(status.stderr, /--prometheus URL reads the fleet from the node metrics \(or set prometheus in \/etc\/localpuppet\/config\.yaml, env LOCALPUPPET_PROMETHEUS\)/)
+  t.regex(status.stderr, /--via mco asks each node through MCollective/)
+})
+
+test('issue 35: a refused gated promote prints its table on stdout (a CI step keeping stdout keeps why), its refusal on stderr', async (t) => {
+  const prometheus = await fleet(t, [{node: 'web1'}, {node: 'web2', disabled: 'maintenance'}])
+  const gate = await runBounded(t, promote(prometheus.url))
+  t.is(gate.exitCode, 1, gate.stderr)
+  t.regex(gate.stdout, /^NODE +APPLIED +HEALTH +WHY$/m)
+  t.regex(gate.stdout, /^web2 +foo\/tags\/1\.4\.0 +disabled +Puppet is disabled: maintenance$/m)
+  t.regex(gate.stdout, /^not healthy: 1 of 2 nodes following foo\/channels\/canary are not healthy on foo\/tags\/1\.4\.0: web2 \(disabled\)/m)
+  t.is(gate.stderr, 'localpuppet: foo/channels/stable not moved: 1 of 2 nodes following foo/channels/canary are not healthy on foo/tags/1.4.0: web2 (disabled)')
 })

@@ -145,6 +145,61 @@ test('an expired index is refused (65) naming the date, even a version never see
   t.regex(nothing.stderr, /nothing to publish: no archives given, and .*typo has no index\.json to re-sign/)
 })
 
+test('issue 35: an index a day from expiry warns (publish, fetch, apply) and is a metric and a WARNING; once expired the node takes nothing new from it but keeps enforcing its installed release', async (t) => {
+  const s = await replayScenario(t)
+  const state = join(s.dir, 'state')
+  const metrics = join(s.dir, 'localpuppet.prom')
+  const fake = join(s.dir, 'fake')
+  await mkdir(fake)
+  const input = join(s.dir, 'input.yaml')
+  await writeFile(input, 'app: foo@^1.3\nclasses: [foo, platform]\n')
+  const apply = () =>
+    cli(['apply', input, '--fetch', '--source', s.repo, '--trust', s.pub, '--module-dir', s.modules, '--state-dir', state, '--puppet', FAKE_PUPPET, '--metrics-file', metrics], {
+      env: {FAKE_PUPPET_DIR: fake, FAKE_PUPPET_SLEEP: '0'},
+    })
+  const check = () => cli(['status', '--check', '--state-dir', state])
+  const gauge = async () => /^localpuppet_index_expiry_timestamp_seconds (\S+)$/m.exec(await readFile(metrics, 'utf8'))?.[1]
+
+  // The index as the node first sees it names only 1.3.0 and has one day left.
+  await copyFile(join(s.repo, 'index.json'), join(s.dir, 'current.json'))
+  await restoreOld(s)
+  const soon = new Date(Date.now() + 86_400_000).toISOString()
+  await resign(s, (index) => Object.assign(index, {version: 3, expires: soon}))
+  const fetched = await cli(['fetch', 'foo@^1.3', '--source', s.repo, '--trust', s.pub, '--module-dir', s.modules])
+  t.is(fetched.exitCode, 0, fetched.stderr)
+  t.regex(fetched.stderr, new RegExp(`^localpuppet: warning: index version 3 of ${s.repo} expires at ${soon}, in (?:1d|23h\\d+m): then nodes take nothing new`, 'm'))
+  const ahead = await apply()
+  t.is(ahead.exitCode, 0, ahead.stderr)
+  t.regex(ahead.stderr, /warning: --fetch: index version 3 of .* expires at /)
+  t.is(await gauge(), String(Date.parse(soon) / 1000))
+  const warned = await check()
+  t.is(warned.exitCode, 1, warned.stdout)
+  t.regex(warned.stdout, new RegExp(`^LOCALPUPPET WARNING - index of ${s.repo} expires at ${soon}, in (?:1d|23h\\d+m): then nodes take nothing new from it`))
+
+  // The re-signing timer publishes 1.4.0 with one day left: publish warns.
+  await copyFile(join(s.dir, 'current.json'), join(s.repo, 'index.json'))
+  const published = await cli(['publish', '--repo', s.repo, '--sign', s.key, '--expires', '1d'])
+  t.is(published.exitCode, 0, published.stderr)
+  t.regex(published.stderr, /^localpuppet: warning: index version 3 of .* expires at \S+, in 1d: then nodes take nothing new from it; re-sign it/m)
+  // It lapses before the node fetched it: 1.4.0, new to the node, is not taken from an expired index.
+  const expires = '2026-01-01T00:00:00.000Z'
+  await resign(s, (index) => Object.assign(index, {version: 9, expires}))
+  await rm(join(fake, 'args'))
+  const expired = await apply()
+  t.is(expired.exitCode, 0, expired.stderr)
+  t.regex(expired.stderr, new RegExp(`^localpuppet: warning: --fetch: index version 9 of ${s.repo} expired at ${expires}: .*freeze attack.*: nothing new is taken from it; applying foo/tags/1.3.0 as installed here \\(verified\\)$`, 'm'))
+  t.true(existsSync(join(fake, 'args')), 'puppet enforced the installed release')
+  t.deepEqual(await readdir(join(s.modules, 'foo', 'tags')), ['1.3.0'], '1.4.0 from the expired index was not installed')
+  t.is(await gauge(), String(Date.parse(expires) / 1000))
+  t.regex(await readFile(metrics, 'utf8'), /^localpuppet_fetch_failed 1$/m)
+  const critical = await check()
+  t.is(critical.exitCode, 2, critical.stdout)
+  t.regex(critical.stdout, new RegExp(`^LOCALPUPPET CRITICAL - index of ${s.repo} expired at ${expires}: nodes take nothing new from it \\(they enforce what they have installed\\)`))
+  // fetch itself still refuses it (65): nothing new from an expired index.
+  const refused = await cli(['fetch', 'foo@^1.3', '--source', s.repo, '--trust', s.pub, '--module-dir', s.modules])
+  t.is(refused.exitCode, 65, refused.stderr)
+})
+
 test('an index without version (an older publisher): accepted with a warning the first time, then quietly; refused (65) once a versioned index was accepted', async (t) => {
   const s = await replayScenario(t)
   await resign(s, (index) => {

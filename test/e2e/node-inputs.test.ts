@@ -8,6 +8,7 @@ import {FAKE_PUPPET, cli, statusJson} from '../helpers/cli.js'
 import {DEMO_MODULES, demoRepository, keyPair} from '../helpers/repository.js'
 import {smallFileSystem} from '../helpers/full-disk.js'
 import {exists, tempDir} from '../helpers/temp.js'
+import {loadSigningKey, signIndex} from '../../src/lib/archive/signature.js'
 
 /*
  * A node whose input comes from the repository (input_from: repository) takes only its own
@@ -63,7 +64,7 @@ async function publishedWeb1(
   t: import('ava').ExecutionContext,
   name: string,
   options: {channel?: string; metrics?: boolean} = {},
-): Promise<Node & {repo: string; metrics: string; publish(input: string): Promise<void>}> {
+): Promise<Node & {repo: string; key: string; metrics: string; publish(input: string): Promise<void>}> {
   const dir = await tempDir(t)
   const {key, pub} = await keyPair(dir, 'release')
   const {repo} = await demoRepository(join(dir, 'build'), key)
@@ -76,7 +77,7 @@ async function publishedWeb1(
 
   await publish(inputFor(options.channel ? `foo/channels/${options.channel}` : 'foo/tags/1.4.0', 8080))
   const metrics = join(dir, 'metrics', 'localpuppet.prom')
-  return {...(await makeNode(dir, name, {repo, trust: pub, metrics: options.metrics ? metrics : undefined})), repo, metrics, publish}
+  return {...(await makeNode(dir, name, {repo, trust: pub, metrics: options.metrics ? metrics : undefined})), repo, key, metrics, publish}
 }
 
 /** Refused, nothing kept or applied: 65 naming why, the input file as it was, puppet not started, the module dir as it was. */
@@ -118,6 +119,26 @@ test('a node input changed by one byte in the repository is refused (65): nothin
     modules: (await readdir(node.modules)).sort(),
     lastCompleted: JSON.parse(good.stdout).id,
   })
+})
+
+test('issue 35: an expired index gives a node with input_from: repository nothing new (not its newly published input), but the node keeps enforcing the input it kept and its installed release', async (t) => {
+  const node = await publishedWeb1(t, 'web1', {channel: 'stable', metrics: true})
+  const good = await node.apply()
+  t.is(good.exitCode, 0, good.stderr)
+  // A new input is published, then the index lapses (the re-signing timer broke): it is re-signed here as it was, expired.
+  await node.publish(inputFor('foo/channels/stable', 9090))
+  const index = JSON.parse(await readFile(join(node.repo, 'index.json'), 'utf8'))
+  const bytes = Buffer.from(JSON.stringify({...index, version: index.version + 1, expires: '2026-01-01T00:00:00.000Z'}))
+  await writeFile(join(node.repo, 'index.json.sig'), signIndex(bytes, await loadSigningKey(node.key)))
+  await writeFile(join(node.repo, 'index.json'), bytes)
+  await rm(join(node.fake, 'args'), {force: true})
+  const expired = await node.apply()
+  t.is(expired.exitCode, 0, expired.stderr)
+  t.regex(expired.stderr, /warning: --fetch: index version \d+ of .* expired at 2026-01-01T00:00:00\.000Z: .*: nothing new is taken from it; applying foo\/tags\/1\.4\.0 as installed here \(verified\)/)
+  t.like(JSON.parse(expired.stdout), {state: 'succeeded', release: 'foo/tags/1.4.0', fetch: {fallback: true, indexExpires: '2026-01-01T00:00:00.000Z'}})
+  t.is(await readFile(node.input, 'utf8'), inputFor('foo/channels/stable', 8080), 'the new input was not taken')
+  t.true(await exists(join(node.fake, 'args')), 'puppet enforced what the node has')
+  t.regex(await readFile(node.metrics, 'utf8'), new RegExp(`^localpuppet_index_expiry_timestamp_seconds ${Date.parse('2026-01-01T00:00:00.000Z') / 1000}$`, 'm'))
 })
 
 test('publishing the same input again repairs a stored input that was changed or removed (the index entry kept): the refused node takes it on its next run', async (t) => {
@@ -206,11 +227,12 @@ test('a replayed older index, naming an older input for web1, is refused (65): t
   })
 })
 
-test('a node with no input in the repository: 66, naming a near name and the configuration file to set node_name in', async (t) => {
+test('a node with no input in the repository: 66, naming the configuration file to set node_name in, never another node (issue 35: "did you mean web1?" would hand it web1\'s input)', async (t) => {
   const node = await publishedWeb1(t, 'web2')
   const result = await cli(['apply', '--fetch'], {env: {LOCALPUPPET_CONFIG: node.config}})
   t.is(result.exitCode, 66, result.stderr)
-  t.regex(result.stderr, /node web2 has no input in the repository .* \(did you mean web1\?\)/)
+  t.regex(result.stderr, /^localpuppet: node web2 has no input in the repository \S+$/m)
+  t.notRegex(result.stderr, /web1/)
   t.true(result.stderr.includes(`or set node_name in ${node.config}`), result.stderr)
   t.false(await exists(node.input))
 })

@@ -24,7 +24,7 @@ test('promote: --prometheus, --for, --min-nodes and --stale-after need --require
   const two = await promote('--for', '10m', '--min-nodes', '2', '--json')
   t.is(two.exitCode, 64)
   t.deepEqual(JSON.parse(two.stdout).error, {code: 'usage', exitCode: 64, message: '--for and --min-nodes need --require-healthy'})
-  t.is((await promote('--require-healthy', 'canary')).stderr, 'localpuppet: --require-healthy needs --prometheus')
+  t.is((await promote('--require-healthy', 'canary')).stderr, 'localpuppet: --require-healthy needs --prometheus (or the prometheus setting: /etc/localpuppet/config.yaml, env LOCALPUPPET_PROMETHEUS)')
 
   t.deepEqual(await index(), before, 'nothing moved, not even re-signed')
   const moved = await promote('--json')

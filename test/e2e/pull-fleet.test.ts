@@ -265,6 +265,7 @@ fleetTest('pull fleet: publish, canary, promotion gated on what Prometheus scrap
   t.like(silent!.status.nodes.find((row: any) => row.node === 'node3'), {state: 'stopped reporting', onWanted: null, wanted: 'foo/channels/stable', desired: 'foo/tags/1.4.0'})
   // Without the index: the label set node3 reported last (1.4.0), not its older one (1.3.0) also seen within the lookback.
   const silentLastRun = await fleetStatus(false)
-  t.like(silentLastRun.status.nodes.find((row: any) => row.node === 'node3'), {state: 'stopped reporting', desired: 'foo/tags/1.4.0'})
+  // Issue 35: and the release it applied last (1.4.0 too), not '-'.
+  t.like(silentLastRun.status.nodes.find((row: any) => row.node === 'node3'), {state: 'stopped reporting', desired: 'foo/tags/1.4.0', applied: 'foo/tags/1.4.0'})
   t.true(silent!.status.noAnswer.includes('node3'))
 })

@@ -68,3 +68,10 @@ test('the units, the MCollective agent, the git hook and the README agree on whe
     t.true(settings(await unit(name), 'ExecStart')[0].startsWith(COMMAND), name)
   }
 })
+
+test("issue 35: the README's --fetch drop-in is the shipped service's command line with --fetch added, nothing dropped (its lifecycle_stage fact)", async (t) => {
+  const [shipped] = settings(await unit('localpuppet.service'), 'ExecStart')
+  const readme = await readFile(join(REPO, 'README.md'), 'utf8')
+  const dropIn = /printf '\[Service\]\\nExecStart=\\nExecStart=([^\\]*)\\n'/.exec(readme)?.[1]
+  t.is(dropIn, shipped.replace(`${COMMAND} apply `, `${COMMAND} apply --fetch `))
+})

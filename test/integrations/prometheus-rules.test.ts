@@ -63,3 +63,38 @@ test('every alert is labelled, annotated, documented and tested firing and not f
     t.true(exprTests.some((unitTest) => unitTest.expr.startsWith(rule.record!)), `a test of ${rule.record}`)
   }
 })
+
+promtoolTest('issue 35: the expiry a node writes (an index a day from expiry) fires LocalpuppetIndexExpiresSoon in the shipped rules, and LocalpuppetIndexExpired once past', async (t) => {
+  const [{nodeMetrics}, {renderPrometheus}, {newRunRecord}, {tempDir}, {copyFile, writeFile}] = await Promise.all([
+    import('../../src/lib/metrics/node-metrics.js'),
+    import('../../src/lib/metrics/prometheus.js'),
+    import('../../src/lib/state/run-record.js'),
+    import('../helpers/temp.js'),
+    import('node:fs/promises'),
+  ])
+  // promtool's clock starts at 0: an index expiring a day after it.
+  const record = {...newRunRecord('run1', '/dev/null', new Date(0), {}), state: 'succeeded' as const, finishedAt: new Date(1000).toISOString(), fetch: {source: 'https://repo.example.com/', releases: [], indexExpires: new Date(86_400_000).toISOString()}}
+  const text = renderPrometheus(nodeMetrics({current: record, lastCompleted: record, lastSucceeded: record, lastAttempt: record, records: [record]}, {}, null))
+  const line = /^(localpuppet_index_expiry_timestamp_seconds) (\S+)$/m.exec(text)
+  t.truthy(line, text)
+  const dir = await tempDir(t)
+  await copyFile(join(DIR, RULES), join(dir, RULES))
+  // The annotations as the rules write them, with the time left (or past) as humanizeDuration says it.
+  const shipped = (await load<{groups: Array<{rules: Rule[]}>}>(RULES)).groups.flatMap((group) => group.rules)
+  const annotations = (name: string, value: string) =>
+    Object.entries(shipped.find((rule) => rule.alert === name)!.annotations!)
+      .map(([key, text]) => `${key}: ${JSON.stringify(text.replaceAll('{{ $labels.instance }}', 'web1:9100').replaceAll('{{ $value | humanizeDuration }}', value).replaceAll(/\s+/g, ' ').trim())}`)
+      .join(', ')
+  const alert = (name: string, at: string, value: string | null) =>
+    `      - eval_time: ${at}\n        alertname: ${name}\n        exp_alerts:${value ? `\n          - exp_labels: {severity: ${name.endsWith('Expired') ? 'critical' : 'warning'}, instance: "web1:9100", job: node}\n            exp_annotations: {${annotations(name, value)}}` : ' []'}\n`
+  await writeFile(
+    join(dir, 'expiry.test.yml'),
+    `rule_files: [${RULES}]\nevaluation_interval: 1m\ntests:\n  - interval: 1h\n    input_series:\n      - series: '${line![1]}{instance="web1:9100", job="node"}'\n        values: '${line![2]}x48'\n    alert_rule_test:\n` +
+      alert('LocalpuppetIndexExpiresSoon', '1h', '23h 0m 0s') +
+      alert('LocalpuppetIndexExpired', '1h', null) +
+      alert('LocalpuppetIndexExpiresSoon', '25h', null) +
+      alert('LocalpuppetIndexExpired', '25h', '1h 0m 0s'),
+  )
+  const result = await execa('promtool', ['test', 'rules', 'expiry.test.yml'], {cwd: dir, reject: false})
+  t.is(result.exitCode, 0, result.stdout + result.stderr)
+})

@@ -37,16 +37,15 @@ export default class FleetStatus extends BaseCommand {
   static override flags = {
     ...mcoFlags,
     'reply-timeout': replyTimeoutFlag('seconds each node has to answer the status request (mco -t) [default: 20]'),
-    via: Flags.string({description: 'how to reach the fleet [default: prometheus with --prometheus, else mco]', options: ['mco', 'prometheus']}),
-    prometheus: Flags.string({description: "read the fleet from the node metrics in this Prometheus (http://host:9090)", helpValue: 'URL'}),
-    lookback: Flags.string({description: '--prometheus: list nodes seen this far back whose metrics are gone as "stopped reporting" [default: 1d]', helpValue: 'DURATION', dependsOn: ['prometheus']}),
-    channel: Flags.string({description: '--prometheus: only the nodes whose input follows this channel', helpValue: 'NAME', dependsOn: ['prometheus']}),
-    'prometheus-timeout': Flags.string({description: '--prometheus: the time each answer of Prometheus has, whole (else 69) [default: 5m]', helpValue: 'DURATION', dependsOn: ['prometheus']}),
+    via: Flags.string({description: 'how to reach the fleet [default: prometheus with --prometheus or the prometheus setting, else mco]', options: ['mco', 'prometheus']}),
+    prometheus: Flags.string({description: 'read the fleet from the node metrics in this Prometheus (http://host:9090) [default: the prometheus setting] (env LOCALPUPPET_PROMETHEUS, config prometheus)', helpValue: 'URL'}),
+    lookback: Flags.string({description: '--prometheus: list nodes seen this far back whose metrics are gone as "stopped reporting" [default: 1d]', helpValue: 'DURATION'}),
+    channel: Flags.string({description: '--prometheus: only the nodes whose input follows this channel', helpValue: 'NAME'}),
+    'prometheus-timeout': Flags.string({description: '--prometheus: the time each answer of Prometheus has, whole (else 69) [default: 5m]', helpValue: 'DURATION'}),
     source: Flags.string({
       description:
         "--prometheus: resolve each node's wanted release through this release repository's signed index now (a channel's tag, a range's newest match), read as a node reads it and remembered nowhere [default: the source setting, if any; else wanted is as of each node's last run] (env LOCALPUPPET_SOURCE, config source)",
       helpValue: 'URL|DIR',
-      dependsOn: ['prometheus'],
     }),
     trust: sourceFlags.trust,
     insecure: sourceFlags.insecure,

@@ -76,7 +76,7 @@ export async function planAttempt(inputPath: string, options: RunOptions, facts:
     })
     if ('unreachable' in result) {
       unreachable = result.unreachable
-      fetched = {fetched: {source: result.source, releases: [], error: result.unreachable.message, fallback: true}}
+      fetched = {fetched: fallbackFetch(result)}
     } else {
       ;({text, input} = result)
       onInput?.(input)
@@ -104,7 +104,7 @@ export async function planAttempt(inputPath: string, options: RunOptions, facts:
         // The repository cannot be reached: a timer fleet keeps enforcing what it has. The
         // input's release resolves among the installed tags, verified as for any run.
         unreachable = result.unreachable
-        fetched = {fetched: {source: result.source, releases: [], error: result.unreachable.message, fallback: true}}
+        fetched = {fetched: fallbackFetch(result)}
       } else {
         fetched = {fetched: toRunFetch(result), release: result.releases[0].release}
         // What --allow-untrusted let through while fetching (an unsigned repository others can write): the plan records it.
@@ -123,7 +123,11 @@ export async function planAttempt(inputPath: string, options: RunOptions, facts:
     throw error
   }
 
-  if (unreachable) io.warn?.(`--fetch: ${unreachable.message}; applying ${plan.release} as installed here (verified)`)
+  if (unreachable) {
+    const refused = fetched?.fetched.indexExpires ? ': nothing new is taken from it' : ''
+    io.warn?.(`--fetch: ${unreachable.message}${refused}; applying ${plan.release} as installed here (verified)`)
+  }
+
   return {plan, input, inputText: text, untrusted: before, fetched}
 }
 
@@ -133,7 +137,13 @@ export async function pinInput<T extends {app: ReleaseRef}>(input: T, release: s
   return {...input, app: pinToRelease(input.app, release)}
 }
 
-type Unreachable = {unreachable: LocalpuppetError; source: string}
+/** A source that could not be reached (69), or whose index had expired (65, `expires` says when): the run falls back to what is installed. */
+type Unreachable = {unreachable: LocalpuppetError; source: string; expires?: string}
+
+/** The run record's fetch for a fallback: why, and the expired index's date (for the expiry metric and status --check). */
+function fallbackFetch(result: Unreachable): RunFetch {
+  return {source: result.source, releases: [], error: result.unreachable.message, fallback: true, ...(result.expires ? {indexExpires: result.expires} : {})}
+}
 
 /** input_from: repository: the node's input and its release, or, when the source could not be reached (69), that error and the source. */
 async function fetchForNode(inputPath: string, identity: NodeIdentity, options: RunOptions, io: PlanIo, onInput: (input: NodeInput) => void): Promise<NodeFetch | Unreachable> {
@@ -154,15 +164,18 @@ async function guardedFetch<T>(
   run: (fetch: ConfiguredFetch, onProgress: FetchOptions['onProgress']) => Promise<T>,
   fetched: (result: T) => FetchResult,
 ): Promise<T | Unreachable> {
-  const {configuredSource, isUnreachable} = await import('../source/fetch.js')
+  const [{configuredSource, isUnreachable}, {IndexExpiredError}] = await Promise.all([import('../source/fetch.js'), import('../source/accepted-versions.js')])
   const fetch = {...options.fetch!, moduleDir: options.moduleDir, allowUntrusted: options.allowUntrusted}
   let result: T
   try {
     result = await run(fetch, io.progress ? (progress) => io.progress!.update(progress) : undefined)
   } catch (error) {
-    if (!isUnreachable(error)) throw error
+    // An expired index is refused (nothing is installed or remembered from it), but the node
+    // keeps enforcing the release it installed and verified: a fleet whose re-signing broke
+    // must not stop enforcing. Every other refusal (a replay, a bad signature) stops the run.
+    if (!isUnreachable(error) && !(error instanceof IndexExpiredError)) throw error
     // As the run record names it: without the URL's credentials.
-    return {unreachable: error, source: redactUrl(await configuredSource(fetch))}
+    return {unreachable: error, source: redactUrl(await configuredSource(fetch)), ...(error instanceof IndexExpiredError ? {expires: error.expires} : {})}
   } finally {
     io.progress?.done()
   }

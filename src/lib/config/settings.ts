@@ -49,6 +49,13 @@ export const SETTINGS = {
     description: "repository: apply --fetch takes this node's input (node_name's) from the source's signed index and keeps it as the input file",
   },
   node_name: {env: 'LOCALPUPPET_NODE_NAME', flag: null, type: 'name', default: () => defaultNodeName(), description: "this node's name in the repository's node inputs and in the metrics"},
+  prometheus: {
+    env: 'LOCALPUPPET_PROMETHEUS',
+    flag: '--prometheus',
+    type: 'url',
+    default: () => null,
+    description: 'the Prometheus that scrapes the nodes\' metrics (http://host:9090): what fleet status reads and promote --require-healthy asks',
+  },
   repository_id: {
     env: 'LOCALPUPPET_REPOSITORY_ID',
     flag: '--repository-id',

@@ -1,6 +1,7 @@
 import type {NodeState} from '../state/node-state.js'
 import {type RunRecord, newestRecord} from '../state/run-record.js'
 import {formatAge} from '../util/duration.js'
+import {expiryWarning} from '../repository/index-expiry.js'
 
 /** Nagios/Icinga plugin states and their exit codes. */
 export const CHECK_CODES = {OK: 0, WARNING: 1, CRITICAL: 2, UNKNOWN: 3} as const
@@ -23,8 +24,9 @@ const isSuccess = (record: RunRecord) => record.state === 'succeeded' || record.
 
 /**
  * A Nagios/Icinga plugin's verdict on the node. CRITICAL: the newest attempt failed, errored
- * or was refused, or the newest success is older than `critMs` (or there is none); WARNING:
- * older than `warnMs`, interrupted, or Puppet disabled; else OK. A run in progress is
+ * or was refused, the repository index last read expired, or the newest success is older
+ * than `critMs` (or there is none); WARNING: older than `warnMs`, interrupted, a fetch fell
+ * back, the index expires within a week, or Puppet disabled; else OK. A run in progress is
  * judged by what came before it; busy attempts never count. Perfdata: the age of the
  * newest success with its thresholds, and the newest run Puppet reported on.
  */
@@ -39,6 +41,10 @@ export function checkNode(state: NodeState, disabled: {message: string} | null, 
   if (newest?.state === 'interrupted') problems.push(['WARNING', `interrupted: ${newest.error ?? ''}`])
   // The node enforced what it had: the repository outage is worth a look, not a page.
   if (newest?.fetch?.fallback) problems.push(['WARNING', `fetch failed, ran the installed ${newest.release}: ${newest.fetch.error ?? newest.fetch.source}`])
+  // The index's expiry: a week ahead, time to fix the re-signing; past it, the node takes nothing new.
+  const indexed = newestRecord(state.records, (record) => Boolean(record.fetch?.indexExpires))?.fetch
+  const expiry = indexed ? expiryWarning(`index of ${indexed.source}`, indexed.indexExpires, now.getTime()) : null
+  if (expiry) problems.push([Date.parse(indexed!.indexExpires!) <= now.getTime() ? 'CRITICAL' : 'WARNING', expiry])
   if (disabled) problems.push(['WARNING', `puppet is disabled: ${disabled.message}`])
   if (ageMs === null) problems.push(['CRITICAL', 'no successful run yet'])
   else if (ageMs >= critMs) problems.push(['CRITICAL', `last success ${formatAge(ageMs)} ago (critical at ${formatAge(critMs)})`])

@@ -152,9 +152,18 @@ export function nodeMetrics(state: NodeState, counts: Record<string, number>, di
     },
     {
       name: 'localpuppet_fetch_failed',
-      help: 'Whether the newest attempt with --fetch could not reach the release source and ran the installed release instead: 1, or 0.',
+      help: 'Whether the newest attempt with --fetch could not reach the release source, or refused its expired index, and ran the installed release instead: 1, or 0.',
       type: 'gauge',
       samples: [{value: newestRecord(state.records, (record) => Boolean(record.fetch))?.fetch?.fallback ? 1 : 0}],
+    },
+    {
+      name: 'localpuppet_index_expiry_timestamp_seconds',
+      help: "When the newest repository index a --fetch read expires (or expired: the node takes nothing new from it, and enforces its installed release); absent before one was read. Alerts: LocalpuppetIndexExpiresSoon, LocalpuppetIndexExpired.",
+      type: 'gauge',
+      samples: (() => {
+        const expires = newestRecord(state.records, (record) => Boolean(record.fetch?.indexExpires))?.fetch?.indexExpires
+        return expires ? [{value: seconds(expires)}] : []
+      })(),
     },
     {
       name: 'localpuppet_runs_total',

@@ -39,6 +39,7 @@ export interface PublishedTag {
  */
 export const DEFAULT_INDEX_EXPIRY_MS = 30 * 86_400_000
 
+
 /**
  * A node's input published into the repository (`publish --node NAME --input FILE`): where
  * it is and its sha256, which the index's signature covers, so a node verifies the bytes it

@@ -9,6 +9,7 @@ import {RunLock} from '../state/lock.js'
 import {writeFileAtomic} from '../util/atomic-write.js'
 import {isMapping} from '../util/json.js'
 import {openedPathTrustProblem, refuseUnlessAllowed} from '../util/trusted-path.js'
+import {expiryWarning} from '../repository/index-expiry.js'
 import {REPOSITORY_ID, type RepositoryIndex} from '../repository/repository-index.js'
 
 /** In the module directory's `.localpuppet/`: what the node accepted from each repository. */
@@ -48,6 +49,22 @@ export interface RememberedChannel {
   source: string
   version: number | null
   at: string
+}
+
+/**
+ * An index refused for having expired (65): nothing is taken from it. `apply --fetch` tells
+ * it from other refusals: the node keeps enforcing the release it installed and verified
+ * before (as when the source is unreachable), loudly, rather than stopping.
+ */
+export class IndexExpiredError extends ReleaseError {
+  constructor(
+    message: string,
+    /** When the refused index expired (ISO 8601). */
+    readonly expires: string,
+    suggestions: string[] = [],
+  ) {
+    super(message, suggestions)
+  }
 }
 
 /** The outcome of an index judged fresh: the repository, version and expiry to report, and a warning for a person, if any. */
@@ -156,12 +173,12 @@ export function judgeIndex(memory: AcceptedVersions, source: string, index: Inde
   }
 
   if (Date.parse(index.expires!) <= now) {
-    throw new ReleaseError(`index version ${index.version} of ${source} expired at ${index.expires}: a stale copy replayed to freeze this node (freeze attack), or the repository was not re-signed in time`, [
+    throw new IndexExpiredError(`index version ${index.version} of ${source} expired at ${index.expires}: a stale copy replayed to freeze this node (freeze attack), or the repository was not re-signed in time`, index.expires!, [
       'the publisher renews it: localpuppet publish --repo DIR --sign KEY.pem (with no archive: a re-signing)',
     ])
   }
 
-  return {repository: id, version: index.version, expires: index.expires!, warning: null}
+  return {repository: id, version: index.version, expires: index.expires!, warning: expiryWarning(`index version ${index.version} of ${source}`, index.expires, now)}
 }
 
 /**

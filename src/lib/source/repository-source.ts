@@ -86,11 +86,10 @@ export class RepositorySource implements ReleaseSource {
     const {index, signedBy, accepted} = await this.acceptedIndex(options)
     const published = own(index.nodes, node)
     if (published === undefined) {
-      const names = Object.keys(index.nodes ?? {})
-      const {closest} = await import('../util/did-you-mean.js')
-      const near = closest(node, names)
+      // No near name is offered: another node's input would apply that node's configuration here.
+      const listed = Object.keys(index.nodes ?? {}).length
       const {configPath} = await import('../config/settings.js')
-      throw new NotFoundError(`node ${node} has no input in the repository ${this.label}${near ? ` (did you mean ${near}?)` : names.length === 0 ? '; it lists no node inputs' : ''}`, [
+      throw new NotFoundError(`node ${node} has no input in the repository ${this.label}${listed === 0 ? '; it lists no node inputs' : ''}`, [
         `publish one: localpuppet publish --node ${node} --input FILE --repo DIR; or set node_name in ${configPath().path}`,
       ])
     }

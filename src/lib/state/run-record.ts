@@ -28,14 +28,14 @@ export const COMPLETED_STATES: readonly RunState[] = ['succeeded', 'failed', 'er
 
 /**
  * --fetch: the source and, per release, whether it was installed or already present. When
- * the source could not be reached (69) and the run used what is installed instead:
- * `releases` is empty, `error` says why, and `fallback` is true.
+ * the source could not be reached (69), or its index had expired, and the run used what is
+ * installed instead: `releases` is empty, `error` says why, and `fallback` is true.
  */
 export interface RunFetch {
   source: string
   /** The repository's identity (null: an index made before identities); absent for apt and a fallback. */
   repository?: string | null
-  /** The repository index's version and expiry the fetch used (null: an index made before versions); absent for apt and a fallback. */
+  /** The repository index's version and expiry the fetch used (null: an index made before versions); absent for apt and a fallback (but for one refusing an expired index: when it expired). */
   indexVersion?: number | null
   indexExpires?: string | null
   releases: Array<{release: string; status: string; bytes: number}>

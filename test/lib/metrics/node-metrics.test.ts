@@ -41,3 +41,24 @@ test('a refusal after runs keeps the tag the channel last resolved to; the newes
   t.regex(disabled, /^localpuppet_last_attempt_exit_code\{state="refused",release="foo\/tags\/1\.5\.0"\} 73$/m)
   t.regex(disabled, /^localpuppet_desired_release_info\{[^}]*release="foo\/tags\/1\.5\.0"[^}]*\} 1$/m)
 })
+
+test("issue 35: the index's expiry is a metric: the newest a --fetch read, kept through a fallback, and an expired one's date when it was refused", async (t) => {
+  const {checkNode} = await import('../../../src/lib/metrics/nagios-check.js')
+  const fetched = (expires: string | null, fallback = false) => ({source: 'https://repo.example.com/', releases: [], ...(fallback ? {fallback, error: 'unreachable'} : {}), ...(expires ? {indexExpires: expires} : {})})
+  const good = (minute: number, fetch: RunRecord['fetch']) => record(minute, {state: 'succeeded', ref: 'foo@^1', release: 'foo/tags/1.0.0', exitCode: 0, fetch})
+  t.notRegex(text([good(0, null)]), /^localpuppet_index_expiry_timestamp_seconds/m, 'absent before any index was read')
+  const soon = '2026-11-26T12:00:00.000Z'
+  const records = [good(0, fetched(soon)), good(30, fetched(null, true))]
+  t.regex(text(records), new RegExp(`^localpuppet_index_expiry_timestamp_seconds ${Date.parse(soon) / 1000}$`, 'm'), 'an unreachable source keeps the expiry last read')
+  // status --check: WARNING a day ahead (while runs succeed), CRITICAL once expired.
+  const ahead = checkNode(state(records), null, 7_200_000, 21_600_000, at(31))
+  t.is(ahead.status, 'WARNING', ahead.line)
+  t.regex(ahead.line, /index of https:\/\/repo\.example\.com\/ expires at 2026-11-26T12:00:00\.000Z, in 23h\d+m: then nodes take nothing new from it; re-sign it/)
+  t.is(checkNode(state([good(0, fetched('2027-01-01T00:00:00.000Z'))]), null, 7_200_000, 21_600_000, at(31)).status, 'OK')
+  const expired = [good(0, fetched(soon)), good(1500, fetched(soon, true))]
+  t.regex(text(expired), new RegExp(`^localpuppet_index_expiry_timestamp_seconds ${Date.parse(soon) / 1000}$`, 'm'))
+  t.regex(text(expired), /^localpuppet_fetch_failed 1$/m)
+  const after = checkNode(state(expired), null, 7_200_000, 21_600_000, at(1501))
+  t.is(after.status, 'CRITICAL', after.line)
+  t.regex(after.line, /expired at 2026-11-26T12:00:00\.000Z: nodes take nothing new from it \(they enforce what they have installed\)/)
+})

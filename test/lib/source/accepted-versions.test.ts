@@ -7,6 +7,7 @@ import fc from 'fast-check'
 import {LocalpuppetError} from '../../../src/lib/errors.js'
 import {
   type AcceptedVersions,
+  IndexExpiredError,
   acceptIndex,
   acceptedVersionsPath,
   judgeIndex,
@@ -227,4 +228,17 @@ test('acceptIndex never makes a module directory that is not there (66)', async 
   t.is((error as LocalpuppetError).exitCode, 66)
   t.regex(error!.message, /^module directory .*missing\/modules: not found$/)
   t.false(await stat(join(dir, 'missing')).then(() => true, () => false))
+})
+
+test('issue 35: an index within a week of its expiry is accepted with a warning; an expired one is refused as IndexExpiredError (65) with its date', (t) => {
+  const soon = new Date(NOW + 86_400_000).toISOString()
+  const judged = judgeIndex(remembered(5), SOURCE, {repository: ID, version: 6, expires: soon}, NOW)
+  t.is(judged.version, 6)
+  t.is(judged.warning, `index version 6 of ${SOURCE} expires at ${soon}, in 1d: then nodes take nothing new from it; re-sign it (localpuppet publish --repo DIR --sign KEY.pem, with no archive) and check the timer that should have`)
+  t.is(judgeIndex(remembered(5), SOURCE, {repository: ID, version: 6, expires: new Date(NOW + 8 * 86_400_000).toISOString()}, NOW).warning, null)
+  const error = t.throws(() => judgeIndex(remembered(5), SOURCE, {repository: ID, version: 6, expires: '2026-11-01T00:00:00.000Z'}, NOW), {instanceOf: IndexExpiredError})
+  t.is(error?.exitCode, 65)
+  t.is(error?.expires, '2026-11-01T00:00:00.000Z')
+  // A replay stays a replay: older than accepted is refused as such, expired or not.
+  t.false(t.throws(() => judgeIndex(remembered(5), SOURCE, {repository: ID, version: 4, expires: '2026-11-01T00:00:00.000Z'}, NOW)) instanceof IndexExpiredError)
 })

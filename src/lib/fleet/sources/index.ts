@@ -1,6 +1,7 @@
 import type {TransportSpec} from '../../rollout/transports/index.js'
 import type {WantedIndexOptions} from '../../source/wanted-now.js'
 import type {FleetStatus} from '../fleet-rows.js'
+import type {McoProbe} from '../fleet-source.js'
 
 /*
  * The registry of fleet sources for `fleet status`, and the only place one is named. Adding a
@@ -11,7 +12,7 @@ import type {FleetStatus} from '../fleet-rows.js'
 
 /** Where fleet status reads the fleet from, as its flags say. */
 export type FleetSourceSpec =
-  | {via: 'mco'; transport: TransportSpec}
+  | {via: 'mco'; transport: TransportSpec; probe?: McoProbe}
   | {via: 'prometheus'; url: string; lookbackMs?: number; deadlineMs?: number; channel?: string; wanted: WantedIndexOptions}
 
 export interface FleetStatusOptions {
@@ -24,6 +25,8 @@ export interface FleetStatusOptions {
 export async function fleetStatus(spec: FleetSourceSpec, options: FleetStatusOptions, warn: (line: string) => void): Promise<FleetStatus> {
   switch (spec.via) {
     case 'mco': {
+      // Named no way to the fleet: MCollective, the default, is checked in seconds before anything else.
+      if (spec.probe) await (await import('../fleet-source.js')).assertMcoReachable(spec.probe)
       const {fleetStatusViaMco} = await import('./mco.js')
       return fleetStatusViaMco(spec.transport, options, warn)
     }

@@ -121,6 +121,19 @@ function checkValue(name: string, value: number): string | undefined {
  */
 export const MAX_KEPT_CHARS = 128 * 1024 * 1024
 
+/**
+ * A label as the node's metrics file wrote it. A target label of the same name in the scrape
+ * configuration (`labels: {node: host-a}`, common) makes Prometheus rename the node's to
+ * `exported_node` (unless `honor_labels: true`): read that when present, or every node would
+ * take the target's name. Never for instance and job, which only the scrape sets: a node
+ * exporting its own cannot pass for another target.
+ */
+function exporterLabel(labels: Record<string, string>, name: string): string | undefined {
+  const exported = `exported_${name}`
+  if (!TARGET.includes(name) && Object.hasOwn(labels, exported)) return labels[exported]
+  return Object.hasOwn(labels, name) ? labels[name] : undefined
+}
+
 /** What a fleet view keeps of its answers, held to MAX_NODES per query and MAX_KEPT_CHARS in all (69, naming the query). */
 function keeper(client: PrometheusClient) {
   let chars = 0
@@ -144,13 +157,14 @@ function keeper(client: PrometheusClient) {
         },
       }
     },
-    /** The labels of a series that are read. */
+    /** The labels of a series that are read (the node's own, where Prometheus renamed them: see exporterLabel). */
     pick(query: string, labels: Record<string, string>, names: string[]): Record<string, string> {
       const picked: Record<string, string> = {}
       for (const name of names) {
-        if (!Object.hasOwn(labels, name)) continue
-        count(query, labels[name])
-        picked[name] = labels[name]
+        const value = exporterLabel(labels, name)
+        if (value === undefined) continue
+        count(query, value)
+        picked[name] = value
       }
 
       return picked
@@ -218,8 +232,8 @@ export async function readPromFleet(url: string, options: PromFleetOptions = {})
 
   // A node that stopped reporting: the label set it reported last (its release or channel may have changed within the lookback).
   const stopped = new Map([...seen.map].filter(([target]) => !reporting.has(target)))
-  const newest = await newestLabelSets(client, kept, stopped, lookbackSeconds)
-  for (const [target, {labels}] of stopped) nodes.push(stoppedNode(newest.get(target) ?? labels, lastAttempts.map.get(target)))
+  const [newest, applied] = await Promise.all([newestLabelSets(client, kept, stopped, lookbackSeconds), lastApplied(client, kept, stopped, lookbackSeconds)])
+  for (const [target, {labels}] of stopped) nodes.push({...stoppedNode(newest.get(target) ?? labels, lastAttempts.map.get(target)), applied: applied.get(target) ?? null})
   nodes.sort((a, b) => (a.node < b.node ? -1 : a.node > b.node ? 1 : 0))
   return {nodes, at, url: client.url}
 }
@@ -245,6 +259,27 @@ async function newestLabelSets(client: PrometheusClient, kept: ReturnType<typeof
   return newest
 }
 
+/**
+ * For each stopped target, the release it reported applied last (the newest scraped
+ * series of its applied-release info within the lookback): what it was running when it
+ * went quiet, rather than nothing. One query, of just those targets, only when there are.
+ */
+async function lastApplied(client: PrometheusClient, kept: ReturnType<typeof keeper>, stopped: Map<string, {labels: Record<string, string>}>, lookbackSeconds: number): Promise<Map<string, string>> {
+  const applied = new Map<string, string>()
+  if (stopped.size === 0) return applied
+  const instances = [...new Set([...stopped.values()].map(({labels}) => labels.instance ?? ''))]
+  const best = new Map<string, number>()
+  const selector = `localpuppet_applied_release_info{instance=~${promRegexLiteral(instances)}}`
+  await client.lastSeen(selector, lookbackSeconds, ({labels, at}) => {
+    const target = targetKey(labels)
+    const release = kept.pick(selector, labels, ['release']).release
+    if (!stopped.has(target) || !release || !(at > (best.get(target) ?? Number.NEGATIVE_INFINITY))) return
+    best.set(target, at)
+    applied.set(target, release)
+  })
+  return applied
+}
+
 /** The app and channel of the input a node follows, as its ref names them: for metrics whose own labels left them empty. */
 function refOf(ref: string | null): ReleaseRef | null {
   if (ref === null) return null
@@ -266,7 +301,7 @@ const iso = (seconds: number | undefined) => (seconds === undefined || !Number.i
 /** Whether a second series of a metric says what the one kept does: its value and the labels read of it (others may differ). */
 function sameKept(kept: Kept, value: number, labels: Record<string, string>, names: string[]): boolean {
   if (!Object.is(kept.value, value)) return false
-  return names.every((name) => kept.labels[name] === (Object.hasOwn(labels, name) ? labels[name] : undefined))
+  return names.every((name) => kept.labels[name] === exporterLabel(labels, name))
 }
 
 /** A node from its series kept (under '', its target's labels), and what two of them disagreed on. */

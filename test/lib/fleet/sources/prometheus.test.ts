@@ -58,19 +58,32 @@ test('a node that stopped reporting is shown with the label set it reported last
     }
 
     if (query.startsWith('last_over_time(localpuppet_last_attempt')) return {resultType: 'vector', result: [sample('last_attempt_timestamp_seconds', {}, NOW - 7200, 'web2:9100')]}
+    // What web2 applied: 1.3.0, then 1.4.0 (scraped last).
+    if (query.startsWith('localpuppet_applied_release_info')) {
+      const applied = (release: string) => ({metric: {__name__: 'localpuppet_applied_release_info', job: 'localpuppet', instance: 'web2:9100', app: 'foo', release}})
+      return {resultType: 'matrix', result: [{...applied('foo/tags/1.4.0'), values: [[NOW - 4000, '1']]}, {...applied('foo/tags/1.3.0'), values: [[NOW - 9000, '1']]}]}
+    }
+
     // The raw samples: 1.4.0 was scraped last.
     return {resultType: 'matrix', result: [{...newer, values: [[NOW - 4000, '1'], [NOW - 3000, '1']]}, {...older, values: [[NOW - 9000, '1'], [NOW - 5000, '1']]}]}
   })
   const fleet = await readPromFleet(prometheus.url)
-  t.like(fleet.nodes.find((node) => node.node === 'web2'), {state: 'stopped reporting', stopped: true, desired: 'foo/tags/1.4.0', at: new Date((NOW - 7200) * 1000).toISOString()})
+  // Issue 35: what it applied last is shown, not '-'.
+  t.like(fleet.nodes.find((node) => node.node === 'web2'), {state: 'stopped reporting', stopped: true, desired: 'foo/tags/1.4.0', applied: 'foo/tags/1.4.0', at: new Date((NOW - 7200) * 1000).toISOString()})
+  t.true(prometheus.queries.includes('localpuppet_applied_release_info{instance=~"web2:9100"}[86400s]'), prometheus.queries.join('\n'))
   t.true(prometheus.queries.some((query) => query === 'localpuppet_desired_release_info{instance=~"web2:9100"}[86400s]'), prometheus.queries.join('\n'))
 
-  // Only one label set: no fourth query.
+  // Only one label set: no query for the newest (one for what the stopped node applied).
   const single = await fakePrometheus(t, (query) =>
-    query.startsWith('{__name__=~') ? {resultType: 'vector', result: current()} : query.startsWith('last_over_time(localpuppet_desired') ? {resultType: 'vector', result: [{...older, value: [NOW, '1']}]} : {resultType: 'vector', result: []},
+    query.startsWith('{__name__=~')
+      ? {resultType: 'vector', result: current()}
+      : query.startsWith('last_over_time(localpuppet_desired')
+        ? {resultType: 'vector', result: [{...older, value: [NOW, '1']}]}
+        : {resultType: query.endsWith('s]') && !query.startsWith('last_over_time') ? 'matrix' : 'vector', result: []},
   )
-  t.like((await readPromFleet(single.url)).nodes.find((node) => node.node === 'web2'), {desired: 'foo/tags/1.3.0'})
-  t.is(single.queries.length, 3)
+  t.like((await readPromFleet(single.url)).nodes.find((node) => node.node === 'web2'), {desired: 'foo/tags/1.3.0', applied: null})
+  t.is(single.queries.length, 4)
+  t.false(single.queries.some((query) => query.startsWith('localpuppet_desired_release_info{')))
 })
 
 test("RELEASE is the newest attempt's (a refused one's: none), not the newest completed run's", async (t) => {
@@ -187,4 +200,27 @@ test('a node whose series of one metric disagree (a succeeded and a failed state
     const status = await fleetStatusViaPrometheus(prometheus.url)
     t.like(status.nodes[0], {node: 'web1', message: 'its metrics disagree: two series of localpuppet_last_attempt_exit_code, 0 and 6'}, order)
   }
+})
+
+test('issue 35: a `node` (or app, channel, release) label on the scrape target does not rename the fleet: the node\'s own, renamed exported_* by Prometheus, is read', async (t) => {
+  // Prometheus' default (honor_labels: false) with `labels: {node: host-a, channel: ops}` on web1's target: its own become exported_*.
+  const relabelled = (series: Series): Series => {
+    const metric: Record<string, string> = {...series.metric, node: 'host-a', channel: 'ops'}
+    for (const name of ['node', 'channel'] as const) if (Object.hasOwn(series.metric, name)) metric[`exported_${name}`] = series.metric[name]
+    return {...series, metric}
+  }
+
+  const prometheus = await fakePrometheus(t, (query) => ({
+    resultType: 'vector',
+    result: query.startsWith('{__name__=~') ? [...current().map(relabelled), sample('desired_release_info', {...desired('foo/tags/1.4.0', 'web2:9100', 'web2')}, 1, 'web2:9100')] : [],
+  }))
+  const fleet = await readPromFleet(prometheus.url)
+  t.deepEqual(fleet.nodes.map((node) => node.node), ['web1', 'web2'])
+  t.like(fleet.nodes[0], {node: 'web1', channel: 'canary', desired: 'foo/tags/1.4.0', instance: 'web1:9100'})
+  // A node's own `exported_instance` is never read: the scrape's target is who it is.
+  const spoofed = await fakePrometheus(t, (query) => ({
+    resultType: 'vector',
+    result: query.startsWith('{__name__=~') ? current().map((series) => ({...series, metric: {...series.metric, exported_instance: 'web9:9100'}})) : [],
+  }))
+  t.like((await readPromFleet(spoofed.url)).nodes[0], {node: 'web1', instance: 'web1:9100'})
 })
