@@ -7,6 +7,9 @@ import {ALLOW_HINT} from '../lib/util/trusted-path.js'
 import {ExitCode, type ExitCodeRow, renderExitCodes} from '../lib/exit-codes.js'
 import {redactUrls, shownMessage} from './render/message-text.js'
 
+/** A command's 77 row, in the one wording. */
+export {untrustedExit} from '../lib/exit-codes.js'
+
 /**
  * Every command's error handling: a LocalpuppetError is one line on stderr, made safe by
  * shownMessage whatever built it (or an `{error}` object with --json, exact but for URLs'

@@ -3,7 +3,8 @@ import {resolve} from 'node:path'
 import {Flags} from '@oclif/core'
 
 import {UsageError} from '../lib/errors.js'
-import type {TransportSpec} from '../lib/rollout/record.js'
+import type {FleetSourceSpec} from '../lib/fleet/sources/index.js'
+import {TRANSPORTS, type TransportSpec} from '../lib/rollout/transports/index.js'
 
 /** -t: how long mco waits for each node's answer; what that answer is to (and its default) is the command's. */
 export function replyTimeoutFlag(description: string) {
@@ -16,7 +17,7 @@ export function replyTimeoutFlag(description: string) {
  * over unchanged.
  */
 export const mcoFlags = {
-  via: Flags.string({description: 'how to reach the fleet [default: ssh with --targets or --inventory, else mco]', options: ['mco', 'ssh']}),
+  via: Flags.string({description: 'how to reach the fleet [default: ssh with --targets or --inventory, else mco]', options: [...TRANSPORTS]}),
   'with-identity': Flags.string({char: 'I', aliases: ['wi'], description: 'mco discovery: nodes with this identity (repeatable)', multiple: true, helpValue: 'IDENT'}),
   with: Flags.string({char: 'W', description: 'mco discovery: combined classes and facts filter (repeatable)', multiple: true, helpValue: 'FILTER'}),
   'with-fact': Flags.string({char: 'F', aliases: ['wf'], description: 'mco discovery: nodes with this fact (fact=value, repeatable)', multiple: true, helpValue: 'FACT=VALUE'}),
@@ -109,4 +110,44 @@ async function sshSpec(flags: McoFlagValues): Promise<TransportSpec> {
     localpuppet: flags['node-localpuppet'] ?? 'localpuppet',
     replyTimeout: flags['reply-timeout'] ?? null,
   }
+}
+
+/** fleet status's flags. */
+export type FleetSourceFlagValues = Omit<McoFlagValues, 'via'> & {
+  via?: string
+  prometheus?: string
+  lookback?: string
+  channel?: string
+  'prometheus-timeout'?: string
+  source?: string
+  trust?: string[]
+  insecure?: boolean
+  'allow-untrusted'?: boolean
+}
+
+/** Where fleet status reads the fleet from: --via; else Prometheus with --prometheus URL or the prometheus setting (unless only MCollective's flags are given); else mco. Usage errors (64) before anything is asked. */
+export async function fleetSourceSpec(flags: FleetSourceFlagValues): Promise<FleetSourceSpec> {
+  const [{settingString}, {UsageError}] = await Promise.all([import('../lib/config/settings.js'), import('../lib/errors.js')])
+  // --prometheus, else the prometheus setting (env, then the config file).
+  const prometheus = await settingString('prometheus', flags.prometheus)
+  // MCollective's own flags name MCollective, even where a prometheus setting is there.
+  const mcoAsked = ['with-identity', 'with', 'with-fact', 'with-class', 'with-agent', 'select', 'nodes', 'dt', 'target', 'mco-config', 'reply-timeout'].some((name) => flags[name as keyof typeof flags] !== undefined)
+  const sshAsked = flags.targets !== undefined || flags.inventory !== undefined
+  const via = flags.via ?? (sshAsked ? 'ssh' : prometheus && (flags.prometheus !== undefined || !mcoAsked) ? 'prometheus' : 'mco')
+  if (via !== 'prometheus') {
+    const prometheusOnly = (['lookback', 'channel', 'prometheus-timeout', 'source'] as const).find((name) => flags[name] !== undefined)
+    if (prometheusOnly) throw new UsageError(`--${prometheusOnly} reads the fleet from Prometheus: give --prometheus URL (or set prometheus), not --via ${via}`)
+    // Named no way to the fleet: MCollective, the default, is checked in seconds, not after mco's minute of retries
+    // (not a wrapper named by --mco, whose configuration is its own).
+    const probe = via === 'mco' && flags.via === undefined && flags.mco === 'mco' ? {mco: flags.mco, config: flags['mco-config']} : undefined
+    return {via: 'mco', transport: await transportSpec({...flags, via}), probe}
+  }
+
+  if (!prometheus) throw new UsageError('--via prometheus needs --prometheus URL (or the prometheus setting)')
+  const [{parseDuration}, {usageChannelName}] = await Promise.all([import('../lib/util/duration.js'), import('../lib/release/release-ref.js')])
+  const lookbackMs = flags.lookback ? parseDuration(flags.lookback, '--lookback') : undefined
+  const deadlineMs = flags['prometheus-timeout'] ? parseDuration(flags['prometheus-timeout'], '--prometheus-timeout') : undefined
+  if (flags.channel !== undefined) usageChannelName(flags.channel, '--channel')
+  const wanted = {source: flags.source, trust: flags.trust, insecure: flags.insecure, allowUntrusted: flags['allow-untrusted']}
+  return {via: 'prometheus', url: prometheus, lookbackMs, deadlineMs, channel: flags.channel, wanted}
 }

@@ -1,8 +1,8 @@
 import {Args} from '@oclif/core'
 
-import {BaseCommand, describeWithExitCodes} from '../cli/base-command.js'
+import {BaseCommand, describeWithExitCodes, untrustedExit} from '../cli/base-command.js'
 import {metricsFlags, puppetFlags, stateFlags, trustFlags} from '../cli/flags.js'
-import type {AgentLockState} from '../lib/puppet/agent-lock.js'
+import type {AgentLockState} from '../lib/status/agent-lock.js'
 import {defaultStateDir} from '../lib/state/state-dir.js'
 import {terminalText} from '../lib/util/terminal-text.js'
 import {resolvePuppetArgs} from '../cli/run-options.js'
@@ -28,7 +28,7 @@ export default class Disable extends BaseCommand {
     [
       {code: 0, meaning: 'disabled'},
       {code: 69, meaning: 'puppet is not available'},
-      {code: 77, meaning: "the state dir, the puppet executable or the metrics file's directory is owned by another user or writable by others (--allow-untrusted)"},
+      untrustedExit("the state dir, the puppet executable or the metrics file's directory"),
     ],
   )
 
@@ -40,7 +40,7 @@ export default class Disable extends BaseCommand {
   async run(): Promise<AgentLockState & {metricsWarning: string | null}> {
     this.splitPassThrough()
     const {args, flags} = await this.parse(Disable)
-    const [{disableRuns}, {changeRunsLock}] = await Promise.all([import('../lib/puppet/agent-lock.js'), import('../lib/metrics/attempt-metrics.js')])
+    const [{disableRuns}, {changeRunsLock}] = await Promise.all([import('../lib/status/agent-lock.js'), import('../lib/metrics/attempt-metrics.js')])
     const puppetArgs = await resolvePuppetArgs(this.passThrough)
     const stateDir = flags['state-dir'] ?? defaultStateDir()
     const state = await changeRunsLock(() => disableRuns(flags.puppet, puppetArgs, stateDir, args.message, flags['allow-untrusted']), stateDir, lockMetrics(flags, puppetArgs))

@@ -1,5 +1,5 @@
-import {BaseCommand, describeWithExitCodes} from '../cli/base-command.js'
-import type {AgentLockState} from '../lib/puppet/agent-lock.js'
+import {BaseCommand, describeWithExitCodes, untrustedExit} from '../cli/base-command.js'
+import type {AgentLockState} from '../lib/status/agent-lock.js'
 import {defaultStateDir} from '../lib/state/state-dir.js'
 import {terminalText} from '../lib/util/terminal-text.js'
 import {resolvePuppetArgs} from '../cli/run-options.js'
@@ -13,7 +13,7 @@ export default class Enable extends BaseCommand {
     [
       {code: 0, meaning: 'enabled (or was not disabled)'},
       {code: 69, meaning: 'puppet is not available'},
-      {code: 77, meaning: "the state dir, the puppet executable or the metrics file's directory is owned by another user or writable by others (--allow-untrusted)"},
+      untrustedExit("the state dir, the puppet executable or the metrics file's directory"),
     ],
   )
 
@@ -24,7 +24,7 @@ export default class Enable extends BaseCommand {
   async run(): Promise<AgentLockState & {wasDisabled: boolean; metricsWarning: string | null}> {
     this.splitPassThrough()
     const {flags} = await this.parse(Enable)
-    const [{enableRuns}, {changeRunsLock}] = await Promise.all([import('../lib/puppet/agent-lock.js'), import('../lib/metrics/attempt-metrics.js')])
+    const [{enableRuns}, {changeRunsLock}] = await Promise.all([import('../lib/status/agent-lock.js'), import('../lib/metrics/attempt-metrics.js')])
     const puppetArgs = await resolvePuppetArgs(this.passThrough)
     const stateDir = flags['state-dir'] ?? defaultStateDir()
     const state = await changeRunsLock(() => enableRuns(flags.puppet, puppetArgs, stateDir, flags['allow-untrusted']), stateDir, lockMetrics(flags, puppetArgs))

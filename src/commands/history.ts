@@ -1,6 +1,6 @@
 import {Flags} from '@oclif/core'
 
-import {BaseCommand, describeWithExitCodes} from '../cli/base-command.js'
+import {BaseCommand, describeWithExitCodes, untrustedExit} from '../cli/base-command.js'
 import {stateFlags, trustFlags} from '../cli/flags.js'
 import {DamagedRecordError, NotFoundError} from '../lib/errors.js'
 import {type RunRecord, settledRecord, listRunIds, readRunRecord} from '../lib/state/run-record.js'
@@ -14,7 +14,7 @@ export default class History extends BaseCommand {
   static override summary = 'List runs, newest first.'
   static override description = describeWithExitCodes('One line per run: id, state, release, start, duration, changed and failed counts. `--json` gives the run records.', [
     {code: 0, meaning: 'listed (also when there are no runs)'},
-    {code: 77, meaning: 'the state dir is owned by another user or writable by others (--allow-untrusted)'},
+    untrustedExit('the state dir'),
   ])
 
   static override examples = ['<%= config.bin %> history', '<%= config.bin %> history --limit 5 --json']

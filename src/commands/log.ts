@@ -4,7 +4,7 @@ import {pipeline} from 'node:stream/promises'
 
 import {Args} from '@oclif/core'
 
-import {BaseCommand, describeWithExitCodes} from '../cli/base-command.js'
+import {BaseCommand, describeWithExitCodes, untrustedExit} from '../cli/base-command.js'
 import {terminalLines} from '../cli/render/log-text.js'
 import {stateFlags, trustFlags} from '../cli/flags.js'
 import {NotFoundError, describeFsError} from '../lib/errors.js'
@@ -21,7 +21,7 @@ export default class Log extends BaseCommand {
     {code: 0, meaning: 'printed'},
     {code: 65, meaning: 'the run record (run.json) is damaged'},
     {code: 66, meaning: 'no such run, no runs yet, or its log is gone'},
-    {code: 77, meaning: 'the state dir is owned by another user or writable by others (--allow-untrusted)'},
+    untrustedExit('the state dir'),
   ])
 
   static override examples = ['<%= config.bin %> log', '<%= config.bin %> log 20261122T091631.123Z-4f2a | less']

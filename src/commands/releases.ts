@@ -1,6 +1,6 @@
 import {Args} from '@oclif/core'
 
-import {BaseCommand, describeWithExitCodes} from '../cli/base-command.js'
+import {BaseCommand, describeWithExitCodes, untrustedExit} from '../cli/base-command.js'
 import {moduleDirFlags, trustFlags} from '../cli/flags.js'
 import type {AppReleases} from '../lib/verify/releases.js'
 import {displayPath} from '../lib/util/shell-quote.js'
@@ -13,7 +13,7 @@ export default class Releases extends BaseCommand {
   static override description = describeWithExitCodes('Tags are listed newest semver first. A tag installed by localpuppet has a record and is verified against it.', [
     {code: 0, meaning: 'listed'},
     {code: 66, meaning: 'module dir or app not found'},
-    {code: 77, meaning: 'the module dir, its .localpuppet (the records tags are verified against), a directory down to a recorded tag or anything in it is owned by another user or writable by others (--allow-untrusted)'},
+    untrustedExit('the module dir, its .localpuppet (the records tags are verified against), a directory down to a recorded tag or anything in it'),
   ])
 
   static override examples = ['<%= config.bin %> releases', '<%= config.bin %> releases foo --json']

@@ -1,6 +1,6 @@
 import {Args, Flags} from '@oclif/core'
 
-import {BaseCommand, describeWithExitCodes} from '../cli/base-command.js'
+import {BaseCommand, describeWithExitCodes, untrustedExit} from '../cli/base-command.js'
 import {moduleDirFlags, settingFlag} from '../cli/flags.js'
 import {settingString} from '../lib/config/settings.js'
 import type {ValidateReport} from '../lib/validate/report.js'
@@ -26,7 +26,7 @@ export default class Validate extends BaseCommand {
       {code: 65, meaning: 'problems were found (listed)'},
       {code: 66, meaning: 'an input path, the module dir, --manifest or --facts does not exist'},
       {code: 69, meaning: 'puppet cannot be run for the syntax check (--puppet none skips it) or --compile; every input is still reported'},
-      {code: 77, meaning: 'run as root: the puppet executable or its Ruby (or a directory or link leading to them) is owned by another user or writable by others'},
+      untrustedExit('run as root: the puppet executable or its Ruby (or a directory or link leading to them)', false),
     ],
   )
 

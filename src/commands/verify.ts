@@ -1,6 +1,6 @@
 import {Args} from '@oclif/core'
 
-import {BaseCommand, describeWithExitCodes} from '../cli/base-command.js'
+import {BaseCommand, describeWithExitCodes, untrustedExit} from '../cli/base-command.js'
 import {moduleDirFlags, trustFlags} from '../cli/flags.js'
 import type {VerifyResult} from '../lib/verify/verify.js'
 import {displayPath} from '../lib/util/shell-quote.js'
@@ -14,7 +14,7 @@ export default class Verify extends BaseCommand {
     {code: 0, meaning: 'every tag checked matches its record'},
     {code: 65, meaning: 'a mismatch (listed), or a named tag has no record'},
     {code: 66, meaning: 'module dir not found'},
-    {code: 77, meaning: 'the module dir, its .localpuppet (the records tags are verified against), a directory down to a tag or anything in it is owned by another user or writable by others (--allow-untrusted)'},
+    untrustedExit('the module dir, its .localpuppet (the records tags are verified against), a directory down to a tag or anything in it'),
   ])
 
   static override strict = false

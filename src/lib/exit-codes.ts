@@ -24,6 +24,14 @@ export interface ExitCodeRow {
   meaning: string
 }
 
+/** How a 77 says what was not trusted. */
+const UNTRUSTED = 'owned by another user or writable by others'
+
+/** The exit-code row of a command that refuses (77) `what` when it is not trusted; `override`: --allow-untrusted can let it through. */
+export function untrustedExit(what: string, override = true): ExitCodeRow {
+  return {code: 77, meaning: `${what} is ${UNTRUSTED}${override ? ' (--allow-untrusted)' : ''}`}
+}
+
 export const APPLY_EXIT_CODES: ExitCodeRow[] = [
   {code: 0, meaning: 'success, with or without changes'},
   {code: 1, meaning: 'Puppet reported failures, or the catalog did not compile'},
@@ -36,7 +44,7 @@ export const APPLY_EXIT_CODES: ExitCodeRow[] = [
   {code: 73, meaning: 'another run holds the lock (recorded as busy), or Puppet is disabled'},
   {code: 74, meaning: 'an I/O error: the state directory (or another file) could not be written, e.g. the disk is full; with --save, the input cannot be rewritten'},
   {code: 75, meaning: 'the run timed out (--timeout)'},
-  {code: 77, meaning: "something it must trust is owned by another user or writable by others: the configuration file, the input file (input_from: repository: its directory), the state dir, a replayed run's directory or record (--replay, rollback), the metrics file's directory, the module dir, a release or anything in it, the main manifest, the puppet executable or its interpreter, a trusted key; --fetch: what fetch's 77 names"},
+  {code: 77, meaning: `something it must trust is ${UNTRUSTED}: the configuration file, the input file (input_from: repository: its directory), the state dir, a replayed run's directory or record (--replay, rollback), the metrics file's directory, the module dir, a release or anything in it, the main manifest, the puppet executable or its interpreter, a trusted key; --fetch: what fetch's 77 names`},
   {code: '130/143', meaning: 'interrupted by SIGINT/SIGTERM (SIGHUP 129); puppet stopped'},
 ]
 
@@ -49,7 +57,7 @@ export const STATUS_EXIT_CODES: ExitCodeRow[] = [
   {code: 66, meaning: 'no such run, or no runs yet'},
   {code: 73, meaning: 'the run given found another run in progress (state busy)'},
   {code: 75, meaning: 'the run is still running (with --wait: when the wait timed out)'},
-  {code: 77, meaning: 'the state dir is owned by another user or writable by others: its records are not believed (--allow-untrusted; with --check: UNKNOWN)'},
+  {code: 77, meaning: `the state dir is ${UNTRUSTED}: its records are not believed (--allow-untrusted; with --check: UNKNOWN)`},
 ]
 
 export const INSTALL_EXIT_CODES: ExitCodeRow[] = [
@@ -59,7 +67,7 @@ export const INSTALL_EXIT_CODES: ExitCodeRow[] = [
   {code: 66, meaning: 'archive, repository, tag or module dir not found'},
   {code: 73, meaning: 'a tag is installed with other content; or another install runs'},
   {code: 74, meaning: 'an I/O failure (disk full): nothing was installed, nothing left behind'},
-  {code: 77, meaning: 'the module dir, its .localpuppet or the <app>/tags (or <app>) it writes into, or an unsigned archive (or a directory on the way to it), is owned by another user or writable by others (--allow-untrusted)'},
+  untrustedExit('the module dir, its .localpuppet or the <app>/tags (or <app>) it writes into, or an unsigned archive (or a directory on the way to it),'),
 ]
 
 /** fetch (and what apply --fetch / plan --fetch meet before resolving). */
@@ -70,7 +78,7 @@ export const FETCH_EXIT_CODES: ExitCodeRow[] = [
   {code: 66, meaning: 'the tag, range or channel is not in the repository; a source without a scheme that reads as a host and is no directory here'},
   {code: 69, meaning: 'the repository cannot be reached (after retries: connection refused or reset, timed out, too slow, HTTP 5xx or 429, a redirect loop, plain HTTP on an https:// port), or lacks a file its index names'},
   {code: 73, meaning: 'a tag is installed with other content, or another install is running'},
-  {code: 77, meaning: 'the module dir, its .localpuppet (or the record of accepted index versions in it) or the <app>/tags (or <app>) it writes into, or an unsigned directory repository (or its index), is owned by another user or writable by others (--allow-untrusted); a trusted key (or its directory) is (no override)'},
+  {code: 77, meaning: `the module dir, its .localpuppet (or the record of accepted index versions in it) or the <app>/tags (or <app>) it writes into, or an unsigned directory repository (or its index), is ${UNTRUSTED} (--allow-untrusted); a trusted key (or its directory) is (no override)`},
 ]
 
 /** Renders a table of exit codes as aligned plain text, for --help and the README. */
@@ -87,6 +95,6 @@ export const ROLLOUT_EXIT_CODES: ExitCodeRow[] = [
   {code: 66, meaning: 'no such rollout (--resume, show), or the --nodes or --inventory file is missing; REF is not in the signed index of the source (--source, or the source setting), nothing asked of any node'},
   {code: 69, meaning: 'mco or ssh cannot be run, or the broker cannot be reached (the rollout is recorded: --resume continues it); the source (to check REF) cannot be reached'},
   {code: 73, meaning: 'another live rollout drives some of these nodes (named), or another process is driving that rollout (--resume)'},
-  {code: 77, meaning: 'the rollouts directory or a record is owned by another user or writable by others (--allow-untrusted)'},
+  untrustedExit('the rollouts directory or a record'),
   {code: '130/143', meaning: 'interrupted by SIGINT/SIGTERM: runs already started go on; --resume ID continues'},
 ]

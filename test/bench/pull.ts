@@ -18,7 +18,7 @@ import {join} from 'node:path'
 import {setTimeout as sleep} from 'node:timers/promises'
 import {fileURLToPath} from 'node:url'
 
-import {fleetQueries} from '../../src/lib/fleet/prometheus-fleet.js'
+import {fleetQueries} from '../../src/lib/fleet/sources/prometheus.js'
 import {freePort, portOpen} from '../helpers/net.js'
 import {startNginx} from '../helpers/nginx.js'
 

@@ -1,6 +1,6 @@
 import chalk from 'chalk'
 
-import type {FleetStatus} from '../../lib/fleet/fleet-status.js'
+import type {FleetStatus} from '../../lib/fleet/fleet-rows.js'
 import type {RolloutEngine, RolloutNode} from '../../lib/rollout/engine.js'
 import type {RolloutRecord} from '../../lib/rollout/record.js'
 import type {RevertResult} from '../../lib/rollout/revert.js'

@@ -1,7 +1,7 @@
 import {Flags} from '@oclif/core'
 
-import {BaseCommand, describeWithExitCodes} from '../../cli/base-command.js'
-import {type McoFlagValues, mcoFlags, replyTimeoutFlag, transportSpec} from '../../cli/fleet-flags.js'
+import {BaseCommand, describeWithExitCodes, untrustedExit} from '../../cli/base-command.js'
+import {fleetSourceSpec, mcoFlags, replyTimeoutFlag} from '../../cli/fleet-flags.js'
 import {sourceFlags, stateFlags} from '../../cli/flags.js'
 import {defaultStateDir} from '../../lib/state/state-dir.js'
 
@@ -21,7 +21,7 @@ export default class FleetStatus extends BaseCommand {
       {code: 65, meaning: "--source: the repository's index is invalid, not signed by a trusted key, older than one this machine accepted, expired, or of another repository than the repository_id setting names; the --inventory is invalid"},
       {code: 66, meaning: 'the --nodes or --inventory file is missing'},
       {code: 69, meaning: 'mco or ssh cannot be run, or the broker cannot be reached; Prometheus or the repository cannot be reached or cannot answer (Prometheus: not in time, --prometheus-timeout; a series or value that cannot be; too many series or nodes)'},
-      {code: 77, meaning: 'the rollouts directory (where the fleet is remembered), or with --source an unsigned repository directory or the record of accepted index versions, is owned by another user or writable by others (--allow-untrusted)'},
+      untrustedExit('the rollouts directory (where the fleet is remembered), or with --source an unsigned repository directory or the record of accepted index versions,'),
     ],
   )
 
@@ -60,44 +60,9 @@ export default class FleetStatus extends BaseCommand {
 
   async run(): Promise<unknown> {
     const {flags} = await this.parse(FleetStatus)
-    const [{settingString}, {UsageError}] = await Promise.all([import('../../lib/config/settings.js'), import('../../lib/errors.js')])
-    // --prometheus, else the prometheus setting (env, then the config file).
-    const prometheus = await settingString('prometheus', flags.prometheus)
-    // MCollective's own flags name MCollective, even where a prometheus setting is there.
-    const mcoAsked = ['with-identity', 'with', 'with-fact', 'with-class', 'with-agent', 'select', 'nodes', 'dt', 'target', 'mco-config', 'reply-timeout'].some((name) => flags[name as keyof typeof flags] !== undefined)
-    const sshAsked = flags.targets !== undefined || flags.inventory !== undefined
-    const via = flags.via ?? (sshAsked ? 'ssh' : prometheus && (flags.prometheus !== undefined || !mcoAsked) ? 'prometheus' : 'mco')
-    const {renderFleetStatus} = await import('../../cli/render/rollout-text.js')
-    let status
-    if (via === 'prometheus') {
-      if (!prometheus) throw new UsageError('--via prometheus needs --prometheus URL (or the prometheus setting)')
-
-      const [{fleetStatusViaPrometheus}, {readWantedIndex}, {parseDuration}, {usageChannelName}] = await Promise.all([
-        import('../../lib/fleet/prometheus-fleet.js'),
-        import('../../lib/fleet/wanted-now.js'),
-        import('../../lib/util/duration.js'),
-        import('../../lib/release/release-ref.js'),
-      ])
-      const lookbackMs = flags.lookback ? parseDuration(flags.lookback, '--lookback') : undefined
-      const deadlineMs = flags['prometheus-timeout'] ? parseDuration(flags['prometheus-timeout'], '--prometheus-timeout') : undefined
-      if (flags.channel !== undefined) usageChannelName(flags.channel, '--channel')
-      const wanted = await readWantedIndex({source: flags.source, trust: flags.trust, insecure: flags.insecure, allowUntrusted: flags['allow-untrusted']})
-      if (wanted) this.warnLines(wanted.warnings)
-      status = await fleetStatusViaPrometheus(prometheus, {lookbackMs, deadlineMs, channel: flags.channel, wanted})
-    } else {
-      const prometheusOnly = (['lookback', 'channel', 'prometheus-timeout', 'source'] as const).find((name) => flags[name] !== undefined)
-      if (prometheusOnly) throw new UsageError(`--${prometheusOnly} reads the fleet from Prometheus: give --prometheus URL (or set prometheus), not --via ${via}`)
-      // Named no way to the fleet: MCollective, the default, is checked in seconds, not after mco's minute of retries
-      // (not a wrapper named by --mco, whose configuration is its own).
-      if (via === 'mco' && flags.via === undefined && flags.mco === 'mco') {
-        const {assertMcoReachable} = await import('../../lib/fleet/fleet-source.js')
-        await assertMcoReachable({mco: flags.mco, config: flags['mco-config']})
-      }
-
-      const {fleetStatusViaMco} = await import('../../lib/fleet/fleet-status.js')
-      status = await fleetStatusViaMco(await transportSpec({...flags, via} as McoFlagValues), {stateDir: flags['state-dir'] ?? defaultStateDir(), allowUntrusted: flags['allow-untrusted']}, (line) => this.warnLines([line]))
-    }
-
+    const [{renderFleetStatus}, {fleetStatus}] = await Promise.all([import('../../cli/render/rollout-text.js'), import('../../lib/fleet/sources/index.js')])
+    const spec = await fleetSourceSpec(flags)
+    const status = await fleetStatus(spec, {stateDir: flags['state-dir'] ?? defaultStateDir(), allowUntrusted: flags['allow-untrusted']}, (line) => this.warnLines([line]))
     if (!this.jsonEnabled()) this.log(renderFleetStatus(status))
     process.exitCode = status.ok ? 0 : 1
     return status

@@ -1,6 +1,6 @@
 import {Flags} from '@oclif/core'
 
-import {BaseCommand, describeWithExitCodes} from '../../cli/base-command.js'
+import {BaseCommand, describeWithExitCodes, untrustedExit} from '../../cli/base-command.js'
 import {stateFlags, trustFlags} from '../../cli/flags.js'
 import {defaultStateDir} from '../../lib/state/state-dir.js'
 
@@ -11,7 +11,7 @@ export default class RolloutList extends BaseCommand {
       'the machine went down) is interrupted, however its record was left, and --resume continues it.',
     [
       {code: 0, meaning: 'listed (also when there are none)'},
-      {code: 77, meaning: 'the rollouts directory or a record is owned by another user or writable by others (--allow-untrusted)'},
+      untrustedExit('the rollouts directory or a record'),
     ],
   )
 

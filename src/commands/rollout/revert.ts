@@ -1,6 +1,6 @@
 import {Args} from '@oclif/core'
 
-import {BaseCommand, describeWithExitCodes} from '../../cli/base-command.js'
+import {BaseCommand, describeWithExitCodes, untrustedExit} from '../../cli/base-command.js'
 import {stateFlags, trustFlags} from '../../cli/flags.js'
 import {defaultStateDir} from '../../lib/state/state-dir.js'
 import Rollout from './index.js'
@@ -22,7 +22,7 @@ export default class RolloutRevert extends BaseCommand {
       {code: 69, meaning: 'mco cannot be run or the broker cannot be reached (the revert is recorded: rollout --resume continues it)'},
       {code: 73, meaning: 'the rollout is still being driven by its process'},
       {code: 75, meaning: 'the rollout was interrupted with runs going: rollout --resume ID first, so that what they did is known'},
-      {code: 77, meaning: 'the rollouts directory or the record is owned by another user or writable by others (--allow-untrusted)'},
+      untrustedExit('the rollouts directory or the record'),
       {code: '130/143', meaning: 'interrupted by SIGINT/SIGTERM: runs already started go on; rollout --resume continues'},
     ],
   )

@@ -1,6 +1,6 @@
 import {Args} from '@oclif/core'
 
-import {BaseCommand, describeWithExitCodes} from '../../cli/base-command.js'
+import {BaseCommand, describeWithExitCodes, untrustedExit} from '../../cli/base-command.js'
 import {stateFlags, trustFlags} from '../../cli/flags.js'
 import {defaultStateDir} from '../../lib/state/state-dir.js'
 
@@ -13,7 +13,7 @@ export default class RolloutShow extends BaseCommand {
     {code: 65, meaning: 'the record is damaged'},
     {code: 66, meaning: 'no such rollout'},
     {code: 75, meaning: 'the rollout is running, or was interrupted (--resume continues it)'},
-    {code: 77, meaning: 'the rollouts directory or the record is owned by another user or writable by others (--allow-untrusted)'},
+    untrustedExit('the rollouts directory or the record'),
   ])
 
   static override examples = ['<%= config.bin %> rollout show 20261125T120000.000Z-1a2b', '<%= config.bin %> rollout show 20261125T120000.000Z-1a2b --json']

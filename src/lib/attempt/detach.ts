@@ -65,5 +65,7 @@ export async function replyToParent(reply: DetachReply): Promise<void> {
   try {
     await sendMessage(reply as never)
     process.disconnect()
-  } catch {}
+  } catch {
+    // The parent hung up meanwhile: the run goes on regardless.
+  }
 }

@@ -164,7 +164,7 @@ async function guardedFetch<T>(
   run: (fetch: ConfiguredFetch, onProgress: FetchOptions['onProgress']) => Promise<T>,
   fetched: (result: T) => FetchResult,
 ): Promise<T | Unreachable> {
-  const [{configuredSource, isUnreachable}, {IndexExpiredError}] = await Promise.all([import('../source/fetch.js'), import('../repository/accepted-versions.js')])
+  const [{configuredSource, isUnreachable}, {IndexExpiredError}] = await Promise.all([import('../source/fetch.js'), import('../source/accepted-versions.js')])
   const fetch = {...options.fetch!, moduleDir: options.moduleDir, allowUntrusted: options.allowUntrusted}
   let result: T
   try {

@@ -3,6 +3,7 @@ import {join, relative} from 'node:path'
 
 import yaml from 'js-yaml'
 
+import {isMapping} from '../util/json.js'
 import {lineOfKey} from '../yaml.js'
 
 /** A value a module's own Hiera data gives a key, on every node. */
@@ -239,7 +240,9 @@ function listFiles(dir: string, prefix = ''): string[] {
     let directory = false
     try {
       directory = statSync(join(dir, rel)).isDirectory()
-    } catch {}
+    } catch {
+      // Gone or unreadable since readdir: listed as a file, and reading it reports the problem.
+    }
 
     if (directory) files.push(...listFiles(dir, rel))
     else files.push(rel)
@@ -254,8 +257,4 @@ function readText(path: string): string | null {
   } catch {
     return null
   }
-}
-
-function isMapping(value: unknown): value is Record<string, unknown> {
-  return value !== null && typeof value === 'object' && !Array.isArray(value)
 }

@@ -65,7 +65,9 @@ async function externalFacts(file: string, found: ModuleFacts, root: string): Pr
         for (const key of Object.keys(doc)) found.names.add(key.toLowerCase())
         return
       }
-    } catch {}
+    } catch {
+      // Not YAML or JSON we can read: its fact names are unknowable, said below.
+    }
   }
 
   found.unknowable ??= relative(root, file)

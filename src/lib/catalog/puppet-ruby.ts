@@ -151,7 +151,9 @@ export async function runPuppetRuby(puppet: string, program: string, request: Re
     if (!line.startsWith('{')) continue
     try {
       answers.push(JSON.parse(line) as Record<string, unknown>)
-    } catch {}
+    } catch {
+      // A line that only looks like JSON (Ruby's own warnings): not one of our answers.
+    }
   }
 
   const ended = timedOut ? `stopped: no answer in ${step! / 1000} s, validate's bound on one step` : exit.exitCode === null ? String(exit.signal) : `exit ${exit.exitCode}`

@@ -206,7 +206,9 @@ export function aliasResolver(modules: Map<string, string>): AliasResolver {
         const text = readFileSync(join(dir, 'types', ...rest.slice(0, -1), `${rest.at(-1)}.pp`), 'utf8')
         const match = /^\s*type\s+([A-Z][\w:]*)\s*=\s*([\s\S]*)$/m.exec(text.replace(/^\s*#.*$/gm, ''))
         if (match && match[1].toLowerCase() === name.toLowerCase()) found = parseType(match[2].trim())
-      } catch {}
+      } catch {
+        // No such type file, unreadable, or an alias we cannot parse: unresolved (null), as an unknown type is.
+      }
     }
 
     cache.set(name, found)

@@ -1,6 +1,6 @@
 import {usageChannelName} from '../release/release-ref.js'
 import {formatAge} from '../util/duration.js'
-import {type PromNode, readPromFleet} from './prometheus-fleet.js'
+import {type PromNode, readPromFleet} from './sources/prometheus.js'
 
 /** How one node following the channel stands against the release to promote. */
 export interface NodeHealth {

@@ -3,6 +3,7 @@ import {createHash} from 'node:crypto'
 import {InputError, LocalpuppetError} from '../errors.js'
 import {parseReleaseRef, type ReleaseRef} from '../release/release-ref.js'
 import {closest} from '../util/did-you-mean.js'
+import {isMapping} from '../util/json.js'
 import {lineOfKey, parseYaml} from '../yaml.js'
 import {RESERVED_VARIABLES, isValidClassName, isValidEnvironmentName, isValidParameterName} from './puppet-names.js'
 
@@ -25,6 +26,11 @@ export interface NodeInput {
   environment?: string
   /** The mapping as parsed, app included, for the run record. */
   raw: Record<string, unknown>
+}
+
+/** The input's classes by name, in the order written (a list, or the keys of a mapping). */
+export function inputClassNames(input: Pick<NodeInput, 'classes'>): string[] {
+  return input.classes === undefined || input.classes === null ? [] : Array.isArray(input.classes) ? input.classes : Object.keys(input.classes)
 }
 
 /**
@@ -164,10 +170,6 @@ function parseParameters(value: unknown, at: (...path: string[]) => string): Rec
   }
 
   return value
-}
-
-function isMapping(value: unknown): value is Record<string, unknown> {
-  return value !== null && typeof value === 'object' && !Array.isArray(value)
 }
 
 function kindOf(value: unknown): string {

@@ -52,7 +52,9 @@ export async function installGitTag(options: GitInstallOptions): Promise<Install
 async function localRepo(repo: string, tag: string, scratch: string): Promise<string> {
   try {
     if ((await stat(repo)).isDirectory()) return repo
-  } catch {}
+  } catch {
+    // Not a local directory: a URL is cloned below, anything else is 66.
+  }
 
   if (!/^[a-z+]+:\/\/|^[^/]+@[^/]+:/.test(repo)) throw new NotFoundError(`git repository ${redactUrl(repo)}: not found`)
   const dir = join(scratch, '.git-clone')

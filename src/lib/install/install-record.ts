@@ -274,7 +274,9 @@ export async function listRecordedReleases(moduleDir: string): Promise<string[]>
     let tags: string[] = []
     try {
       tags = await readdir(join(root, app, 'tags'))
-    } catch {}
+    } catch {
+      // An app without recorded tags: nothing to list for it.
+    }
 
     for (const name of tags) if (name.endsWith('.json')) found.push(`${app}/tags/${name.slice(0, -'.json'.length)}`)
   }

@@ -1,6 +1,6 @@
 import {dirname} from 'node:path'
 
-import {disabledState} from '../puppet/agent-lock.js'
+import {disabledState} from '../puppet/puppet-locks.js'
 import {readNodeState} from '../state/node-state.js'
 import type {RunRecord} from '../state/run-record.js'
 import type {NodeIdentity} from '../config/node-identity.js'

@@ -1,7 +1,6 @@
 import {closeSync, openSync, readFileSync, readSync, realpathSync} from 'node:fs'
 import {dirname, join} from 'node:path'
 
-import type {RecordedPuppet} from '../state/run-record.js'
 import {findExecutable} from '../util/find-executable.js'
 
 /** Where Puppet's and OpenVox's own packages put the command (timers and cron do not have it on PATH). */
@@ -106,7 +105,9 @@ function identify(path: string, dpkgInfo: string): PuppetIdentity {
   let real = path
   try {
     real = realpathSync(path)
-  } catch {}
+  } catch {
+    // A path that does not resolve is judged as given.
+  }
 
   const packaged = owningPackage(new Set([path, real]), dpkgInfo)
   if (packaged) return {implementation: implementationOf(packaged.name), version: packaged.versionFile ? versionIn(packaged.versionFile) : null, path, owner: `dpkg:${packaged.name}`}
@@ -174,4 +175,11 @@ function rubygemsWrapper(file: string): string | null {
   } catch {
     return null
   }
+}
+
+/** Which Puppet an attempt ran or would have run: implementation and version from the package or gem that owns `path`. */
+export interface RecordedPuppet {
+  implementation: 'puppet' | 'openvox' | null
+  version: string | null
+  path: string | null
 }

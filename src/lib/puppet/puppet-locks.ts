@@ -4,7 +4,9 @@ import {dirname} from 'node:path'
 
 import {LockHeldError, PuppetDisabledError} from '../errors.js'
 import {isProcessAlive} from '../util/process.js'
-import type {PuppetLockPaths} from './puppet-paths.js'
+import {findTrustProblem} from '../util/trusted-path.js'
+import {findPuppet} from './puppet-identity.js'
+import {type PuppetLockPaths, puppetLockPaths} from './puppet-paths.js'
 
 /** The message `puppet agent --disable "msg"` (or `localpuppet disable`) left, or null when enabled. */
 export async function disabledMessage(paths: PuppetLockPaths): Promise<string | null> {
@@ -96,5 +98,22 @@ function looksLikePuppet(pid: number): boolean {
     return /puppet|ruby|node/.test(cmdline)
   } catch {
     return true
+  }
+}
+
+/**
+ * Whether Puppet is disabled, for status and metrics: `{message}`, or null when it is not
+ * or cannot be told (puppet missing or untrusted: nothing would run anyway, and apply says so).
+ */
+export async function disabledState(puppet: string, puppetArgs: string[], stateDir: string): Promise<{message: string} | null> {
+  // No state directory is made for this: status must not write.
+  const path = findPuppet(puppet)
+  // Missing, or one others could rewrite: not run to ask (apply refuses it anyway).
+  if (path === null || findTrustProblem(path, {what: 'puppet executable'}) !== null) return null
+  try {
+    const message = await disabledMessage(await puppetLockPaths(path, puppetArgs, stateDir))
+    return message === null ? null : {message}
+  } catch {
+    return null
   }
 }

@@ -55,7 +55,9 @@ export async function puppetLockPaths(puppet: string, args: string[], stateDir: 
   let parsed: Record<string, string> | undefined
   try {
     parsed = JSON.parse(out.slice(out.indexOf('{'))) as Record<string, string>
-  } catch {}
+  } catch {
+    // Not JSON: the check below reports puppet config print's failure.
+  }
 
   if (exit.exitCode !== 0 || !parsed?.agent_catalog_run_lockfile || !parsed.agent_disabled_lockfile) {
     throw new PuppetUnavailableError(`puppet config print failed: ${(exit.spawnError?.message ?? err.trim()) || `exit ${exit.exitCode}`}`)

@@ -307,12 +307,16 @@ class Resolver {
     try {
       const tags = await readdir(join(this.root, app, 'tags'))
       if (tags.length > 0) return [`${app} has tags: ${sortTagsNewestFirst(tags).slice(0, 10).map(displayPath).join(', ')}`]
-    } catch {}
+    } catch {
+      // Only a hint: no tags to suggest.
+    }
 
     try {
       const apps = (await readdir(this.root, {withFileTypes: true})).filter((entry) => entry.isDirectory()).map((entry) => entry.name)
       if (!apps.includes(app) && apps.length > 0) return [`apps in ${this.root}: ${apps.sort().slice(0, 20).map(displayPath).join(', ')}`]
-    } catch {}
+    } catch {
+      // Only a hint: no apps to suggest.
+    }
 
     return []
   }

@@ -1,6 +1,7 @@
 import {ReleaseError} from '../errors.js'
 import {isSafeRelativePath, parseReleasePath} from '../archive/release-index.js'
 import {type ReleaseRef, isValidChannelName, isValidVersionName, maxSatisfyingTag} from '../release/release-ref.js'
+import {isMapping} from '../util/json.js'
 import {own} from '../util/own.js'
 
 /** A release repository's table of contents, at its root. */
@@ -140,7 +141,7 @@ export function parseRepositoryIndex(bytes: Buffer, label: string): RepositoryIn
   }
 
   const index = doc as RepositoryIndex
-  if (!isObject(index)) fail('not a repository index (expected an object)')
+  if (!isMapping(index)) fail('not a repository index (expected an object)')
   if (index.format !== REPOSITORY_FORMAT) fail(`format ${JSON.stringify(index.format)} is not supported (this localpuppet reads format ${REPOSITORY_FORMAT})`)
   // Both or neither: an index made before versions has neither; one of the two alone is no index localpuppet wrote.
   if (index.version !== undefined || index.expires !== undefined) {
@@ -152,22 +153,22 @@ export function parseRepositoryIndex(bytes: Buffer, label: string): RepositoryIn
     fail(`invalid repository ${JSON.stringify(index.repository)} (expected 32 hex digits)`)
   }
 
-  if (!isObject(index.apps)) fail('apps is not an object')
+  if (!isMapping(index.apps)) fail('apps is not an object')
   for (const [app, entry] of Object.entries(index.apps)) {
-    if (!isObject(entry) || !isObject(entry.tags)) fail(`app ${JSON.stringify(app)}: tags is not an object`)
+    if (!isMapping(entry) || !isMapping(entry.tags)) fail(`app ${JSON.stringify(app)}: tags is not an object`)
     for (const [tag, published] of Object.entries(entry.tags)) {
       const release = `${app}/tags/${tag}`
       const where = `tag ${JSON.stringify(release)}`
       const parsed = parseReleasePath(release)
       if (!parsed || parsed.app !== app || parsed.kind !== 'tag' || parsed.name !== tag) fail(`${where}: invalid app or tag name`)
-      if (!isObject(published)) fail(`${where}: not an object`)
+      if (!isMapping(published)) fail(`${where}: not an object`)
       const p = published
       if (typeof p.archive !== 'string' || !isSafeRelativePath(p.archive)) fail(`${where}: archive path ${JSON.stringify(p.archive)} is absolute, has '..' or is invalid`)
       if (!Number.isSafeInteger(p.size) || p.size < 0 || p.size > MAX_ARCHIVE_BYTES) fail(`${where}: invalid size ${JSON.stringify(p.size)}`)
       if (typeof p.sha256 !== 'string' || !SHA256.test(p.sha256)) fail(`${where}: invalid sha256`)
       if (typeof p.digest !== 'string' || !DIGEST.test(p.digest)) fail(`${where}: invalid digest`)
       if (!Array.isArray(p.modulepath) || p.modulepath[0] !== release) fail(`${where}: modulepath must start with the release itself`)
-      if (!isObject(p.digests)) fail(`${where}: digests is not an object`)
+      if (!isMapping(p.digests)) fail(`${where}: digests is not an object`)
       const seen = new Set<string>()
       for (const entry of p.modulepath) {
         const dependency = typeof entry === 'string' ? parseReleasePath(entry) : null
@@ -183,7 +184,7 @@ export function parseRepositoryIndex(bytes: Buffer, label: string): RepositoryIn
     }
 
     if (entry.channels !== undefined) {
-      if (!isObject(entry.channels)) fail(`app ${JSON.stringify(app)}: channels is not an object`)
+      if (!isMapping(entry.channels)) fail(`app ${JSON.stringify(app)}: channels is not an object`)
       for (const [channel, tag] of Object.entries(entry.channels)) {
         const where = `channel ${JSON.stringify(`${app}/channels/${channel}`)}`
         if (!isValidChannelName(channel)) fail(`${where}: invalid channel name`)
@@ -194,11 +195,11 @@ export function parseRepositoryIndex(bytes: Buffer, label: string): RepositoryIn
   }
 
   if (index.nodes !== undefined) {
-    if (!isObject(index.nodes)) fail('nodes is not an object')
+    if (!isMapping(index.nodes)) fail('nodes is not an object')
     for (const [node, published] of Object.entries(index.nodes)) {
       const where = `node ${JSON.stringify(node)}`
       if (!isValidNodeName(node)) fail(`${where}: invalid node name`)
-      if (!isObject(published)) fail(`${where}: not an object`)
+      if (!isMapping(published)) fail(`${where}: not an object`)
       const p = published
       if (typeof p.sha256 !== 'string' || !SHA256.test(p.sha256)) fail(`${where}: invalid sha256`)
       // Exactly where publish puts it: an entry cannot point one node at another's input.
@@ -209,10 +210,6 @@ export function parseRepositoryIndex(bytes: Buffer, label: string): RepositoryIn
   }
 
   return index
-}
-
-function isObject(value: unknown): value is Record<string, any> {
-  return value !== null && typeof value === 'object' && !Array.isArray(value)
 }
 
 /** The repository's path for an archive: `archives/foo/foo-1.5.0.tar.gz`. */

@@ -1,23 +1,7 @@
-import type {NodeReport, RolloutEngine, RolloutEvent, RunReport, StartAnswer} from './engine.js'
-import type {RolloutSettings} from './settings.js'
+import type {RolloutEngine, RolloutEvent} from './engine.js'
+import type {RolloutTransport} from './transports/transport.js'
 
-/**
- * What a rollout needs from a fleet, whatever carries it (MCollective today, a simulated
- * fleet in tests). Each call answers for the nodes that answered; a node missing from the
- * answer did not answer. A call that cannot be made at all (the broker is down) throws.
- */
-export interface RolloutTransport {
-  /** How each node is: its pointer, applied release and newest attempt. */
-  survey(nodes: string[], signal?: AbortSignal): Promise<Record<string, NodeReport>>
-  /** The same question, with a short reply timeout (seconds, not a whole -t): for nodes the survey found silent. */
-  probe(nodes: string[], signal?: AbortSignal): Promise<Record<string, NodeReport>>
-  /** Starts the rollout's run (apply of the settings' ref, or of each node's input) on each node. */
-  start(nodes: string[], settings: RolloutSettings, signal?: AbortSignal): Promise<Record<string, StartAnswer>>
-  /** Starts `rollback --to RELEASE` on each node (with --save where asked). */
-  revert(nodes: Array<{node: string; release: string; save: boolean}>, settings: RolloutSettings, signal?: AbortSignal): Promise<Record<string, StartAnswer>>
-  /** How each of these runs is; a node answers once its run is final or after waitMs. */
-  poll(runs: Array<{node: string; runId: string}>, waitMs: number, signal?: AbortSignal): Promise<Record<string, RunReport>>
-}
+export type {RolloutTransport} from './transports/transport.js'
 
 export interface Clock {
   now(): number

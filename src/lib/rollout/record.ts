@@ -11,11 +11,9 @@ import {assertTrustedPaths, openedFileTrustProblem, refuseUnlessAllowed} from '.
 import {replayEvents} from './drive.js'
 import {type RolloutEvent, RolloutEngine, type RolloutState} from './engine.js'
 import type {RolloutSettings} from './settings.js'
-import type {McoOptions} from './transports/mco.js'
-import type {SshOptions} from './transports/ssh.js'
+import type {TransportSpec} from './transports/index.js'
 
-/** How the rollout reaches its nodes, recorded so that --resume reaches the same ones the same way. */
-export type TransportSpec = ({via: 'mco'} & McoOptions) | ({via: 'ssh'} & SshOptions)
+export type {TransportSpec} from './transports/index.js'
 
 /**
  * rollouts/<id>.json in the operator's state directory, rewritten atomically after every
@@ -196,25 +194,6 @@ export async function listRolloutRecords(dir: string, allowUntrusted = false): P
 }
 
 /**
- * fleet.json: the nodes each discovery found last, so that a node that stops answering is
- * missed ("no answer") rather than silently left out of the next rollout or fleet status.
- */
-export interface FleetMemory {
-  [discovery: string]: {nodes: string[]; at: string}
-}
-
-export async function readFleetMemory(dir: string, allowUntrusted = false): Promise<FleetMemory> {
-  const bytes = await readRolloutsFile(join(dir, 'fleet.json'), 'fleet record', 64 * 1024 * 1024, allowUntrusted)
-  try {
-    const parsed = bytes === null ? null : (JSON.parse(bytes.toString('utf8')) as unknown)
-    return parsed !== null && typeof parsed === 'object' && !Array.isArray(parsed) ? (parsed as FleetMemory) : {}
-  } catch (error) {
-    if (error instanceof SyntaxError) return {}
-    throw error
-  }
-}
-
-/**
  * A file of the rollouts directory, judged as it is opened: one another user owns or can
  * write is refused (77); null when there is none.
  */
@@ -231,8 +210,4 @@ export async function readRolloutsFile(path: string, what: string, maxBytes: num
     if ((error as NodeJS.ErrnoException).code === 'ENOENT') return null
     throw error
   }
-}
-
-export async function writeFleetMemory(dir: string, memory: FleetMemory): Promise<void> {
-  await writeFileAtomic(join(dir, 'fleet.json'), stringifyJson(memory, 2), 0o600)
 }

@@ -1,5 +1,5 @@
 import {LocalpuppetError, NotFoundError, ReleaseError, UsageError} from '../errors.js'
-import {type WantedIndexOptions, readWantedIndex, resolveInIndex} from '../fleet/wanted-now.js'
+import {type WantedIndexOptions, readWantedIndex, resolveInIndex} from '../source/wanted-now.js'
 import {parseReleaseRef} from '../release/release-ref.js'
 import {closest} from '../util/did-you-mean.js'
 import {redactUrl} from '../util/terminal-text.js'

@@ -5,8 +5,9 @@ import {type NodeClaim, claimNodes} from './exclusion.js'
 import {type RolloutRecord, RolloutStore, openRolloutsDir, readRolloutRecord} from './record.js'
 import {appliedByNode, recordAsSeen} from './record-view.js'
 import {RollbackStarts} from './revert-transport.js'
-import {type RolloutIo, type RolloutOptions, type RolloutResult, drive, openTransport, systemClock} from './rollout.js'
+import {type RolloutIo, type RolloutOptions, type RolloutResult, drive, systemClock} from './rollout.js'
 import {rolloutSettings} from './settings.js'
+import {openTransport} from './transports/index.js'
 
 /*
  * `rollout revert ID`: puts back what a rollout changed. Each node the rollout moved (its
@@ -76,7 +77,7 @@ export async function revertRollout(id: string, flags: RevertFlags, options: Rol
   const rollouts: RolloutResult[] = []
   for (const group of plan.groups) {
     const settings = rolloutSettings({...flags, ref: group.release, save: plan.save, revert: 'none'})
-    const fleet = openTransport(record.transport, {warn: io.warn})
+    const fleet = await openTransport(record.transport, {warn: io.warn})
     const transport = new RollbackStarts(fleet)
     let claim: NodeClaim | undefined
     try {

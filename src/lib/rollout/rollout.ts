@@ -1,17 +1,13 @@
-import {readFile} from 'node:fs/promises'
-
-import {FleetUnavailableError, LocalpuppetError, NotFoundError, UsageError} from '../errors.js'
+import {FleetUnavailableError, LocalpuppetError} from '../errors.js'
 import {ExitCode} from '../exit-codes.js'
-import {compareNatural} from '../util/natural-order.js'
-import {terminalText} from '../util/terminal-text.js'
 import {type Clock, type RolloutTransport, driveRollout} from './drive.js'
-import {type NodeReport, RolloutEngine} from './engine.js'
+import {RolloutEngine} from './engine.js'
 import {type NodeClaim, claimNodes} from './exclusion.js'
-import {type RolloutRecord, RolloutStore, type TransportSpec, engineFromRecord, openRolloutsDir, readFleetMemory, readRolloutRecord, writeFleetMemory} from './record.js'
+import {expectedFleet} from './expected-fleet.js'
+import {type RolloutRecord, RolloutStore, engineFromRecord, openRolloutsDir, readRolloutRecord} from './record.js'
 import {RollbackStarts} from './revert-transport.js'
 import type {RolloutSettings} from './settings.js'
-import {McoTransport} from './transports/mco.js'
-import {SshTransport} from './transports/ssh.js'
+import {type TransportSpec, openTransport} from './transports/index.js'
 
 /** What a person sees while a rollout runs; nothing in the library prints. */
 export interface RolloutIo {
@@ -32,9 +28,6 @@ export interface RolloutResult {
   exitCode: number
 }
 
-/** An identity mco may report that is safe in a nodes file and a `runs=` argument. */
-const IDENTITY = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,252}$/
-
 export const systemClock: Clock = {
   now: () => Date.now(),
   sleep: (ms, signal) =>
@@ -42,83 +35,6 @@ export const systemClock: Clock = {
       const timer = setTimeout(resolve, ms)
       signal?.addEventListener('abort', () => (clearTimeout(timer), resolve(undefined)), {once: true})
     }),
-}
-
-/** The transport a spec names, by its `via`; `statusTimeout`: the time a status request has (fleet status -t). */
-export function openTransport(spec: TransportSpec, options: {statusTimeout?: number | null; warn?: (line: string) => void} = {}): McoTransport | SshTransport {
-  if (spec.via === 'ssh') return new SshTransport({...spec, statusTimeout: options.statusTimeout ?? spec.statusTimeout}, options.warn)
-  return new McoTransport({mco: spec.mco, connection: spec.connection, discovery: spec.discovery, replyTimeout: spec.replyTimeout, discoveryTimeout: spec.discoveryTimeout, statusTimeout: options.statusTimeout})
-}
-
-/** The fleet a rollout or fleet status expects, in natural name order (db2 before db10): a --nodes file says it; otherwise what discovery finds and what it found before. */
-export async function expectedFleet(
-  transport: McoTransport | SshTransport,
-  memoryDir: string,
-  options: {allowUntrusted?: boolean; signal?: AbortSignal; warn(line: string): void},
-): Promise<{expected: string[]; expectedFrom: string; answers: Record<string, NodeReport>; remember(): Promise<void>}> {
-  if (transport instanceof SshTransport) {
-    // Over SSH the fleet is exactly the targets given (--nodes, --targets, --inventory).
-    const expected = transport.options.targets.map((target) => target.node).sort(compareNatural)
-    return {expected, expectedFrom: `${transport.options.targetsFrom} (${expected.length})`, answers: await transport.discover(options.signal), remember: async () => {}}
-  }
-
-  const {discovery, connection} = transport.options
-  const nodesAt = discovery.indexOf('--nodes')
-  const found = await transport.discover(options.signal)
-  const answers: Record<string, NodeReport> = {}
-  for (const [node, report] of Object.entries(found)) {
-    if (IDENTITY.test(node)) answers[node] = report
-    else options.warn(`ignored a reply from "${terminalText(node, 80)}": not a node name`)
-  }
-
-  if (nodesAt !== -1) {
-    const file = discovery[nodesAt + 1]
-    const text = await readFile(file, 'utf8').catch((error: NodeJS.ErrnoException) => {
-      throw new NotFoundError(`--nodes ${file}: ${error.code === 'ENOENT' ? 'no such file' : error.message}`)
-    })
-    const listed = [...new Set(text.split('\n').map((line) => line.trim()).filter((line) => line !== '' && !line.startsWith('#')))]
-    const bad = listed.find((name) => !IDENTITY.test(name))
-    if (bad !== undefined) throw new UsageError(`--nodes ${file}: ${JSON.stringify(bad)} is not a node name`)
-    for (const node of Object.keys(answers)) if (!listed.includes(node)) delete answers[node]
-    return {expected: listed.sort(compareNatural), expectedFrom: `--nodes ${file} (${listed.length})`, answers, remember: async () => {}}
-  }
-
-  // Nodes named with -I (not /regex/) are expected, like --nodes: a named node that is down
-  // is "no answer", never left out (and never left out of the fleet remembered for the filters).
-  const named = literalIdentities(discovery)
-  const onlyNamed = named.length > 0 && discovery.every((value, i) => (i % 2 === 0 ? value === '-I' : named.includes(value)))
-  if (onlyNamed) {
-    for (const node of Object.keys(answers)) if (!named.includes(node)) delete answers[node]
-    const silent = named.filter((node) => !Object.hasOwn(answers, node))
-    return {expected: [...named].sort(compareNatural), expectedFrom: `-I (${named.length}${silent.length > 0 ? `; ${silent.join(', ')} did not answer` : ''})`, answers, remember: async () => {}}
-  }
-
-  const key = JSON.stringify({connection, discovery})
-  const memory = await readFleetMemory(memoryDir, options.allowUntrusted)
-  const before = memory[key]?.nodes.filter((node) => IDENTITY.test(node)) ?? []
-  const discovered = Object.keys(answers)
-  const missing = [...new Set([...before, ...named])].filter((node) => !discovered.includes(node))
-  const expected = [...new Set([...discovered, ...missing])].sort(compareNatural)
-  const expectedFrom = `discovery (${discovered.length})${missing.length > 0 ? ` and the nodes named with -I or found by the last discovery with these filters (${missing.join(', ')} did not answer now)` : ''}`
-  return {
-    expected,
-    expectedFrom,
-    answers,
-    async remember() {
-      memory[key] = {nodes: expected, at: new Date().toISOString()}
-      await writeFleetMemory(memoryDir, memory)
-    },
-  }
-}
-
-/** The identities given with -I that name one node (mco takes `/.../` as a regular expression). */
-function literalIdentities(discovery: string[]): string[] {
-  const named: string[] = []
-  for (let i = 0; i < discovery.length - 1; i++) {
-    if (discovery[i] === '-I' && IDENTITY.test(discovery[i + 1]) && !named.includes(discovery[i + 1])) named.push(discovery[i + 1])
-  }
-
-  return named
 }
 
 /** 0 when every targeted node ended on the release with success (or was up to date, or nothing was targeted... never: no nodes is 1). */
@@ -133,7 +49,7 @@ export function rolloutExitCode(engine: RolloutEngine): number {
 export async function startRollout(settings: RolloutSettings, spec: TransportSpec, options: RolloutOptions, io: RolloutIo): Promise<RolloutResult> {
   const {dir, untrusted} = await openRolloutsDir(options.stateDir, options.allowUntrusted, true)
   for (const problem of untrusted) io.warn(`--allow-untrusted: ${problem}`)
-  const transport = openTransport(spec, {warn: io.warn})
+  const transport = await openTransport(spec, {warn: io.warn})
   let claim: NodeClaim | undefined
   try {
     const fleet = await expectedFleet(transport, dir, {...options, warn: io.warn})
@@ -162,7 +78,7 @@ export async function resumeRollout(id: string, options: RolloutOptions, io: Rol
   const engine = engineFromRecord(record, store.path)
   store.assertResumable()
   const claim = await claimNodes(dir, record.id, record.expected, options.allowUntrusted)
-  const fleet = openTransport(record.transport, {warn: io.warn})
+  const fleet = await openTransport(record.transport, {warn: io.warn})
   // A revert (rollout revert) starts `rollback --to`, resumed as it began.
   const transport = record.reverts ? new RollbackStarts(fleet) : fleet
   try {

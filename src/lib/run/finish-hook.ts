@@ -63,7 +63,9 @@ export async function runFinishHook(command: string, record: RunRecord, options:
   let stdin: number | undefined
   try {
     stdin = openSync(options.recordFile, 'r')
-  } catch {}
+  } catch {
+    // No record to hand over: the hook gets no stdin, and still runs.
+  }
 
   const [name, value] = token.split('=')
   const memoryKiB = Math.floor((options.memoryBytes ?? FINISH_HOOK_MEMORY_BYTES) / 1024)

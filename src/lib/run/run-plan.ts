@@ -6,15 +6,16 @@ import {missingClasses} from '../catalog/find-classes.js'
 import {moduleDirTrustPaths} from '../install/install-record.js'
 import {verifyModulepath} from '../verify/verify.js'
 import {InputError, NotFoundError, UsageError, describeFsError} from '../errors.js'
-import type {NodeInput} from '../input/node-input.js'
+import {type NodeInput, inputClassNames} from '../input/node-input.js'
 import {scriptInterpreter} from '../util/find-executable.js'
 import {type PuppetLocation, describePuppet, locatePuppet} from '../puppet/puppet-identity.js'
 import {type LanguageMode, languageModeArgs} from '../release/language-mode.js'
-import {type ResolvedRelease, modulepathTrustPaths, realModuleDir, resolveRelease} from '../release/resolve.js'
+import {type ResolvedRelease, realModuleDir, resolveRelease} from '../release/resolve.js'
 import {RUN_ID_PLACEHOLDER} from '../state/run-id.js'
 import type {RunFetch} from '../state/run-record.js'
 import {type RunFiles, assertStateDirShape, runFiles, stateDirTrustPaths} from '../state/state-dir.js'
-import {assertNoTrustProblems, assertTrustedPaths} from '../util/trusted-path.js'
+import {TrustList} from '../util/trusted-path.js'
+import {manifestTrustPaths, runTrustPaths} from './trust-paths.js'
 
 import {DEFAULT_MANIFEST} from '../defaults.js'
 
@@ -121,41 +122,39 @@ export interface PlanPuppet {
 export async function buildRunPlan(input: NodeInput, options: PlanOptions, runId = RUN_ID_PLACEHOLDER): Promise<RunPlan> {
   const stateDir = resolve(options.stateDir)
   const allow = Boolean(options.allowUntrusted)
-  const seen = new Set<string>()
-  const untrusted = [...(options.untrusted ?? [])]
   // Judged as written (66 first when it is missing): a link on the way is judged too, so its real path cannot change after.
+  const trust = new TrustList(allow, options.untrusted).add(...moduleDirTrustPaths(options.moduleDir), ...stateDirTrustPaths(stateDir))
   await realModuleDir(options.moduleDir)
-  untrusted.push(...assertTrustedPaths([...moduleDirTrustPaths(options.moduleDir), ...stateDirTrustPaths(stateDir)], allow, seen))
+  trust.check()
   assertStateDirShape(stateDir)
   // An app on a channel that no fetch pinned (no --fetch, or the source unreachable): the tag the channel named when the node last read the index.
-  const channels = input.app.kind === 'channel' ? await (await import('../repository/accepted-versions.js')).rememberedChannels(options.moduleDir, allow) : undefined
+  const channels = input.app.kind === 'channel' ? await (await import('../source/accepted-versions.js')).rememberedChannels(options.moduleDir, allow) : undefined
   const resolution = await resolveRelease(options.moduleDir, input.app, {allowMutable: options.allowMutable, checkTrust: true, allowUntrusted: allow, channels})
-  // Every directory from the module directory down to each release root: a world-writable
-  // <app>/tags lets anyone swap a tag. Then everything inside each release: Puppet reads
-  // and runs it all as root.
-  untrusted.push(...assertTrustedPaths(modulepathTrustPaths(resolution), allow, seen))
-  untrusted.push(...assertNoTrustProblems(resolution.untrustedTrees, allow, seen))
-  const verification = await verifyModulepath(resolution.moduleDir, resolution.modulepath, resolution.trees)
-  const app = resolution.modulepath[0]
   const files = runFiles(stateDir, runId)
-  const enc = buildEncDocument(input, {release: app.release, runId})
-  const environment = input.environment ?? 'production'
   const manifest = await chooseManifest(options, files)
-  // The main manifest is code root runs, as much as the releases are.
-  if (manifest.source !== 'empty') untrusted.push(...assertTrustedPaths([{path: manifest.path, what: 'manifest', content: true}], allow, seen))
-  // A class Puppet cannot find fails the run inside Puppet after seconds of start-up: refused
-  // here instead (65, recorded), in validate's words, before anything runs.
-  const classes = input.classes === undefined || input.classes === null ? [] : Array.isArray(input.classes) ? input.classes : Object.keys(input.classes)
-  const missing = await missingClasses(classes, resolution.modulepath.map((entry) => entry.path), manifest.source === 'empty' ? null : manifest.path)
-  if (missing.length > 0) throw new InputError(`${input.source}: release ${app.release}: ${missing.length === 1 ? missing[0].message : missing.map((found, n) => `(${n + 1}) ${found.message}`).join(' ')}`, [`localpuppet classes ${app.release} lists the classes it provides`])
-  const facts = options.facts ?? {}
   const location = locatePuppet(options.puppet, options.env)
   const puppetPath = location.path
-  // Root runs it: a puppet others could rewrite would run their code as root.
-  if (puppetPath !== null) untrusted.push(...assertTrustedPaths([{path: puppetPath, what: 'puppet executable', content: true}], allow, seen))
   // And the interpreter its #! line runs (`#!/usr/bin/env ruby`: the ruby on PATH).
   const interpreter = puppetPath === null ? null : scriptInterpreter(puppetPath, options.env ?? process.env)?.path
-  if (interpreter) untrusted.push(...assertTrustedPaths([{path: interpreter, what: `interpreter of ${puppetPath}`, content: true}], allow, seen))
+  // Everything root will read and run, judged before any of it is read: the releases (their
+  // directories, then everything inside each), the main manifest, puppet (a puppet others
+  // could rewrite would run their code as root) and its interpreter.
+  trust
+    .add(...runTrustPaths(options.moduleDir, resolution))
+    .addProblems(resolution.untrustedTrees)
+    .add(...manifestTrustPaths(manifest.source === 'empty' ? null : manifest.path, true))
+  if (puppetPath !== null) trust.add({path: puppetPath, what: 'puppet executable', content: true})
+  if (interpreter) trust.add({path: interpreter, what: `interpreter of ${puppetPath}`, content: true})
+  const untrusted = trust.check()
+  const verification = await verifyModulepath(resolution.moduleDir, resolution.modulepath, resolution.trees)
+  const app = resolution.modulepath[0]
+  const enc = buildEncDocument(input, {release: app.release, runId})
+  const environment = input.environment ?? 'production'
+  // A class Puppet cannot find fails the run inside Puppet after seconds of start-up: refused
+  // here instead (65, recorded), in validate's words, before anything runs.
+  const missing = await missingClasses(inputClassNames(input), resolution.modulepath.map((entry) => entry.path), manifest.source === 'empty' ? null : manifest.path)
+  if (missing.length > 0) throw new InputError(`${input.source}: release ${app.release}: ${missing.length === 1 ? missing[0].message : missing.map((found, n) => `(${n + 1}) ${found.message}`).join(' ')}`, [`localpuppet classes ${app.release} lists the classes it provides`])
+  const facts = options.facts ?? {}
   const modulepath = resolution.modulepath.map((entry) => entry.path)
   const warnings = [...resolution.warnings]
   if (resolution.mutableEntries.length > 0) {
@@ -284,7 +283,9 @@ async function chooseManifest(options: PlanOptions, files: RunFiles): Promise<Ru
   const fallback = options.defaultManifest ?? DEFAULT_MANIFEST
   try {
     if ((await stat(fallback)).isFile()) return {path: fallback, source: 'default'}
-  } catch {}
+  } catch {
+    // No default manifest: the run uses an empty one.
+  }
 
   return {path: files.emptyManifest, source: 'empty'}
 }

@@ -5,7 +5,7 @@ import {REPOSITORY_ID_TEXT, isRepositoryId, resolveSetting, settingList, setting
 import {LocalpuppetError, NotFoundError, UsageError} from '../errors.js'
 import {ExitCode} from '../exit-codes.js'
 import type {ReleaseRef} from '../release/release-ref.js'
-import type {ExpectedRepository} from '../repository/accepted-versions.js'
+import type {ExpectedRepository} from './accepted-versions.js'
 import {type FetchOptions, type FetchResult, type IndexRead, type ReleaseSource, looksLikeHost, sourceKind} from './release-source.js'
 
 /**
@@ -17,12 +17,12 @@ export async function openSource(spec: string, options: Pick<FetchOptions, 'time
   switch (sourceKind(spec)) {
     case 'https':
     case 'http': {
-      const {HttpTransport} = await import('../repository/http-transport.js')
+      const {HttpTransport} = await import('./readers/http-reader.js')
       return new RepositorySource(new HttpTransport(spec, {timeoutMs: options.timeoutSeconds ? options.timeoutSeconds * 1000 : undefined, env: options.env}))
     }
 
     case 'file': {
-      const {DirTransport} = await import('../repository/dir-transport.js')
+      const {DirTransport} = await import('./readers/dir-reader.js')
       let path: string
       try {
         path = fileURLToPath(spec)
@@ -34,7 +34,7 @@ export async function openSource(spec: string, options: Pick<FetchOptions, 'time
     }
 
     case 'dir': {
-      const {DirTransport} = await import('../repository/dir-transport.js')
+      const {DirTransport} = await import('./readers/dir-reader.js')
       // `releases.example.com/puppet` is a URL without its scheme far more often than a relative directory.
       if (looksLikeHost(spec) && !(await stat(spec).then(() => true, () => false))) {
         throw new NotFoundError(`source ${spec}: no such directory, and it reads as a host: did you mean https://${spec} (or http://${spec})?`)

@@ -18,7 +18,7 @@ export interface FetchOptions {
   /** --accept-repository: the identity of a repository re-created on purpose, accepted in place of the one pinned for the source. */
   acceptRepository?: string
   /** The repository_id setting: the id the source's index must have, from the first fetch on. */
-  expectedRepository?: import('../repository/accepted-versions.js').ExpectedRepository
+  expectedRepository?: import('./accepted-versions.js').ExpectedRepository
 }
 
 export interface FetchedRelease {
@@ -72,7 +72,7 @@ export interface NodeInputFetch {
 export interface IndexRead {
   index: import('../repository/repository-index.js').RepositoryIndex
   signedBy: string | null
-  accepted: import('../repository/accepted-versions.js').IndexFreshness
+  accepted: import('./accepted-versions.js').IndexFreshness
   /** The trust problems --allow-untrusted let through. */
   untrusted: string[]
 }

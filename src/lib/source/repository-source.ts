@@ -24,7 +24,7 @@ import {
   tagInIndex,
 } from '../repository/repository-index.js'
 import type {FetchOptions, FetchResult, FetchedRelease, IndexRead, NodeInputFetch, ReleaseSource} from './release-source.js'
-import type {Transport} from '../repository/transport.js'
+import type {Transport} from './readers/reader.js'
 
 /** A release repository (index.json plus archives) read through a transport. */
 export class RepositorySource implements ReleaseSource {
@@ -69,7 +69,7 @@ export class RepositorySource implements ReleaseSource {
 
     // A channel that moved is remembered only once its tag is here (see acceptIndex): now it is.
     if (releases.some((r) => r.status === 'installed')) {
-      const {rememberInstalledChannels} = await import('../repository/accepted-versions.js')
+      const {rememberInstalledChannels} = await import('./accepted-versions.js')
       await rememberInstalledChannels(options.moduleDir, this.label, index, indexChannels(index), {allowUntrusted: options.allowUntrusted})
     }
 
@@ -124,7 +124,7 @@ export class RepositorySource implements ReleaseSource {
     const {index, signedBy, untrusted} = await this.readTrusted(options)
     // Before anything is resolved or installed: an index older than one this node accepted,
     // or expired, is a refusal (65), never a reason to fall back.
-    const {acceptIndex} = await import('../repository/accepted-versions.js')
+    const {acceptIndex} = await import('./accepted-versions.js')
     const accepted = await acceptIndex(options.moduleDir, this.label, index, {allowUntrusted: options.allowUntrusted, channels: indexChannels(index), acceptRepository: options.acceptRepository, expectedRepository: options.expectedRepository})
     untrusted.push(...accepted.untrusted)
     return {index, signedBy, accepted, untrusted}
@@ -139,7 +139,7 @@ export class RepositorySource implements ReleaseSource {
    */
   async currentIndex(options: FetchOptions): Promise<IndexRead> {
     const {index, signedBy, untrusted} = await this.readTrusted(options)
-    const {judgeIndex, readAcceptedVersions} = await import('../repository/accepted-versions.js')
+    const {judgeIndex, readAcceptedVersions} = await import('./accepted-versions.js')
     const {memory, untrusted: memoryProblems} = await readAcceptedVersions(options.moduleDir, options.allowUntrusted)
     const accepted = judgeIndex(memory, this.label, index, Date.now(), undefined, options.expectedRepository)
     return {index, signedBy, accepted, untrusted: [...untrusted, ...memoryProblems]}

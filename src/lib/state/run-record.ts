@@ -8,9 +8,12 @@ import {asIoError} from '../util/io-error.js'
 import {stringifyJson} from '../util/json.js'
 import type {ResourceCounts} from '../puppet/resource-counts.js'
 import {readRunSummary} from '../puppet/run-summary.js'
+import type {RecordedPuppet} from '../puppet/puppet-identity.js'
 import {isProcessAlive, processStartTime} from '../util/process.js'
 import {isRunId} from './run-id.js'
 import {runFiles, runsDir} from './state-dir.js'
+
+export type {RecordedPuppet} from '../puppet/puppet-identity.js'
 
 /**
  * `refused`: the attempt got past argument parsing and was refused before puppet ran
@@ -108,13 +111,6 @@ export interface RunRecord {
   puppet?: RecordedPuppet | null
   /** How the release's code compiled (Puppet's strict settings), as passed to Puppet; null before the release was read. */
   languageMode?: LanguageMode | null
-}
-
-/** Which Puppet an attempt ran or would have run: implementation and version from the package or gem that owns `path`. */
-export interface RecordedPuppet {
-  implementation: 'puppet' | 'openvox' | null
-  version: string | null
-  path: string | null
 }
 
 /** A record of an attempt just started by this process, with `fields` set and everything unknown empty. */
@@ -283,7 +279,9 @@ export async function latestRunId(stateDir: string): Promise<string> {
     try {
       await readFile(runFiles(stateDir, ids[i]).record)
       return ids[i]
-    } catch {}
+    } catch {
+      // A run directory without a readable record yet (starting, or pruned): the one before it.
+    }
   }
 
   throw new NotFoundError(`no runs yet in ${stateDir}`)

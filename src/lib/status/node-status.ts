@@ -50,7 +50,7 @@ export async function nodeStatus(options: StatusOptions): Promise<StatusResult> 
   const {stateDir} = options
   const [{readNodeState}, {disabledState}, {readPointer}] = await Promise.all([
     import('../state/node-state.js'),
-    import('../puppet/agent-lock.js'),
+    import('../puppet/puppet-locks.js'),
     import('../input/pointer.js'),
   ])
   options.onUntrusted?.(assertTrustedStateDir(stateDir, options.allowUntrusted))
@@ -87,7 +87,7 @@ export async function checkStatus(options: Omit<StatusOptions, 'runId' | 'wait' 
   const [{checkNode}, {readNodeState}, {disabledState}] = await Promise.all([
     import('../metrics/nagios-check.js'),
     import('../state/node-state.js'),
-    import('../puppet/agent-lock.js'),
+    import('../puppet/puppet-locks.js'),
   ])
   try {
     options.onUntrusted?.(assertTrustedStateDir(stateDir, options.allowUntrusted))

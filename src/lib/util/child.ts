@@ -118,7 +118,9 @@ export function startChild(file: string, args: string[], options: ChildOptions =
       try {
         if (options.ownGroup) process.kill(-pid, signal)
         else subprocess.kill(signal)
-      } catch {}
+      } catch {
+        // Already gone (ESRCH): what it started is signalled below all the same.
+      }
 
       for (const p of tree) signalIfSame(p, signal)
     },

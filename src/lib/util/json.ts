@@ -35,3 +35,8 @@ export function allowBigIntInJson(): void {
     writable: true,
   })
 }
+
+/** A JSON or YAML mapping: an object that is neither null nor an array. */
+export function isMapping(value: unknown): value is Record<string, unknown> {
+  return value !== null && typeof value === 'object' && !Array.isArray(value)
+}

@@ -1,3 +1,5 @@
+import {InterruptedError} from '../errors.js'
+
 /** The signals that stop localpuppet from outside: ^C, `kill`, systemd, a CI timeout, a closed terminal. */
 const STOP_SIGNALS: NodeJS.Signals[] = ['SIGINT', 'SIGTERM', 'SIGHUP']
 
@@ -7,7 +9,9 @@ function runCleanups(signal: NodeJS.Signals | null): void {
   for (const cleanup of cleanups) {
     try {
       cleanup(signal)
-    } catch {}
+    } catch {
+      // One cleanup failing must not keep the others from running on the way out.
+    }
   }
 }
 
@@ -65,4 +69,15 @@ export async function withStopSignals<T>(fn: (signal: AbortSignal) => Promise<T>
   } finally {
     for (const signal of STOP_SIGNALS) process.off(signal, onSignal)
   }
+}
+
+/** The signal an abort names (SIGINT, SIGTERM, SIGHUP); SIGTERM when it names none. */
+export function abortSignalName(signal: AbortSignal): NodeJS.Signals {
+  const reason = signal.reason
+  return typeof reason === 'string' && reason.startsWith('SIG') ? (reason as NodeJS.Signals) : 'SIGTERM'
+}
+
+/** Throws InterruptedError (naming the signal) once the signal has aborted. */
+export function throwIfStopped(signal: AbortSignal | undefined): void {
+  if (signal?.aborted) throw new InterruptedError(abortSignalName(signal))
 }

@@ -28,7 +28,9 @@ export function descendants(root: number): ProcessId[] {
       const stat = readFileSync(`/proc/${entry}/stat`, 'utf8')
       const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1])
       children.set(ppid, [...(children.get(ppid) ?? []), Number(entry)])
-    } catch {}
+    } catch {
+      // The process ended while /proc was read: not a child any more.
+    }
   }
 
   const found: ProcessId[] = []
@@ -91,7 +93,9 @@ export function processesWithEnv(entry: string): ProcessId[] {
     try {
       const environ = Buffer.concat([Buffer.from([0]), readFileSync(`/proc/${name}/environ`)])
       if (environ.includes(needle)) found.push({pid: Number(name), start: processStartTime(Number(name))})
-    } catch {}
+    } catch {
+      // Ended meanwhile, or another user's (environ unreadable): not one of ours.
+    }
   }
 
   return found

@@ -313,3 +313,55 @@ export function assertNoTrustProblems(problems: Array<Pick<TrustProblem, 'path' 
 
   return allowed
 }
+
+type TrustEntry = {path: string} & TrustOptions
+type ReleaseTreeProblem = Pick<TrustProblem, 'path' | 'message'> | null
+
+/**
+ * The paths a run believes, filled as they become known and judged where what follows
+ * would believe them: check() refuses (77) the first problem unless allowed, in the order
+ * added, and returns every problem allowed so far. A path is judged once, and each
+ * directory at fault is reported once.
+ */
+export class TrustList {
+  private readonly seen = new Set<string>()
+  private readonly judged = new Set<string>()
+  private pending: Array<{paths: TrustEntry[]} | {problems: ReleaseTreeProblem[]}> = []
+  private readonly allowed: string[]
+
+  /** `before`: problems allowed earlier (by a fetch), listed first. */
+  constructor(
+    private readonly allow: boolean,
+    before: readonly string[] = [],
+  ) {
+    this.allowed = [...before]
+  }
+
+  add(...paths: TrustEntry[]): this {
+    this.pending.push({paths})
+    return this
+  }
+
+  /** Problems already found inside release trees (resolve's untrustedTrees). */
+  addProblems(problems: ReleaseTreeProblem[]): this {
+    this.pending.push({problems})
+    return this
+  }
+
+  check(): string[] {
+    const pending = this.pending
+    this.pending = []
+    for (const batch of pending) {
+      if ('problems' in batch) {
+        this.allowed.push(...assertNoTrustProblems(batch.problems, this.allow, this.seen))
+        continue
+      }
+
+      const fresh = batch.paths.filter((entry) => !this.judged.has(`${entry.what}\0${entry.path}`))
+      for (const entry of fresh) this.judged.add(`${entry.what}\0${entry.path}`)
+      this.allowed.push(...assertTrustedPaths(fresh, this.allow, this.seen))
+    }
+
+    return [...this.allowed]
+  }
+}

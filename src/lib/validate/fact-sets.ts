@@ -2,6 +2,7 @@ import {readFileSync, statSync} from 'node:fs'
 import {basename, join} from 'node:path'
 
 import {InputError, IoError, describeFsError} from '../errors.js'
+import {isMapping} from '../util/json.js'
 import {parseYaml} from '../yaml.js'
 
 export type Facts = Record<string, unknown>
@@ -67,8 +68,4 @@ function readFactSet(file: string): Facts | InputError {
   if (isMapping(data) && isMapping(data.values) && typeof data.name === 'string') data = data.values
   if (!isMapping(data)) return new InputError(`${file}: a fact set must be a mapping of fact names to values`)
   return data
-}
-
-function isMapping(value: unknown): value is Record<string, unknown> {
-  return value !== null && typeof value === 'object' && !Array.isArray(value)
 }

@@ -1,7 +1,6 @@
 import {readFile, readdir, stat} from 'node:fs/promises'
 import {join, relative, resolve} from 'node:path'
 
-import {moduleDirTrustPaths} from '../install/install-record.js'
 import {verifyModulepath} from '../verify/verify.js'
 import {ClassCatalog, METAPARAMETERS, classResourceName} from '../catalog/class-catalog.js'
 import {type LoadableDefinition, MANIFEST_BYTES_BOUND, fileSize} from '../catalog/definitions.js'
@@ -11,9 +10,9 @@ import {isInstance, parseType, valueLabel} from '../catalog/puppet-types.js'
 import {DEFAULT_MANIFEST} from '../defaults.js'
 import {buildEncDocument, renderEncYaml} from '../enc/enc-document.js'
 import {InputError, LocalpuppetError, NotFoundError, PuppetUnavailableError, UsageError, describeFsError} from '../errors.js'
-import {checkNodeInput} from '../input/node-input.js'
+import {checkNodeInput, inputClassNames} from '../input/node-input.js'
 import {readInputText} from '../input/read-input.js'
-import {type Resolution, modulepathTrustPaths, newTreeMemo, realModuleDir, resolveRelease} from '../release/resolve.js'
+import {type Resolution, newTreeMemo, realModuleDir, resolveRelease} from '../release/resolve.js'
 import {RUN_ID_PLACEHOLDER} from '../state/run-id.js'
 import {closest} from '../util/did-you-mean.js'
 import {assertNoTrustProblems, assertTrustedPaths} from '../util/trusted-path.js'
@@ -22,6 +21,7 @@ import {identifyPuppet} from '../puppet/puppet-identity.js'
 import {effectiveLanguageMode, languageModeArgs} from '../release/language-mode.js'
 import {factSets} from './fact-sets.js'
 import {lineOfKey} from '../yaml.js'
+import {manifestTrustPaths, runTrustPaths} from '../run/trust-paths.js'
 import {type CheckName, CHECKS, type InputReport, type Problem, type ValidateReport} from './report.js'
 import {type CheckedInput, checkModules, checkVariables, failsOnUnknownVariables, judgedPuppet} from './module-checks.js'
 
@@ -124,7 +124,7 @@ export async function validateInputs(paths: string[], options: ValidateOptions):
     report.mode = effectiveLanguageMode(resolution.languageMode, options.puppetArgs ?? [])
     // The node's top-scope names: the ENC document's parameters, and the facts of --facts.
     const nodeFacts = facts?.get(file)
-    report.classNames = input.classes === undefined || input.classes === null ? [] : Array.isArray(input.classes) ? (input.classes as string[]) : Object.keys(input.classes)
+    report.classNames = inputClassNames(input)
     report.nodeNames = [...Object.keys(buildEncDocument(input, {release: report.release, runId: RUN_ID_PLACEHOLDER}).parameters), ...(nodeFacts && !(nodeFacts instanceof InputError) ? Object.keys(nodeFacts) : [])]
 
     const modulepath = resolution.modulepath.map((entry) => entry.path)
@@ -151,8 +151,8 @@ export async function validateInputs(paths: string[], options: ValidateOptions):
 
     if (runsCodeAsRoot) {
       // Compiling runs the release's Ruby (functions, facts) as root: as apply, only from what nobody else can change.
-      const main = manifest === null ? [] : [{path: manifest, what: 'manifest'}]
-      const untrusted = [...assertTrustedPaths([...moduleDirTrustPaths(options.moduleDir), ...modulepathTrustPaths(resolution), ...main], true), ...assertNoTrustProblems(resolution.untrustedTrees, true)]
+      // The run's own list (the manifest judged without content: true, as before; apply's plan asks for it).
+      const untrusted = [...assertTrustedPaths([...runTrustPaths(options.moduleDir, resolution), ...manifestTrustPaths(manifest, false)], true), ...assertNoTrustProblems(resolution.untrustedTrees, true)]
       for (const message of inputUntrusted) report.problems.push(problem('input', message))
       if (untrusted.length + inputUntrusted.length > 0) {
         const appLine = lineOfKey(text, ['app']) ?? null
@@ -372,6 +372,6 @@ async function channelTags(moduleDir: string, repo: string | undefined): Promise
     return indexChannels((await readCurrentIndex(repo)).index)
   }
 
-  const {rememberedChannels} = await import('../repository/accepted-versions.js')
+  const {rememberedChannels} = await import('../source/accepted-versions.js')
   return rememberedChannels(moduleDir).catch(() => ({}))
 }

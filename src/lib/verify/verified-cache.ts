@@ -284,7 +284,9 @@ export class KeyWriter {
   abort(): void {
     try {
       closeSync(this.fd)
-    } catch {}
+    } catch {
+      // Already closed: the temporary file is removed all the same.
+    }
 
     rmSync(this.temp, {force: true})
   }

@@ -2,7 +2,7 @@ import test from 'ava'
 
 import {UsageError} from '../../../src/lib/errors.js'
 import {channelHealth, judgeNode} from '../../../src/lib/fleet/channel-health.js'
-import type {PromNode} from '../../../src/lib/fleet/prometheus-fleet.js'
+import type {PromNode} from '../../../src/lib/fleet/sources/prometheus.js'
 
 const NOW = Date.parse('2026-11-25T12:00:00.000Z')
 const ago = (minutes: number) => new Date(NOW - minutes * 60_000).toISOString()

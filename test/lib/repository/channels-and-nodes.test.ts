@@ -8,7 +8,7 @@ import {parseReleaseRef} from '../../../src/lib/release/release-ref.js'
 import {promoteChannel} from '../../../src/lib/repository/promote.js'
 import {publishArchives} from '../../../src/lib/repository/publish.js'
 import {type RepositoryIndex, indexChannels, inputPathFor, parseRepositoryIndex, serializeRepositoryIndex} from '../../../src/lib/repository/repository-index.js'
-import {rememberIndex, judgeIndex} from '../../../src/lib/repository/accepted-versions.js'
+import {rememberIndex, judgeIndex} from '../../../src/lib/source/accepted-versions.js'
 import {cli} from '../../helpers/cli.js'
 import {tempDir, writeReleases} from '../../helpers/temp.js'
 

@@ -5,10 +5,9 @@ import {join} from 'node:path'
 import test from 'ava'
 
 import {RolloutEngine} from '../../../src/lib/rollout/engine.js'
-import {readFleetMemory} from '../../../src/lib/rollout/record.js'
-import {expectedFleet} from '../../../src/lib/rollout/rollout.js'
+import {expectedFleet, readFleetMemory} from '../../../src/lib/rollout/expected-fleet.js'
 import {rolloutSettings} from '../../../src/lib/rollout/settings.js'
-import type {McoTransport} from '../../../src/lib/rollout/transports/mco.js'
+import type {FleetTransport} from '../../../src/lib/rollout/transports/transport.js'
 import {fakeMco, reply} from '../../helpers/fake-mco.js'
 import {tempDir} from '../../helpers/temp.js'
 
@@ -18,7 +17,7 @@ import {tempDir} from '../../helpers/temp.js'
 test('the fleet is in natural name order, and so are the canaries and the batches cut from it', async (t) => {
   const report = {pointer: 'foo/tags/1.0.0', applied: 'foo/tags/1.0.0', newest: null}
   const answers = Object.fromEntries(['db10', 'web1', 'db2', 'db1', 'web10', 'web2', 'db9'].map((node) => [node, report]))
-  const transport = {options: {discovery: ['-W', 'role=db'], connection: []}, discover: async () => answers} as unknown as McoTransport
+  const transport = {fleetKey: JSON.stringify({connection: [], discovery: ['-W', 'role=db']}), nodesFile: null, discover: async () => answers} as unknown as FleetTransport
   const fleet = await expectedFleet(transport, await tempDir(t), {warn: () => {}})
   t.deepEqual(fleet.expected, ['db1', 'db2', 'db9', 'db10', 'web1', 'web2', 'web10'])
   const engine = new RolloutEngine(rolloutSettings({ref: 'foo/tags/1.1.0', canary: 1, batch: '2'}), fleet.expected)
@@ -39,7 +38,7 @@ test('a --batch percentage is of the nodes left after the canaries, rounded down
 test('a reply from a sender that is no node name is ignored with a warning that shows it escaped on one line', async (t) => {
   const report = {pointer: null, applied: null, newest: null}
   const evil = 'web1\u202E\u009B2J\nFORGED'
-  const transport = {options: {discovery: [], connection: []}, discover: async () => ({web1: report, [evil]: report})} as unknown as McoTransport
+  const transport = {fleetKey: JSON.stringify({connection: [], discovery: []}), nodesFile: null, discover: async () => ({web1: report, [evil]: report})} as unknown as FleetTransport
   const warnings: string[] = []
   const fleet = await expectedFleet(transport, await tempDir(t), {warn: (line) => warnings.push(line)})
   t.deepEqual(fleet.expected, ['web1'])

@@ -4,7 +4,7 @@ import {join} from 'node:path'
 import test from 'ava'
 
 import {LocalpuppetError} from '../../../src/lib/errors.js'
-import {resolveInIndex} from '../../../src/lib/fleet/wanted-now.js'
+import {resolveInIndex} from '../../../src/lib/source/wanted-now.js'
 import {type RepositoryIndex, inputPathFor, serializeRepositoryIndex} from '../../../src/lib/repository/repository-index.js'
 import {fetchReleases, openSource} from '../../../src/lib/source/fetch.js'
 import {tempDir} from '../../helpers/temp.js'

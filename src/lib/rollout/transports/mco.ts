@@ -5,9 +5,9 @@ import {stripVTControlCharacters} from 'node:util'
 
 import {FleetUnavailableError} from '../../errors.js'
 import {capture} from '../../util/capture.js'
-import type {RolloutTransport} from '../drive.js'
 import type {NodeReport, RunReport, StartAnswer} from '../engine.js'
 import type {RolloutSettings} from '../settings.js'
+import {type FleetTransport, NODE_NAME} from './transport.js'
 
 /*
  * The rollout's MCollective transport: one `mco rpc localpuppet ACTION ... --json` process
@@ -27,6 +27,14 @@ export interface McoOptions {
   statusTimeout?: number | null
   /** Seconds discovery waits for answers (mco --dt), or null for mco's own. */
   discoveryTimeout: number | null
+}
+
+/** `--via mco`, as a rollout record keeps it. */
+export type McoSpec = {via: 'mco'} & McoOptions
+
+/** The options of a recorded spec (a spec's statusTimeout is not kept: the caller sets its own). */
+export function mcoOptions(spec: McoSpec): McoOptions {
+  return {mco: spec.mco, connection: spec.connection, discovery: spec.discovery, replyTimeout: spec.replyTimeout, discoveryTimeout: spec.discoveryTimeout}
 }
 
 /** One node's reply, as `mco rpc --json` prints it. */
@@ -73,10 +81,19 @@ export function nodeFromReply(reply: McoReply): NodeReport {
   return {pointer: str(reply.data.pointer), applied: str(reply.data.applied), newest: runFromReply(reply), disabled: str(reply.data.puppet_disabled), drift: num(reply.data.drift)}
 }
 
-export class McoTransport implements RolloutTransport {
+export class McoTransport implements FleetTransport {
   private dir: string | null = null
+  readonly fleetKey: string
+  readonly nodesFile: string | null
+  readonly named: {nodes: string[]; only: boolean}
 
-  constructor(readonly options: McoOptions) {}
+  constructor(readonly options: McoOptions) {
+    this.fleetKey = JSON.stringify({connection: options.connection, discovery: options.discovery})
+    const nodesAt = options.discovery.indexOf('--nodes')
+    this.nodesFile = nodesAt === -1 ? null : options.discovery[nodesAt + 1]
+    const named = literalIdentities(options.discovery)
+    this.named = {nodes: named, only: named.length > 0 && options.discovery.every((value, i) => (i % 2 === 0 ? value === '-I' : named.includes(value)))}
+  }
 
   /** Removes the nodes files it wrote. */
   async close(): Promise<void> {
@@ -89,7 +106,7 @@ export class McoTransport implements RolloutTransport {
    * reply from any other is not believed). `nodes` null: the operator's discovery decides.
    */
   async call(action: string, args: string[], nodes: string[] | null, timeoutSeconds: number, signal?: AbortSignal): Promise<Map<string, McoReply>> {
-    const addressing = nodes === null ? [...this.options.discovery, ...(this.options.discoveryTimeout === null ? [] : ['--dt', String(this.options.discoveryTimeout)])] : ['--nodes', await this.nodesFile(nodes)]
+    const addressing = nodes === null ? [...this.options.discovery, ...(this.options.discoveryTimeout === null ? [] : ['--dt', String(this.options.discoveryTimeout)])] : ['--nodes', await this.writeNodesFile(nodes)]
     // mco takes `-t 5` for its own default and waits the DDL's 120 s instead (rpc/client.rb): never pass 5.
     const seconds = Math.max(1, Math.ceil(timeoutSeconds))
     const argv = ['rpc', ...this.options.connection, ...addressing, '-t', String(seconds === 5 ? 6 : seconds), '--json', 'localpuppet', action, ...args]
@@ -200,7 +217,7 @@ export class McoTransport implements RolloutTransport {
     return answers
   }
 
-  private async nodesFile(nodes: string[]): Promise<string> {
+  private async writeNodesFile(nodes: string[]): Promise<string> {
     this.dir ??= await mkdtemp(join(tmpdir(), 'localpuppet-rollout-'))
     const file = join(this.dir, 'nodes.txt')
     await writeFile(file, nodes.join('\n') + '\n', {mode: 0o600})
@@ -214,4 +231,14 @@ function runArgs(settings: RolloutSettings): string[] {
   if (settings.noop) args.push('noop=true')
   if (settings.timeoutSeconds !== null) args.push(`timeout=${settings.timeoutSeconds}`)
   return args
+}
+
+/** The identities given with -I that name one node (mco takes `/.../` as a regular expression). */
+function literalIdentities(discovery: string[]): string[] {
+  const named: string[] = []
+  for (let i = 0; i < discovery.length - 1; i++) {
+    if (discovery[i] === '-I' && NODE_NAME.test(discovery[i + 1]) && !named.includes(discovery[i + 1])) named.push(discovery[i + 1])
+  }
+
+  return named
 }

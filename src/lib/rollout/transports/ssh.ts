@@ -8,11 +8,11 @@ import {FleetUnavailableError} from '../../errors.js'
 import {ExitCode} from '../../exit-codes.js'
 import {capture} from '../../util/capture.js'
 import {shellQuote} from '../../util/shell-quote.js'
-import type {RolloutTransport} from '../drive.js'
 import type {NodeReport, RunReport, StartAnswer} from '../engine.js'
 import type {RolloutSettings} from '../settings.js'
 import {type McoReply, nodeFromReply, runFromReply} from './mco.js'
 import type {SshTarget} from './ssh-targets.js'
+import type {FleetTransport} from './transport.js'
 
 /*
  * The rollout's SSH transport: the system's OpenSSH client runs the localpuppet CLI on each
@@ -47,6 +47,9 @@ export interface SshOptions {
   /** Seconds a node has to answer a status request, or null: 20. */
   statusTimeout?: number | null
 }
+
+/** SSH's spec in a rollout record. */
+export type SshSpec = {via: 'ssh'} & SshOptions
 
 /** What one node said to one command: its exit code and JSON, or that ssh refused to talk to it, or nothing. */
 export type SshAnswer = {kind: 'answer'; exitCode: number; json: Record<string, unknown> | null; said: string} | {kind: 'refused'; message: string} | {kind: 'silent'; why: string}
@@ -140,7 +143,12 @@ async function eachLimited<T>(items: T[], limit: number, fn: (item: T) => Promis
   await Promise.all(Array.from({length: Math.min(limit, items.length)}, worker))
 }
 
-export class SshTransport implements RolloutTransport {
+export class SshTransport implements FleetTransport {
+  /** The fleet is exactly the targets: nothing is discovered, nothing remembered. */
+  readonly nodesFile = null
+  readonly listed: {nodes: string[]; from: string}
+  readonly fleetKey: string
+
   private dir: Promise<string> | null = null
   private readonly byNode: Map<string, SshTarget>
   private readonly used = new Set<SshTarget>()
@@ -152,6 +160,8 @@ export class SshTransport implements RolloutTransport {
     private readonly warn: (line: string) => void = () => {},
   ) {
     this.byNode = new Map(options.targets.map((target) => [target.node, target]))
+    this.listed = {nodes: options.targets.map((target) => target.node), from: options.targetsFrom}
+    this.fleetKey = JSON.stringify({via: 'ssh', targets: options.targets})
   }
 
   /** Closes the connections it opened and removes their control sockets. */

@@ -2,10 +2,10 @@ import {createReadStream} from 'node:fs'
 import {open} from 'node:fs/promises'
 import {join, resolve} from 'node:path'
 
-import {RepositoryUnavailableError, describeFsError} from '../errors.js'
-import {type TrustProblem, findTrustProblem} from '../util/trusted-path.js'
-import {REPOSITORY_INDEX} from './repository-index.js'
-import {type Transport, readBounded, writeChecked} from './transport.js'
+import {RepositoryUnavailableError, describeFsError} from '../../errors.js'
+import {type TrustProblem, findTrustProblem} from '../../util/trusted-path.js'
+import {REPOSITORY_INDEX} from '../../repository/repository-index.js'
+import {type Transport, readBounded, writeChecked} from './reader.js'
 
 /** A repository in a directory (a plain path or a file:// URL): a mount, a synced mirror, a USB stick. */
 export class DirTransport implements Transport {

@@ -4,12 +4,12 @@ import type {Readable} from 'node:stream'
 
 import type {Dispatcher} from 'undici'
 
-import {LocalpuppetError, ReleaseError, RepositoryUnavailableError, UsageError} from '../errors.js'
-import {type Transport, readBounded, writeChecked} from './transport.js'
-import {meterRate} from '../util/rate-floor.js'
-import {redactUrl, terminalUrl} from '../util/terminal-text.js'
-import {timerDelay} from '../util/timer-delay.js'
-import {STRAY_PERCENT, urlCredentials} from '../util/url-credentials.js'
+import {LocalpuppetError, ReleaseError, RepositoryUnavailableError, UsageError} from '../../errors.js'
+import {type Transport, readBounded, writeChecked} from './reader.js'
+import {meterRate} from '../../util/rate-floor.js'
+import {redactUrl, terminalUrl} from '../../util/terminal-text.js'
+import {timerDelay} from '../../util/timer-delay.js'
+import {STRAY_PERCENT, urlCredentials} from '../../util/url-credentials.js'
 
 export interface HttpOptions {
   /** Per request: connecting, waiting for headers, and any pause in the body (ms). */

@@ -1,11 +1,11 @@
 import {mkdir} from 'node:fs/promises'
 
 import {PuppetUnavailableError} from '../errors.js'
-import {assertTrustedPaths, findTrustProblem} from '../util/trusted-path.js'
+import {assertTrustedPaths} from '../util/trusted-path.js'
 import {assertStateDirShape} from '../state/state-dir.js'
-import {findPuppet} from './puppet-identity.js'
-import {disablePuppet, disabledMessage, enablePuppet} from './puppet-locks.js'
-import {puppetLockPaths} from './puppet-paths.js'
+import {findPuppet} from '../puppet/puppet-identity.js'
+import {disablePuppet, disabledMessage, enablePuppet} from '../puppet/puppet-locks.js'
+import {puppetLockPaths} from '../puppet/puppet-paths.js'
 
 export interface AgentLockState {
   disabled: boolean
@@ -38,21 +38,4 @@ export async function enableRuns(puppet: string, puppetArgs: string[], stateDir:
   const message = await disabledMessage(lockPaths)
   const wasDisabled = await enablePuppet(lockPaths)
   return {disabled: false, message, lockfile: lockPaths.disabled, wasDisabled, untrusted}
-}
-
-/**
- * Whether Puppet is disabled, for status and metrics: `{message}`, or null when it is not
- * or cannot be told (puppet missing or untrusted: nothing would run anyway, and apply says so).
- */
-export async function disabledState(puppet: string, puppetArgs: string[], stateDir: string): Promise<{message: string} | null> {
-  // No state directory is made for this: status must not write.
-  const path = findPuppet(puppet)
-  // Missing, or one others could rewrite: not run to ask (apply refuses it anyway).
-  if (path === null || findTrustProblem(path, {what: 'puppet executable'}) !== null) return null
-  try {
-    const message = await disabledMessage(await puppetLockPaths(path, puppetArgs, stateDir))
-    return message === null ? null : {message}
-  } catch {
-    return null
-  }
 }

@@ -1,9 +1,9 @@
 import test from 'ava'
 
-import {FleetUnavailableError} from '../../../src/lib/errors.js'
-import {MAX_KEPT_CHARS, MAX_NODES, fleetStatusViaPrometheus, readPromFleet} from '../../../src/lib/fleet/prometheus-fleet.js'
-import type {RepositoryIndex} from '../../../src/lib/repository/repository-index.js'
-import {testServer} from '../../helpers/repository.js'
+import {FleetUnavailableError} from '../../../../src/lib/errors.js'
+import {MAX_KEPT_CHARS, MAX_NODES, fleetStatusViaPrometheus, readPromFleet} from '../../../../src/lib/fleet/sources/prometheus.js'
+import type {RepositoryIndex} from '../../../../src/lib/repository/repository-index.js'
+import {testServer} from '../../../helpers/repository.js'
 
 /*
  * The fleet view against a stand-in for Prometheus' HTTP API: each query's answer is given,
@@ -179,7 +179,7 @@ test('labels a fleet view keeps are bounded in all: long ones from a few nodes a
 })
 
 test('a node whose series of one metric disagree (a succeeded and a failed state, a success of 1 and of 0) is not healthy whichever comes first, and fleet status says why', async (t) => {
-  const {channelHealth} = await import('../../../src/lib/fleet/channel-health.js')
+  const {channelHealth} = await import('../../../../src/lib/fleet/channel-health.js')
   const canary = (order: 'succeeded first' | 'failed first') => {
     const succeeded = [sample('last_attempt_exit_code', {state: 'succeeded', release: 'foo/tags/1.4.0'}, 0), sample('last_run_success', {}, 1)]
     const failed = [sample('last_attempt_exit_code', {state: 'failed', release: 'foo/tags/1.4.0'}, 6), sample('last_run_success', {scraped_by: 'old'}, 0)]

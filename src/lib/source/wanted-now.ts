@@ -39,7 +39,7 @@ export async function readWantedIndex(options: WantedIndexOptions): Promise<Want
   // A node configured with apt has no channels to read; only an explicit --source apt is a mistake.
   if (source === 'apt' && options.source === undefined) return null
   if (source === 'apt') throw new UsageError('--source apt: apt has no index of channels; give the release repository (https://, http://, file:// or a directory)')
-  const {readSourceIndex, configuredRepositoryId} = await import('../source/fetch.js')
+  const {readSourceIndex, configuredRepositoryId} = await import('./fetch.js')
   const [trust, moduleDir, expectedRepository] = await Promise.all([settingList('trust', options.trust), settingString('module_dir'), configuredRepositoryId({})])
   const read = await readSourceIndex(source, {moduleDir: moduleDir!, trust, insecure: options.insecure, allowUntrusted: options.allowUntrusted, timeoutSeconds: options.timeoutSeconds, expectedRepository})
   return {

@@ -14,7 +14,7 @@ import {
   parseAcceptedVersions,
   rememberIndex,
   repositoryKey,
-} from '../../../src/lib/repository/accepted-versions.js'
+} from '../../../src/lib/source/accepted-versions.js'
 import {tempDir} from '../../helpers/temp.js'
 
 const SOURCE = 'https://releases.example.com/puppet/'

@@ -1,9 +1,9 @@
-import {FleetUnavailableError} from '../errors.js'
-import {PrometheusClient, promRegexLiteral} from '../prometheus/client.js'
-import {type ReleaseRef, parseReleaseRef} from '../release/release-ref.js'
-import {redactUrl, terminalText, terminalUrl} from '../util/terminal-text.js'
-import {type FleetRow, type FleetStatus, type WantedFrom, summarizeFleet} from './fleet-rows.js'
-import {type WantedIndex, resolveInIndex} from './wanted-now.js'
+import {FleetUnavailableError} from '../../errors.js'
+import {PrometheusClient, promRegexLiteral} from '../../prometheus/client.js'
+import {type ReleaseRef, parseReleaseRef} from '../../release/release-ref.js'
+import {redactUrl, terminalText, terminalUrl} from '../../util/terminal-text.js'
+import {type FleetRow, type FleetStatus, type WantedFrom, summarizeFleet} from '../fleet-rows.js'
+import {type WantedIndex, resolveInIndex} from '../../source/wanted-now.js'
 
 /** What the node metrics say of one node (its series, by job and instance), at Prometheus' evaluation time. */
 export interface PromNode extends FleetRow {

@@ -2,7 +2,7 @@ import type {Readable} from 'node:stream'
 
 import {type Dispatcher, EnvHttpProxyAgent, request} from 'undici'
 
-import {urlCredentials} from '../util/url-credentials.js'
+import {urlCredentials} from '../../util/url-credentials.js'
 
 /**
  * undici's side of HttpTransport: only for a request a proxy variable applies to, so that

@@ -1,6 +1,6 @@
 import test from 'ava'
 
-import {resolveInIndex} from '../../../src/lib/fleet/wanted-now.js'
+import {resolveInIndex} from '../../../src/lib/source/wanted-now.js'
 import type {RepositoryIndex} from '../../../src/lib/repository/repository-index.js'
 
 const index: RepositoryIndex = {

@@ -7,9 +7,10 @@ import {localpuppetDir, recordPath} from '../install/install-record.js'
 import {isValidVersionName} from '../release/release-ref.js'
 import {RunLock} from '../state/lock.js'
 import {writeFileAtomic} from '../util/atomic-write.js'
+import {isMapping} from '../util/json.js'
 import {openedPathTrustProblem, refuseUnlessAllowed} from '../util/trusted-path.js'
-import {expiryWarning} from './index-expiry.js'
-import {REPOSITORY_ID, type RepositoryIndex} from './repository-index.js'
+import {expiryWarning} from '../repository/index-expiry.js'
+import {REPOSITORY_ID, type RepositoryIndex} from '../repository/repository-index.js'
 
 /** In the module directory's `.localpuppet/`: what the node accepted from each repository. */
 export const ACCEPTED_VERSIONS_FILE = 'repositories.json'
@@ -357,12 +358,12 @@ export function parseAcceptedVersions(text: string, path: string): AcceptedVersi
     return damaged(`not valid JSON (${(error as Error).message})`)
   }
 
-  if (!isObject(doc) || (doc.format !== 1 && doc.format !== 2) || !isObject(doc.repositories)) damaged('not a record of accepted repository versions')
+  if (!isMapping(doc) || (doc.format !== 1 && doc.format !== 2) || !isMapping(doc.repositories)) damaged('not a record of accepted repository versions')
   const validEntry = (e: any): e is AcceptedIndex =>
     e !== null && typeof e === 'object' && (e.version === null || (Number.isSafeInteger(e.version) && e.version >= 1)) && (e.expires === null || typeof e.expires === 'string') && typeof e.acceptedAt === 'string'
   const repositories: Record<string, AcceptedIndex> = {}
   for (const [source, entry] of Object.entries(doc.repositories as Record<string, any>)) {
-    if (!isObject(entry)) return damaged(`${source}: not an object`)
+    if (!isMapping(entry)) return damaged(`${source}: not an object`)
     if (doc.format === 1) {
       const entries: unknown[] = Object.values(entry)
       if (entries.length === 0) continue
@@ -377,16 +378,12 @@ export function parseAcceptedVersions(text: string, path: string): AcceptedVersi
   }
 
   if (doc.channels !== undefined) {
-    if (!isObject(doc.channels)) damaged('channels is not an object')
+    if (!isMapping(doc.channels)) damaged('channels is not an object')
     for (const [channel, entry] of Object.entries(doc.channels as Record<string, unknown>)) {
       const e = entry as RememberedChannel
-      if (!/^[A-Za-z0-9][A-Za-z0-9_.-]*\/channels\/[a-z][a-z0-9_-]*$/.test(channel) || !isObject(e) || typeof e.tag !== 'string' || !isValidVersionName(e.tag)) damaged(`channel ${channel}: invalid entry`)
+      if (!/^[A-Za-z0-9][A-Za-z0-9_.-]*\/channels\/[a-z][a-z0-9_-]*$/.test(channel) || !isMapping(e) || typeof e.tag !== 'string' || !isValidVersionName(e.tag)) damaged(`channel ${channel}: invalid entry`)
     }
   }
 
   return {format: 2, repositories, ...(doc.channels === undefined ? {} : {channels: doc.channels})}
-}
-
-function isObject(value: unknown): value is Record<string, unknown> {
-  return value !== null && typeof value === 'object' && !Array.isArray(value)
 }

@@ -3,8 +3,8 @@ import {createWriteStream} from 'node:fs'
 import {type Readable, Transform} from 'node:stream'
 import {pipeline} from 'node:stream/promises'
 
-import {ReleaseError} from '../errors.js'
-import type {TrustProblem} from '../util/trusted-path.js'
+import {ReleaseError} from '../../errors.js'
+import type {TrustProblem} from '../../util/trusted-path.js'
 
 /** How a repository's files are read: over HTTP(S), or from a directory. */
 export interface Transport {
