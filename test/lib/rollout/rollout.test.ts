@@ -67,3 +67,15 @@ test('nodes named with -I are expected, like --nodes: one that does not answer i
   const pattern = await fakeMco(t, [status('web8')], 0, '', {discovery: ['-I', '/web[78]/']})
   t.deepEqual((await expectedFleet(pattern.transport, memory, {warn})).expected, ['web8'])
 })
+
+test("a listed fleet (SSH's --targets, --nodes, --inventory) is exactly its list in natural order: a silent node is expected, an answer from another is not believed, nothing is remembered", async (t) => {
+  const report = {pointer: 'foo/tags/1.0.0', applied: 'foo/tags/1.0.0', newest: null}
+  const dir = await tempDir(t)
+  const transport = {fleetKey: 'ssh', nodesFile: null, listed: {nodes: ['web10', 'web2', 'web1'], from: '--inventory fleet.yaml'}, discover: async () => ({web1: report, intruder: report})} as unknown as FleetTransport
+  const fleet = await expectedFleet(transport, dir, {warn: () => {}})
+  t.deepEqual(fleet.expected, ['web1', 'web2', 'web10'])
+  t.deepEqual(Object.keys(fleet.answers), ['web1'])
+  t.is(fleet.expectedFrom, '--inventory fleet.yaml (3)')
+  await fleet.remember()
+  t.deepEqual(await readFleetMemory(join(dir)), {})
+})
