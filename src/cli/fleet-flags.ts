@@ -98,6 +98,9 @@ async function sshSpec(flags: McoFlagValues): Promise<TransportSpec> {
   const targetsFrom = flags.targets === undefined ? (flags.nodes === undefined ? `--inventory ${flags.inventory}` : `--nodes ${flags.nodes}`) : '--targets'
   // Absolute: a resumed rollout may run from another directory.
   const path = (file: string | undefined) => (file === undefined ? null : resolve(file))
+  // What ssh runs (ProxyCommand, LocalCommand) and which host keys it believes: only what root (or this user) alone can write.
+  const {assertTrustedPath} = await import('../lib/util/trusted-path.js')
+  for (const flag of ['ssh-config', 'known-hosts'] as const) if (flags[flag] !== undefined) assertTrustedPath(resolve(flags[flag]), {what: `--${flag} file`, overridable: false})
   return {
     via: 'ssh',
     ssh: flags.ssh ?? 'ssh',
