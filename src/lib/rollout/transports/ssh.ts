@@ -71,6 +71,13 @@ const num = (value: unknown): number | null => (typeof value === 'number' && Num
 const failure = (json: Record<string, unknown> | null): Record<string, unknown> | null => (json && json.error !== null && typeof json.error === 'object' && !Array.isArray(json.error) ? (json.error as Record<string, unknown>) : null)
 const record = (value: unknown): Record<string, unknown> => (value !== null && typeof value === 'object' && !Array.isArray(value) ? (value as Record<string, unknown>) : {})
 
+/**
+ * A path as the value of an ssh -o option: ssh splits the value into words (a path with a
+ * space would be two known hosts files, or a ControlPath with "extra arguments") and expands
+ * % tokens in it, so it is quoted and its % doubled.
+ */
+export const sshOptionPath = (path: string): string => `"${path.replaceAll('%', '%%').replaceAll(/["\\]/g, '\\$&')}"`
+
 /** The remote command: localpuppet's answer between this call's markers, then its exit code. */
 export function remoteCommand(localpuppet: string, args: string[], nonce: string): string {
   return `printf '\\n%s\\n' lp-begin-${nonce}; ${[localpuppet, ...args].map(shellQuote).join(' ')} </dev/null; printf '\\n%s %s\\n' lp-end-${nonce} "$?"`
@@ -174,8 +181,8 @@ export class SshTransport implements RolloutTransport {
       '-T',
       '-n',
       ...['-o', 'BatchMode=yes', '-o', 'StrictHostKeyChecking=yes'],
-      ...(knownHosts === null ? [] : ['-o', `UserKnownHostsFile=${knownHosts}`]),
-      ...['-o', 'ControlMaster=auto', '-o', `ControlPath=${join(dir, '%C')}`, '-o', 'ControlPersist=60'],
+      ...(knownHosts === null ? [] : ['-o', `UserKnownHostsFile=${sshOptionPath(knownHosts)}`]),
+      ...['-o', 'ControlMaster=auto', '-o', `ControlPath=${sshOptionPath(dir).slice(0, -1)}/%C"`, '-o', 'ControlPersist=60'],
       ...['-o', `ConnectTimeout=${connectTimeout ?? DEFAULT_CONNECT_TIMEOUT}`, '-o', 'ServerAliveInterval=15', '-o', 'ServerAliveCountMax=3'],
       ...(target.user === null ? [] : ['-l', target.user]),
       ...(target.port === null ? [] : ['-p', String(target.port)]),

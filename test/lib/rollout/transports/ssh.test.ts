@@ -102,8 +102,8 @@ test("a start runs localpuppet apply --detach --json on each node over the node'
   for (const option of ['BatchMode=yes', 'StrictHostKeyChecking=yes', 'ControlMaster=auto', 'ControlPersist=60', 'ConnectTimeout=3']) t.true(web1.includes(option), option)
   const paths = new Set((await calls()).flatMap((argv) => argv.filter((arg) => arg.startsWith('ControlPath='))))
   t.is(paths.size, 1, 'one control directory for every connection, however many start together')
-  t.regex([...paths][0], /^ControlPath=.*\/%C$/)
-  const [controlDir] = [...paths][0].slice('ControlPath='.length).split('/%C')
+  t.regex([...paths][0], /^ControlPath=".*\/%C"$/)
+  const [controlDir] = [...paths][0].slice('ControlPath="'.length).split('/%C')
   t.deepEqual(web1.slice(web1.indexOf('-l'), web1.indexOf('-l') + 4), ['-l', 'deploy', '-p', '2222'])
   t.is(web1.at(-2), 'web1')
   t.is(web1.at(-3), '--', 'the host can never be read as an option')
@@ -202,4 +202,31 @@ test("the answer is what the remote command printed between this call's markers,
     }),
   )
   t.true(remoteCommand('/opt/local puppet', ['status', "it's"], 'ab').includes(`'/opt/local puppet' status 'it'\\''s' </dev/null`))
+})
+
+test('a known hosts file or a temporary directory whose path has spaces, quotes or "%" reaches ssh as that one path, never split into several nor expanded (real ssh -G reads the options)', async (t) => {
+  const dir = await mkdtemp(join(tmpdir(), 'localpuppet-ssh-paths-'))
+  t.teardown(() => rm(dir, {recursive: true, force: true}))
+  const odd = join(dir, 'a  "b" \\ %d')
+  await mkdir(odd)
+  const ssh = join(dir, 'ssh')
+  await writeFile(ssh, `#!/bin/sh\nlast=; for a; do last=$a; done\n/usr/bin/ssh -G "$@" > ${dir}/G 2>&1 || { cat ${dir}/G >&2; exit 255; }\nsh -c "$last"\n`)
+  const localpuppet = join(dir, 'localpuppet')
+  await writeFile(localpuppet, '#!/bin/sh\necho \'{"id": "r1"}\'\n')
+  await chmod(ssh, 0o755)
+  await chmod(localpuppet, 0o755)
+  const knownHosts = join(odd, 'known hosts')
+  const transport = new SshTransport({ssh, targets: [{node: 'web1', host: 'web1', user: null, port: null}], targetsFrom: '--targets', config: null, knownHosts, connectTimeout: 3, localpuppet, replyTimeout: null})
+  t.teardown(() => transport.close())
+  const before = process.env.TMPDIR
+  process.env.TMPDIR = odd
+  // The control directory is named when the call starts.
+  const answer = transport.run('web1', ['status', '--json'], 5)
+  if (before === undefined) delete process.env.TMPDIR
+  else process.env.TMPDIR = before
+  t.like(await answer, {kind: 'answer', exitCode: 0, json: {id: 'r1'}})
+  const seen = await readFile(join(dir, 'G'), 'utf8')
+  t.true(seen.includes(`\nuserknownhostsfile ${knownHosts}\n`), seen)
+  t.regex(seen, /\ncontrolpath (.*)\n/)
+  t.true(/\ncontrolpath (.*)\n/.exec(seen)![1].startsWith(join(odd, 'localpuppet-ssh-')), seen)
 })
