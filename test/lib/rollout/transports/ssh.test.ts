@@ -1,5 +1,5 @@
 import {existsSync} from 'node:fs'
-import {chmod, mkdir, mkdtemp, readFile, rm, writeFile} from 'node:fs/promises'
+import {chmod, mkdir, mkdtemp, readFile, rm, stat, writeFile} from 'node:fs/promises'
 import {tmpdir} from 'node:os'
 import {join} from 'node:path'
 
@@ -10,6 +10,7 @@ import {FleetUnavailableError} from '../../../../src/lib/errors.js'
 import {rolloutSettings} from '../../../../src/lib/rollout/settings.js'
 import {type SshOptions, SshTransport, readMarked, remoteCommand} from '../../../../src/lib/rollout/transports/ssh.js'
 import type {SshTarget} from '../../../../src/lib/rollout/transports/ssh-targets.js'
+import {asHostile, hostileUid} from '../../../helpers/hostile-user.js'
 
 const CHANGED = `@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@
 @    WARNING: REMOTE HOST IDENTIFICATION HAS CHANGED!     @
@@ -229,4 +230,20 @@ test('a known hosts file or a temporary directory whose path has spaces, quotes 
   t.true(seen.includes(`\nuserknownhostsfile ${knownHosts}\n`), seen)
   t.regex(seen, /\ncontrolpath (.*)\n/)
   t.true(/\ncontrolpath (.*)\n/.exec(seen)![1].startsWith(join(odd, 'localpuppet-ssh-')), seen)
+})
+
+test('the control sockets lie in a directory of this user alone (0700, in sticky /tmp): another local user can neither list it, put a socket of theirs there nor move it aside (lp-hostile)', async (t) => {
+  if (hostileUid() === null) return t.pass('needs root to run as lp-hostile')
+  const {transport, calls} = await fakeSsh(t, [target('web1')], {})
+  await transport.survey(['web1'])
+  const option = (await calls())[0].find((arg) => arg.startsWith('ControlPath='))!
+  const dir = option.slice('ControlPath="'.length).split('/%C')[0]
+  const info = await stat(dir)
+  t.is(info.mode & 0o777, 0o700)
+  t.is(info.uid, process.geteuid!())
+  for (const attack of [`ls ${dir}`, `touch ${dir}/x`, `python3 -c "import socket; socket.socket(socket.AF_UNIX).bind('${dir}/y')"`, `mv ${dir} ${dir}.gone`]) {
+    t.throws(() => asHostile(`${attack} 2>/dev/null`), undefined, attack)
+  }
+
+  t.true(existsSync(dir))
 })
