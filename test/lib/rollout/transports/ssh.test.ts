@@ -205,20 +205,28 @@ test("the answer is what the remote command printed between this call's markers,
   t.true(remoteCommand('/opt/local puppet', ['status', "it's"], 'ab').includes(`'/opt/local puppet' status 'it'\\''s' </dev/null`))
 })
 
-test('a known hosts file or a temporary directory whose path has spaces, quotes or "%" reaches ssh as that one path, never split into several nor expanded (real ssh -G reads the options)', async (t) => {
-  const dir = await mkdtemp(join(tmpdir(), 'localpuppet-ssh-paths-'))
+/** A transport whose ssh is the real one's option parser (ssh -G, logged) in front of sh, as a node's shell would run the command; localpuppet answers {"id": "r1"}. */
+async function realSshOptions(t: {teardown(fn: () => Promise<void>): void}, options: Partial<SshOptions>) {
+  const dir = await mkdtemp(join(tmpdir(), 'localpuppet-ssh-G-'))
   t.teardown(() => rm(dir, {recursive: true, force: true}))
-  const odd = join(dir, 'a  "b" \\ %d')
-  await mkdir(odd)
   const ssh = join(dir, 'ssh')
   await writeFile(ssh, `#!/bin/sh\nlast=; for a; do last=$a; done\n/usr/bin/ssh -G "$@" > ${dir}/G 2>&1 || { cat ${dir}/G >&2; exit 255; }\nsh -c "$last"\n`)
   const localpuppet = join(dir, 'localpuppet')
   await writeFile(localpuppet, '#!/bin/sh\necho \'{"id": "r1"}\'\n')
   await chmod(ssh, 0o755)
   await chmod(localpuppet, 0o755)
-  const knownHosts = join(odd, 'known hosts')
-  const transport = new SshTransport({ssh, targets: [{node: 'web1', host: 'web1', user: null, port: null}], targetsFrom: '--targets', config: null, knownHosts, connectTimeout: 3, localpuppet, replyTimeout: null})
+  const transport = new SshTransport({ssh, targets: [target('web1')], targetsFrom: '--targets', config: null, knownHosts: null, connectTimeout: 3, localpuppet, replyTimeout: null, ...options})
   t.teardown(() => transport.close())
+  return {dir, transport, seen: async () => readFile(join(dir, 'G'), 'utf8')}
+}
+
+test('a known hosts file or a temporary directory whose path has spaces, quotes or "%" reaches ssh as that one path, never split into several nor expanded (real ssh -G reads the options)', async (t) => {
+  const dir = await mkdtemp(join(tmpdir(), 'localpuppet-ssh-paths-'))
+  t.teardown(() => rm(dir, {recursive: true, force: true}))
+  const odd = join(dir, 'a  "b" \\ %d')
+  await mkdir(odd)
+  const knownHosts = join(odd, 'known hosts')
+  const {transport, seen} = await realSshOptions(t, {knownHosts})
   const before = process.env.TMPDIR
   process.env.TMPDIR = odd
   // The control directory is named when the call starts.
@@ -226,10 +234,20 @@ test('a known hosts file or a temporary directory whose path has spaces, quotes 
   if (before === undefined) delete process.env.TMPDIR
   else process.env.TMPDIR = before
   t.like(await answer, {kind: 'answer', exitCode: 0, json: {id: 'r1'}})
-  const seen = await readFile(join(dir, 'G'), 'utf8')
-  t.true(seen.includes(`\nuserknownhostsfile ${knownHosts}\n`), seen)
-  t.regex(seen, /\ncontrolpath (.*)\n/)
-  t.true(/\ncontrolpath (.*)\n/.exec(seen)![1].startsWith(join(odd, 'localpuppet-ssh-')), seen)
+  const options = await seen()
+  t.true(options.includes(`\nuserknownhostsfile ${knownHosts}\n`), options)
+  t.true(/\ncontrolpath (.*)\n/.exec(options)![1].startsWith(join(odd, 'localpuppet-ssh-')), options)
+})
+
+test("no trust on first use, whatever the operator's ssh configuration says: its StrictHostKeyChecking accept-new, BatchMode no or control path give way to the transport's (real ssh -G)", async (t) => {
+  const {dir, transport, seen} = await realSshOptions(t, {})
+  const config = join(dir, 'config')
+  await writeFile(config, `Host *\n  StrictHostKeyChecking accept-new\n  BatchMode no\n  ControlPath ${dir}/theirs-%C\n  ControlMaster no\n`)
+  transport.options.config = config
+  t.like(await transport.run('web1', ['status', '--json'], 5), {kind: 'answer', json: {id: 'r1'}})
+  const options = await seen()
+  for (const line of ['stricthostkeychecking true', 'batchmode yes', 'controlmaster auto']) t.true(options.includes(`\n${line}\n`), line)
+  t.false(options.includes('theirs-'), options)
 })
 
 test('the control sockets lie in a directory of this user alone (0700, in sticky /tmp): another local user can neither list it, put a socket of theirs there nor move it aside (lp-hostile)', async (t) => {
