@@ -49,7 +49,11 @@ export interface SshOptions {
 }
 
 /** What one node said to one command: its exit code and JSON, or that ssh refused to talk to it, or nothing. */
-export type SshAnswer = {kind: 'answer'; exitCode: number; json: Record<string, unknown> | null; said: string} | {kind: 'refused'; message: string} | {kind: 'silent'; why: string}
+export type SshAnswer =
+  | {kind: 'answer'; exitCode: number; json: Record<string, unknown> | null; said: string}
+  | {kind: 'refused'; message: string}
+  // gaveUp: ssh itself ended without an answer (not reached, a bad configuration), rather than time or size running out.
+  | {kind: 'silent'; why: string; gaveUp?: boolean}
 
 const DEFAULT_CONNECT_TIMEOUT = 10
 /** The most bytes kept of what one node prints on either stream. */
@@ -109,6 +113,8 @@ export function sshRefusal(target: SshTarget, stderr: string): string | null {
   return null
 }
 
+/** The line of ssh's configuration at fault ("FILE: line N: Bad configuration option: ..."), or null. */
+const configLine = (text: string): string | null => /^[^\n]*: line \d+: [^\n]*$/m.exec(stripVTControlCharacters(text))?.[0].trim() ?? null
 const lastLine = (text: string): string => stripVTControlCharacters(text).trim().split('\n').filter(Boolean).at(-1)?.trim() ?? ''
 
 /** A status record (`localpuppet status --json`) in the shape of the agent's status reply, so both transports read it alike. */
@@ -212,7 +218,8 @@ export class SshTransport implements RolloutTransport {
       if (result.timedOut) return {kind: 'silent', why: `did not answer within ${limit}s`}
       const refusal = result.exitCode === 255 ? sshRefusal(target, result.stderr) : null
       if (refusal !== null) return {kind: 'refused', message: refusal}
-      return {kind: 'silent', why: result.truncated ? `printed more than ${MAX_OUTPUT} bytes` : lastLine(result.stderr) || `ssh exited ${result.exitCode ?? 'on a signal'}`}
+      if (result.truncated) return {kind: 'silent', why: `printed more than ${MAX_OUTPUT} bytes`}
+      return {kind: 'silent', why: configLine(result.stderr) ?? (lastLine(result.stderr) || `ssh exited ${result.exitCode ?? 'on a signal'}`), gaveUp: true}
     }
 
     let json: Record<string, unknown> | null = null
@@ -304,10 +311,12 @@ export class SshTransport implements RolloutTransport {
     return reports
   }
 
+  /** Says once per node why ssh refused it, or gave up on it (a bad --ssh-config would otherwise leave every node silent with no word of why). */
   private refused(node: string, answer: SshAnswer): void {
-    if (answer.kind !== 'refused' || this.warned.has(node)) return
+    const why = answer.kind === 'refused' ? answer.message : answer.kind === 'silent' && answer.gaveUp ? `no answer: ${answer.why}` : null
+    if (why === null || this.warned.has(node)) return
     this.warned.add(node)
-    this.warn(`${node}: ${answer.message}`)
+    this.warn(`${node}: ${why}`)
   }
 
   private startTimeout(settings: RolloutSettings): number {

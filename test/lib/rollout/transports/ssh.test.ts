@@ -142,7 +142,7 @@ test('a changed host key is a refusal naming the node (77), never a prompt; a no
   t.deepEqual(Object.keys(await transport.survey(['changed', 'db1'])), ['db1'])
   await transport.survey(['changed'])
   t.deepEqual(await transport.probe(['changed', 'down']), {changed: {pointer: null, applied: null, newest: null, disabled: null, drift: null}})
-  t.deepEqual(warnings, [`changed: ${(answers.changed as {message: string}).message}`])
+  t.deepEqual(warnings, [`changed: ${(answers.changed as {message: string}).message}`, 'down: no answer: ssh: connect to host down port 22: Connection refused'])
 })
 
 test("a survey reads each node's status; a node with no run yet answered (with nothing); a poll believes only the run it asked about", async (t) => {
@@ -264,4 +264,17 @@ test('the control sockets lie in a directory of this user alone (0700, in sticky
   }
 
   t.true(existsSync(dir))
+})
+
+test('a node ssh gave up on by itself is no answer, and why is said once on stderr naming it: a mistake in --ssh-config names the file and line rather than leaving every node silent (real ssh)', async (t) => {
+  const dir = await mkdtemp(join(tmpdir(), 'localpuppet-ssh-config-'))
+  t.teardown(() => rm(dir, {recursive: true, force: true}))
+  const config = join(dir, 'config')
+  await writeFile(config, 'Host *\n  ConectTimeout 5\n')
+  const warnings: string[] = []
+  const transport = new SshTransport({ssh: '/usr/bin/ssh', targets: [target('web1'), target('web2')], targetsFrom: '--targets', config, knownHosts: null, connectTimeout: 3, localpuppet: 'localpuppet', replyTimeout: null}, (line) => warnings.push(line))
+  t.teardown(() => transport.close())
+  t.deepEqual(await transport.survey(['web1', 'web2']), {})
+  await transport.survey(['web1'])
+  t.deepEqual(warnings.sort(), ['web1', 'web2'].map((node) => `${node}: no answer: ${config}: line 2: Bad configuration option: conecttimeout`))
 })
