@@ -1,8 +1,9 @@
+import {existsSync} from 'node:fs'
 import {resolve} from 'node:path'
 
 import {Flags} from '@oclif/core'
 
-import {UsageError} from '../lib/errors.js'
+import {NotFoundError, UsageError} from '../lib/errors.js'
 import type {TransportSpec} from '../lib/rollout/record.js'
 
 /** -t: how long mco waits for each node's answer; what that answer is to (and its default) is the command's. */
@@ -101,6 +102,8 @@ async function sshSpec(flags: McoFlagValues): Promise<TransportSpec> {
   // What ssh runs (ProxyCommand, LocalCommand) and which host keys it believes: only what root (or this user) alone can write.
   const {assertTrustedPath} = await import('../lib/util/trusted-path.js')
   for (const flag of ['ssh-config', 'known-hosts'] as const) if (flags[flag] !== undefined) assertTrustedPath(resolve(flags[flag]), {what: `--${flag} file`, overridable: false})
+  // A missing configuration is said here (66), not by ssh for every node (no answer); a known hosts file may not exist yet.
+  if (flags['ssh-config'] !== undefined && !existsSync(flags['ssh-config'])) throw new NotFoundError(`--ssh-config ${flags['ssh-config']}: no such file`)
   return {
     via: 'ssh',
     ssh: flags.ssh ?? 'ssh',

@@ -60,6 +60,7 @@ test('--via ssh needs exactly one list of nodes; a flag of the other transport i
   await t.throwsAsync(transportSpec(base), {instanceOf: UsageError, message: /--via ssh reaches the nodes listed: give one of --nodes FILE, --targets LIST or --inventory FILE$/})
   await t.throwsAsync(transportSpec({...base, targets: 'web1', with: ['role=web']}), {instanceOf: UsageError, message: '--with is for --via mco, not --via ssh'})
   await t.throwsAsync(transportSpec({via: 'mco', mco: 'mco', 'known-hosts': 'kh'}), {instanceOf: UsageError, message: '--known-hosts is for --via ssh, not --via mco'})
+  await t.throwsAsync(transportSpec({...base, targets: 'web1', 'ssh-config': '/nonexistent/ssh_config'}), {instanceOf: NotFoundError, message: '--ssh-config /nonexistent/ssh_config: no such file'})
   const spec = await transportSpec({mco: 'mco', targets: 'web1', 'known-hosts': 'kh'} as Parameters<typeof transportSpec>[0])
   t.like(spec, {via: 'ssh', targets: [{node: 'web1'}], targetsFrom: '--targets', config: null, knownHosts: join(process.cwd(), 'kh'), localpuppet: 'localpuppet'})
 })
