@@ -5,6 +5,7 @@ import {Flags} from '@oclif/core'
 
 import {NotFoundError, UsageError} from '../lib/errors.js'
 import type {TransportSpec} from '../lib/rollout/record.js'
+import {findExecutable} from '../lib/util/find-executable.js'
 
 /** -t: how long mco waits for each node's answer; what that answer is to (and its default) is the command's. */
 export function replyTimeoutFlag(description: string) {
@@ -102,6 +103,9 @@ async function sshSpec(flags: McoFlagValues): Promise<TransportSpec> {
   // What ssh runs (ProxyCommand, LocalCommand) and which host keys it believes: only what root (or this user) alone can write.
   const {assertTrustedPath} = await import('../lib/util/trusted-path.js')
   for (const flag of ['ssh-config', 'known-hosts'] as const) if (flags[flag] !== undefined) assertTrustedPath(resolve(flags[flag]), {what: `--${flag} file`, overridable: false})
+  // The ssh root runs, as found now (one that cannot be found is 69 when it is run).
+  const ssh = findExecutable(flags.ssh ?? 'ssh')
+  if (ssh !== null) assertTrustedPath(ssh, {what: 'ssh executable', overridable: false})
   // A missing configuration is said here (66), not by ssh for every node (no answer); a known hosts file may not exist yet.
   if (flags['ssh-config'] !== undefined && !existsSync(flags['ssh-config'])) throw new NotFoundError(`--ssh-config ${flags['ssh-config']}: no such file`)
   return {

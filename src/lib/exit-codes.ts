@@ -87,6 +87,6 @@ export const ROLLOUT_EXIT_CODES: ExitCodeRow[] = [
   {code: 66, meaning: 'no such rollout (--resume, show), or the --nodes, --inventory or --ssh-config file is missing; REF is not in the signed index of the source (--source, or the source setting), nothing asked of any node'},
   {code: 69, meaning: 'mco or ssh cannot be run, or the broker cannot be reached (the rollout is recorded: --resume continues it); the source (to check REF) cannot be reached'},
   {code: 73, meaning: 'another live rollout drives some of these nodes (named), or another process is driving that rollout (--resume)'},
-  {code: 77, meaning: 'the rollouts directory or a record is owned by another user or writable by others (--allow-untrusted); --via ssh: the --nodes, --inventory, --ssh-config or --known-hosts file is (no override)'},
+  {code: 77, meaning: 'the rollouts directory or a record is owned by another user or writable by others (--allow-untrusted); --via ssh: the --nodes, --inventory, --ssh-config or --known-hosts file or the ssh executable is (no override)'},
   {code: '130/143', meaning: 'interrupted by SIGINT/SIGTERM: runs already started go on; --resume ID continues'},
 ]

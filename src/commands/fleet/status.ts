@@ -21,7 +21,7 @@ export default class FleetStatus extends BaseCommand {
       {code: 65, meaning: "--source: the repository's index is invalid, not signed by a trusted key, older than one this machine accepted, expired, or of another repository than the repository_id setting names; the --inventory is invalid"},
       {code: 66, meaning: 'the --nodes, --inventory or --ssh-config file is missing'},
       {code: 69, meaning: 'mco or ssh cannot be run, or the broker cannot be reached; Prometheus or the repository cannot be reached or cannot answer (Prometheus: not in time, --prometheus-timeout; a series or value that cannot be; too many series or nodes)'},
-      {code: 77, meaning: 'the rollouts directory (where the fleet is remembered), or with --source an unsigned repository directory or the record of accepted index versions, is owned by another user or writable by others (--allow-untrusted); --via ssh: the --nodes, --inventory, --ssh-config or --known-hosts file is (no override)'},
+      {code: 77, meaning: 'the rollouts directory (where the fleet is remembered), or with --source an unsigned repository directory or the record of accepted index versions, is owned by another user or writable by others (--allow-untrusted); --via ssh: the --nodes, --inventory, --ssh-config or --known-hosts file or the ssh executable is (no override)'},
     ],
   )
 

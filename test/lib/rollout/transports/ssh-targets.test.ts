@@ -65,7 +65,7 @@ test('--via ssh needs exactly one list of nodes; a flag of the other transport i
   t.like(spec, {via: 'ssh', targets: [{node: 'web1'}], targetsFrom: '--targets', config: null, knownHosts: join(process.cwd(), 'kh'), localpuppet: 'localpuppet'})
 })
 
-test('a --nodes file, an inventory, an ssh configuration or a known hosts file others can write is refused (77) naming it: it says which hosts root logs in to, with what ssh runs (ProxyCommand) and which keys it believes', async (t) => {
+test('a --nodes file, an inventory, an ssh configuration, a known hosts file or an ssh executable others can write is refused (77) naming it: it says which hosts root logs in to, with what ssh runs (ProxyCommand) and which keys it believes', async (t) => {
   const nodes = await file(t, 'web1\n')
   const inventory = await file(t, 'nodes:\n  web1:\n')
   await chmod(nodes, 0o666)
@@ -79,6 +79,12 @@ test('a --nodes file, an inventory, an ssh configuration or a known hosts file o
     await t.throwsAsync(transportSpec({mco: 'mco', via: 'ssh', targets: 'web1', [flag]: path}), {instanceOf: UntrustedPathError, message: new RegExp(`${path} is not trusted`)}, flag)
   }
 
+  // The ssh root runs: only what root (or this user) alone can write.
+  const ssh = await file(t, '#!/bin/sh\n')
+  await chmod(ssh, 0o777)
+  await t.throwsAsync(transportSpec({mco: 'mco', via: 'ssh', targets: 'web1', ssh}), {instanceOf: UntrustedPathError, message: new RegExp(`ssh executable ${ssh} is not trusted`)})
+  await chmod(ssh, 0o755)
+  t.like(await transportSpec({mco: 'mco', via: 'ssh', targets: 'web1', ssh}), {ssh})
   await chmod(nodes, 0o644)
   t.like(await transportSpec({mco: 'mco', via: 'ssh', nodes}), {targets: [{node: 'web1'}]})
 })
