@@ -171,7 +171,10 @@ export class SshTransport implements RolloutTransport {
   async close(): Promise<void> {
     if (this.dir) {
       const dir = await this.dir
-      await Promise.all([...this.used].map((target) => capture(this.options.ssh, [...this.sshArgs(target, dir), '-O', 'exit', '--', target.host], {timeoutMs: CLOSE_TIMEOUT_MS, maxBytes: 64 * 1024})))
+      // As many ssh at once as any call: not one process per node of a large fleet together.
+      await eachLimited([...this.used], PARALLEL, async (target) => {
+        await capture(this.options.ssh, [...this.sshArgs(target, dir), '-O', 'exit', '--', target.host], {timeoutMs: CLOSE_TIMEOUT_MS, maxBytes: 64 * 1024})
+      })
       await rm(dir, {recursive: true, force: true})
     }
 

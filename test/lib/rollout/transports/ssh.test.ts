@@ -278,3 +278,26 @@ test('a node ssh gave up on by itself is no answer, and why is said once on stde
   await transport.survey(['web1'])
   t.deepEqual(warnings.sort(), ['web1', 'web2'].map((node) => `${node}: no answer: ${config}: line 2: Bad configuration option: conecttimeout`))
 })
+
+test('close() ends the master connections at most 32 at a time, however many nodes were reached (a fleet of 40 here)', async (t) => {
+  const nodes = Array.from({length: 40}, (_, index) => `web${index + 1}`)
+  const {transport, calls} = await fakeSsh(t, nodes.map((node) => target(node)), {})
+  t.is(Object.keys(await transport.survey(nodes)).length, 40)
+  const ssh = transport.options.ssh
+  const log = join(ssh, '..', 'exits')
+  // Each `ssh -O exit` says when it starts and ends, a second apart.
+  await writeFile(`${ssh}.real`, await readFile(ssh))
+  await writeFile(ssh, `#!/bin/sh\ncase " $* " in *" -O exit "*) echo start >> ${log}; sleep 1; echo end >> ${log}; exit 0;; esac\nexec ${ssh}.real "$@"\n`)
+  await chmod(`${ssh}.real`, 0o755)
+  await transport.close()
+  let going = 0
+  let most = 0
+  for (const line of (await readFile(log, 'utf8')).trim().split('\n')) {
+    going += line === 'start' ? 1 : -1
+    most = Math.max(most, going)
+  }
+
+  t.true(most <= 32, `${most} at once`)
+  t.is((await readFile(log, 'utf8')).split('start').length - 1, 40)
+  t.true((await calls()).length >= 40)
+})
