@@ -66,6 +66,15 @@ const MAX_WAIT_SECONDS = 50
 const CLOSE_TIMEOUT_MS = 5000
 /** How long a node the survey found silent has (once connected) when its turn comes. */
 const PROBE_SECONDS = 3
+/** The longest path a control socket may have: sun_path (108 bytes on Linux, 104 elsewhere) less its NUL. */
+const MAX_SOCKET_PATH = 103
+
+/** Where the control directory goes: the temporary directory, or /tmp when a socket there (DIR/localpuppet-ssh-XXXXXX/%C, 40 hex) would be too long for ssh to use. */
+function controlBase(): string {
+  const base = tmpdir()
+  return Buffer.byteLength(join(base, 'localpuppet-ssh-XXXXXX')) + 1 + 40 <= MAX_SOCKET_PATH ? base : '/tmp'
+}
+
 /** What a node has on top of the time its answer is given: the CLI's own start-up, ssh's session. */
 const SLACK_SECONDS = 10
 
@@ -203,7 +212,7 @@ export class SshTransport implements RolloutTransport {
     const target = this.byNode.get(node)
     if (!target) return {kind: 'silent', why: 'not among the targets'}
     // One directory for every connection, made once however many calls start together.
-    this.dir ??= mkdtemp(join(tmpdir(), 'localpuppet-ssh-'))
+    this.dir ??= mkdtemp(join(controlBase(), 'localpuppet-ssh-'))
     const dir = await this.dir
     this.used.add(target)
     const nonce = randomBytes(12).toString('hex')

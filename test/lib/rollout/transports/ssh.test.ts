@@ -221,7 +221,8 @@ async function realSshOptions(t: {teardown(fn: () => Promise<void>): void}, opti
 }
 
 test('a known hosts file or a temporary directory whose path has spaces, quotes or "%" reaches ssh as that one path, never split into several nor expanded (real ssh -G reads the options)', async (t) => {
-  const dir = await mkdtemp(join(tmpdir(), 'localpuppet-ssh-paths-'))
+  // Short: a control socket's path must fit in sun_path.
+  const dir = await mkdtemp(join(tmpdir(), 'lp-'))
   t.teardown(() => rm(dir, {recursive: true, force: true}))
   const odd = join(dir, 'a  "b" \\ %d')
   await mkdir(odd)
@@ -300,4 +301,19 @@ test('close() ends the master connections at most 32 at a time, however many nod
   t.true(most <= 32, `${most} at once`)
   t.is((await readFile(log, 'utf8')).split('start').length - 1, 40)
   t.true((await calls()).length >= 40)
+})
+
+test('a long TMPDIR does not make every node silent: the control sockets go where their path fits (sun_path), and ssh reaches the node (real ssh, a closed port on 127.0.0.1)', async (t) => {
+  const long = await mkdtemp(join(tmpdir(), `localpuppet-${'long'.repeat(16)}-`))
+  t.teardown(() => rm(long, {recursive: true, force: true}))
+  const warnings: string[] = []
+  const transport = new SshTransport({ssh: '/usr/bin/ssh', targets: [{node: 'web1', host: '127.0.0.1', user: null, port: 1}], targetsFrom: '--targets', config: '/dev/null', knownHosts: null, connectTimeout: 3, localpuppet: 'localpuppet', replyTimeout: null}, (line) => warnings.push(line))
+  t.teardown(() => transport.close())
+  const before = process.env.TMPDIR
+  process.env.TMPDIR = long
+  const survey = transport.survey(['web1'])
+  if (before === undefined) delete process.env.TMPDIR
+  else process.env.TMPDIR = before
+  t.deepEqual(await survey, {})
+  t.deepEqual(warnings, ['web1: no answer: ssh: connect to host 127.0.0.1 port 1: Connection refused'])
 })
