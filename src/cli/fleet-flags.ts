@@ -1,10 +1,12 @@
+import {existsSync} from 'node:fs'
 import {resolve} from 'node:path'
 
 import {Flags} from '@oclif/core'
 
-import {UsageError} from '../lib/errors.js'
+import {NotFoundError, UsageError} from '../lib/errors.js'
 import type {FleetSourceSpec} from '../lib/fleet/sources/index.js'
 import {TRANSPORTS, type TransportSpec} from '../lib/rollout/transports/index.js'
+import {findExecutable} from '../lib/util/find-executable.js'
 
 /** -t: how long mco waits for each node's answer; what that answer is to (and its default) is the command's. */
 export function replyTimeoutFlag(description: string) {
@@ -99,6 +101,14 @@ async function sshSpec(flags: McoFlagValues): Promise<TransportSpec> {
   const targetsFrom = flags.targets === undefined ? (flags.nodes === undefined ? `--inventory ${flags.inventory}` : `--nodes ${flags.nodes}`) : '--targets'
   // Absolute: a resumed rollout may run from another directory.
   const path = (file: string | undefined) => (file === undefined ? null : resolve(file))
+  // What ssh runs (ProxyCommand, LocalCommand) and which host keys it believes: only what root (or this user) alone can write.
+  const {assertTrustedPath} = await import('../lib/util/trusted-path.js')
+  for (const flag of ['ssh-config', 'known-hosts'] as const) if (flags[flag] !== undefined) assertTrustedPath(resolve(flags[flag]), {what: `--${flag} file`, overridable: false})
+  // The ssh root runs, as found now (one that cannot be found is 69 when it is run).
+  const ssh = findExecutable(flags.ssh ?? 'ssh')
+  if (ssh !== null) assertTrustedPath(ssh, {what: 'ssh executable', overridable: false})
+  // A missing configuration is said here (66), not by ssh for every node (no answer); a known hosts file may not exist yet.
+  if (flags['ssh-config'] !== undefined && !existsSync(flags['ssh-config'])) throw new NotFoundError(`--ssh-config ${flags['ssh-config']}: no such file`)
   return {
     via: 'ssh',
     ssh: flags.ssh ?? 'ssh',

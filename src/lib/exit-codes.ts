@@ -92,9 +92,9 @@ export const ROLLOUT_EXIT_CODES: ExitCodeRow[] = [
   {code: 1, meaning: "a node failed, was refused, busy, missed its deadline, did not answer or was not started, or was no longer on the release when the rollout ended (overtaken); or no node matched. Whether the rollout stopped (more failures than --max-failures allows) or every node had its turn: --json's stopped (null when it did not stop)"},
   {code: 64, meaning: 'usage error; REF is not a release reference (a typo of a command: rollout lst says did you mean localpuppet rollout list), nothing asked of any node'},
   {code: 65, meaning: "the rollout record is damaged, or its events do not lead to the state it records (--resume); or rollouts/active.json is damaged; the --inventory is invalid (naming the node or key); the source's index (to check REF) is invalid, not signed by a trusted key, older than one this machine accepted, or expired"},
-  {code: 66, meaning: 'no such rollout (--resume, show), or the --nodes or --inventory file is missing; REF is not in the signed index of the source (--source, or the source setting), nothing asked of any node'},
+  {code: 66, meaning: 'no such rollout (--resume, show), or the --nodes, --inventory or --ssh-config file is missing; REF is not in the signed index of the source (--source, or the source setting), nothing asked of any node'},
   {code: 69, meaning: 'mco or ssh cannot be run, or the broker cannot be reached (the rollout is recorded: --resume continues it); the source (to check REF) cannot be reached'},
   {code: 73, meaning: 'another live rollout drives some of these nodes (named), or another process is driving that rollout (--resume)'},
-  untrustedExit('the rollouts directory or a record'),
+  {code: 77, meaning: `${untrustedExit('the rollouts directory or a record').meaning}; --via ssh: the --nodes, --inventory, --ssh-config or --known-hosts file or the ssh executable is (no override)`},
   {code: '130/143', meaning: 'interrupted by SIGINT/SIGTERM: runs already started go on; --resume ID continues'},
 ]

@@ -19,9 +19,9 @@ export default class FleetStatus extends BaseCommand {
       {code: 1, meaning: 'a node has not applied its wanted release, or did not answer (stopped reporting); or no node matched'},
       {code: 64, meaning: 'usage error (--source apt; plain http with no trusted key and no --insecure; --channel not a channel name; --via ssh without exactly one of --nodes, --targets, --inventory, or with a discovery flag of mco)'},
       {code: 65, meaning: "--source: the repository's index is invalid, not signed by a trusted key, older than one this machine accepted, expired, or of another repository than the repository_id setting names; the --inventory is invalid"},
-      {code: 66, meaning: 'the --nodes or --inventory file is missing'},
+      {code: 66, meaning: 'the --nodes, --inventory or --ssh-config file is missing'},
       {code: 69, meaning: 'mco or ssh cannot be run, or the broker cannot be reached; Prometheus or the repository cannot be reached or cannot answer (Prometheus: not in time, --prometheus-timeout; a series or value that cannot be; too many series or nodes)'},
-      untrustedExit('the rollouts directory (where the fleet is remembered), or with --source an unsigned repository directory or the record of accepted index versions,'),
+      {code: 77, meaning: `${untrustedExit('the rollouts directory (where the fleet is remembered), or with --source an unsigned repository directory or the record of accepted index versions,').meaning}; --via ssh: the --nodes, --inventory, --ssh-config or --known-hosts file or the ssh executable is (no override)`},
     ],
   )
 

@@ -1,7 +1,8 @@
 import {load} from 'js-yaml'
 
-import {InputError, NotFoundError, UsageError} from '../../errors.js'
+import {InputError, LocalpuppetError, NotFoundError, UsageError} from '../../errors.js'
 import {readBoundedFile} from '../../util/bounded-read.js'
+import {assertTrustedPath} from '../../util/trusted-path.js'
 
 /*
  * Who a rollout over SSH reaches, and how: each node's name (what the rollout records and
@@ -58,9 +59,12 @@ export function parseTargetList(text: string): SshTarget[] {
 async function readText(file: string, flag: string): Promise<string> {
   try {
     const label = `${flag} ${file}`
-    return (await readBoundedFile(file, {maxBytes: MAX_INVENTORY_BYTES, label, error: (message) => new InputError(message)})).toString('utf8')
+    const bytes = await readBoundedFile(file, {maxBytes: MAX_INVENTORY_BYTES, label, error: (message) => new InputError(message)})
+    // It names the hosts root logs in to and runs localpuppet on: only a file root (or this user) alone can write counts.
+    assertTrustedPath(file, {what: `${flag} file`, overridable: false})
+    return bytes.toString('utf8')
   } catch (error) {
-    if (error instanceof InputError) throw error
+    if (error instanceof LocalpuppetError) throw error
     const code = (error as NodeJS.ErrnoException).code
     if (code === 'ENOENT') throw new NotFoundError(`${flag} ${file}: no such file`)
     throw new InputError(`${flag} ${file}: ${(error as Error).message}`)
@@ -97,7 +101,7 @@ export async function readInventory(file: string): Promise<SshTarget[]> {
   try {
     data = load(await readText(file, '--inventory'))
   } catch (error) {
-    if (error instanceof NotFoundError) throw error
+    if (error instanceof LocalpuppetError) throw error
     throw new InputError(`${where}: not YAML: ${(error as Error).message.split('\n')[0]}`)
   }
 

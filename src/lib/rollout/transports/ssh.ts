@@ -52,7 +52,11 @@ export interface SshOptions {
 export type SshSpec = {via: 'ssh'} & SshOptions
 
 /** What one node said to one command: its exit code and JSON, or that ssh refused to talk to it, or nothing. */
-export type SshAnswer = {kind: 'answer'; exitCode: number; json: Record<string, unknown> | null; said: string} | {kind: 'refused'; message: string} | {kind: 'silent'; why: string}
+export type SshAnswer =
+  | {kind: 'answer'; exitCode: number; json: Record<string, unknown> | null; said: string}
+  | {kind: 'refused'; message: string}
+  // gaveUp: ssh itself ended without an answer (not reached, a bad configuration), rather than time or size running out.
+  | {kind: 'silent'; why: string; gaveUp?: boolean}
 
 const DEFAULT_CONNECT_TIMEOUT = 10
 /** The most bytes kept of what one node prints on either stream. */
@@ -65,6 +69,15 @@ const MAX_WAIT_SECONDS = 50
 const CLOSE_TIMEOUT_MS = 5000
 /** How long a node the survey found silent has (once connected) when its turn comes. */
 const PROBE_SECONDS = 3
+/** The longest path a control socket may have: sun_path (108 bytes on Linux, 104 elsewhere) less its NUL. */
+const MAX_SOCKET_PATH = 103
+
+/** Where the control directory goes: the temporary directory, or /tmp when a socket there (DIR/localpuppet-ssh-XXXXXX/%C, 40 hex) would be too long for ssh to use. */
+function controlBase(): string {
+  const base = tmpdir()
+  return Buffer.byteLength(join(base, 'localpuppet-ssh-XXXXXX')) + 1 + 40 <= MAX_SOCKET_PATH ? base : '/tmp'
+}
+
 /** What a node has on top of the time its answer is given: the CLI's own start-up, ssh's session. */
 const SLACK_SECONDS = 10
 
@@ -73,6 +86,13 @@ const num = (value: unknown): number | null => (typeof value === 'number' && Num
 /** localpuppet's --json answer to a command that failed: {error: {code, exitCode, message}} (a run record's own `error` is a string). */
 const failure = (json: Record<string, unknown> | null): Record<string, unknown> | null => (json && json.error !== null && typeof json.error === 'object' && !Array.isArray(json.error) ? (json.error as Record<string, unknown>) : null)
 const record = (value: unknown): Record<string, unknown> => (value !== null && typeof value === 'object' && !Array.isArray(value) ? (value as Record<string, unknown>) : {})
+
+/**
+ * A path as the value of an ssh -o option: ssh splits the value into words (a path with a
+ * space would be two known hosts files, or a ControlPath with "extra arguments") and expands
+ * % tokens in it, so it is quoted and its % doubled.
+ */
+export const sshOptionPath = (path: string): string => `"${path.replaceAll('%', '%%').replaceAll(/["\\]/g, '\\$&')}"`
 
 /** The remote command: localpuppet's answer between this call's markers, then its exit code. */
 export function remoteCommand(localpuppet: string, args: string[], nonce: string): string {
@@ -105,6 +125,8 @@ export function sshRefusal(target: SshTarget, stderr: string): string | null {
   return null
 }
 
+/** The line of ssh's configuration at fault ("FILE: line N: Bad configuration option: ..."), or null. */
+const configLine = (text: string): string | null => /^[^\n]*: line \d+: [^\n]*$/m.exec(stripVTControlCharacters(text))?.[0].trim() ?? null
 const lastLine = (text: string): string => stripVTControlCharacters(text).trim().split('\n').filter(Boolean).at(-1)?.trim() ?? ''
 
 /** A status record (`localpuppet status --json`) in the shape of the agent's status reply, so both transports read it alike. */
@@ -168,7 +190,10 @@ export class SshTransport implements FleetTransport {
   async close(): Promise<void> {
     if (this.dir) {
       const dir = await this.dir
-      await Promise.all([...this.used].map((target) => capture(this.options.ssh, [...this.sshArgs(target, dir), '-O', 'exit', '--', target.host], {timeoutMs: CLOSE_TIMEOUT_MS, maxBytes: 64 * 1024})))
+      // As many ssh at once as any call: not one process per node of a large fleet together.
+      await eachLimited([...this.used], PARALLEL, async (target) => {
+        await capture(this.options.ssh, [...this.sshArgs(target, dir), '-O', 'exit', '--', target.host], {timeoutMs: CLOSE_TIMEOUT_MS, maxBytes: 64 * 1024})
+      })
       await rm(dir, {recursive: true, force: true})
     }
 
@@ -184,8 +209,8 @@ export class SshTransport implements FleetTransport {
       '-T',
       '-n',
       ...['-o', 'BatchMode=yes', '-o', 'StrictHostKeyChecking=yes'],
-      ...(knownHosts === null ? [] : ['-o', `UserKnownHostsFile=${knownHosts}`]),
-      ...['-o', 'ControlMaster=auto', '-o', `ControlPath=${join(dir, '%C')}`, '-o', 'ControlPersist=60'],
+      ...(knownHosts === null ? [] : ['-o', `UserKnownHostsFile=${sshOptionPath(knownHosts)}`]),
+      ...['-o', 'ControlMaster=auto', '-o', `ControlPath=${sshOptionPath(dir).slice(0, -1)}/%C"`, '-o', 'ControlPersist=60'],
       ...['-o', `ConnectTimeout=${connectTimeout ?? DEFAULT_CONNECT_TIMEOUT}`, '-o', 'ServerAliveInterval=15', '-o', 'ServerAliveCountMax=3'],
       ...(target.user === null ? [] : ['-l', target.user]),
       ...(target.port === null ? [] : ['-p', String(target.port)]),
@@ -197,7 +222,7 @@ export class SshTransport implements FleetTransport {
     const target = this.byNode.get(node)
     if (!target) return {kind: 'silent', why: 'not among the targets'}
     // One directory for every connection, made once however many calls start together.
-    this.dir ??= mkdtemp(join(tmpdir(), 'localpuppet-ssh-'))
+    this.dir ??= mkdtemp(join(controlBase(), 'localpuppet-ssh-'))
     const dir = await this.dir
     this.used.add(target)
     const nonce = randomBytes(12).toString('hex')
@@ -215,7 +240,8 @@ export class SshTransport implements FleetTransport {
       if (result.timedOut) return {kind: 'silent', why: `did not answer within ${limit}s`}
       const refusal = result.exitCode === 255 ? sshRefusal(target, result.stderr) : null
       if (refusal !== null) return {kind: 'refused', message: refusal}
-      return {kind: 'silent', why: result.truncated ? `printed more than ${MAX_OUTPUT} bytes` : lastLine(result.stderr) || `ssh exited ${result.exitCode ?? 'on a signal'}`}
+      if (result.truncated) return {kind: 'silent', why: `printed more than ${MAX_OUTPUT} bytes`}
+      return {kind: 'silent', why: configLine(result.stderr) ?? (lastLine(result.stderr) || `ssh exited ${result.exitCode ?? 'on a signal'}`), gaveUp: true}
     }
 
     let json: Record<string, unknown> | null = null
@@ -307,10 +333,12 @@ export class SshTransport implements FleetTransport {
     return reports
   }
 
+  /** Says once per node why ssh refused it, or gave up on it (a bad --ssh-config would otherwise leave every node silent with no word of why). */
   private refused(node: string, answer: SshAnswer): void {
-    if (answer.kind !== 'refused' || this.warned.has(node)) return
+    const why = answer.kind === 'refused' ? answer.message : answer.kind === 'silent' && answer.gaveUp ? `no answer: ${answer.why}` : null
+    if (why === null || this.warned.has(node)) return
     this.warned.add(node)
-    this.warn(`${node}: ${answer.message}`)
+    this.warn(`${node}: ${why}`)
   }
 
   private startTimeout(settings: RolloutSettings): number {

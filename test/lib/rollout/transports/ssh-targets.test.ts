@@ -1,11 +1,11 @@
-import {mkdtemp, rm, writeFile} from 'node:fs/promises'
+import {chmod, mkdtemp, rm, writeFile} from 'node:fs/promises'
 import {tmpdir} from 'node:os'
 import {join} from 'node:path'
 
 import test from 'ava'
 
 import {transportSpec} from '../../../../src/cli/fleet-flags.js'
-import {InputError, NotFoundError, UsageError} from '../../../../src/lib/errors.js'
+import {InputError, NotFoundError, UntrustedPathError, UsageError} from '../../../../src/lib/errors.js'
 import {parseTargetList, readInventory, readNodesFile} from '../../../../src/lib/rollout/transports/ssh-targets.js'
 
 async function file(t: {teardown(fn: () => Promise<void>): void}, text: string): Promise<string> {
@@ -60,6 +60,31 @@ test('--via ssh needs exactly one list of nodes; a flag of the other transport i
   await t.throwsAsync(transportSpec(base), {instanceOf: UsageError, message: /--via ssh reaches the nodes listed: give one of --nodes FILE, --targets LIST or --inventory FILE$/})
   await t.throwsAsync(transportSpec({...base, targets: 'web1', with: ['role=web']}), {instanceOf: UsageError, message: '--with is for --via mco, not --via ssh'})
   await t.throwsAsync(transportSpec({via: 'mco', mco: 'mco', 'known-hosts': 'kh'}), {instanceOf: UsageError, message: '--known-hosts is for --via ssh, not --via mco'})
+  await t.throwsAsync(transportSpec({...base, targets: 'web1', 'ssh-config': '/nonexistent/ssh_config'}), {instanceOf: NotFoundError, message: '--ssh-config /nonexistent/ssh_config: no such file'})
   const spec = await transportSpec({mco: 'mco', targets: 'web1', 'known-hosts': 'kh'} as Parameters<typeof transportSpec>[0])
   t.like(spec, {via: 'ssh', targets: [{node: 'web1'}], targetsFrom: '--targets', config: null, knownHosts: join(process.cwd(), 'kh'), localpuppet: 'localpuppet'})
+})
+
+test('a --nodes file, an inventory, an ssh configuration, a known hosts file or an ssh executable others can write is refused (77) naming it: it says which hosts root logs in to, with what ssh runs (ProxyCommand) and which keys it believes', async (t) => {
+  const nodes = await file(t, 'web1\n')
+  const inventory = await file(t, 'nodes:\n  web1:\n')
+  await chmod(nodes, 0o666)
+  await chmod(inventory, 0o646)
+  await t.throwsAsync(readNodesFile(nodes), {instanceOf: UntrustedPathError, message: new RegExp(`${nodes} is not trusted: writable by group and others`)})
+  await t.throwsAsync(readInventory(inventory), {instanceOf: UntrustedPathError, message: new RegExp(`${inventory} is not trusted: writable by others`)})
+  await t.throwsAsync(transportSpec({mco: 'mco', via: 'ssh', nodes}), {instanceOf: UntrustedPathError})
+  for (const flag of ['ssh-config', 'known-hosts'] as const) {
+    const path = await file(t, '')
+    await chmod(path, 0o666)
+    await t.throwsAsync(transportSpec({mco: 'mco', via: 'ssh', targets: 'web1', [flag]: path}), {instanceOf: UntrustedPathError, message: new RegExp(`${path} is not trusted`)}, flag)
+  }
+
+  // The ssh root runs: only what root (or this user) alone can write.
+  const ssh = await file(t, '#!/bin/sh\n')
+  await chmod(ssh, 0o777)
+  await t.throwsAsync(transportSpec({mco: 'mco', via: 'ssh', targets: 'web1', ssh}), {instanceOf: UntrustedPathError, message: new RegExp(`ssh executable ${ssh} is not trusted`)})
+  await chmod(ssh, 0o755)
+  t.like(await transportSpec({mco: 'mco', via: 'ssh', targets: 'web1', ssh}), {ssh})
+  await chmod(nodes, 0o644)
+  t.like(await transportSpec({mco: 'mco', via: 'ssh', nodes}), {targets: [{node: 'web1'}]})
 })

@@ -1,5 +1,5 @@
 import {existsSync} from 'node:fs'
-import {chmod, mkdir, mkdtemp, readFile, rm, writeFile} from 'node:fs/promises'
+import {chmod, mkdir, mkdtemp, readFile, rm, stat, writeFile} from 'node:fs/promises'
 import {tmpdir} from 'node:os'
 import {join} from 'node:path'
 
@@ -10,6 +10,7 @@ import {FleetUnavailableError} from '../../../../src/lib/errors.js'
 import {rolloutSettings} from '../../../../src/lib/rollout/settings.js'
 import {type SshOptions, SshTransport, readMarked, remoteCommand} from '../../../../src/lib/rollout/transports/ssh.js'
 import type {SshTarget} from '../../../../src/lib/rollout/transports/ssh-targets.js'
+import {asHostile, hostileUid} from '../../../helpers/hostile-user.js'
 
 const CHANGED = `@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@
 @    WARNING: REMOTE HOST IDENTIFICATION HAS CHANGED!     @
@@ -102,8 +103,8 @@ test("a start runs localpuppet apply --detach --json on each node over the node'
   for (const option of ['BatchMode=yes', 'StrictHostKeyChecking=yes', 'ControlMaster=auto', 'ControlPersist=60', 'ConnectTimeout=3']) t.true(web1.includes(option), option)
   const paths = new Set((await calls()).flatMap((argv) => argv.filter((arg) => arg.startsWith('ControlPath='))))
   t.is(paths.size, 1, 'one control directory for every connection, however many start together')
-  t.regex([...paths][0], /^ControlPath=.*\/%C$/)
-  const [controlDir] = [...paths][0].slice('ControlPath='.length).split('/%C')
+  t.regex([...paths][0], /^ControlPath=".*\/%C"$/)
+  const [controlDir] = [...paths][0].slice('ControlPath="'.length).split('/%C')
   t.deepEqual(web1.slice(web1.indexOf('-l'), web1.indexOf('-l') + 4), ['-l', 'deploy', '-p', '2222'])
   t.is(web1.at(-2), 'web1')
   t.is(web1.at(-3), '--', 'the host can never be read as an option')
@@ -141,7 +142,7 @@ test('a changed host key is a refusal naming the node (77), never a prompt; a no
   t.deepEqual(Object.keys(await transport.survey(['changed', 'db1'])), ['db1'])
   await transport.survey(['changed'])
   t.deepEqual(await transport.probe(['changed', 'down']), {changed: {pointer: null, applied: null, newest: null, disabled: null, drift: null}})
-  t.deepEqual(warnings, [`changed: ${(answers.changed as {message: string}).message}`])
+  t.deepEqual(warnings, [`changed: ${(answers.changed as {message: string}).message}`, 'down: no answer: ssh: connect to host down port 22: Connection refused'])
 })
 
 test("a survey reads each node's status; a node with no run yet answered (with nothing); a poll believes only the run it asked about", async (t) => {
@@ -202,4 +203,117 @@ test("the answer is what the remote command printed between this call's markers,
     }),
   )
   t.true(remoteCommand('/opt/local puppet', ['status', "it's"], 'ab').includes(`'/opt/local puppet' status 'it'\\''s' </dev/null`))
+})
+
+/** A transport whose ssh is the real one's option parser (ssh -G, logged) in front of sh, as a node's shell would run the command; localpuppet answers {"id": "r1"}. */
+async function realSshOptions(t: {teardown(fn: () => Promise<void>): void}, options: Partial<SshOptions>) {
+  const dir = await mkdtemp(join(tmpdir(), 'localpuppet-ssh-G-'))
+  t.teardown(() => rm(dir, {recursive: true, force: true}))
+  const ssh = join(dir, 'ssh')
+  await writeFile(ssh, `#!/bin/sh\nlast=; for a; do last=$a; done\n/usr/bin/ssh -G "$@" > ${dir}/G 2>&1 || { cat ${dir}/G >&2; exit 255; }\nsh -c "$last"\n`)
+  const localpuppet = join(dir, 'localpuppet')
+  await writeFile(localpuppet, '#!/bin/sh\necho \'{"id": "r1"}\'\n')
+  await chmod(ssh, 0o755)
+  await chmod(localpuppet, 0o755)
+  const transport = new SshTransport({ssh, targets: [target('web1')], targetsFrom: '--targets', config: null, knownHosts: null, connectTimeout: 3, localpuppet, replyTimeout: null, ...options})
+  t.teardown(() => transport.close())
+  return {dir, transport, seen: async () => readFile(join(dir, 'G'), 'utf8')}
+}
+
+test('a known hosts file or a temporary directory whose path has spaces, quotes or "%" reaches ssh as that one path, never split into several nor expanded (real ssh -G reads the options)', async (t) => {
+  // Short: a control socket's path must fit in sun_path.
+  const dir = await mkdtemp(join(tmpdir(), 'lp-'))
+  t.teardown(() => rm(dir, {recursive: true, force: true}))
+  const odd = join(dir, 'a  "b" \\ %d')
+  await mkdir(odd)
+  const knownHosts = join(odd, 'known hosts')
+  const {transport, seen} = await realSshOptions(t, {knownHosts})
+  const before = process.env.TMPDIR
+  process.env.TMPDIR = odd
+  // The control directory is named when the call starts.
+  const answer = transport.run('web1', ['status', '--json'], 5)
+  if (before === undefined) delete process.env.TMPDIR
+  else process.env.TMPDIR = before
+  t.like(await answer, {kind: 'answer', exitCode: 0, json: {id: 'r1'}})
+  const options = await seen()
+  t.true(options.includes(`\nuserknownhostsfile ${knownHosts}\n`), options)
+  t.true(/\ncontrolpath (.*)\n/.exec(options)![1].startsWith(join(odd, 'localpuppet-ssh-')), options)
+})
+
+test("no trust on first use, whatever the operator's ssh configuration says: its StrictHostKeyChecking accept-new, BatchMode no or control path give way to the transport's (real ssh -G)", async (t) => {
+  const {dir, transport, seen} = await realSshOptions(t, {})
+  const config = join(dir, 'config')
+  await writeFile(config, `Host *\n  StrictHostKeyChecking accept-new\n  BatchMode no\n  ControlPath ${dir}/theirs-%C\n  ControlMaster no\n`)
+  transport.options.config = config
+  t.like(await transport.run('web1', ['status', '--json'], 5), {kind: 'answer', json: {id: 'r1'}})
+  const options = await seen()
+  for (const line of ['stricthostkeychecking true', 'batchmode yes', 'controlmaster auto']) t.true(options.includes(`\n${line}\n`), line)
+  t.false(options.includes('theirs-'), options)
+})
+
+test('the control sockets lie in a directory of this user alone (0700, in sticky /tmp): another local user can neither list it, put a socket of theirs there nor move it aside (lp-hostile)', async (t) => {
+  if (hostileUid() === null) return t.pass('needs root to run as lp-hostile')
+  const {transport, calls} = await fakeSsh(t, [target('web1')], {})
+  await transport.survey(['web1'])
+  const option = (await calls())[0].find((arg) => arg.startsWith('ControlPath='))!
+  const dir = option.slice('ControlPath="'.length).split('/%C')[0]
+  const info = await stat(dir)
+  t.is(info.mode & 0o777, 0o700)
+  t.is(info.uid, process.geteuid!())
+  for (const attack of [`ls ${dir}`, `touch ${dir}/x`, `python3 -c "import socket; socket.socket(socket.AF_UNIX).bind('${dir}/y')"`, `mv ${dir} ${dir}.gone`]) {
+    t.throws(() => asHostile(`${attack} 2>/dev/null`), undefined, attack)
+  }
+
+  t.true(existsSync(dir))
+})
+
+test('a node ssh gave up on by itself is no answer, and why is said once on stderr naming it: a mistake in --ssh-config names the file and line rather than leaving every node silent (real ssh)', async (t) => {
+  const dir = await mkdtemp(join(tmpdir(), 'localpuppet-ssh-config-'))
+  t.teardown(() => rm(dir, {recursive: true, force: true}))
+  const config = join(dir, 'config')
+  await writeFile(config, 'Host *\n  ConectTimeout 5\n')
+  const warnings: string[] = []
+  const transport = new SshTransport({ssh: '/usr/bin/ssh', targets: [target('web1'), target('web2')], targetsFrom: '--targets', config, knownHosts: null, connectTimeout: 3, localpuppet: 'localpuppet', replyTimeout: null}, (line) => warnings.push(line))
+  t.teardown(() => transport.close())
+  t.deepEqual(await transport.survey(['web1', 'web2']), {})
+  await transport.survey(['web1'])
+  t.deepEqual(warnings.sort(), ['web1', 'web2'].map((node) => `${node}: no answer: ${config}: line 2: Bad configuration option: conecttimeout`))
+})
+
+test('close() ends the master connections at most 32 at a time, however many nodes were reached (a fleet of 40 here)', async (t) => {
+  const nodes = Array.from({length: 40}, (_, index) => `web${index + 1}`)
+  const {transport, calls} = await fakeSsh(t, nodes.map((node) => target(node)), {})
+  t.is(Object.keys(await transport.survey(nodes)).length, 40)
+  const ssh = transport.options.ssh
+  const log = join(ssh, '..', 'exits')
+  // Each `ssh -O exit` says when it starts and ends, a second apart.
+  await writeFile(`${ssh}.real`, await readFile(ssh))
+  await writeFile(ssh, `#!/bin/sh\ncase " $* " in *" -O exit "*) echo start >> ${log}; sleep 1; echo end >> ${log}; exit 0;; esac\nexec ${ssh}.real "$@"\n`)
+  await chmod(`${ssh}.real`, 0o755)
+  await transport.close()
+  let going = 0
+  let most = 0
+  for (const line of (await readFile(log, 'utf8')).trim().split('\n')) {
+    going += line === 'start' ? 1 : -1
+    most = Math.max(most, going)
+  }
+
+  t.true(most <= 32, `${most} at once`)
+  t.is((await readFile(log, 'utf8')).split('start').length - 1, 40)
+  t.true((await calls()).length >= 40)
+})
+
+test('a long TMPDIR does not make every node silent: the control sockets go where their path fits (sun_path), and ssh reaches the node (real ssh, a closed port on 127.0.0.1)', async (t) => {
+  const long = await mkdtemp(join(tmpdir(), `localpuppet-${'long'.repeat(16)}-`))
+  t.teardown(() => rm(long, {recursive: true, force: true}))
+  const warnings: string[] = []
+  const transport = new SshTransport({ssh: '/usr/bin/ssh', targets: [{node: 'web1', host: '127.0.0.1', user: null, port: 1}], targetsFrom: '--targets', config: '/dev/null', knownHosts: null, connectTimeout: 3, localpuppet: 'localpuppet', replyTimeout: null}, (line) => warnings.push(line))
+  t.teardown(() => transport.close())
+  const before = process.env.TMPDIR
+  process.env.TMPDIR = long
+  const survey = transport.survey(['web1'])
+  if (before === undefined) delete process.env.TMPDIR
+  else process.env.TMPDIR = before
+  t.deepEqual(await survey, {})
+  t.deepEqual(warnings, ['web1: no answer: ssh: connect to host 127.0.0.1 port 1: Connection refused'])
 })
