@@ -1,5 +1,6 @@
 import {FleetUnavailableError, LocalpuppetError} from '../errors.js'
 import {ExitCode} from '../exit-codes.js'
+import {timerDelay} from '../util/timer-delay.js'
 import {type Clock, type RolloutTransport, driveRollout} from './drive.js'
 import {RolloutEngine} from './engine.js'
 import {type NodeClaim, claimNodes} from './exclusion.js'
@@ -32,7 +33,8 @@ export const systemClock: Clock = {
   now: () => Date.now(),
   sleep: (ms, signal) =>
     new Promise((resolve) => {
-      const timer = setTimeout(resolve, ms)
+      // A --soak or --deadline past 24.8 days must not fire at once: the engine looks again after the longest a timer keeps.
+      const timer = setTimeout(resolve, timerDelay(ms))
       signal?.addEventListener('abort', () => (clearTimeout(timer), resolve(undefined)), {once: true})
     }),
 }

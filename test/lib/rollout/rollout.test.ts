@@ -79,3 +79,15 @@ test("a listed fleet (SSH's --targets, --nodes, --inventory) is exactly its list
   await fleet.remember()
   t.deepEqual(await readFleetMemory(join(dir)), {})
 })
+
+test('a wait longer than a timer keeps (a --soak of 30 days) is a long wait, not none: the clock does not wake at once', async (t) => {
+  const {systemClock} = await import('../../../src/lib/rollout/rollout.js')
+  const stop = new AbortController()
+  let woke = false
+  const sleeping = systemClock.sleep(30 * 86_400_000, stop.signal).then(() => (woke = true))
+  await new Promise((resolve) => setTimeout(resolve, 200))
+  t.false(woke, 'woke before it was stopped')
+  stop.abort()
+  await sleeping
+  t.true(woke)
+})
