@@ -273,6 +273,10 @@ test.serial('rollout revert of a rollout still driven by its process is 73; roll
   t.is(extra.exitCode, 64)
   t.regex(extra.stderr, /^localpuppet: unexpected argument "bar": rollout takes one REF$/m)
   t.deepEqual(await calls(), [])
+  const resumed = await cli(['rollout', '--resume', id, 'foo/tags/1.0.0', '--canary', '1', '--state-dir', state])
+  t.is(resumed.exitCode, 64, resumed.stderr)
+  t.regex(resumed.stderr, /^localpuppet: --resume continues a rollout with the settings and nodes it was recorded with: REF, --canary cannot be given with it$/m)
+  t.deepEqual(await calls(), [])
 })
 
 test.serial('a revert cut off by the broker is recorded, and rollout --resume continues it with rollback, not apply', async (t) => {

@@ -2,13 +2,10 @@ import {Args, Flags} from '@oclif/core'
 
 import {BaseCommand, describeWithExitCodes} from '../../cli/base-command.js'
 import {type McoFlagValues, mcoFlags, transportSpec} from '../../cli/fleet-flags.js'
+import {flagsGiven, judgeRolloutArgs} from '../../cli/rollout-args.js'
 import {sourceFlags, stateFlags, trustFlags} from '../../cli/flags.js'
-import {UsageError} from '../../lib/errors.js'
 import {ROLLOUT_EXIT_CODES} from '../../lib/exit-codes.js'
 import {defaultStateDir} from '../../lib/state/state-dir.js'
-
-/** Flags that decide a rollout: a resumed one keeps those it was started with. */
-const SETTING_FLAGS = ['canary', 'batch', 'window', 'max-failures', 'soak', 'deadline', 'revert', 'only-outdated', 'noop', 'fetch', 'save', 'timeout', 'source', 'trust', 'insecure'] as const
 
 export default class Rollout extends BaseCommand {
   static override summary = 'Roll a release out over a fleet: canaries, batches or a window, a failure budget, deadlines, soak, revert, resume.'
@@ -76,18 +73,8 @@ export default class Rollout extends BaseCommand {
       import('../../lib/util/on-stop.js'),
       import('../../cli/render/rollout-text.js'),
     ])
-    const given = new Set(raw.filter((token) => token.type === 'flag').map((token) => (token as {flag: string}).flag))
-    if (flags.resume !== undefined) {
-      const extra = [...SETTING_FLAGS, ...Object.keys(mcoFlags)].filter((name) => given.has(name))
-      if (args.ref !== undefined || extra.length > 0) {
-        throw new UsageError(`--resume continues a rollout with the settings and nodes it was recorded with: ${args.ref === undefined ? '' : 'REF, '}${extra.map((name) => `--${name}`).join(', ')} cannot be given with it`)
-      }
-    }
-
-    // REF is judged here, before any node is asked: a typo must not reach the fleet.
-    if (args.ref !== undefined) checkRefSyntax(args.ref)
-    if (args.extra !== undefined) throw new UsageError(`unexpected argument ${JSON.stringify(args.extra)}: rollout takes one REF`)
-    if (args.ref === undefined && flags.resume === undefined && given.has('source')) throw new UsageError('--source checks REF in the repository: give a REF, or drop --source')
+    // REF and the flags are judged here, before any node is asked: a typo must not reach the fleet.
+    judgeRolloutArgs(args, flags.resume, flagsGiven(raw), checkRefSyntax)
     const settings = flags.resume === undefined ? rolloutSettings({...flags, ref: args.ref ?? null}) : null
     if (args.ref !== undefined) {
       const found = await checkRefInSource(args.ref, {source: flags.source, trust: flags.trust, insecure: flags.insecure, allowUntrusted: flags['allow-untrusted']})
