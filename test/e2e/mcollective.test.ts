@@ -20,8 +20,7 @@ import {
   rpc,
   operatorState,
   runIds,
-  startDaemon,
-  exited,
+  restartDaemon,
   startFleet,
   startOperator,
   stop,
@@ -669,8 +668,7 @@ fleetTest(`issue 32: a node that misses --deadline is reverted once its late run
 fleetTest(`issue 32: a rollout over nodes another live rollout drives is refused (73) naming it; the first ends with its nodes on its release${unavailable ? ` (${unavailable})` : ''}`, async (t) => {
   t.timeout(OVERALL_MS)
   // web3's daemon, stopped by the tests before, answers again.
-  if (await exited(node('web3').daemon!, 0)) await startDaemon(node('web3'))
-  await waitFor('web3 to answer again', async () => ((await rpc('status', ['-I', 'web3'])).replies.length > 0 ? true : undefined), 90_000, 500)
+  await restartDaemon(node('web3'))
   // web3's own input, as the fleet began (a test before pointed it at the slow release).
   await writeFile(join(node('web3').dir, 'input.yaml'), 'app: foo/tags/1.3.0\nclasses:\n  foo:\n    port: 8083\n  platform:\nparameters:\n  role: web\n  enabled: yes\n')
   await nappingRelease('1.8.0', 6, nodes.map((entry) => entry.name))

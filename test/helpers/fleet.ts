@@ -150,8 +150,8 @@ export async function tail(file: string): Promise<string> {
 export const clientConfig = () => join(base, 'client.cfg')
 
 /** `mco rpc localpuppet ACTION ...` with --json: mco's exit code and every node's reply, sorted by sender. */
-export async function rpc(action: string, args: string[]): Promise<{exitCode: number; replies: Reply[]; stderr: string}> {
-  const result = await execa(MCO, ['rpc', 'localpuppet', action, ...args, '--json', '--dt', '1', '--config', clientConfig()], {
+export async function rpc(action: string, args: string[], discoverySeconds = 1): Promise<{exitCode: number; replies: Reply[]; stderr: string}> {
+  const result = await execa(MCO, ['rpc', 'localpuppet', action, ...args, '--json', '--dt', String(discoverySeconds), '--config', clientConfig()], {
     reject: false,
     // mco reads node names from a standard input that is not a TTY, and waits for its end.
     stdin: 'ignore',
@@ -337,6 +337,29 @@ async function startNode(node: Node, stompPort: number): Promise<void> {
 
 export async function startDaemon(node: Node): Promise<void> {
   node.daemon = await start(`mcollectived-${node.name}`, MCOLLECTIVED, ['--config', join(node.dir, 'server.cfg'), '--no-daemonize'], {HOME: join(base, 'home')})
+}
+
+/**
+ * A node's daemon, stopped by a test, started again and answering: a daemon that has not
+ * answered within a minute (a loaded machine, a broker slow to bind its queue) is started
+ * once more, and one that never answers fails with the ends of its logs, not a bare timeout.
+ */
+export async function restartDaemon(node: Node): Promise<void> {
+  for (let attempt = 1; ; attempt++) {
+    if (node.daemon) await stop(node.daemon)
+    await startDaemon(node)
+    const until = Math.min(Date.now() + 60_000, deadline)
+    while (Date.now() < until) {
+      if ((await rpc('status', ['-I', node.name], 5)).replies.length > 0) return
+      if (await exited(node.daemon!, 1000)) break
+    }
+
+    if (attempt === 2) {
+      const logs = [join(base, `mcollectived-${node.name}.out`), join(node.dir, 'mcollective.log')]
+      const ends = await Promise.all(logs.map(async (file) => `${file}:\n${await tail(file)}`))
+      throw new Error(`${node.name}'s mcollectived, started twice, never answered:\n${ends.join('\n')}`)
+    }
+  }
 }
 
 /** Runs still going on a node (started by the agent, so not in our process groups). */
