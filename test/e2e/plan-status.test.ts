@@ -4,7 +4,8 @@ import {join} from 'node:path'
 
 import test from 'ava'
 
-import {FAKE_PUPPET, FIXTURES, REPO, cli} from '../helpers/cli.js'
+import {FAKE_PUPPET, FIXTURES, cli} from '../helpers/cli.js'
+import {readManual} from '../helpers/manual.js'
 import {tempDir, writeTree} from '../helpers/temp.js'
 
 const DEMO = join(FIXTURES, 'demo')
@@ -174,12 +175,12 @@ test('help of a topic (fleet, rollout) and of a command in one (fleet status, ro
   t.is((await cli(['help', 'flet'])).stderr, 'localpuppet: unknown command "flet" (did you mean fleet?); see localpuppet --help')
 })
 
-test("promote's and fleet status's usage in --help is their README heading, and fleet status describes its own -t and --allow-untrusted", async (t) => {
-  const readme = await readFile(join(REPO, 'README.md'), 'utf8')
+test("promote's and fleet status's usage in --help is their heading in the manual, and fleet status describes its own -t and --allow-untrusted", async (t) => {
+  const readme = await readManual()
   for (const words of [['promote'], ['fleet', 'status']]) {
     const help = (await cli([...words, '--help'], {env: {OCLIF_COLUMNS: '80'}})).stdout
     const usage = help.split('USAGE\n')[1].split('\n\n')[0].replace(/\s+/g, ' ').trim().replace(/^\$ /, '')
-    t.true(readme.includes(`### \`${usage}\``), `README heading for ${usage}`)
+    t.regex(readme, new RegExp(`^#{2,3} \`${usage.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}\``, 'm'), `a heading for ${usage}`)
   }
 
   const fleet = (await cli(['fleet', 'status', '--help'], {env: {OCLIF_COLUMNS: '400'}})).stdout

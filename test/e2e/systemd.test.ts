@@ -7,6 +7,7 @@ import {execa} from 'execa'
 import {BIN, REPO} from '../helpers/cli.js'
 import {tempDir} from '../helpers/temp.js'
 import {testNeeding} from '../helpers/packages.js'
+import {readManual} from '../helpers/manual.js'
 
 const analyzeTest = await testNeeding(['systemd'])
 
@@ -69,9 +70,9 @@ test('the units, the MCollective agent, the git hook and the README agree on whe
   }
 })
 
-test("issue 35: the README's --fetch drop-in is the shipped service's command line with --fetch added, nothing dropped (its lifecycle_stage fact)", async (t) => {
+test("issue 35: the manual's --fetch drop-in is the shipped service's command line with --fetch added, nothing dropped (its lifecycle_stage fact)", async (t) => {
   const [shipped] = settings(await unit('localpuppet.service'), 'ExecStart')
-  const readme = await readFile(join(REPO, 'README.md'), 'utf8')
+  const readme = await readManual()
   const dropIn = /printf '\[Service\]\\nExecStart=\\nExecStart=([^\\]*)\\n'/.exec(readme)?.[1]
   t.is(dropIn, shipped.replace(`${COMMAND} apply `, `${COMMAND} apply --fetch `))
 })
