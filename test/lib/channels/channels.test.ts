@@ -160,3 +160,13 @@ test('repository list: tags newest first, channels with tag, policy and moves, n
   t.deepEqual(again.nodes, [{node: 'web1', app: 'foo/channels/canary', publishedAt: '2026-11-28T00:00:00.000Z'}])
   await refused(t, listRepository(join(repo, 'nothing')), 66, /no release repository at/)
 })
+
+test('an index written by a publisher older than versions and histories is listed and its channels read as having no moves; the next promote starts the history', async (t) => {
+  const {repo} = await repository(t)
+  await writeFile(join(repo, 'index.json'), serializeRepositoryIndex({format: 1, apps: {foo: {tags: {'1.0.0': tag('foo/tags/1.0.0'), '1.1.0': tag('foo/tags/1.1.0')}, channels: {stable: '1.0.0'}}}}))
+  t.like(await listRepository(repo), {repository: null, version: null, expires: null, expired: false, signedBy: null})
+  t.deepEqual((await channelHistory(repo, 'foo/channels/stable')).moves, [])
+  await refused(t, channelBack({repo, channel: 'foo/channels/stable'}), 66, /its history holds no tag before 1\.0\.0/)
+  await promoteChannel({repo, release: 'foo/tags/1.1.0', channel: 'stable'})
+  t.like(await channelBack({repo, channel: 'foo/channels/stable'}), {from: '1.1.0', to: '1.0.0'})
+})
