@@ -2,6 +2,7 @@ import {resolve} from 'node:path'
 
 import {ConflictError, NotFoundError, UsageError} from '../errors.js'
 import {parseReleaseRef} from '../release/release-ref.js'
+import {usageReleaseRef} from './channel-ref.js'
 import type {IndexUpdate} from '../repository/index-update.js'
 import {own} from '../util/own.js'
 import {type YankRecord, usageReason} from '../repository/channel-records.js'
@@ -30,7 +31,7 @@ export interface YankResult extends IndexUpdate {
  */
 export async function yankTag(options: YankOptions): Promise<YankResult> {
   const repo = resolve(options.repo)
-  const ref = parseReleaseRef(options.release, 'yank')
+  const ref = usageReleaseRef(options.release, 'yank')
   if (ref.kind !== 'tag') throw new UsageError(`yank ${options.release}: name an exact tag (APP/tags/TAG), not a ${ref.kind}`)
   const reason = usageReason(options.reason, '--reason')
   const updated = await updateRecords({...options, repo}, ({index, by, at}) => {

@@ -170,3 +170,21 @@ test('an index written by a publisher older than versions and histories is liste
   await promoteChannel({repo, release: 'foo/tags/1.1.0', channel: 'stable'})
   t.like(await channelBack({repo, channel: 'foo/channels/stable'}), {from: '1.1.0', to: '1.0.0'})
 })
+
+test('a channel or tag argument that is not one is 64 naming it; a history entry that does not read stops promote, back, policy and yank (65 naming it), nothing written', async (t) => {
+  const {repo} = await repository(t)
+  await refused(t, channelHistory(repo, 'foo/channels/Stable'), 64, /invalid channel name "Stable"/)
+  await refused(t, yankTag({repo, release: 'foo/tags/../../x', reason: 'x'}), 64, /foo\/tags\/\.\.\/\.\.\/x/)
+  await promoteChannel({repo, release: 'foo/tags/1.0.0', channel: 'stable'})
+  const doc = await indexOf(repo)
+  doc.apps.foo.history.stable.push({at: '2026-11-28T00:00:00.000Z', action: 'promote', from: '1.0.0', to: '../../etc', by: null})
+  await writeFile(join(repo, 'index.json'), JSON.stringify(doc))
+  const before = await readFile(join(repo, 'index.json'))
+  const damaged = /index\.json: apps\.foo\.history\.stable\[1\]: to "\.\.\/\.\.\/etc" is not a tag/
+  await refused(t, promoteChannel({repo, release: 'foo/tags/1.1.0', channel: 'stable'}), 65, damaged)
+  await refused(t, channelBack({repo, channel: 'foo/channels/stable'}), 65, damaged)
+  await refused(t, setChannelPolicy({repo, channel: 'foo/channels/canary', policy: null}), 65, damaged)
+  await refused(t, yankTag({repo, release: 'foo/tags/1.2.0', reason: 'x'}), 65, damaged)
+  await refused(t, channelHistory(repo, 'foo/channels/stable'), 65, damaged)
+  t.deepEqual(await readFile(join(repo, 'index.json')), before)
+})
