@@ -1,6 +1,9 @@
 import {execute} from '@oclif/core'
 
 import Apply from './apply.js'
+import ChannelBack from './channel/back.js'
+import ChannelHistory from './channel/history.js'
+import ChannelPolicy from './channel/policy.js'
 import Classes from './classes.js'
 import Config from './config.js'
 import Disable from './disable.js'
@@ -15,6 +18,8 @@ import Plan from './plan.js'
 import Promote from './promote.js'
 import Publish from './publish.js'
 import Releases from './releases.js'
+import RepositoryList from './repository/list.js'
+import RepositoryYank from './repository/yank.js'
 import Rollback from './rollback.js'
 import Rollout from './rollout/index.js'
 import RolloutList from './rollout/list.js'
@@ -30,6 +35,9 @@ export {LocalpuppetHelp} from '../cli/help.js'
 /** oclif's explicit command discovery: no directory scan and no manifest to go stale. */
 export const COMMANDS = {
   apply: Apply,
+  'channel:back': ChannelBack,
+  'channel:history': ChannelHistory,
+  'channel:policy': ChannelPolicy,
   classes: Classes,
   config: Config,
   disable: Disable,
@@ -44,6 +52,8 @@ export const COMMANDS = {
   promote: Promote,
   publish: Publish,
   releases: Releases,
+  'repository:list': RepositoryList,
+  'repository:yank': RepositoryYank,
   rollback: Rollback,
   rollout: Rollout,
   'rollout:list': RolloutList,

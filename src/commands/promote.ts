@@ -4,6 +4,9 @@ import {expiryWarning} from '../lib/repository/index-expiry.js'
 import {BaseCommand, describeWithExitCodes} from '../cli/base-command.js'
 import type {PromoteResult} from '../lib/repository/promote.js'
 import type {ChannelHealth} from '../lib/fleet/channel-health.js'
+import type {PolicyVerdict} from '../lib/channels/channel-policy.js'
+import {UsageError} from '../lib/errors.js'
+import {terminalText} from '../lib/util/terminal-text.js'
 
 export default class Promote extends BaseCommand {
   static override summary = "Point a release channel at a published tag: the nodes whose input names APP/channels/NAME take it on their next apply --fetch."
@@ -13,20 +16,22 @@ export default class Promote extends BaseCommand {
       'first asks Prometheus whether every node following CHANNEL has applied this tag and its last run succeeded for at ' +
       'least --for (and at least --min-nodes such nodes): if not, nothing changes, and the nodes not there yet are named with ' +
       'why (not yet run, failed, disabled, stale, stopped reporting). A staged rollout for a pull fleet: promote to canary, ' +
-      "let the canaries' timers apply it, then promote to stable --require-healthy canary.",
+      "let the canaries' timers apply it, then promote to stable --require-healthy canary. A channel's policy (channel policy) " +
+      'is that gate kept in the signed index and checked by every promote to the channel; --override-policy REASON moves it anyway, ' +
+      "the reason recorded in the channel's history (channel history). A yanked tag is refused.",
     [
       {code: 0, meaning: 'the channel names the tag (moved, or already there)'},
-      {code: 1, meaning: '--require-healthy: a node following the channel is not healthy on the tag yet, or too few are; nothing changed'},
-      {code: 64, meaning: 'usage error (not an exact tag, a bad channel name (--channel or --require-healthy), --require-healthy without --prometheus or the prometheus setting, or --prometheus, --for, --min-nodes, --stale-after or --prometheus-timeout without --require-healthy)'},
-      {code: 65, meaning: "the repository's index is invalid"},
-      {code: 66, meaning: 'the tag is not published, or no repository there'},
+      {code: 1, meaning: "--require-healthy, or the channel's policy: a node following the channel it names is not healthy on the tag yet, or too few are; nothing changed (one line names the policy and what was missing)"},
+      {code: 64, meaning: 'usage error (not an exact tag, a bad channel name (--channel or --require-healthy), --require-healthy or a channel with a policy without --prometheus or the prometheus setting, --for or --min-nodes without --require-healthy, --prometheus, --stale-after or --prometheus-timeout with neither --require-healthy nor a policy, --override-policy on a channel without one or without a reason)'},
+      {code: 65, meaning: "the repository's index (or a channel's history or policy in it) is invalid"},
+      {code: 66, meaning: 'the tag is not published, or is yanked; or no repository there'},
       {code: 69, meaning: 'Prometheus cannot be reached, does not answer in time (--prometheus-timeout), or answers what is not the node metrics (a series or value that cannot be, too many series)'},
-      {code: 73, meaning: 'another publisher held the lock too long'},
+      {code: 73, meaning: "another publisher held the lock too long; the channel's policy changed while promote checked it"},
     ],
   )
 
   static override usage =
-    '<%= command.id %> APP/tags/TAG --channel NAME --repo DIR [--sign KEY.pem] [--expires DURATION] [--require-healthy CHANNEL --prometheus URL [--for DURATION] [--min-nodes N] [--stale-after DURATION] [--prometheus-timeout DURATION]]'
+    '<%= command.id %> APP/tags/TAG --channel NAME --repo DIR [--sign KEY.pem] [--expires DURATION] [--require-healthy CHANNEL --prometheus URL [--for DURATION] [--min-nodes N] [--stale-after DURATION] [--prometheus-timeout DURATION]] [--override-policy REASON]'
 
   static override examples = [
     '<%= config.bin %> promote foo/tags/1.1.0 --channel canary --repo /srv/www/puppet --sign release-key.pem',
@@ -40,59 +45,74 @@ export default class Promote extends BaseCommand {
     sign: Flags.string({description: 'sign index.json with this Ed25519 private key (PEM)', helpValue: 'KEY.pem'}),
     expires: Flags.string({description: 'how long nodes believe the new index (default 30d)', helpValue: 'DURATION'}),
     'require-healthy': Flags.string({description: 'first require every node following this channel to be healthy on the tag (see --prometheus)', helpValue: 'CHANNEL'}),
-    prometheus: Flags.string({description: "--require-healthy: the Prometheus that scrapes the nodes' metrics (http://host:9090) [default: the prometheus setting] (env LOCALPUPPET_PROMETHEUS, config prometheus)", helpValue: 'URL', dependsOn: ['require-healthy']}),
+    prometheus: Flags.string({description: "--require-healthy or the channel's policy: the Prometheus that scrapes the nodes' metrics (http://host:9090) [default: the prometheus setting] (env LOCALPUPPET_PROMETHEUS, config prometheus)", helpValue: 'URL'}),
     for: Flags.string({description: '--require-healthy: how long each node must have been healthy on the tag (0s, 10m, 2h) [default: 0s]', helpValue: 'DURATION', dependsOn: ['require-healthy']}),
     'min-nodes': Flags.integer({description: '--require-healthy: at least this many healthy nodes [default: 1]', min: 1, helpValue: 'N', dependsOn: ['require-healthy']}),
-    'stale-after': Flags.string({description: "--require-healthy: a node whose newest attempt is older than this is stale [default: 2h]", helpValue: 'DURATION', dependsOn: ['require-healthy']}),
-    'prometheus-timeout': Flags.string({description: '--require-healthy: the time each answer of Prometheus has, whole (else 69) [default: 5m]', helpValue: 'DURATION', dependsOn: ['require-healthy']}),
+    'stale-after': Flags.string({description: "--require-healthy or the channel's policy: a node whose newest attempt is older than this is stale [default: 2h]", helpValue: 'DURATION'}),
+    'prometheus-timeout': Flags.string({description: "--require-healthy or the channel's policy: the time each answer of Prometheus has, whole (else 69) [default: 5m]", helpValue: 'DURATION'}),
+    'override-policy': Flags.string({description: "move the channel though its policy is not met; the reason is recorded in the channel's history", helpValue: 'REASON'}),
   }
 
-  async run(): Promise<(PromoteResult & {promoted: true; health?: ChannelHealth}) | {promoted: false; health: ChannelHealth}> {
+  async run(): Promise<(PromoteResult & {promoted: true; health?: ChannelHealth; policy?: PolicyVerdict}) | {promoted: false; health: ChannelHealth; policy?: PolicyVerdict}> {
     const {args, flags} = await this.parse(Promote)
-    const [{promoteChannel, parsePromotion}, {parseDuration}] = await Promise.all([import('../lib/repository/promote.js'), import('../lib/util/duration.js')])
+    const [{promoteChannel, parsePromotion}, {parseDuration}, {checkChannelPolicy}, {settingString}, {renderChannelHealth}] = await Promise.all([
+      import('../lib/repository/promote.js'),
+      import('../lib/util/duration.js'),
+      import('../lib/channels/channel-policy.js'),
+      import('../lib/config/settings.js'),
+      import('../cli/render/fleet-text.js'),
+    ])
     const expiresInMs = flags.expires === undefined ? undefined : parseDuration(flags.expires, '--expires')
     const {app, tag} = parsePromotion(args.release, flags.channel)
+    const where = `${app}/channels/${flags.channel}`
+    // --prometheus, else the prometheus setting (env, then the config file).
+    const prometheus = await settingString('prometheus', flags.prometheus)
+    const bounds = {
+      deadlineMs: flags['prometheus-timeout'] === undefined ? undefined : parseDuration(flags['prometheus-timeout'], '--prometheus-timeout'),
+      staleAfterMs: flags['stale-after'] === undefined ? undefined : parseDuration(flags['stale-after'], '--stale-after'),
+    }
+    /** A gate's table is the command's output (a CI step keeping stdout keeps why it refused); a refusal is one line on stderr. */
+    const refused = (why: string) => {
+      process.exitCode = 1
+      if (!this.jsonEnabled()) this.note(`${where} not moved: ${why}`)
+    }
+
     let health: ChannelHealth | undefined
     if (flags['require-healthy']) {
-      const [{channelHealth}, {renderChannelHealth}, {terminalText}, {settingString}, {UsageError}] = await Promise.all([
-        import('../lib/fleet/channel-health.js'),
-        import('../cli/render/fleet-text.js'),
-        import('../lib/util/terminal-text.js'),
-        import('../lib/config/settings.js'),
-        import('../lib/errors.js'),
-      ])
-      // --prometheus, else the prometheus setting (env, then the config file).
-      const prometheus = await settingString('prometheus', flags.prometheus)
+      const {channelHealth} = await import('../lib/fleet/channel-health.js')
       if (prometheus === null) throw new UsageError('--require-healthy needs --prometheus (or the prometheus setting: /etc/localpuppet/config.yaml, env LOCALPUPPET_PROMETHEUS)')
-      health = await channelHealth(prometheus, {
-        deadlineMs: flags['prometheus-timeout'] === undefined ? undefined : parseDuration(flags['prometheus-timeout'], '--prometheus-timeout'),
-        app,
-        release: `${app}/tags/${tag}`,
-        channel: flags['require-healthy'],
-        forMs: flags.for === undefined ? 0 : parseDuration(flags.for, '--for', {allowZero: true}),
-        minNodes: flags['min-nodes'] ?? 1,
-        staleAfterMs: flags['stale-after'] === undefined ? undefined : parseDuration(flags['stale-after'], '--stale-after'),
-      })
-      // The gate's table is the command's output (a CI step keeping stdout keeps why it refused); the refusal is one line on stderr.
+      health = await channelHealth(prometheus, {...bounds, app, release: `${app}/tags/${tag}`, channel: flags['require-healthy'], forMs: flags.for === undefined ? 0 : parseDuration(flags.for, '--for', {allowZero: true}), minNodes: flags['min-nodes'] ?? 1})
       if (!this.jsonEnabled()) this.log(renderChannelHealth(health))
       if (!health.ok) {
-        process.exitCode = 1
-        if (!this.jsonEnabled()) process.stderr.write(`localpuppet: ${app}/channels/${flags.channel} not moved: ${terminalText(health.why)}\n`)
+        refused(health.why)
         return {promoted: false, health}
       }
     }
 
-    const result = await promoteChannel({repo: flags.repo, release: args.release, channel: flags.channel, signingKey: flags.sign, expiresInMs})
+    // The channel's policy, kept in the signed index, whatever the flags: judged before the lock, checked again under it.
+    const policy = await checkChannelPolicy({repo: flags.repo, app, tag, channel: flags.channel, override: flags['override-policy'], prometheus, health: bounds})
+    const unused = (['prometheus', 'stale-after', 'prometheus-timeout'] as const).find((flag) => flags[flag] !== undefined)
+    if (policy.policy === null && !flags['require-healthy'] && unused) throw new UsageError(`--${unused} needs --require-healthy (or a policy on ${where}, which has none)`)
+    if ('health' in policy) {
+      if (!this.jsonEnabled()) this.log(renderChannelHealth(policy.health))
+      if (!policy.met) {
+        refused(policy.why)
+        if (!this.jsonEnabled()) process.stderr.write('  hint: move it anyway, the reason recorded in its history: --override-policy REASON\n')
+        return {promoted: false, health: policy.health, policy}
+      }
+    }
+
+    const result = await promoteChannel({repo: flags.repo, release: args.release, channel: flags.channel, signingKey: flags.sign, expiresInMs, policy})
     if (!this.jsonEnabled()) {
       this.log(
         result.moved
-          ? `${result.app}/channels/${result.channel}: ${result.previous ? `${result.previous} -> ` : ''}${result.tag}`
+          ? `${result.app}/channels/${result.channel}: ${result.previous ? `${result.previous} -> ` : ''}${result.tag}${'override' in policy ? ` (policy overridden: ${terminalText(policy.override)})` : ''}`
           : `${result.app}/channels/${result.channel} already names ${result.tag}`,
       )
       this.log(`repository ${result.repository}, index version ${result.version}, expires ${result.expires}${result.signedBy ? `, signed by ${result.signedBy}` : ''}`)
     }
 
     this.warnLines([expiryWarning(`index version ${result.version} of ${flags.repo}`, result.expires, Date.now())].filter((line) => line !== null))
-    return {promoted: true, ...result, ...(health ? {health} : {})}
+    return {promoted: true, ...result, ...(health ? {health} : {}), ...(policy.policy ? {policy} : {})}
   }
 }

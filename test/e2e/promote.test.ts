@@ -7,7 +7,7 @@ import {cli} from '../helpers/cli.js'
 import {demoRepository, keyPair} from '../helpers/repository.js'
 import {tempDir} from '../helpers/temp.js'
 
-test('promote: --prometheus, --for, --min-nodes and --stale-after need --require-healthy (64, nothing moved); --json says promoted: true', async (t) => {
+test('promote: --for and --min-nodes need --require-healthy, --prometheus, --stale-after and --prometheus-timeout it or a policy (64, nothing moved); --json says promoted: true', async (t) => {
   const dir = await tempDir(t)
   const {key} = await keyPair(dir, 'release')
   const {repo} = await demoRepository(join(dir, 'build'), key)
@@ -15,10 +15,17 @@ test('promote: --prometheus, --for, --min-nodes and --stale-after need --require
   const before = await index()
   const promote = (...extra: string[]) => cli(['promote', 'foo/tags/1.4.0', '--channel', 'stable', '--repo', repo, '--sign', key, ...extra])
 
-  for (const flags of [['--prometheus', 'http://127.0.0.1:9'], ['--for', '10m'], ['--min-nodes', '2'], ['--stale-after', '1h']]) {
+  for (const flags of [['--for', '10m'], ['--min-nodes', '2']]) {
     const ungated = await promote(...flags)
     t.is(ungated.exitCode, 64, `${flags[0]}: ${ungated.stderr}`)
     t.is(ungated.stderr, `localpuppet: ${flags[0]} needs --require-healthy`, flags[0])
+  }
+
+  // Prometheus' flags serve a channel's policy too: without either, they check nothing (64).
+  for (const flags of [['--prometheus', 'http://127.0.0.1:9'], ['--stale-after', '1h'], ['--prometheus-timeout', '10s']]) {
+    const ungated = await promote(...flags)
+    t.is(ungated.exitCode, 64, `${flags[0]}: ${ungated.stderr}`)
+    t.is(ungated.stderr, `localpuppet: ${flags[0]} needs --require-healthy (or a policy on foo/channels/stable, which has none)`, flags[0])
   }
 
   const two = await promote('--for', '10m', '--min-nodes', '2', '--json')

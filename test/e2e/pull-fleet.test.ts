@@ -59,8 +59,8 @@ async function appliedInPrometheus(prometheus: PrometheusServer, exporters: Map<
   return Object.fromEntries(result.map((sample) => [exporters.get(sample.metric.instance) ?? sample.metric.instance, sample.metric.release]))
 }
 
-fleetTest('pull fleet: publish, canary, promotion gated on what Prometheus scraped, stable follows; a failing canary stops the promotion; a silent node is "stopped reporting"', async (t) => {
-  t.timeout(180_000)
+fleetTest('pull fleet: publish, canary, promotion gated on what Prometheus scraped, stable follows; a failing canary stops the promotion; a silent node is "stopped reporting"; canary taken back, a yanked tag refused, the policy of stable refused then overridden', async (t) => {
+  t.timeout(240_000)
   const dir = await tempDir(t)
   const {key, pub} = await keyPair(dir, 'release')
 
@@ -253,6 +253,42 @@ fleetTest('pull fleet: publish, canary, promotion gated on what Prometheus scrap
     {desired: 'foo/tags/1.5.0', applied: 'foo/tags/1.4.0', state: 'failed', onWanted: false},
   )
   t.deepEqual(offCanary.status.offWanted, ['node1'])
+
+  // Issue 35: canary taken back to its previous tag in one command (its history in the signed index says which); node1 follows.
+  const back = await cli(['channel', 'back', 'foo/channels/canary', '--repo', repo, '--sign', key])
+  t.is(back.exitCode, 0, back.stderr)
+  t.regex(back.stdout, /^foo\/channels\/canary: 1\.5\.0 -> 1\.4\.0 \(back\)$/m)
+  await runTimers(['node1'], {release: 'foo/tags/1.4.0', state: 'succeeded', exitCode: 0})
+
+  // 1.5.0 yanked: no channel may name it again, and a node that does not have it does not install it.
+  const yanked = await cli(['repository', 'yank', 'foo/tags/1.5.0', '--reason', 'fails to compile', '--repo', repo, '--sign', key])
+  t.is(yanked.exitCode, 0, yanked.stderr)
+  const toYanked = await promote('foo/tags/1.5.0', 'canary')
+  t.is(toYanked.exitCode, 66)
+  t.regex(toYanked.stderr, /foo\/channels\/canary not moved: foo\/tags\/1\.5\.0 is yanked \(\S+: fails to compile\)/)
+  const fetchYanked = await cli(['fetch', 'foo/tags/1.5.0'], {env: {LOCALPUPPET_CONFIG: nodes.node2.config}})
+  t.is(fetchYanked.exitCode, 66, fetchYanked.stderr)
+  t.regex(fetchYanked.stderr, /^localpuppet: foo\/tags\/1\.5\.0 is yanked \(\S+: fails to compile\) in the repository http:\/\/127\.0\.0\.1:\d+\S*: not installed$/m)
+  // node1 ran 1.5.0 (and failed): it has it installed, and keeps it, with a warning.
+  const kept = await cli(['fetch', 'foo/tags/1.5.0'], {env: {LOCALPUPPET_CONFIG: nodes.node1.config}})
+  t.is(kept.exitCode, 0, kept.stderr)
+  t.is(kept.stdout.trim(), 'foo/tags/1.5.0: already present')
+  t.regex(kept.stderr, /warning: foo\/tags\/1\.5\.0 is yanked \(\S+: fails to compile\); kept, as it is installed here, but no node takes it anew/)
+
+  // stable's policy: 30 minutes healthy on canary. A promote without it (no --require-healthy given) is refused, naming the
+  // policy and what was missing; --override-policy moves it, and the channel's history records the reason.
+  const policy = await cli(['channel', 'policy', 'foo/channels/stable', '--require-healthy', 'canary', '--for', '30m', '--repo', repo, '--sign', key])
+  t.is(policy.exitCode, 0, policy.stderr)
+  const unmet = await promote('foo/tags/1.3.0', 'stable', '--prometheus', prometheus.url)
+  t.is(unmet.exitCode, 1, unmet.stderr)
+  t.regex(unmet.stderr, /^localpuppet: foo\/channels\/stable not moved: policy of foo\/channels\/stable \(healthy on canary for 30m, at least 1 node\) not met: 1 of 1 nodes following foo\/channels\/canary are not healthy on foo\/tags\/1\.3\.0: node1 \(not yet run\)$/m)
+  t.is((await index()).apps.foo.channels.stable, '1.4.0')
+  const overridden = await promote('foo/tags/1.3.0', 'stable', '--override-policy', 'hotfix tested by hand')
+  t.is(overridden.exitCode, 0, overridden.stderr)
+  const history = JSON.parse((await cli(['channel', 'history', 'foo/channels/stable', '--repo', repo, '--json'])).stdout)
+  t.like(history.moves[0], {action: 'promote', from: '1.4.0', to: '1.3.0', override: {reason: 'hotfix tested by hand', policy: 'healthy on canary for 30m, at least 1 node'}})
+  t.true((await cli(['channel', 'back', 'foo/channels/stable', '--repo', repo, '--sign', key])).exitCode === 0)
+  t.is((await index()).apps.foo.channels.stable, '1.4.0')
 
   // node3's exporter goes away: Prometheus marks its series stale on the next failed scrape.
   await nodes.node3.exporter.stop()

@@ -1,6 +1,7 @@
 import {resolve} from 'node:path'
 
-import {loadSigningKey} from '../archive/signature.js'
+import {keyId, loadSigningKey} from '../archive/signature.js'
+import {type JudgedPolicy, admitPromotion} from './channel-records.js'
 import {NotFoundError, UsageError} from '../errors.js'
 import {parseReleaseRef, usageChannelName} from '../release/release-ref.js'
 import {type IndexUpdate, hasIndex, updateIndex} from './index-update.js'
@@ -15,6 +16,8 @@ export interface PromoteOptions {
   lockWaitMs?: number
   expiresInMs?: number
   now?: () => number
+  /** The channel's policy as judged first (checkChannelPolicy): moved only if it is still that policy; an override is recorded in the channel's history. */
+  policy?: JudgedPolicy
 }
 
 export interface PromoteResult extends IndexUpdate {
@@ -47,7 +50,8 @@ export async function promoteChannel(options: PromoteOptions): Promise<PromoteRe
   const {app, tag} = parsePromotion(options.release, options.channel)
   if (!(await hasIndex(repo))) throw new NotFoundError(`no release repository at ${repo}: no index.json`, ['publish the release first: localpuppet publish ARCHIVE --repo DIR'])
   const key = options.signingKey ? await loadSigningKey(options.signingKey) : null
-  const updated = await updateIndex({repo, key, lockWaitMs: options.lockWaitMs, expiresInMs: options.expiresInMs, now: options.now}, async (index) => {
+  const now = options.now ?? Date.now
+  const updated = await updateIndex({repo, key, lockWaitMs: options.lockWaitMs, expiresInMs: options.expiresInMs, now}, async (index) => {
     const entry = own(index.apps, app)
     if (entry === undefined || own(entry.tags, tag) === undefined) {
       const known = Object.keys(entry?.tags ?? {})
@@ -57,6 +61,8 @@ export async function promoteChannel(options: PromoteOptions): Promise<PromoteRe
     }
 
     const previous = own(entry.channels, options.channel) ?? null
+    // A yanked tag, a policy not judged, a history that does not read: refused; the move recorded in the channel's history.
+    admitPromotion(index, `${repo}/index.json`, {app, tag, channel: options.channel, previous, by: key ? keyId(key) : null, at: new Date(now()).toISOString(), policy: options.policy})
     entry.channels = {...entry.channels, [options.channel]: tag}
     return {previous, moved: previous !== tag}
   })

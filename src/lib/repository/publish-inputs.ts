@@ -12,6 +12,7 @@ import {readInputText} from '../input/read-input.js'
 import type {ReleaseRef} from '../release/release-ref.js'
 import {type PublishedInput, type RepositoryIndex, inputPathFor, isValidNodeName, tagInIndex} from './repository-index.js'
 import {checkStoredCopy} from './stored-copy.js'
+import {yankNamedBy} from './channel-records.js'
 
 /** A node input to publish: the node's name and the file it comes from. */
 export interface NodeInputFile {
@@ -138,6 +139,9 @@ export async function addNodeInputs(repo: string, index: RepositoryIndex, inputs
 
 function assertResolvable(index: RepositoryIndex, input: CheckedNodeInput): void {
   const {ref} = input
+  // A yanked tag named exactly (or by a channel): no node input may point at it.
+  const yanked = yankNamedBy(index, ref)
+  if (yanked !== null) throw new NotFoundError(`${input.file}: node ${input.node}'s app ${input.app}: ${yanked}; a node would not install it`, ['name another tag, a range or a channel'])
   if ((ref.kind !== 'tag' && ref.kind !== 'channel' && ref.kind !== 'range') || tagInIndex(index, ref) !== undefined) return
   const why =
     ref.kind === 'tag'

@@ -3,6 +3,7 @@ import {isSafeRelativePath, parseReleasePath} from '../archive/release-index.js'
 import {type ReleaseRef, isValidChannelName, isValidVersionName, maxSatisfyingTag} from '../release/release-ref.js'
 import {isMapping} from '../util/json.js'
 import {own} from '../util/own.js'
+import {type YankRecord, yankRecordProblem} from './yank-record.js'
 
 /** A release repository's table of contents, at its root. */
 export const REPOSITORY_INDEX = 'index.json'
@@ -30,6 +31,12 @@ export interface PublishedTag {
   /** The key id of the archive's release.json signature, or null when unsigned. */
   signedBy: string | null
   publishedAt: string
+  /**
+   * Set by `repository yank`: no channel or node input may name the tag, and nodes do not
+   * newly install it (one that has it keeps it). Kept on the tag entry, which publishers older
+   * than yanks write back as they read it; nodes older than yanks ignore it.
+   */
+  yanked?: YankRecord
 }
 
 /**
@@ -90,7 +97,7 @@ export interface RepositoryIndex {
   /** When the index stops being believed (ISO 8601): bounds how long a replayed index can freeze a node. Absent with `version`. */
   expires?: string
   /** Per app: its tags, and its channels (`stable` → `1.4.0`: a tag of the app), set by `promote`. */
-  apps: Record<string, {tags: Record<string, PublishedTag>; channels?: Record<string, string>}>
+  apps: Record<string, {tags: Record<string, PublishedTag>; channels?: Record<string, string>; history?: Record<string, unknown>; policies?: Record<string, unknown>}>
   /** Node inputs by node name (`publish --node`). */
   nodes?: Record<string, PublishedInput>
 }
@@ -106,8 +113,10 @@ export function serializeRepositoryIndex(index: RepositoryIndex): Buffer {
     Object.keys(index.apps)
       .sort()
       .map((app) => {
-        const {tags, channels} = index.apps[app]
-        return [app, {tags: sorted(tags), ...(channels && Object.keys(channels).length > 0 ? {channels: sorted(channels)} : {})}]
+        const {tags, channels, history, policies} = index.apps[app]
+        // history and policies (channels/): optional, read by publishers only; nodes ignore them.
+        const some = <T>(name: string, record: Record<string, T> | undefined) => (record && Object.keys(record).length > 0 ? {[name]: sorted(record)} : {})
+        return [app, {tags: sorted(tags), ...some('channels', channels), ...some('history', history), ...some('policies', policies)}]
       }),
   )
   const identity = index.repository === undefined ? {} : {repository: index.repository}
@@ -181,6 +190,8 @@ export function parseRepositoryIndex(bytes: Buffer, label: string): RepositoryIn
       if (Object.keys(p.digests).length !== seen.size) fail(`${where}: digests name releases not on its modulepath`)
       if (p.digests[release] !== p.digest) fail(`${where}: digest differs from its modulepath digest`)
       if (p.signedBy !== null && typeof p.signedBy !== 'string') fail(`${where}: invalid signedBy`)
+      const yank = p.yanked === undefined ? null : yankRecordProblem(p.yanked)
+      if (yank !== null) fail(`${where}: ${yank}`)
     }
 
     if (entry.channels !== undefined) {
@@ -226,13 +237,14 @@ export function indexChannels(index: RepositoryIndex): Record<string, string> {
 
 /**
  * The tag a reference names in the index, as apply --fetch resolves it: a tag the index
- * lists, the tag a channel names, a range's newest match (a range that is a tag's exact
- * name is that tag); undefined when the index has none.
+ * lists, the tag a channel names, a range's newest match that is not yanked (a range that
+ * is a tag's exact name is that tag); undefined when the index has none.
  */
 export function tagInIndex(index: RepositoryIndex, ref: Extract<ReleaseRef, {kind: 'tag' | 'channel' | 'range'}>): string | undefined {
   const app = own(index.apps, ref.app)
   if (ref.kind === 'channel') return own(app?.channels, ref.channel)
   const tags = Object.keys(app?.tags ?? {})
   if (ref.kind === 'tag') return tags.includes(ref.tag) ? ref.tag : undefined
-  return tags.includes(ref.range) ? ref.range : maxSatisfyingTag(tags, ref.range)
+  // A range never resolves to a yanked tag (the newest match that is not); one named exactly is its caller's to refuse.
+  return tags.includes(ref.range) ? ref.range : maxSatisfyingTag(tags.filter((tag) => app!.tags[tag].yanked === undefined), ref.range)
 }

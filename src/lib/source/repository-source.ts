@@ -23,6 +23,7 @@ import {
   parseRepositoryIndex,
   tagInIndex,
 } from '../repository/repository-index.js'
+import {describeYank} from '../repository/channel-records.js'
 import type {FetchOptions, FetchResult, FetchedRelease, IndexRead, NodeInputFetch, ReleaseSource} from './release-source.js'
 import type {Transport} from './readers/reader.js'
 
@@ -49,6 +50,7 @@ export class RepositorySource implements ReleaseSource {
     const untrusted = [...before]
     const wanted = refs.map((text) => this.resolve(index, parseReleaseRef(text, 'fetch')))
     const releases: FetchedRelease[] = []
+    const warnings: string[] = []
     // Downloads of fetches that were killed would otherwise stay for ever (a fetch its unit's timeout kills, again and again, fills the disk).
     await removeAbandonedDownloads(options.moduleDir)
     for (const {ref, app, tag} of wanted) {
@@ -57,7 +59,15 @@ export class RepositorySource implements ReleaseSource {
       const published = index.apps[app].tags[tag]
       if (await this.isPresent(options.moduleDir, published)) {
         releases.push({release, ref, status: 'already present', bytes: 0, modulepath: published.modulepath})
+        // A yanked tag this node has is kept (it runs what it has); it is never newly installed.
+        if (published.yanked) warnings.push(`${describeYank(app, tag, published.yanked)}; kept, as it is installed here, but no node takes it anew`)
         continue
+      }
+
+      if (published.yanked) {
+        throw new NotFoundError(`${ref === release ? '' : `${ref}: `}${describeYank(app, tag, published.yanked)} in the repository ${this.label}: not installed`, [
+          'a yanked tag is never newly installed: point the input at another tag, a range or a channel',
+        ])
       }
 
       const installed = await this.install(release, published, options)
@@ -73,7 +83,7 @@ export class RepositorySource implements ReleaseSource {
       await rememberInstalledChannels(options.moduleDir, this.label, index, indexChannels(index), {allowUntrusted: options.allowUntrusted})
     }
 
-    return {source: this.label, releases, signedBy, repository: accepted.repository, indexVersion: accepted.version, indexExpires: accepted.expires, untrusted, warnings: accepted.warning ? [accepted.warning] : []}
+    return {source: this.label, releases, signedBy, repository: accepted.repository, indexVersion: accepted.version, indexExpires: accepted.expires, untrusted, warnings: [...(accepted.warning ? [accepted.warning] : []), ...warnings]}
   }
 
   /**
@@ -203,7 +213,10 @@ export class RepositorySource implements ReleaseSource {
     }
 
     const tags = Object.keys(app?.tags ?? {})
-    const known = sortTagsNewestFirst(tags).slice(0, 5)
+    // A yanked tag is said to be one: a range skips it.
+    const known = sortTagsNewestFirst(tags)
+      .slice(0, 5)
+      .map((tag) => (app!.tags[tag].yanked ? `${tag} (yanked)` : tag))
     const shown = tags.length === 0 ? `; the repository has no tags of ${ref.app}` : `; it has ${known.join(', ')}${tags.length > known.length ? ', ...' : ''}`
     if (ref.kind === 'tag') throw new NotFoundError(`${ref.text} is not in the repository ${this.label}${shown}`)
     throw new NotFoundError(`${ref.text}: no tag of ${ref.app} in the repository ${this.label} satisfies ${JSON.stringify(ref.range)}${shown}`)

@@ -1,0 +1,117 @@
+import {resolve} from 'node:path'
+
+import {NotFoundError, UsageError} from '../errors.js'
+import type {ChannelHealth, HealthOptions} from '../fleet/channel-health.js'
+import {type IndexUpdate, readCurrentIndex} from '../repository/index-update.js'
+import {REPOSITORY_INDEX} from '../repository/repository-index.js'
+import {closest} from '../util/did-you-mean.js'
+import {own} from '../util/own.js'
+import {type ChannelPolicy, describePolicy, readChannelRecords, usageReason} from '../repository/channel-records.js'
+import {parseChannelRef} from './channel-ref.js'
+import {type RecordsUpdateOptions, updateRecords} from './records-update.js'
+
+export interface SetPolicyOptions extends RecordsUpdateOptions {
+  /** The channel the policy guards: `foo/channels/stable`. */
+  channel: string
+  /** null: remove the channel's policy. */
+  policy: Pick<ChannelPolicy, 'requireHealthy' | 'forMs' | 'minNodes'> | null
+}
+
+export interface SetPolicyResult extends IndexUpdate {
+  repo: string
+  channel: string
+  policy: ChannelPolicy | null
+  previous: ChannelPolicy | null
+}
+
+/**
+ * Sets (or removes) a channel's policy in the signed index: from then on every promote to the
+ * channel requires its nodes' health on another channel of the app (promote --require-healthy,
+ * kept). The channel it names must exist (66 naming the ones the app has): a typo would
+ * otherwise shut the channel for good.
+ */
+export async function setChannelPolicy(options: SetPolicyOptions): Promise<SetPolicyResult> {
+  const repo = resolve(options.repo)
+  const {app, channel} = parseChannelRef(options.channel)
+  if (options.policy?.requireHealthy === channel) throw new UsageError(`--require-healthy ${channel}: a channel's policy names another channel (the one it promotes from)`)
+  const updated = await updateRecords({...options, repo}, ({index, records, by, at}) => {
+    const entry = own(index.apps, app)
+    if (entry === undefined) throw new NotFoundError(`${app} has no tags in ${repo}`, [`publish one first: localpuppet publish ${app}-TAG.tar.gz --repo ${options.repo}`])
+    const previous = own(records.policies[app], channel) ?? null
+    if (options.policy === null) {
+      const {[channel]: _removed, ...rest} = (entry.policies ?? {}) as Record<string, ChannelPolicy>
+      entry.policies = rest
+      return {policy: null, previous}
+    }
+
+    const known = Object.keys(entry.channels ?? {})
+    if (!known.includes(options.policy.requireHealthy)) {
+      const guess = closest(options.policy.requireHealthy, known)
+      throw new NotFoundError(`--require-healthy ${options.policy.requireHealthy}: ${app} has no channel ${options.policy.requireHealthy} in ${repo}${guess ? ` (did you mean ${guess}?)` : ''}${known.length > 0 ? `; it has ${known.join(', ')}` : ''}`, [
+        `promote a tag to it first: localpuppet promote ${app}/tags/TAG --channel ${options.policy.requireHealthy} --repo ${options.repo}`,
+      ])
+    }
+
+    const policy: ChannelPolicy = {...options.policy, setAt: at, setBy: by}
+    entry.policies = {...entry.policies, [channel]: policy}
+    return {policy, previous}
+  })
+  return {repo, channel: `${app}/channels/${channel}`, ...updated}
+}
+
+/** What a channel's policy says of one promote, before the index is touched. */
+export type PolicyVerdict =
+  | {policy: null}
+  | {policy: ChannelPolicy; met: true; health: ChannelHealth}
+  | {policy: ChannelPolicy; met: false; health: ChannelHealth; why: string}
+  | {policy: ChannelPolicy; override: string}
+
+export interface PolicyCheckOptions {
+  repo: string
+  app: string
+  tag: string
+  channel: string
+  /** --override-policy REASON: move the channel even though the policy is not met (recorded in its history). */
+  override?: string
+  /** The Prometheus to ask (--prometheus or the setting); null: none configured (64 when the channel has a policy). */
+  prometheus: string | null
+  health?: Pick<HealthOptions, 'deadlineMs' | 'staleAfterMs' | 'lookbackMs'>
+  /** The health check (tests). */
+  channelHealth?: (url: string, options: HealthOptions) => Promise<ChannelHealth>
+}
+
+/**
+ * Judges a promote against the channel's policy in the index as it is now: no policy, met,
+ * not met (and why, one line naming the policy and what was missing), or overridden with a
+ * reason. Prometheus is asked outside the repository's lock; promote then moves the channel
+ * only if the policy is still the one judged (promoteChannel's `policy`).
+ */
+export async function checkChannelPolicy(options: PolicyCheckOptions): Promise<PolicyVerdict> {
+  const repo = resolve(options.repo)
+  const {index} = await readCurrentIndex(repo)
+  const policy = own(readChannelRecords(index, `${repo}/${REPOSITORY_INDEX}`).policies[options.app], options.channel)
+  const where = `${options.app}/channels/${options.channel}`
+  if (policy === undefined) {
+    if (options.override !== undefined) throw new UsageError(`--override-policy: ${where} has no policy to override`)
+    return {policy: null}
+  }
+
+  if (options.override !== undefined) return {policy, override: usageReason(options.override, '--override-policy')}
+  const rule = `policy of ${where} (${describePolicy(policy)})`
+  if (options.prometheus === null) {
+    throw new UsageError(`${where} has a policy (${describePolicy(policy)}): promote needs --prometheus (or the prometheus setting) to check it`, [
+      `or move it anyway, recorded: --override-policy REASON`,
+    ])
+  }
+
+  const check = options.channelHealth ?? (await import('../fleet/channel-health.js')).channelHealth
+  const health = await check(options.prometheus, {
+    ...options.health,
+    app: options.app,
+    release: `${options.app}/tags/${options.tag}`,
+    channel: policy.requireHealthy,
+    forMs: policy.forMs,
+    minNodes: policy.minNodes,
+  })
+  return health.ok ? {policy, met: true, health} : {policy, met: false, health, why: `${rule} not met: ${health.why}`}
+}

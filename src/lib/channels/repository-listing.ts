@@ -1,0 +1,131 @@
+import {readFile} from 'node:fs/promises'
+import {join, resolve} from 'node:path'
+
+import {NotFoundError, describeFsError} from '../errors.js'
+import {hasIndex, readCurrentIndex} from '../repository/index-update.js'
+import {REPOSITORY_INDEX, REPOSITORY_SIGNATURE} from '../repository/repository-index.js'
+import {sortTagsNewestFirst} from '../release/release-ref.js'
+import {isMapping} from '../util/json.js'
+import {own} from '../util/own.js'
+import {type ChannelMove, type ChannelPolicy, MAX_CHANNEL_HISTORY, type YankRecord, readChannelRecords} from '../repository/channel-records.js'
+import {parseChannelRef} from './channel-ref.js'
+
+export interface ListedChannel {
+  channel: string
+  tag: string
+  policy: ChannelPolicy | null
+  /** How many moves its history keeps. */
+  moves: number
+}
+
+export interface ListedApp {
+  app: string
+  /** Newest first. */
+  tags: Array<{tag: string; publishedAt: string; signedBy: string | null; yanked: YankRecord | null}>
+  channels: ListedChannel[]
+  /** Policies of channels the app does not have (yet): shown, so a typo is seen. */
+  orphanPolicies: Array<{channel: string; policy: ChannelPolicy}>
+}
+
+export interface RepositoryListing {
+  repo: string
+  /** The index's identity, version and expiry (null in an index made before them). */
+  repository: string | null
+  version: number | null
+  expires: string | null
+  expired: boolean
+  /** The key id index.json.sig names (what nodes verify; not verified here), or null when unsigned. */
+  signedBy: string | null
+  apps: ListedApp[]
+  nodes: Array<{node: string; app: string; publishedAt: string}>
+}
+
+/**
+ * The repository as the publisher's copy holds it: every app's tags (yanked ones with when
+ * and why), channels with their tag and policy, the node inputs, and the index's identity,
+ * version, expiry and signing key. 66 when there is no repository there; 65 when the index or
+ * a channel's records do not read.
+ */
+export async function listRepository(repoDir: string, now = Date.now()): Promise<RepositoryListing> {
+  const repo = resolve(repoDir)
+  if (!(await hasIndex(repo))) throw new NotFoundError(`no release repository at ${repo}: no ${REPOSITORY_INDEX}`, ['publish creates it: localpuppet publish ARCHIVE --repo DIR'])
+  const {index, signed} = await readCurrentIndex(repo)
+  const records = readChannelRecords(index, join(repo, REPOSITORY_INDEX))
+  const apps = Object.keys(index.apps)
+    .sort()
+    .map((app): ListedApp => {
+      const entry = index.apps[app]
+      const channels = Object.keys(entry.channels ?? {}).sort()
+      return {
+        app,
+        tags: sortTagsNewestFirst(Object.keys(entry.tags)).map((tag) => ({tag, publishedAt: entry.tags[tag].publishedAt, signedBy: entry.tags[tag].signedBy, yanked: entry.tags[tag].yanked ?? null})),
+        channels: channels.map((channel) => ({
+          channel,
+          tag: entry.channels![channel],
+          policy: own(records.policies[app], channel) ?? null,
+          moves: own(records.history[app], channel)?.length ?? 0,
+        })),
+        orphanPolicies: Object.entries(records.policies[app] ?? {})
+          .filter(([channel]) => !channels.includes(channel))
+          .map(([channel, policy]) => ({channel, policy})),
+      }
+    })
+  const nodes = Object.keys(index.nodes ?? {})
+    .sort()
+    .map((node) => ({node, app: index.nodes![node].app, publishedAt: index.nodes![node].publishedAt}))
+  const expires = index.expires ?? null
+  return {
+    repo,
+    repository: index.repository ?? null,
+    version: index.version ?? null,
+    expires,
+    expired: expires !== null && Date.parse(expires) <= now,
+    signedBy: signed ? await signatureKeyId(repo) : null,
+    apps,
+    nodes,
+  }
+}
+
+/** The key id index.json.sig names ('unreadable' when it names none). */
+async function signatureKeyId(repo: string): Promise<string> {
+  const path = join(repo, REPOSITORY_SIGNATURE)
+  let doc: unknown
+  try {
+    doc = JSON.parse(await readFile(path, 'utf8'))
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== undefined) throw describeFsError(error, path)
+    return 'unreadable'
+  }
+
+  return isMapping(doc) && typeof doc.keyId === 'string' && /^sha256:[0-9a-f]{64}$/.test(doc.keyId) ? doc.keyId : 'unreadable'
+}
+
+export interface ChannelHistory {
+  repo: string
+  channel: string
+  /** The tag it names now (null: no such channel, though it may have a history or policy). */
+  tag: string | null
+  policy: ChannelPolicy | null
+  /** The index keeps this many moves per channel. */
+  kept: number
+  /** Newest first. */
+  moves: ChannelMove[]
+}
+
+/** A channel's moves as the signed index records them, newest first, with its policy. 66 when the app has neither the channel nor a record of it. */
+export async function channelHistory(repoDir: string, channelRef: string): Promise<ChannelHistory> {
+  const repo = resolve(repoDir)
+  const {app, channel} = parseChannelRef(channelRef)
+  if (!(await hasIndex(repo))) throw new NotFoundError(`no release repository at ${repo}: no ${REPOSITORY_INDEX}`)
+  const {index} = await readCurrentIndex(repo)
+  const records = readChannelRecords(index, join(repo, REPOSITORY_INDEX))
+  const tag = own(own(index.apps, app)?.channels, channel) ?? null
+  const moves = own(records.history[app], channel) ?? []
+  const policy = own(records.policies[app], channel) ?? null
+  if (tag === null && moves.length === 0 && policy === null) {
+    const known = Object.keys(own(index.apps, app)?.channels ?? {})
+    throw new NotFoundError(`${app}/channels/${channel}: no such channel in ${repo}${known.length > 0 ? `; ${app} has ${known.join(', ')}` : ''}`)
+  }
+
+  return {repo, channel: `${app}/channels/${channel}`, tag, policy, kept: MAX_CHANNEL_HISTORY, moves: [...moves].reverse()}
+}

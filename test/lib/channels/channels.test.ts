@@ -1,0 +1,190 @@
+import {generateKeyPairSync} from 'node:crypto'
+import {mkdir, readFile, writeFile} from 'node:fs/promises'
+import {join} from 'node:path'
+
+import test from 'ava'
+
+import {channelBack} from '../../../src/lib/channels/channel-back.js'
+import {checkChannelPolicy, setChannelPolicy} from '../../../src/lib/channels/channel-policy.js'
+import {channelHistory, listRepository} from '../../../src/lib/channels/repository-listing.js'
+import {yankTag} from '../../../src/lib/channels/yank.js'
+import {LocalpuppetError} from '../../../src/lib/errors.js'
+import type {ChannelHealth} from '../../../src/lib/fleet/channel-health.js'
+import {MAX_CHANNEL_HISTORY} from '../../../src/lib/repository/channel-records.js'
+import {promoteChannel} from '../../../src/lib/repository/promote.js'
+import {publishArchives} from '../../../src/lib/repository/publish.js'
+import {inputPathFor, serializeRepositoryIndex} from '../../../src/lib/repository/repository-index.js'
+import {fetchReleases} from '../../../src/lib/source/fetch.js'
+import {tempDir} from '../../helpers/temp.js'
+
+const SHA = 'c'.repeat(64)
+const DIGEST = `sha256:${'d'.repeat(64)}`
+const tag = (release: string) => ({archive: 'archives/x.tar.gz', size: 1, sha256: SHA, digest: DIGEST, modulepath: [release], digests: {[release]: DIGEST}, signedBy: null, publishedAt: '2026-11-25T00:00:00.000Z'})
+const TAGS = ['1.0.0', '1.1.0', '1.2.0']
+
+/** An unsigned repository whose index lists foo 1.0.0, 1.1.0 and 1.2.0 (no archives: nothing here downloads), and a signing key. */
+async function repository(t: any): Promise<{dir: string; repo: string; key: string}> {
+  const dir = await tempDir(t)
+  const repo = join(dir, 'repo')
+  await mkdir(repo)
+  await writeFile(join(repo, 'index.json'), serializeRepositoryIndex({format: 1, version: 1, expires: '2030-01-01T00:00:00.000Z', apps: {foo: {tags: Object.fromEntries(TAGS.map((name) => [name, tag(`foo/tags/${name}`)]))}}}))
+  const key = join(dir, 'key.pem')
+  await writeFile(key, generateKeyPairSync('ed25519').privateKey.export({type: 'pkcs8', format: 'pem'}), {mode: 0o600})
+  return {dir, repo, key}
+}
+
+const indexOf = async (repo: string) => JSON.parse(await readFile(join(repo, 'index.json'), 'utf8'))
+async function refused(t: any, promise: Promise<unknown>, code: number, pattern: RegExp): Promise<void> {
+  const error = (await t.throwsAsync(promise)) as LocalpuppetError
+  t.is(error.exitCode, code, error.message)
+  t.regex(error.message, pattern)
+}
+
+/** A Prometheus gate that answers `ok`, saying which channel it was asked about. */
+const health = (ok: boolean) => async (_url: string, options: {channel: string; release: string; forMs: number}): Promise<ChannelHealth> =>
+  ({ok, why: ok ? `all 1 nodes following foo/channels/${options.channel} are healthy` : `1 of 1 nodes following foo/channels/${options.channel} are not healthy on ${options.release}: web1 (settling)`, nodes: []}) as unknown as ChannelHealth
+
+test('every promote that moves a channel is recorded in the signed index (from, to, when, by which key); one that does not move it is not', async (t) => {
+  const {repo, key} = await repository(t)
+  await promoteChannel({repo, release: 'foo/tags/1.0.0', channel: 'stable', signingKey: key, now: () => Date.parse('2026-11-28T01:00:00Z')})
+  await promoteChannel({repo, release: 'foo/tags/1.1.0', channel: 'stable', signingKey: key})
+  await promoteChannel({repo, release: 'foo/tags/1.1.0', channel: 'stable', signingKey: key})
+  const history = await channelHistory(repo, 'foo/channels/stable')
+  t.is(history.tag, '1.1.0')
+  t.is(history.kept, MAX_CHANNEL_HISTORY)
+  t.deepEqual(history.moves.map((move) => [move.action, move.from, move.to]), [['promote', '1.0.0', '1.1.0'], ['promote', null, '1.0.0']], 'newest first')
+  t.is(history.moves[1].at, '2026-11-28T01:00:00.000Z')
+  t.regex(history.moves[0].by!, /^sha256:[0-9a-f]{64}$/)
+  await refused(t, channelHistory(repo, 'foo/channels/canary'), 66, /foo\/channels\/canary: no such channel .*; foo has stable/)
+  await refused(t, channelHistory(repo, 'foo/tags/1.0.0'), 64, /name a channel, APP\/channels\/NAME/)
+})
+
+test('channel back takes a channel to the tag before its current one, recorded as a back; backs walk down; none left is 66', async (t) => {
+  const {repo} = await repository(t)
+  for (const name of TAGS) await promoteChannel({repo, release: `foo/tags/${name}`, channel: 'stable'})
+  t.like(await channelBack({repo, channel: 'foo/channels/stable'}), {channel: 'foo/channels/stable', from: '1.2.0', to: '1.1.0'})
+  t.like(await channelBack({repo, channel: 'foo/channels/stable'}), {from: '1.1.0', to: '1.0.0'})
+  t.is((await indexOf(repo)).apps.foo.channels.stable, '1.0.0')
+  const before = await readFile(join(repo, 'index.json'))
+  await refused(t, channelBack({repo, channel: 'foo/channels/stable'}), 66, /foo\/channels\/stable: its history holds no tag before 1\.0\.0/)
+  await refused(t, channelBack({repo, channel: 'foo/channels/canary'}), 66, /foo\/channels\/canary: no such channel/)
+  t.deepEqual(await readFile(join(repo, 'index.json')), before, 'a refused back changes nothing')
+  const history = await channelHistory(repo, 'foo/channels/stable')
+  t.deepEqual(history.moves.slice(0, 2).map((move) => [move.action, move.from, move.to]), [['back', '1.1.0', '1.0.0'], ['back', '1.2.0', '1.1.0']])
+})
+
+test('a channel policy is enforced by every promote to the channel: refused with the policy and what was missing; an override moves it and is recorded', async (t) => {
+  const {repo} = await repository(t)
+  await promoteChannel({repo, release: 'foo/tags/1.0.0', channel: 'canary'})
+  await promoteChannel({repo, release: 'foo/tags/1.0.0', channel: 'stable'})
+  // A policy naming a channel the app does not have is refused at once (a typo would shut stable for good).
+  await refused(t, setChannelPolicy({repo, channel: 'foo/channels/stable', policy: {requireHealthy: 'canry', forMs: 0, minNodes: 1}}), 66, /--require-healthy canry: foo has no channel canry .* \(did you mean canary\?\); it has canary, stable/)
+  await refused(t, setChannelPolicy({repo, channel: 'foo/channels/stable', policy: {requireHealthy: 'stable', forMs: 0, minNodes: 1}}), 64, /names another channel/)
+  await setChannelPolicy({repo, channel: 'foo/channels/stable', policy: {requireHealthy: 'canary', forMs: 1_800_000, minNodes: 1}})
+
+  const check = (override?: string, ok = false) =>
+    checkChannelPolicy({repo, app: 'foo', tag: '1.1.0', channel: 'stable', prometheus: 'http://prometheus:9090', override, channelHealth: health(ok) as any})
+  const shut = await check()
+  t.like(shut, {met: false})
+  t.is((shut as {why: string}).why, 'policy of foo/channels/stable (healthy on canary for 30m, at least 1 node) not met: 1 of 1 nodes following foo/channels/canary are not healthy on foo/tags/1.1.0: web1 (settling)')
+  await refused(t, checkChannelPolicy({repo, app: 'foo', tag: '1.1.0', channel: 'stable', prometheus: null}), 64, /foo\/channels\/stable has a policy \(healthy on canary for 30m, at least 1 node\): promote needs --prometheus/)
+  // promote without having judged the policy is refused under the lock: no caller skips it.
+  await refused(t, promoteChannel({repo, release: 'foo/tags/1.1.0', channel: 'stable'}), 73, /its policy \(healthy on canary for 30m, at least 1 node\) was not checked/)
+  t.like(await promoteChannel({repo, release: 'foo/tags/1.1.0', channel: 'stable', policy: await check(undefined, true)}), {moved: true})
+
+  const override = await check('canary nodes down for maintenance')
+  t.deepEqual(override, {policy: (override as any).policy, override: 'canary nodes down for maintenance'})
+  await promoteChannel({repo, release: 'foo/tags/1.2.0', channel: 'stable', policy: override})
+  t.deepEqual((await channelHistory(repo, 'foo/channels/stable')).moves[0].override, {reason: 'canary nodes down for maintenance', policy: 'healthy on canary for 30m, at least 1 node'})
+  await refused(t, check('   '), 64, /--override-policy: give a reason/)
+  await refused(t, checkChannelPolicy({repo, app: 'foo', tag: '1.1.0', channel: 'canary', prometheus: null, override: 'x'}), 64, /foo\/channels\/canary has no policy to override/)
+
+  // The policy changed between the check and the lock: nothing moves (73).
+  const judged = await check(undefined, true)
+  await setChannelPolicy({repo, channel: 'foo/channels/stable', policy: {requireHealthy: 'canary', forMs: 3_600_000, minNodes: 2}})
+  await refused(t, promoteChannel({repo, release: 'foo/tags/1.0.0', channel: 'stable', policy: judged}), 73, /changed while promote checked it/)
+  t.is((await indexOf(repo)).apps.foo.channels.stable, '1.2.0')
+  t.like((await listRepository(repo)).apps[0].channels.find((channel) => channel.channel === 'stable'), {tag: '1.2.0', policy: {requireHealthy: 'canary', forMs: 3_600_000, minNodes: 2}, moves: 3})
+  await setChannelPolicy({repo, channel: 'foo/channels/stable', policy: null})
+  t.like(await checkChannelPolicy({repo, app: 'foo', tag: '1.0.0', channel: 'stable', prometheus: null}), {policy: null})
+})
+
+test('a yanked tag stays listed with when and why; no channel, back or node input may name it; a range skips it; a node does not install it', async (t) => {
+  const {dir, repo} = await repository(t)
+  await promoteChannel({repo, release: 'foo/tags/1.1.0', channel: 'stable'})
+  await promoteChannel({repo, release: 'foo/tags/1.2.0', channel: 'stable'})
+  await writeFile(join(dir, 'web1.yaml'), 'app: foo/tags/1.1.0\n')
+  await writeFile(join(dir, 'web2.yaml'), 'app: foo@^1\n')
+  await publishArchives({repo, archives: [], nodes: [{node: 'web1', file: join(dir, 'web1.yaml')}, {node: 'web2', file: join(dir, 'web2.yaml')}]})
+  // Named by a channel or an input: refused, naming them.
+  await refused(t, yankTag({repo, release: 'foo/tags/1.2.0', reason: 'breaks nginx'}), 73, /foo\/tags\/1\.2\.0 is not yanked: foo\/channels\/stable names it/)
+  await refused(t, yankTag({repo, release: 'foo/tags/1.1.0', reason: 'breaks nginx'}), 73, /foo\/tags\/1\.1\.0 is not yanked: node web1's input names it/)
+  await refused(t, yankTag({repo, release: 'foo/tags/1.1.0', reason: 'line one\nline two'}), 64, /one line of text/)
+  await refused(t, yankTag({repo, release: 'foo@^1', reason: 'x'}), 64, /name an exact tag/)
+
+  await writeFile(join(dir, 'web1.yaml'), 'app: foo/channels/stable\n')
+  await publishArchives({repo, archives: [], nodes: [{node: 'web1', file: join(dir, 'web1.yaml')}]})
+  const yanked = await yankTag({repo, release: 'foo/tags/1.1.0', reason: 'breaks nginx', now: () => Date.parse('2026-11-28T02:00:00Z')})
+  t.deepEqual(yanked.yanked, {at: '2026-11-28T02:00:00.000Z', reason: 'breaks nginx', by: null})
+  t.like(await yankTag({repo, release: 'foo/tags/1.1.0', reason: 'again'}), {changed: false, yanked: {reason: 'breaks nginx'}})
+  t.like((await listRepository(repo)).apps[0].tags.find((listed) => listed.tag === '1.1.0'), {yanked: {reason: 'breaks nginx'}})
+
+  await refused(t, promoteChannel({repo, release: 'foo/tags/1.1.0', channel: 'canary'}), 66, /foo\/channels\/canary not moved: foo\/tags\/1\.1\.0 is yanked \(2026-11-28T02:00:00\.000Z: breaks nginx\)/)
+  await refused(t, channelBack({repo, channel: 'foo/channels/stable'}), 66, /foo\/channels\/stable not moved back: foo\/tags\/1\.1\.0 is yanked/)
+  await writeFile(join(dir, 'web3.yaml'), 'app: foo/tags/1.1.0\n')
+  await refused(t, publishArchives({repo, archives: [], nodes: [{node: 'web3', file: join(dir, 'web3.yaml')}]}), 66, /node web3's app foo\/tags\/1\.1\.0: foo\/tags\/1\.1\.0 is yanked .*; a node would not install it/)
+
+  // A node: the exact tag is refused before any download (66), naming the yank; a range resolves past it.
+  const moduleDir = join(dir, 'modules')
+  await mkdir(moduleDir)
+  await refused(t, fetchReleases(repo, ['foo/tags/1.1.0'], {moduleDir, trust: [], trustDir: null}), 66, /^foo\/tags\/1\.1\.0 is yanked \(2026-11-28T02:00:00\.000Z: breaks nginx\) in the repository .*: not installed$/)
+  await refused(t, fetchReleases(repo, ['foo@~1.1'], {moduleDir, trust: [], trustDir: null}), 66, /it has 1\.2\.0, 1\.1\.0 \(yanked\), 1\.0\.0/)
+})
+
+test('repository list: tags newest first, channels with tag, policy and moves, node inputs, and the index\'s version, expiry, id and key', async (t) => {
+  const {repo, key} = await repository(t)
+  await promoteChannel({repo, release: 'foo/tags/1.0.0', channel: 'canary', signingKey: key})
+  const listing = await listRepository(repo)
+  t.like(listing, {version: 2, expired: false, nodes: []})
+  t.regex(listing.repository!, /^[0-9a-f]{32}$/)
+  t.regex(listing.signedBy!, /^sha256:[0-9a-f]{64}$/)
+  t.deepEqual(listing.apps[0].tags.map((listed) => listed.tag), ['1.2.0', '1.1.0', '1.0.0'])
+  t.deepEqual(listing.apps[0].channels, [{channel: 'canary', tag: '1.0.0', policy: null, moves: 1}])
+  // A policy on a channel that does not exist yet is listed, so a typo shows.
+  const doc = await indexOf(repo)
+  doc.apps.foo.policies = {stable: {requireHealthy: 'canary', forMs: 0, minNodes: 1, setAt: '2026-11-28T00:00:00.000Z', setBy: null}}
+  doc.nodes = {web1: {input: inputPathFor('web1', SHA), size: 1, sha256: SHA, app: 'foo/channels/canary', publishedAt: '2026-11-28T00:00:00.000Z'}}
+  await writeFile(join(repo, 'index.json'), JSON.stringify(doc))
+  const again = await listRepository(repo)
+  t.deepEqual(again.apps[0].orphanPolicies.map((orphan) => orphan.channel), ['stable'])
+  t.deepEqual(again.nodes, [{node: 'web1', app: 'foo/channels/canary', publishedAt: '2026-11-28T00:00:00.000Z'}])
+  await refused(t, listRepository(join(repo, 'nothing')), 66, /no release repository at/)
+})
+
+test('an index written by a publisher older than versions and histories is listed and its channels read as having no moves; the next promote starts the history', async (t) => {
+  const {repo} = await repository(t)
+  await writeFile(join(repo, 'index.json'), serializeRepositoryIndex({format: 1, apps: {foo: {tags: {'1.0.0': tag('foo/tags/1.0.0'), '1.1.0': tag('foo/tags/1.1.0')}, channels: {stable: '1.0.0'}}}}))
+  t.like(await listRepository(repo), {repository: null, version: null, expires: null, expired: false, signedBy: null})
+  t.deepEqual((await channelHistory(repo, 'foo/channels/stable')).moves, [])
+  await refused(t, channelBack({repo, channel: 'foo/channels/stable'}), 66, /its history holds no tag before 1\.0\.0/)
+  await promoteChannel({repo, release: 'foo/tags/1.1.0', channel: 'stable'})
+  t.like(await channelBack({repo, channel: 'foo/channels/stable'}), {from: '1.1.0', to: '1.0.0'})
+})
+
+test('a channel or tag argument that is not one is 64 naming it; a history entry that does not read stops promote, back, policy and yank (65 naming it), nothing written', async (t) => {
+  const {repo} = await repository(t)
+  await refused(t, channelHistory(repo, 'foo/channels/Stable'), 64, /invalid channel name "Stable"/)
+  await refused(t, yankTag({repo, release: 'foo/tags/../../x', reason: 'x'}), 64, /foo\/tags\/\.\.\/\.\.\/x/)
+  await promoteChannel({repo, release: 'foo/tags/1.0.0', channel: 'stable'})
+  const doc = await indexOf(repo)
+  doc.apps.foo.history.stable.push({at: '2026-11-28T00:00:00.000Z', action: 'promote', from: '1.0.0', to: '../../etc', by: null})
+  await writeFile(join(repo, 'index.json'), JSON.stringify(doc))
+  const before = await readFile(join(repo, 'index.json'))
+  const damaged = /index\.json: apps\.foo\.history\.stable\[1\]: to "\.\.\/\.\.\/etc" is not a tag/
+  await refused(t, promoteChannel({repo, release: 'foo/tags/1.1.0', channel: 'stable'}), 65, damaged)
+  await refused(t, channelBack({repo, channel: 'foo/channels/stable'}), 65, damaged)
+  await refused(t, setChannelPolicy({repo, channel: 'foo/channels/canary', policy: null}), 65, damaged)
+  await refused(t, yankTag({repo, release: 'foo/tags/1.2.0', reason: 'x'}), 65, damaged)
+  await refused(t, channelHistory(repo, 'foo/channels/stable'), 65, damaged)
+  t.deepEqual(await readFile(join(repo, 'index.json')), before)
+})
