@@ -47,11 +47,14 @@ interface NodeSpec {
   channel?: string
   /** Whether its newest completed run succeeded (default: its state is succeeded). */
   success?: boolean
+  /** localpuppet_last_attempt_info's labels (default: none written). */
+  runId?: string
+  firstError?: string
 }
 
 /** A node's series as its exporter writes them (see README, Monitoring): following foo/channels/canary, healthy on 1.4.0 for an hour. */
 function nodeSeries(spec: NodeSpec): Series[] {
-  const {node, target = `${node}:9100`, applied = 'foo/tags/1.4.0', state = 'succeeded', at = NOW - 60, healthySince = NOW - 3600, disabled, app = 'foo', channel = 'canary', success = state === 'succeeded'} = spec
+  const {node, target = `${node}:9100`, applied = 'foo/tags/1.4.0', state = 'succeeded', at = NOW - 60, healthySince = NOW - 3600, disabled, app = 'foo', channel = 'canary', success = state === 'succeeded', runId, firstError} = spec
   const series = (name: string, labels: Record<string, string>, value: unknown): Series => ({
     metric: {__name__: `localpuppet_${name}`, instance: target, job: 'localpuppet', ...labels},
     value: [NOW, String(value)],
@@ -65,6 +68,7 @@ function nodeSeries(spec: NodeSpec): Series[] {
     series('healthy_since_timestamp_seconds', {}, healthySince),
     series('puppet_disabled', {message: disabled ?? ''}, disabled === undefined ? 0 : 1),
     series('run_in_progress', {}, 0),
+    ...(runId === undefined ? [] : [series('last_attempt_info', {run_id: runId, first_error: firstError ?? ''}, 1)]),
   ]
 }
 
@@ -296,4 +300,29 @@ test('issue 35: a refused gated promote prints its table on stdout (a CI step ke
   t.regex(gate.stdout, /^web2 +foo\/tags\/1\.4\.0 +disabled +Puppet is disabled: maintenance$/m)
   t.regex(gate.stdout, /^not healthy: 1 of 2 nodes following foo\/channels\/canary are not healthy on foo\/tags\/1\.4\.0: web2 \(disabled\)/m)
   t.is(gate.stderr, 'localpuppet: foo/channels/stable not moved: 1 of 2 nodes following foo/channels/canary are not healthy on foo/tags/1.4.0: web2 (disabled)')
+})
+
+test("issue 35: a failed node's run id and Puppet's first error, from its metrics, are in the gate's refusal and fleet status, escaped and cut at 300 characters", async (t) => {
+  const runId = '20261128T001500.123Z-4f2a'
+  const error = `Error: Evaluation Error: Error while evaluating a Function Call, broken\u001b]0;owned\u0007\nfoo/channels/stable: 1.3.0 -> 1.4.0 ${'x'.repeat(5000)}`
+  const prometheus = await fleet(t, [{node: 'web1', runId: '20261128T000000.000Z-0000'}, {node: 'web2', state: 'failed', runId, firstError: error}])
+  const gate = await runBounded(t, promote(prometheus.url))
+  t.is(gate.exitCode, 1, gate.stderr)
+  assertInert(t, gate.stderr + gate.stdout)
+  const why = gate.stdout.split('\n').find((line) => line.startsWith('web2 '))!
+  t.true(why.includes(`failed   newest attempt failed (exit 1) on foo/tags/1.4.0, run ${runId}: Error: Evaluation Error: Error while evaluating a Function Call, broken\\e]0;owned\\u0007\\nfoo/channels/stable`), why)
+  t.true(why.endsWith('x…') && why.length < 500, `bounded: ${why.length} characters`)
+  t.regex(gate.stdout, /^web1 +foo\/tags\/1\.4\.0 +healthy +healthy on it for 1h$/m, 'no error for a node that did not fail')
+  const json = JSON.parse((await runBounded(t, promote(prometheus.url, '--json'))).stdout)
+  t.like(json.health.nodes.find((node: {node: string}) => node.node === 'web2'), {runId, firstError: `${error.slice(0, 300)}…`})
+
+  const status = await runBounded(t, fleetStatus(prometheus.url))
+  t.is(status.exitCode, 0, status.stderr)
+  assertInert(t, status.stderr + status.stdout)
+  const row = status.stdout.split('\n').find((line) => line.startsWith('web2 '))!
+  // Puppet's message to its first line (a newline in it ends it), escaped.
+  t.true(row.endsWith(` run ${runId}: Error: Evaluation Error: Error while evaluating a Function Call, broken\\e]0;owned\\u0007`), row)
+  const statusJson = JSON.parse((await runBounded(t, fleetStatus(prometheus.url, '--json'))).stdout)
+  t.like(statusJson.nodes.find((node: {node: string}) => node.node === 'web2'), {runId, message: `${error.slice(0, 300)}…`})
+  t.like(statusJson.nodes.find((node: {node: string}) => node.node === 'web1'), {runId: '20261128T000000.000Z-0000', message: null})
 })

@@ -51,6 +51,8 @@ test('every alert is labelled, annotated, documented and tested firing and not f
     t.regex(name, /^Localpuppet[A-Z]/)
     t.true(['critical', 'warning', 'info'].includes(rule.labels?.severity ?? ''), `${name} has a severity`)
     t.truthy(rule.annotations?.summary, `${name} has a summary`)
+    // Issue 35: the node by its name, not the exporter's address alone.
+    t.regex(rule.annotations?.summary ?? '', /\{\{ \$node \}\}|\$labels\.exported_node \$labels\.node/, `${name}'s summary names the node`)
     t.truthy(rule.annotations?.description, `${name} has a description`)
     t.true(readme.includes(`\`${name}\``), `README.md explains ${name}`)
     const its = alertTests.filter((unitTest) => unitTest.alertname === name)
@@ -79,11 +81,11 @@ promtoolTest('issue 35: the expiry a node writes (an index a day from expiry) fi
   t.truthy(line, text)
   const dir = await tempDir(t)
   await copyFile(join(DIR, RULES), join(dir, RULES))
-  // The annotations as the rules write them, with the time left (or past) as humanizeDuration says it.
+  // The annotations as the rules write them, with the time left (or past) as humanizeDuration says it (and the node named by its address: it wrote no name).
   const shipped = (await load<{groups: Array<{rules: Rule[]}>}>(RULES)).groups.flatMap((group) => group.rules)
   const annotations = (name: string, value: string) =>
     Object.entries(shipped.find((rule) => rule.alert === name)!.annotations!)
-      .map(([key, text]) => `${key}: ${JSON.stringify(text.replaceAll('{{ $labels.instance }}', 'web1:9100').replaceAll('{{ $value | humanizeDuration }}', value).replaceAll(/\s+/g, ' ').trim())}`)
+      .map(([key, text]) => `${key}: ${JSON.stringify(text.replace(/\{\{ \$node := [\s\S]*?\{\{- end \}\}/, '').replaceAll(/\{\{ (?:\$labels\.instance|\$node) \}\}/g, 'web1:9100').replaceAll('{{ $value | humanizeDuration }}', value).replaceAll(/\s+/g, ' ').trim())}`)
       .join(', ')
   const alert = (name: string, at: string, value: string | null) =>
     `      - eval_time: ${at}\n        alertname: ${name}\n        exp_alerts:${value ? `\n          - exp_labels: {severity: ${name.endsWith('Expired') ? 'critical' : 'warning'}, instance: "web1:9100", job: node}\n            exp_annotations: {${annotations(name, value)}}` : ' []'}\n`

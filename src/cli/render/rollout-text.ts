@@ -1,6 +1,6 @@
 import chalk from 'chalk'
 
-import type {FleetStatus} from '../../lib/fleet/fleet-rows.js'
+import type {FleetRow, FleetStatus} from '../../lib/fleet/fleet-rows.js'
 import type {RolloutEngine, RolloutNode} from '../../lib/rollout/engine.js'
 import type {RolloutRecord} from '../../lib/rollout/record.js'
 import type {RevertResult} from '../../lib/rollout/revert.js'
@@ -171,7 +171,7 @@ export function renderFleetStatus(status: FleetStatus, now = Date.now()): string
       row.at ? formatAge(now - Date.parse(row.at)) : null,
       ...(extended ? [lastSuccessAt ? formatAge(now - Date.parse(lastSuccessAt)) : null] : []),
       row.drift,
-      terminalText([row.noop ? 'noop' : '', row.disabled ? `disabled: ${row.disabled}` : '', firstLine(row.message)].filter(Boolean).join('; ')),
+      terminalText([row.noop ? 'noop' : '', row.disabled ? `disabled: ${row.disabled}` : '', failedRun(row)].filter(Boolean).join('; ')),
     ]
   })
   const by = (counts: Record<string, number>) =>
@@ -192,6 +192,12 @@ export function renderFleetStatus(status: FleetStatus, now = Date.now()): string
   if (from?.from === 'index') lines.push(`Wanted: as the signed index of ${terminalUrl(from.source ?? '')} names it now (version ${from.version ?? 'none'}${from.signedBy ? `, signed by ${from.signedBy}` : ', unsigned'})`)
   else if (from) lines.push("Wanted: as each node resolved it on its last run (a channel moved since is not seen until the node runs again; --source URL|DIR reads the repository's index now)")
   return lines.join('\n')
+}
+
+/** A row's message (Puppet's first error, for a failed attempt), with the run it is of: what to look up on the node. */
+function failedRun(row: FleetRow): string {
+  const message = firstLine(row.message)
+  return message && row.runId ? `run ${row.runId}: ${message}` : message
 }
 
 /** `rollout revert --json`: the rollouts that put nodes back, and the nodes that could not be. */

@@ -1,6 +1,6 @@
 import {usageChannelName} from '../release/release-ref.js'
 import {formatAge} from '../util/duration.js'
-import {type PromNode, readPromFleet} from './sources/prometheus.js'
+import {FAILED_STATES, type PromNode, readPromFleet} from './sources/prometheus.js'
 
 /** How one node following the channel stands against the release to promote. */
 export interface NodeHealth {
@@ -9,6 +9,9 @@ export interface NodeHealth {
   /** healthy, or why not: not yet run, failed, disabled, stale, stopped reporting, settling (healthy for less than --for). */
   state: 'healthy' | 'not yet run' | 'failed' | 'disabled' | 'stale' | 'stopped reporting' | 'settling'
   reason: string
+  /** The newest attempt's run id, and why it failed (Puppet's first error line), as its metrics say; null: not reported. */
+  runId: string | null
+  firstError: string | null
   applied: string | null
   healthySince: string | null
 }
@@ -52,13 +55,12 @@ const DEFAULT_STALE_AFTER_MS = 2 * 3_600_000
  * clocks kept by NTP agree within a second; a time further ahead is suspect, never fresh.
  */
 export const CLOCK_AHEAD_MS = 60_000
-/** The newest attempt's states (exactly as the metrics write them, see Monitoring) that are a failure, and those that are not. */
-const FAILED_STATES = new Set(['failed', 'error', 'refused', 'interrupted'])
+/** The newest attempt's states (exactly as the metrics write them, see Monitoring) that are not a failure (FAILED_STATES are). */
 const FINE_STATES = new Set(['succeeded', 'skipped', 'busy', 'running', 'no runs'])
 
 /** Judges one node against the release, at Prometheus' time `now`. Anything not understood is not healthy. */
 export function judgeNode(node: PromNode, options: HealthOptions, now: number): NodeHealth {
-  const base = {node: node.node, instance: node.instance, applied: node.applied, healthySince: node.healthySince}
+  const base = {node: node.node, instance: node.instance, applied: node.applied, healthySince: node.healthySince, runId: node.runId ?? null, firstError: node.firstError ?? null}
   const time = (iso: string | null) => (iso === null ? Number.NaN : Date.parse(iso))
   const age = (iso: string | null) => (Number.isFinite(time(iso)) ? formatAge(now - time(iso)) : 'never')
   const ahead = (iso: string | null) => time(iso) - now > CLOCK_AHEAD_MS
@@ -73,7 +75,9 @@ export function judgeNode(node: PromNode, options: HealthOptions, now: number): 
   const attempt = time(node.at)
   if (!Number.isFinite(attempt) || now - attempt > staleAfter) return {...base, state: 'stale', reason: `newest attempt ${age(node.at)} ago (more than ${formatAge(staleAfter)})`}
   const on = `${node.exitCode !== null ? ` (exit ${node.exitCode})` : ''}${node.release ? ` on ${node.release}` : ''}`
-  if (node.lastRunSuccess === false || FAILED_STATES.has(node.state)) return {...base, state: 'failed', reason: `newest attempt ${node.state}${on}`}
+  // Which run, and what Puppet said first: what the operator looks up on the node.
+  const said = `${node.runId ? `, run ${node.runId}` : ''}${node.firstError ? `: ${node.firstError}` : ''}`
+  if (node.lastRunSuccess === false || FAILED_STATES.has(node.state)) return {...base, state: 'failed', reason: `newest attempt ${node.state}${on}${said}`}
   if (!FINE_STATES.has(node.state)) return {...base, state: 'failed', reason: `newest attempt in a state the metrics do not name: ${JSON.stringify(node.state)}${on}`}
   if (node.applied !== options.release) return {...base, state: 'not yet run', reason: `has applied ${node.applied ?? 'nothing'}${node.desired && node.desired !== options.release ? `; its channel resolved to ${node.desired}` : ''}`}
   if (node.lastRunSuccess !== true) return {...base, state: 'not yet run', reason: 'no completed run reported (localpuppet_last_run_success)'}

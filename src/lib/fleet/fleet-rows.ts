@@ -17,6 +17,8 @@ export interface FleetRow {
   release: string | null
   /** When the newest attempt started. */
   at: string | null
+  /** The newest attempt's run id (null: not reported). */
+  runId?: string | null
   noop: boolean
   drift: number | null
   disabled: string | null
@@ -70,6 +72,7 @@ export function fleetRow(node: string, report: NodeReport | undefined): FleetRow
     state: newest?.state ?? 'no runs',
     release: newest?.release ?? null,
     at: newest?.startedAt ?? null,
+    runId: newest?.runId ?? null,
     noop: newest?.noop === true,
     drift: report.drift ?? null,
     disabled: report.disabled ?? null,

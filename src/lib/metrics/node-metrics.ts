@@ -6,6 +6,7 @@ import {COMPLETED_STATES, type RunRecord, type RunState, newestRecord} from '../
 import {writeFileAtomic} from '../util/atomic-write.js'
 import {appliedAndDrift} from '../state/applied.js'
 import type {NodeIdentity} from '../config/node-identity.js'
+import {lastAttemptInfo} from './attempt-info.js'
 import {type MetricFamily, renderPrometheus} from './prometheus.js'
 
 const STATES: RunState[] = ['succeeded', 'failed', 'error', 'interrupted', 'skipped', 'refused', 'busy']
@@ -62,6 +63,7 @@ export function nodeMetrics(state: NodeState, counts: Record<string, number>, di
         return last ? [{labels: {state: last.state, release: last.release ?? ''}, value: last.exitCode!}] : []
       })(),
     },
+    lastAttemptInfo(state.records),
     {
       name: 'localpuppet_last_success_timestamp_seconds',
       help: 'When the newest run that succeeded, or was skipped because nothing changed since one (--if-changed), ended.',

@@ -9,6 +9,11 @@ export interface ResourceCounts {
   /** Resources that differed from the catalog: what a --noop run would have changed. */
   outOfSync: number
   total: number
-  /** Changes that put back what had drifted from the catalog (Puppet's corrective_change); absent in older records. */
+  /**
+   * Drift: resources the run changed although nothing it depends on changed since the
+   * previous run, which succeeded (localpuppet's count, see drift/; Puppet's own
+   * corrective_change is computed only by `puppet agent`). Absent in older records and when
+   * Puppet's report could not be read.
+   */
   correctiveChange?: number
 }

@@ -27,7 +27,7 @@ export async function readRunSummary(path: string): Promise<RunSummary | null> {
   const count = (key: string): number => (typeof resources[key] === 'number' ? (resources[key] as number) : 0)
   const lastRun = (doc as {time?: {last_run?: unknown}}).time?.last_run
   return {
-    resources: {changed: count('changed'), failed: count('failed') + count('failed_to_restart'), outOfSync: count('out_of_sync'), total: count('total'), correctiveChange: count('corrective_change')},
+    resources: {changed: count('changed'), failed: count('failed') + count('failed_to_restart'), outOfSync: count('out_of_sync'), total: count('total')},
     lastRun: typeof lastRun === 'number' ? lastRun : null,
   }
 }

@@ -11,7 +11,8 @@ import {markReleasesInUse} from '../install/in-use.js'
 import {RunLock, lockPath} from '../state/lock.js'
 import {asIoError} from '../util/io-error.js'
 import {throwIfStopped} from '../util/on-stop.js'
-import {type RunRecord, type RunState, newRunRecord} from '../state/run-record.js'
+import {type RunRecord, type RunState, newRunRecord, readRunRecords} from '../state/run-record.js'
+import {correctiveChanges} from '../drift/corrective.js'
 import {RunJournal, SAVE_FAILED} from '../state/run-journal.js'
 import {DEFAULT_KEEP} from './defaults.js'
 import {manifestCopyPath, runsDir} from '../state/state-dir.js'
@@ -157,6 +158,7 @@ async function run(plan: RunPlan, options: ApplyOptions, puppetLocks: PuppetLock
     }
 
     const verdict = await puppetVerdict(plan, outcome, journal.failure(), log)
+    await countDrift(plan, record.fingerprint, verdict.fields, log)
     // A --save that fails after a successful run records Puppet's exit and resources, as the run's own fields.
     const unsaved = verdict.state === 'succeeded' ? await save({puppetExitCode: verdict.fields.puppetExitCode, resources: verdict.fields.resources}) : null
     return unsaved ?? (await journal.finish(verdict.state, verdict.exitCode, verdict.fields))
@@ -175,6 +177,19 @@ async function run(plan: RunPlan, options: ApplyOptions, puppetLocks: PuppetLock
     journal.closeLog()
     await unmark?.()
   }
+}
+
+/**
+ * The run's drift (see drift/), into its resources and record: what it corrected, said in
+ * the log. Drift is what a run reports, never its outcome: a report that cannot be read
+ * leaves the count unknown.
+ */
+async function countDrift(plan: RunPlan, fingerprint: string | null, fields: Partial<RunRecord>, log: (text: string) => void): Promise<void> {
+  if (!fields.resources) return
+  const {count, corrected} = await correctiveChanges({id: plan.runId, noop: plan.noop, fingerprint, resources: fields.resources, report: plan.files.report}, await readRunRecords(plan.stateDir).catch(() => []))
+  fields.resources = {...fields.resources, correctiveChange: count}
+  fields.corrected = corrected
+  if (corrected) log(`localpuppet: drift: corrected ${count} resource(s) changed since run ${corrected.since} (same fingerprint): ${corrected.resources.join(', ')}${count! > corrected.resources.length ? ', ...' : ''}\n`)
 }
 
 async function writeRunFiles(plan: RunPlan, record: RunRecord): Promise<void> {

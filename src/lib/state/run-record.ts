@@ -86,6 +86,12 @@ export interface RunRecord {
   error: string | null
   /** Puppet's own first `Error:` line when the run ran Puppet (a failure's cause, without the log). */
   firstError?: string | null
+  /**
+   * Drift: the resources this run put back although nothing it depends on changed since the
+   * previous run, which succeeded (`since`; see drift/). Their count is `resources.correctiveChange`;
+   * null or absent: none, or not such a run.
+   */
+  corrected?: {since: string; resources: string[]} | null
   /** Why a run was skipped (--if-changed), or null. */
   reason: string | null
   /** What the run depends on (see runFingerprint); --if-changed compares it. */

@@ -69,3 +69,13 @@ test('--require-healthy takes a channel name only (64)', async (t) => {
     await t.throwsAsync(channelHealth('http://127.0.0.1:1', {...options, channel}), {instanceOf: UsageError, message: /^--require-healthy ".*": not a channel name/})
   }
 })
+
+test("issue 35: a failed node's reason names its run and Puppet's first error, as its metrics say", (t) => {
+  const failed = node({state: 'failed', lastRunSuccess: false, exitCode: 1, runId: '20261128T001500.123Z-4f2a', firstError: 'Error: Evaluation Error: broken'})
+  t.like(judgeNode(failed, options, NOW), {
+    state: 'failed',
+    runId: '20261128T001500.123Z-4f2a',
+    firstError: 'Error: Evaluation Error: broken',
+    reason: 'newest attempt failed (exit 1) on foo/tags/1.1.0, run 20261128T001500.123Z-4f2a: Error: Evaluation Error: broken',
+  })
+})

@@ -62,3 +62,18 @@ test("issue 35: the index's expiry is a metric: the newest a --fetch read, kept 
   t.is(after.status, 'CRITICAL', after.line)
   t.regex(after.line, /expired at 2026-11-26T12:00:00\.000Z: nodes take nothing new from it \(they enforce what they have installed\)/)
 })
+
+test("issue 35: the newest attempt's run id and first error, one line of at most 300 characters, in one info series", (t) => {
+  const failed = text([
+    record(0, {state: 'succeeded', release: 'foo/tags/1.4.0', exitCode: 0}),
+    record(30, {state: 'failed', release: 'foo/tags/1.5.0', exitCode: 1, error: 'puppet exited 1', firstError: `Error: Evaluation Error: broken\n\u001B]0;pwned\u0007 ${'x'.repeat(400)}`}),
+  ])
+  const line = /^localpuppet_last_attempt_info\{run_id="run30",first_error="(.*)"\} 1$/m.exec(failed)
+  t.truthy(line, failed)
+  t.true(line![1].startsWith('Error: Evaluation Error: broken\\\\n\\\\e]0;pwned\\\\u0007 xxx'), line![1])
+  t.true(line![1].endsWith('x…') && line![1].split('x').length - 1 < 300, 'cut at 300 characters')
+  t.is(failed.match(/^localpuppet_last_attempt_info\{/gm)?.length, 1, 'one series, of the newest attempt')
+  // A refusal: localpuppet's own reason; a success: no error.
+  t.regex(text([record(0, {state: 'refused', exitCode: 65, error: 'input.yaml: unknown class nc4sit'})]), /^localpuppet_last_attempt_info\{run_id="run0",first_error="input\.yaml: unknown class nc4sit"\} 1$/m)
+  t.regex(text([record(0, {state: 'succeeded', exitCode: 0})]), /^localpuppet_last_attempt_info\{run_id="run0",first_error=""\} 1$/m)
+})

@@ -23,6 +23,9 @@ export interface PromNode extends FleetRow {
   lastRunSuccess: boolean | null
   /** The newest finished attempt's exit code. */
   exitCode: number | null
+  /** The newest finished attempt's run id and, when it failed, why (localpuppet_last_attempt_info; null: not reported). */
+  runId?: string | null
+  firstError?: string | null
   /** Its series are gone from Prometheus (the exporter down, or no longer scraped), though seen within the lookback. */
   stopped: boolean
   /** Two series of one metric said different things (`its metrics disagree: ...`): nothing it says is believed healthy. */
@@ -49,6 +52,7 @@ const NAMES = [
   'release_info',
   'last_run_resources',
   'run_in_progress',
+  'last_attempt_info',
 ]
 
 export interface PromFleetOptions {
@@ -94,7 +98,19 @@ const KEPT_LABELS: Record<string, string[]> = {
   last_attempt_exit_code: ['state', 'release'],
   release_info: ['release'],
   puppet_disabled: ['message'],
+  last_attempt_info: ['run_id', 'first_error'],
 }
+
+/**
+ * The longest run id and first error line kept of a node's metrics: a node writes at most
+ * 300 characters of its first error (see metrics/attempt-info.ts); anything longer is cut.
+ */
+const MAX_RUN_ID_CHARS = 64
+const MAX_FIRST_ERROR_CHARS = 300
+const cut = (text: string | undefined, max: number) => (text === undefined || text === '' ? null : text.length > max ? `${text.slice(0, max)}…` : text)
+
+/** The newest attempt's states (as the metrics write them) that are a failure. */
+export const FAILED_STATES: ReadonlySet<string> = new Set(['failed', 'error', 'refused', 'interrupted'])
 
 /** A series as kept: its value and the labels read of it. */
 interface Kept {
@@ -314,6 +330,9 @@ function nodeFrom(series: Map<string, Kept>, conflict?: string): PromNode {
   const disabled = one('puppet_disabled')
   const success = one('last_run_success')
   const corrective = one('last_run_resources')
+  const attempt = one('last_attempt_info')?.labels
+  const state = running ? 'running' : (exit?.labels.state ?? 'no runs')
+  const firstError = cut(attempt?.first_error, MAX_FIRST_ERROR_CHARS)
   const labels = series.get('')!.labels
   const resolved = desired?.release || null
   const ref = desired?.ref || null
@@ -326,19 +345,21 @@ function nodeFrom(series: Map<string, Kept>, conflict?: string): PromNode {
     wanted: ref,
     desired: resolved,
     applied,
-    state: running ? 'running' : (exit?.labels.state ?? 'no runs'),
+    state,
     // The newest attempt's release (a refused one's too); metrics from before that label: the newest completed run's.
     release: exit && 'release' in exit.labels ? exit.labels.release || null : (one('release_info')?.labels.release ?? null),
     at: iso(one('last_attempt_timestamp_seconds')?.value),
     noop: false,
     drift: corrective ? corrective.value : null,
     disabled: disabled?.value === 1 ? disabled.labels.message || '(no message)' : null,
-    message: conflict ?? null,
+    message: conflict ?? (FAILED_STATES.has(state) ? firstError : null),
     onWanted: resolved ? applied === resolved : null,
     lastSuccessAt: iso(one('last_success_timestamp_seconds')?.value),
     healthySince: iso(one('healthy_since_timestamp_seconds')?.value),
     lastRunSuccess: success ? success.value === 1 : null,
     exitCode: exit ? exit.value : null,
+    runId: cut(attempt?.run_id, MAX_RUN_ID_CHARS),
+    firstError,
     stopped: false,
     ...(conflict === undefined ? {} : {conflict}),
   }
