@@ -1,3 +1,5 @@
+import {dirname, join} from 'node:path'
+
 import {UsageError} from '../errors.js'
 import type {ApplyOptions} from '../run/apply-run.js'
 import type {PlanOptions, RunFetch} from '../run/run-plan.js'
@@ -6,6 +8,8 @@ import type {ConfiguredFetch} from '../source/fetch.js'
 /** What decides the plan of a run: plan's options, and apply's and rollback's. */
 export interface RunOptions {
   moduleDir: string
+  /** --layers (the layers_dir setting): where the layers an input names are; unset, layers/ beside the input file. */
+  layersDir?: string
   stateDir: string
   manifest?: string
   puppet: string
@@ -72,6 +76,11 @@ export async function assertSaveKeepsInput(options: Pick<AttemptOptions, 'save' 
 }
 
 /** The library's plan options for a run's options. */
+/** Where the layers an input names are read from: --layers (the layers_dir setting), else layers/ beside the input file (none for standard input). */
+export function layersDirFor(options: Pick<RunOptions, 'layersDir'>, inputPath: string): string | undefined {
+  return options.layersDir ?? (inputPath === '-' ? undefined : join(dirname(inputPath), 'layers'))
+}
+
 export function planOptions(options: RunOptions, facts: Record<string, string>, fetched: RunFetch | null = null): PlanOptions {
   return {
     fetched,
@@ -87,6 +96,7 @@ export function planOptions(options: RunOptions, facts: Record<string, string>, 
     timeoutSeconds: options.timeoutSeconds,
     puppetArgs: options.puppetArgs,
     allowUntrusted: options.allowUntrusted,
+    ...(options.layersDir ? {layersDir: options.layersDir} : {}),
   }
 }
 

@@ -7,7 +7,7 @@ import type {ConfiguredFetch} from '../source/fetch.js'
 import type {NodeFetch} from '../source/node-input-fetch.js'
 import type {NodeIdentity} from '../config/node-identity.js'
 import {redactUrl} from '../util/terminal-text.js'
-import {type RunOptions, planOptions} from './options.js'
+import {type RunOptions, layersDirFor, planOptions} from './options.js'
 
 /** How a plan talks to the person who asked for it; every member is optional (--json: none). */
 export interface PlanIo {
@@ -116,7 +116,7 @@ export async function planAttempt(inputPath: string, options: RunOptions, facts:
 
   let plan: RunPlan
   try {
-    plan = await buildRunPlan(input, {...planOptions(options, facts, fetched?.fetched), untrusted: before}, runId)
+    plan = await buildRunPlan(input, {...planOptions(options, facts, fetched?.fetched), untrusted: before, layersDir: layersDirFor(options, inputPath)}, runId)
   } catch (error) {
     // Nothing installed to fall back on: the fetch's own failure (69) is the answer.
     if (unreachable && error instanceof NotFoundError) throw new LocalpuppetError(unreachable.code, unreachable.exitCode, `${unreachable.message}; and nothing installed here to fall back on: ${error.message}`, unreachable.suggestions)
