@@ -4,9 +4,9 @@ import {InputError, LocalpuppetError, NotFoundError, describeFsError} from '../e
 import type {NodeInput} from '../input/node-input.js'
 import {decodeUtf8Strict, readBoundedFile} from '../util/bounded-read.js'
 import {openedPathTrustProblem, refuseUnlessAllowed} from '../util/trusted-path.js'
-import {MAX_YAML_BYTES} from '../yaml.js'
+import {MAX_YAML_BYTES, dumpYaml} from '../yaml.js'
 import {type Layer, type Placed, at, parseLayer} from './layer-file.js'
-import {type Merged, mergeLayers} from './merge.js'
+import {type Merged, type MergedDocument, mergeLayers} from './merge.js'
 
 /** The release's own layer: this file at the release's root, beside manifest.yaml. */
 export const RELEASE_LAYER_FILE = 'layer.yaml'
@@ -123,4 +123,22 @@ export async function computeNodeDocument(input: Pick<NodeInput, 'text' | 'sourc
   const own = nodeLayer(input)
   const named = await resolveNamedLayers(own.includes, source)
   return mergeLayers([...(releaseLayer ? [releaseLayer] : []), ...named, own])
+}
+
+/**
+ * The document a node receives, layered or flat, without what localpuppet adds per run
+ * (`localpuppet_release`, `localpuppet_run_id`): for a flat input whose release ships no
+ * layer, its own classes, parameters and environment. The one function to call for what a
+ * node is to receive (to store, encrypt or print it); `renderNodeDocument` gives its bytes.
+ */
+export async function nodeDocument(input: Pick<NodeInput, 'text' | 'source' | 'raw' | 'layers' | 'remove' | 'classes' | 'parameters' | 'environment'>, release: {path: string; release: string}, source: LayerSource | null): Promise<{document: MergedDocument; layers: Merged | null}> {
+  const merged = await computeNodeDocument(input, release, source)
+  if (merged) return {document: merged.document, layers: merged}
+  const {classes, parameters, environment} = input
+  return {document: {...(classes ? {classes: classes as MergedDocument['classes']} : {}), ...(parameters ? {parameters} : {}), ...(environment ? {environment} : {})}, layers: null}
+}
+
+/** A node document's bytes: YAML as Puppet's ENC loader reads it back (see yaml.ts dumpYaml). */
+export function renderNodeDocument(document: MergedDocument): string {
+  return dumpYaml(document)
 }

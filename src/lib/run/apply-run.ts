@@ -1,3 +1,4 @@
+import {planDocument} from '../layers/plan-document.js'
 import {createHash} from 'node:crypto'
 import {copyFile, mkdir, readFile, writeFile} from 'node:fs/promises'
 import {join} from 'node:path'
@@ -202,12 +203,6 @@ export function planRecord(plan: RunPlan, started: Date, fields: Partial<RunReco
   return newRunRecord(plan.runId, plan.files.log, started, {...planFields(plan), ...fields})
 }
 
-/** A layered plan's computed document, without localpuppet's own parameters (the run record keeps it for replay). */
-function computedDocument(plan: RunPlan): NonNullable<RunRecord['layers']>['document'] {
-  const {localpuppet_release: _release, localpuppet_run_id: _runId, ...parameters} = plan.enc.parameters
-  return {...(plan.enc.classes ? {classes: plan.enc.classes as Record<string, Record<string, unknown>>} : {}), ...(Object.keys(parameters).length > 0 ? {parameters} : {}), ...(plan.enc.environment ? {environment: plan.enc.environment} : {})}
-}
-
 /** What a plan puts in its run record. */
 function planFields(plan: RunPlan): Partial<RunRecord> {
   return {
@@ -216,7 +211,7 @@ function planFields(plan: RunPlan): Partial<RunRecord> {
     modulepath: plan.modulepath,
     input: {source: plan.input.source, document: plan.input.document},
     inputDigest: plan.input.digest,
-    ...(plan.layers ? {layers: {layers: plan.layers.layers, document: computedDocument(plan)}} : {}),
+    ...(plan.layers ? {layers: {layers: plan.layers.layers, document: planDocument(plan).document}} : {}),
     noop: plan.noop,
     allowMutable: plan.allowMutable,
     allowUntrusted: plan.allowUntrusted,

@@ -48,7 +48,7 @@ export interface PlanOptions {
   /** --replay: the language mode that run was recorded with, instead of the release's. */
   languageMode?: LanguageMode
   /** Where the layers the input names are read from (see layers/); none: an input naming layers is refused (66). */
-  layersDir?: string
+  layersDir?: string | import('../layers/resolve-layers.js').LayerSource
   /** --replay of a layered run: its computed document is the input, its layers as recorded (nothing merged again). */
   layered?: NonNullable<import('../state/run-record.js').RunRecord['layers']>
 }
