@@ -1,5 +1,3 @@
-import {dirname, join} from 'node:path'
-
 import {UsageError} from '../errors.js'
 import type {ApplyOptions} from '../run/apply-run.js'
 import type {PlanOptions, RunFetch} from '../run/run-plan.js'
@@ -76,11 +74,6 @@ export async function assertSaveKeepsInput(options: Pick<AttemptOptions, 'save' 
 }
 
 /** The library's plan options for a run's options. */
-/** Where the layers an input names are read from: --layers (the layers_dir setting), else layers/ beside the input file (none for standard input). */
-export function layersDirFor(options: Pick<RunOptions, 'layersDir'>, inputPath: string): string | undefined {
-  return options.layersDir ?? (inputPath === '-' ? undefined : join(dirname(inputPath), 'layers'))
-}
-
 export function planOptions(options: RunOptions, facts: Record<string, string>, fetched: RunFetch | null = null): PlanOptions {
   return {
     fetched,

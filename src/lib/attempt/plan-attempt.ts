@@ -7,7 +7,8 @@ import type {ConfiguredFetch} from '../source/fetch.js'
 import type {NodeFetch} from '../source/node-input-fetch.js'
 import type {NodeIdentity} from '../config/node-identity.js'
 import {redactUrl} from '../util/terminal-text.js'
-import {type RunOptions, layersDirFor, planOptions} from './options.js'
+import {layersDirFor} from '../layers/run-layers.js'
+import {type RunOptions, planOptions} from './options.js'
 
 /** How a plan talks to the person who asked for it; every member is optional (--json: none). */
 export interface PlanIo {

@@ -1,6 +1,13 @@
+import {dirname, join} from 'node:path'
+
 import type {NodeInput} from '../input/node-input.js'
 import type {LayerDigest, Origins} from './merge.js'
 import {type LayerSource, computeNodeDocument, directoryLayers} from './resolve-layers.js'
+
+/** Where the layers an input names are read from: --layers (the layers_dir setting), else layers/ beside the input file (none for standard input). */
+export function layersDirFor(options: {layersDir?: string}, inputPath: string): string | undefined {
+  return options.layersDir ?? (inputPath === '-' ? undefined : join(dirname(inputPath), 'layers'))
+}
 
 /** What a plan (and the run record) says of a layered input: every layer merged, with its digest, and where each value came from. */
 export interface PlanLayers {
