@@ -71,6 +71,11 @@ export const runFlags = {
   ...puppetFlags,
   noop: Flags.boolean({description: 'run puppet with --noop: report what would change, change nothing'}),
   'detailed-exitcodes': Flags.boolean({description: "exit with Puppet's own codes: 0 no changes, 2 changes, 4 failures, 6 both, 1 failed run"}),
+  layers: settingFlag('layers_dir', {
+    description: 'the directory of the layers inputs name (site/dc1 is DIR/site/dc1.yaml)',
+    helpValue: 'DIR',
+    defaultHelp: 'layers/ beside the input file',
+  }),
   fact: Flags.string({
     description: 'set a fact for this run (FACTER_NAME=VALUE), e.g. lifecycle_stage=bootstrap; repeatable',
     multiple: true,

@@ -5,6 +5,7 @@ import {defaultStateDir} from '../lib/state/state-dir.js'
 /** The flags plan and apply share. */
 export interface RunFlagValues {
   'module-dir': string
+  layers?: string | null
   manifest?: string
   'state-dir'?: string
   puppet: string
@@ -38,6 +39,7 @@ export type AttemptFlagValues = RunFlagValues & {
 export function runOptions(flags: RunFlagValues & {app?: string; replay?: string}, puppetArgs: string[], color: boolean): RunOptions {
   return {
     moduleDir: flags['module-dir'],
+    ...(flags.layers ? {layersDir: flags.layers} : {}),
     stateDir: flags['state-dir'] ?? defaultStateDir(),
     manifest: flags.manifest,
     puppet: flags.puppet,

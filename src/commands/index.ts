@@ -8,6 +8,7 @@ import Classes from './classes.js'
 import Config from './config.js'
 import Disable from './disable.js'
 import Enable from './enable.js'
+import Enc from './enc.js'
 import Fetch from './fetch.js'
 import FleetStatus from './fleet/status.js'
 import History from './history.js'
@@ -42,6 +43,7 @@ export const COMMANDS = {
   config: Config,
   disable: Disable,
   enable: Enable,
+  enc: Enc,
   fetch: Fetch,
   'fleet:status': FleetStatus,
   history: History,

@@ -21,8 +21,8 @@ export default class Publish extends BaseCommand {
     [
       {code: 0, meaning: 'published, or already published with the same content (a stored copy that was missing or changed written again)'},
       {code: 64, meaning: 'usage error; the signing key is not Ed25519; a signed repository without --sign; no archive and no index to re-sign'},
-      {code: 65, meaning: 'an archive is corrupt, unsafe or mutable; a node input is invalid or not UTF-8; an entry of --inputs DIR is a link, FIFO or device; the repository\'s index is invalid'},
-      {code: 66, meaning: 'an archive, input or key not found; a node input names a tag, range or channel the repository does not have'},
+      {code: 65, meaning: 'an archive is corrupt, unsafe or mutable; a node input is invalid or not UTF-8; an entry of --inputs DIR is a link, FIFO or device; a layer of --layers DIR is invalid, a link, or includes an unknown layer or itself; the repository\'s index is invalid'},
+      {code: 66, meaning: 'an archive, input or key not found; a node input names a tag, range or channel, or a layer, the repository does not have'},
       {code: 73, meaning: "a tag is already published with other content; its stored archive is missing or changed and the archive given is another copy (not the bytes the index lists); another publisher held the lock too long"},
     ],
   )
@@ -34,6 +34,7 @@ export default class Publish extends BaseCommand {
     '<%= config.bin %> publish --repo /srv/www/puppet --sign release-key.pem --expires 7d',
     '<%= config.bin %> publish --node web1.example.com --input web1.yaml --repo /srv/www/puppet --sign release-key.pem',
     '<%= config.bin %> publish foo-1.6.0.tar.gz --inputs nodes/ --repo /srv/www/puppet --sign release-key.pem',
+    '<%= config.bin %> publish --layers layers/ --inputs nodes/ --repo /srv/www/puppet --sign release-key.pem',
   ]
 
   static override args = {archive: Args.string({description: 'archives made by localpuppet pack (several may be given; none: re-sign the index)', required: false})}
@@ -44,6 +45,7 @@ export default class Publish extends BaseCommand {
     node: Flags.string({description: "publish this node's input (with --input)", helpValue: 'NAME', dependsOn: ['input']}),
     input: Flags.string({description: "the node's input.yaml (with --node)", helpValue: 'FILE', dependsOn: ['node']}),
     inputs: Flags.string({description: 'publish every NAME.yaml in DIR as node NAME\'s input (regular files only: a link, FIFO or device is refused)', helpValue: 'DIR', exclusive: ['node']}),
+    layers: Flags.string({description: 'publish every layer in DIR (site/dc1.yaml is layer site/dc1), each with its sha256 in the index, for the inputs that name them', helpValue: 'DIR'}),
   }
 
   async run(): Promise<PublishResult> {
@@ -55,7 +57,7 @@ export default class Publish extends BaseCommand {
     ])
     const expiresInMs = flags.expires === undefined ? undefined : parseDuration(flags.expires, '--expires')
     const nodes = flags.inputs ? await nodeInputsIn(flags.inputs) : flags.node && flags.input ? [{node: flags.node, file: flags.input}] : []
-    const result = await publishArchives({repo: flags.repo, archives: argv as string[], nodes, signingKey: flags.sign, expiresInMs})
+    const result = await publishArchives({repo: flags.repo, archives: argv as string[], nodes, signingKey: flags.sign, expiresInMs, ...(flags.layers ? {layers: flags.layers} : {})})
     if (!this.jsonEnabled()) {
       const releaseLine = (r: PublishResult['releases'][number]) =>
         r.status === 'added'
@@ -68,6 +70,7 @@ export default class Publish extends BaseCommand {
           ? `repaired input of node ${n.node} (app ${n.app}): the repository's ${n.input} was missing or not what the index lists; written again`
           : `${n.status === 'unchanged' ? 'unchanged' : n.status === 'added' ? 'published' : 'updated'} input of node ${n.node} (app ${n.app})`
       for (const r of result.releases) this.log(terminalText(releaseLine(r)))
+      for (const l of result.layers) this.log(terminalText(`${l.status === 'added' ? 'published' : l.status} layer ${l.layer}`))
       for (const n of result.nodes) this.log(terminalText(inputLine(n)))
       this.log(terminalText(`repository ${result.repository}, index version ${result.version}, expires ${result.expires}${result.signedBy ? `, signed by ${result.signedBy}` : ''}`))
     }

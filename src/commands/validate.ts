@@ -36,6 +36,7 @@ export default class Validate extends BaseCommand {
     '<%= config.bin %> validate nodes/ --module-dir modules',
     '<%= config.bin %> validate nodes/*.yaml --format junit > validate.xml',
     '<%= config.bin %> validate nodes/ --compile --facts facts/ --format junit > compile.xml',
+    '<%= config.bin %> validate nodes/ --layers layers/ --module-dir modules',
   ]
 
   static override args = {inputs: Args.string({description: 'input files or directories of them (env LOCALPUPPET_INPUT, config input) [default: /etc/puppet/input.yaml]'})}
@@ -46,6 +47,7 @@ export default class Validate extends BaseCommand {
     compile: Flags.boolean({description: "also compile each input's catalog with Puppet, as apply would, without applying it"}),
     facts: Flags.string({description: "--compile: a fact set for every input, or a directory with one per input name [default: this machine's facts]", helpValue: 'FILE|DIR', dependsOn: ['compile']}),
     manifest: Flags.string({description: 'the main manifest, as for apply [default: /etc/puppet/manifests/default.pp if it exists]', helpValue: 'FILE'}),
+    layers: settingFlag('layers_dir', {description: 'the directory of the layers inputs name (site/dc1 is DIR/site/dc1.yaml); never read as inputs', helpValue: 'DIR', defaultHelp: 'layers/ beside each input'}),
     repo: Flags.string({description: "resolve inputs on a channel (app: foo/channels/stable) through this release repository's index [default: the channels this node last read]", helpValue: 'DIR'}),
   }
 
@@ -77,6 +79,7 @@ export default class Validate extends BaseCommand {
       facts: flags.facts,
       manifest: flags.manifest,
       repo: flags.repo,
+      ...(flags.layers ? {layersDir: flags.layers} : {}),
     })
     const format = this.jsonEnabled() ? 'json' : flags.format
     if (format === 'json' && !this.jsonEnabled()) this.log(JSON.stringify(report, null, 2))

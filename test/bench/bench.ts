@@ -30,11 +30,12 @@
  *   ssh              a real rollout --via ssh's wall time over the slowest run per batch on
  *                    5 and 10 sshd on 127.0.0.1 (test/bench/ssh.ts)
  *   engine           the rollout engine's decisions for 10,000 simulated nodes
+ *   layers           validate of 1,000 generated layered nodes, whole process (test/bench/layers.ts)
  *   pull             apply --fetch on a node following a channel (nothing changed) vs a
  *                    warm fetch, and fleet status --prometheus over 1,000 simulated nodes
  *                    vs curl of the same queries (test/bench/pull.ts)
  *
- * BENCH=apply, apply-puppet8, apply-real, plan-real, delivery, triggers, validate, validate-scaling, validate-variables, fetch, deb, status, fleet, ssh, engine or pull runs one
+ * BENCH=apply, apply-puppet8, apply-real, plan-real, delivery, triggers, validate, validate-scaling, validate-variables, fetch, deb, status, fleet, ssh, engine, layers or pull runs one
  * part; BENCH_SETS, BENCH_FILES and BENCH_FILE_KB choose and size the delivery data sets.
  */
 import {execFileSync, spawnSync} from 'node:child_process'
@@ -150,6 +151,7 @@ try {
   if (!process.env.BENCH || process.env.BENCH === 'engine') await (await import('./fleet.js')).engineBench()
   if (!process.env.BENCH || process.env.BENCH === 'fleet') await (await import('./fleet.js')).fleetBench()
   if (!process.env.BENCH || process.env.BENCH === 'ssh') await (await import('./ssh.js')).sshBench()
+  if (!process.env.BENCH || process.env.BENCH === 'layers') (await import('./layers.js')).layersBench(dir, BIN)
   if (!process.env.BENCH || process.env.BENCH === 'pull') await (await import('./pull.js')).pullBench(dir, {time, compare, peakMb, rounds: ROUNDS})
 } finally {
   rmSync(dir, {recursive: true, force: true})

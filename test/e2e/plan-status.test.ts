@@ -45,7 +45,7 @@ test('bad input is one line naming the file and key, exit 65; plan writes nothin
   for (const command of ['plan', 'apply']) {
     const result = await cli([command, join(dir, 'input.yaml'), '--module-dir', join(DEMO, 'modules'), '--state-dir', state])
     t.is(result.exitCode, 65)
-    t.is(result.stderr, `localpuppet: ${join(dir, 'input.yaml')}:2: unknown key "clases" (did you mean classes?); allowed: app, classes, parameters, environment`)
+    t.is(result.stderr, `localpuppet: ${join(dir, 'input.yaml')}:2: unknown key "clases" (did you mean classes?); allowed: app, layers, classes, parameters, environment, remove`)
     t.is(result.stdout, '')
     if (command === 'plan') t.false(existsSync(state))
   }

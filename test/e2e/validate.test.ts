@@ -25,7 +25,7 @@ const EXPECTED: Record<string, Array<[string, string]>> = {
   'mutable.yaml': [['release', `${inputs('mutable.yaml')}: mutable/tags/1.0.0/manifest.yaml:2: modulepath[0]: "base/trunk" is mutable (trunk); a tagged release may depend only on exact tags such as base/tags/1.0.0`]],
   'no-match.yaml': [['release', `${inputs('no-match.yaml')}:2: release web@^7: no tag of web satisfies "^7"; tags: 1.0.0`]],
   'syntax-error.yaml': [['syntax', "broken/tags/1.0.0/broken/manifests/init.pp:5:5: Syntax error at 'mode'"]],
-  'unknown-key.yaml': [['input', `${inputs('unknown-key.yaml')}:3: unknown key "clases" (did you mean classes?); allowed: app, classes, parameters, environment`]],
+  'unknown-key.yaml': [['input', `${inputs('unknown-key.yaml')}:3: unknown key "clases" (did you mean classes?); allowed: app, layers, classes, parameters, environment, remove`]],
 }
 
 test('validate finds one of every problem in one pass, each with its file and line', async (t) => {

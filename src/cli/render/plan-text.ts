@@ -4,6 +4,7 @@ import {displayPath} from '../../lib/util/shell-quote.js'
 import {terminalText} from '../../lib/util/terminal-text.js'
 import type {RunPlan} from '../../lib/run/run-plan.js'
 import {formatLanguageMode, formatPuppet, table} from './format.js'
+import {renderOrigins} from './origins-text.js'
 
 /** The human rendering of a plan: what will run, exactly. */
 export function renderPlan(plan: RunPlan): string {
@@ -34,6 +35,7 @@ export function renderPlan(plan: RunPlan): string {
     chalk.bold('ENC document') + chalk.dim(` (printed by ${t(plan.files.encScript)})`),
     ...plan.encYaml.trimEnd().split('\n').map((line) => `  ${t(line)}`),
     '',
+    ...(plan.layers ? [...renderOrigins(plan.layers), ''] : []),
     chalk.bold('command'),
     `  ${t(`${env}${plan.command.map((word) => displayPath(word)).join(' ')}`, Number.POSITIVE_INFINITY)}`,
   ]

@@ -6,6 +6,8 @@ import type {ConfiguredFetch} from '../source/fetch.js'
 /** What decides the plan of a run: plan's options, and apply's and rollback's. */
 export interface RunOptions {
   moduleDir: string
+  /** --layers (the layers_dir setting): where the layers an input names are; unset, layers/ beside the input file. */
+  layersDir?: string
   stateDir: string
   manifest?: string
   puppet: string
@@ -87,6 +89,7 @@ export function planOptions(options: RunOptions, facts: Record<string, string>, 
     timeoutSeconds: options.timeoutSeconds,
     puppetArgs: options.puppetArgs,
     allowUntrusted: options.allowUntrusted,
+    ...(options.layersDir ? {layersDir: options.layersDir} : {}),
   }
 }
 

@@ -1,12 +1,13 @@
 import {LocalpuppetError, NotFoundError} from '../errors.js'
 import type {NodeInput} from '../input/node-input.js'
-import {type RunFetch, type RunPlan, buildRunPlan} from '../run/run-plan.js'
+import {type PlanOptions, type RunFetch, type RunPlan, buildRunPlan} from '../run/run-plan.js'
 import type {ReleaseRef} from '../release/release-ref.js'
 import type {FetchOptions, FetchResult} from '../source/release-source.js'
 import type {ConfiguredFetch} from '../source/fetch.js'
 import type {NodeFetch} from '../source/node-input-fetch.js'
 import type {NodeIdentity} from '../config/node-identity.js'
 import {redactUrl} from '../util/terminal-text.js'
+import {layersDirFor} from '../layers/run-layers.js'
 import {type RunOptions, planOptions} from './options.js'
 
 /** How a plan talks to the person who asked for it; every member is optional (--json: none). */
@@ -57,6 +58,8 @@ export async function planAttempt(inputPath: string, options: RunOptions, facts:
   let unreachable: LocalpuppetError | null = null
   let text: string | undefined
   let input: NodeInput | undefined
+  // Where the input's layers come from: --layers (layers_dir), else layers/ beside the input; the fetched ones for a repository's input.
+  let layers: PlanOptions['layersDir'] = layersDirFor(options, inputPath)
   const identity = options.fetch ? await nodeIdentity() : null
   if (identity?.inputFrom === 'repository') {
     // The node's input and its release from one read of the signed index; unreachable: the input file as last kept.
@@ -79,6 +82,7 @@ export async function planAttempt(inputPath: string, options: RunOptions, facts:
       fetched = {fetched: fallbackFetch(result)}
     } else {
       ;({text, input} = result)
+      if (result.layers) layers = result.layers
       onInput?.(input)
       if (options.app !== undefined) onInput?.((input = {...input, app: parseReleaseRef(options.app, '--app')}))
       fetched = {fetched: {...toRunFetch(result.result), input: result.nodeInput}, release: result.result.releases[0].release}
@@ -116,7 +120,7 @@ export async function planAttempt(inputPath: string, options: RunOptions, facts:
 
   let plan: RunPlan
   try {
-    plan = await buildRunPlan(input, {...planOptions(options, facts, fetched?.fetched), untrusted: before}, runId)
+    plan = await buildRunPlan(input, {...planOptions(options, facts, fetched?.fetched), untrusted: before, layersDir: layers}, runId)
   } catch (error) {
     // Nothing installed to fall back on: the fetch's own failure (69) is the answer.
     if (unreachable && error instanceof NotFoundError) throw new LocalpuppetError(unreachable.code, unreachable.exitCode, `${unreachable.message}; and nothing installed here to fall back on: ${error.message}`, unreachable.suggestions)

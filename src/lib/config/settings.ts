@@ -39,6 +39,7 @@ export const SETTINGS = {
   source: {env: 'LOCALPUPPET_SOURCE', flag: '--source', type: 'url', default: () => null, description: 'the release repository fetch reads, or apt'},
   trust: {env: 'LOCALPUPPET_TRUST', flag: '--trust', type: 'paths', default: () => [], description: 'trusted public keys, files or directories (env: separated by :), besides /etc/localpuppet/trusted-keys'},
   input: {env: 'LOCALPUPPET_INPUT', flag: 'INPUT', type: 'path', default: () => DEFAULT_INPUT, description: 'the input apply, plan, status and validate read'},
+  layers_dir: {env: 'LOCALPUPPET_LAYERS_DIR', flag: '--layers', type: 'path', default: () => null, description: "the layers an input names (site/dc1 is DIR/site/dc1.yaml); unset: layers/ beside the input file"},
   metrics_file: {env: 'LOCALPUPPET_METRICS_FILE', flag: '--metrics-file', type: 'path', default: () => null, description: 'a Prometheus textfile written after each run'},
   input_from: {
     env: 'LOCALPUPPET_INPUT_FROM',

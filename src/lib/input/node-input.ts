@@ -4,13 +4,14 @@ import {InputError, LocalpuppetError} from '../errors.js'
 import {parseReleaseRef, type ReleaseRef} from '../release/release-ref.js'
 import {closest} from '../util/did-you-mean.js'
 import {isMapping} from '../util/json.js'
+import {isValidLayerName} from '../layers/layer-name.js'
 import {lineOfKey, parseYaml} from '../yaml.js'
 import {RESERVED_VARIABLES, isValidClassName, isValidEnvironmentName, isValidParameterName} from './puppet-names.js'
 
 /** Parameters localpuppet adds to every ENC document; users may not set them. */
 export const PROVENANCE_PARAMETERS = ['localpuppet_release', 'localpuppet_run_id'] as const
 
-const ALLOWED_KEYS = ['app', 'classes', 'parameters', 'environment'] as const
+const ALLOWED_KEYS = ['app', 'layers', 'classes', 'parameters', 'environment', 'remove'] as const
 
 export type ClassList = string[] | Record<string, Record<string, unknown> | null>
 
@@ -24,8 +25,14 @@ export interface NodeInput {
   classes?: ClassList
   parameters?: Record<string, unknown>
   environment?: string
+  /** The layers it names, in order (see layers/README.md); absent in a flat input. */
+  layers?: string[]
+  /** What it removes from earlier layers (`classes.NAME`, `parameters.NAME`, ...). */
+  remove?: string[]
   /** The mapping as parsed, app included, for the run record. */
   raw: Record<string, unknown>
+  /** The text as read: the lines of the node's own values, for their origins once merged with layers. */
+  text?: string
 }
 
 /** The input's classes by name, in the order written (a list, or the keys of a mapping). */
@@ -94,12 +101,25 @@ export function checkNodeInput(text: string, source: string): {input: NodeInput 
   const classes = doc.classes === null || doc.classes === undefined ? undefined : attempt(() => parseClasses(doc.classes, at))
   const parameters = doc.parameters === null || doc.parameters === undefined ? undefined : attempt(() => parseParameters(doc.parameters, at))
   const environment = doc.environment === null || doc.environment === undefined ? undefined : attempt(() => parseEnvironment(doc.environment, at))
+  const layers = doc.layers === null || doc.layers === undefined ? undefined : attempt(() => parseNames('layers', doc.layers, at, isValidLayerName, 'a layer name (path-like: site/dc1, role/web)'))
+  const remove = doc.remove === null || doc.remove === undefined ? undefined : attempt(() => parseNames('remove', doc.remove, at, (path) => typeof path === 'string', 'a path (classes.NAME, classes.NAME.PARAM, parameters.NAME, environment)'))
   if (app === undefined) return {input: null, problems}
-  const input: NodeInput = {source, digest: `sha256:${createHash('sha256').update(text).digest('hex')}`, app, raw: doc}
+  const input: NodeInput = {source, digest: `sha256:${createHash('sha256').update(text).digest('hex')}`, app, raw: doc, text}
+  if (layers !== undefined) input.layers = layers
+  if (remove !== undefined) input.remove = remove
   if (classes !== undefined) input.classes = classes
   if (parameters !== undefined) input.parameters = parameters
   if (environment !== undefined) input.environment = environment
   return {input, problems}
+}
+
+function parseNames(key: string, value: unknown, at: (...path: string[]) => string, valid: (name: unknown) => boolean, what: string): string[] {
+  if (!Array.isArray(value)) throw new InputError(`${at(key)}: ${key} must be a list, got ${kindOf(value)}`)
+  for (const [index, name] of value.entries()) {
+    if (!valid(name)) throw new InputError(`${at(key)}: ${key}[${index}]: ${JSON.stringify(name)} is not ${what}`)
+  }
+
+  return value as string[]
 }
 
 function parseEnvironment(value: unknown, at: (...path: string[]) => string): string {

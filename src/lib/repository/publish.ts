@@ -12,6 +12,7 @@ import {readArchiveHead} from './archive-head.js'
 import {type IndexUpdate, hasIndex, updateIndex} from './index-update.js'
 import {type NodeInputFile, type PublishedNodeInput, addNodeInputs, checkNodeInputs} from './publish-inputs.js'
 import {type PublishedTag, REPOSITORY_INDEX, archivePathFor} from './repository-index.js'
+import {type PublishedLayerResult, addLayers, assertInputLayersPublished, checkLayersDir} from '../layers/published-layers.js'
 import {checkStoredCopy} from './stored-copy.js'
 import {own} from '../util/own.js'
 
@@ -20,6 +21,8 @@ export interface PublishOptions {
   archives: string[]
   /** --node NAME --input FILE, --inputs DIR: node inputs to publish (after the archives, from the same index). */
   nodes?: NodeInputFile[]
+  /** --layers DIR: the layers node inputs name (see layers/). */
+  layers?: string
   /** --sign: an Ed25519 private key (PEM) that signs index.json. */
   signingKey?: string
   /** How long to wait for another publisher's lock, in ms. */
@@ -44,6 +47,8 @@ export interface PublishResult extends IndexUpdate {
   releases: PublishedEntry[]
   /** The node inputs published (empty without --node/--inputs). */
   nodes: PublishedNodeInput[]
+  /** What --layers published. */
+  layers: PublishedLayerResult[]
 }
 
 /**
@@ -63,7 +68,7 @@ export async function publishArchives(options: PublishOptions): Promise<PublishR
   const repo = resolve(options.repo)
   const now = options.now ?? Date.now
   // Nothing to add and nothing to re-sign: most likely a mistyped --repo, which would otherwise become an empty repository.
-  if (options.archives.length === 0 && (options.nodes ?? []).length === 0 && !(await hasIndex(repo))) {
+  if (options.archives.length === 0 && (options.nodes ?? []).length === 0 && !options.layers && !(await hasIndex(repo))) {
     throw new UsageError(`nothing to publish: no archives given, and ${repo} has no ${REPOSITORY_INDEX} to re-sign`, ['give the archives made by localpuppet pack'])
   }
 
@@ -71,6 +76,7 @@ export async function publishArchives(options: PublishOptions): Promise<PublishR
   const candidates: Array<{source: string; tag: PublishedTag; release: string; app: string; tagName: string}> = []
   for (const archive of options.archives) candidates.push(await inspectArchive(archive))
   const inputs = await checkNodeInputs(options.nodes ?? [])
+  const layers = options.layers ? await checkLayersDir(options.layers) : []
   const seen = new Map<string, string>()
   for (const candidate of candidates) {
     const other = seen.get(candidate.release)
@@ -121,8 +127,10 @@ export async function publishArchives(options: PublishOptions): Promise<PublishR
       index.apps[candidate.app].tags[candidate.tagName] = candidate.tag
     }
 
+    const published = await addLayers(repo, index, layers, now)
+    assertInputLayersPublished(inputs, index)
     const nodes = await addNodeInputs(repo, index, inputs, now)
-    return {releases, nodes}
+    return {releases, nodes, layers: published}
   })
   return {repo, ...updated}
 }

@@ -1,5 +1,6 @@
 import {ReleaseError} from '../errors.js'
 import {isSafeRelativePath, parseReleasePath} from '../archive/release-index.js'
+import {type PublishedLayer, checkIndexLayers} from '../layers/published-layers.js'
 import {type ReleaseRef, isValidChannelName, isValidVersionName, maxSatisfyingTag} from '../release/release-ref.js'
 import {isMapping} from '../util/json.js'
 import {own} from '../util/own.js'
@@ -100,6 +101,8 @@ export interface RepositoryIndex {
   apps: Record<string, {tags: Record<string, PublishedTag>; channels?: Record<string, string>; history?: Record<string, unknown>; policies?: Record<string, unknown>}>
   /** Node inputs by node name (`publish --node`). */
   nodes?: Record<string, PublishedInput>
+  /** Layers node inputs name, by name (`publish --layers DIR`; see layers/). Optional: older nodes ignore it. */
+  layers?: Record<string, PublishedLayer>
 }
 
 export function emptyRepositoryIndex(): RepositoryIndex {
@@ -122,7 +125,8 @@ export function serializeRepositoryIndex(index: RepositoryIndex): Buffer {
   const identity = index.repository === undefined ? {} : {repository: index.repository}
   const versioned = index.version === undefined ? {} : {version: index.version, expires: index.expires}
   const nodes = index.nodes && Object.keys(index.nodes).length > 0 ? {nodes: sorted(index.nodes)} : {}
-  return Buffer.from(JSON.stringify({format: index.format, ...identity, ...versioned, apps, ...nodes}, null, 1) + '\n')
+  const layers = index.layers && Object.keys(index.layers).length > 0 ? {layers: sorted(index.layers)} : {}
+  return Buffer.from(JSON.stringify({format: index.format, ...identity, ...versioned, apps, ...nodes, ...layers}, null, 1) + '\n')
 }
 
 const SHA256 = /^[0-9a-f]{64}$/
@@ -220,6 +224,7 @@ export function parseRepositoryIndex(bytes: Buffer, label: string): RepositoryIn
     }
   }
 
+  checkIndexLayers(index.layers, fail)
   return index
 }
 

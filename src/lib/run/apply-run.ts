@@ -1,3 +1,4 @@
+import {planDocument} from '../layers/plan-document.js'
 import {createHash} from 'node:crypto'
 import {copyFile, mkdir, readFile, writeFile} from 'node:fs/promises'
 import {join} from 'node:path'
@@ -225,6 +226,7 @@ function planFields(plan: RunPlan): Partial<RunRecord> {
     modulepath: plan.modulepath,
     input: {source: plan.input.source, document: plan.input.document},
     inputDigest: plan.input.digest,
+    ...(plan.layers ? {layers: {layers: plan.layers.layers, document: planDocument(plan).document}} : {}),
     noop: plan.noop,
     allowMutable: plan.allowMutable,
     allowUntrusted: plan.allowUntrusted,

@@ -26,6 +26,8 @@ export async function runFingerprint(plan: RunPlan): Promise<string> {
   const manifest = plan.manifest.source === 'empty' ? 'empty' : createHash('sha256').update(await readFile(plan.manifest.path)).digest('hex')
   const {strict, strictVariables} = plan.languageMode
   const puppet = {implementation: plan.puppet.implementation, version: plan.puppet.version}
-  const data = {releases, enc: {...plan.enc, parameters}, facts: plan.facts, manifest, noop: plan.noop, puppetArgs: plan.puppetArgs, languageMode: {strict, strictVariables}, puppet}
+  // A layered input: every layer's digest too (the computed document is in enc already); a flat input's fingerprint is as before.
+  const layers = plan.layers ? {layers: plan.layers.layers.map((layer) => [layer.name, layer.digest])} : {}
+  const data = {releases, enc: {...plan.enc, parameters}, facts: plan.facts, manifest, noop: plan.noop, puppetArgs: plan.puppetArgs, languageMode: {strict, strictVariables}, puppet, ...layers}
   return `sha256:${createHash('sha256').update(stringifyJson(data)).digest('hex')}`
 }

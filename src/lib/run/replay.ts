@@ -54,7 +54,9 @@ export async function buildReplayPlan(replayId: string, options: PlanOptions, ru
     manifest = oldManifest
   }
 
-  const input = parseNodeInput(JSON.stringify({...record.input.document, app: record.release}), `${record.input.source} (run ${replayId})`)
+  // A layered run: the document it computed, as it was (today's layers may say otherwise), never merged again.
+  const document = record.layers ? record.layers.document : record.input.document
+  const input = parseNodeInput(JSON.stringify({...document, app: record.release}), `${record.input.source} (run ${replayId})`)
   const plan = await buildRunPlan(
     input,
     {
@@ -65,6 +67,8 @@ export async function buildReplayPlan(replayId: string, options: PlanOptions, ru
       facts: record.facts,
       puppetArgs: record.puppetArgs,
       untrusted: [...(options.untrusted ?? []), ...untrusted],
+      layersDir: undefined,
+      ...(record.layers ? {layered: record.layers} : {}),
       // As that run compiled it; a run recorded before modes were pinned gets the release's (explicit) mode.
       ...(record.languageMode ? {languageMode: record.languageMode} : {}),
     },

@@ -15,6 +15,7 @@ import {RUN_ID_PLACEHOLDER} from '../state/run-id.js'
 import type {RunFetch} from '../state/run-record.js'
 import {type RunFiles, assertStateDirShape, runFiles, stateDirTrustPaths} from '../state/state-dir.js'
 import {TrustList} from '../util/trusted-path.js'
+import {type PlanLayers, layeredInput} from '../layers/run-layers.js'
 import {manifestTrustPaths, runTrustPaths} from './trust-paths.js'
 
 import {DEFAULT_MANIFEST} from '../defaults.js'
@@ -46,6 +47,10 @@ export interface PlanOptions {
   untrusted?: string[]
   /** --replay: the language mode that run was recorded with, instead of the release's. */
   languageMode?: LanguageMode
+  /** Where the layers the input names are read from (see layers/); none: an input naming layers is refused (66). */
+  layersDir?: string | import('../layers/resolve-layers.js').LayerSource
+  /** --replay of a layered run: its computed document is the input, its layers as recorded (nothing merged again). */
+  layered?: NonNullable<import('../state/run-record.js').RunRecord['layers']>
 }
 
 export type {RunFetch} from '../state/run-record.js'
@@ -107,6 +112,8 @@ export interface RunPlan {
   replayOf?: string
   /** What --fetch brought before resolving; absent without --fetch. */
   fetch?: RunFetch
+  /** A layered input (see layers/): every layer merged, in order, with its digest, and the origin of every class and value of `enc`; absent for a flat input. */
+  layers?: PlanLayers
 }
 
 /** See RunPlan.puppet. */
@@ -148,6 +155,11 @@ export async function buildRunPlan(input: NodeInput, options: PlanOptions, runId
   const untrusted = trust.check()
   const verification = await verifyModulepath(resolution.moduleDir, resolution.modulepath, resolution.trees)
   const app = resolution.modulepath[0]
+  // The release's own layer, the layers the input names and the input itself, merged: what Puppet receives.
+  const layered = options.layered ? {input, layers: {layers: options.layered.layers, origins: {classes: {}, parameters: {}}}, untrusted: []} : await layeredInput(input, app, options.layersDir, allow)
+  if (layered) for (const problem of layered.untrusted) untrusted.push(problem)
+  const given = input
+  input = layered?.input ?? input
   const enc = buildEncDocument(input, {release: app.release, runId})
   const environment = input.environment ?? 'production'
   // A class Puppet cannot find fails the run inside Puppet after seconds of start-up: refused
@@ -228,10 +240,11 @@ export async function buildRunPlan(input: NodeInput, options: PlanOptions, runId
     noop: Boolean(options.noop),
     detailedExitcodes: Boolean(options.detailedExitcodes),
     timeoutSeconds: options.timeoutSeconds ?? null,
-    input: {source: input.source, digest: input.digest, document: input.raw},
+    input: {source: given.source, digest: given.digest, document: given.raw},
     stateDir,
     files,
     ...(options.fetched ? {fetch: options.fetched} : {}),
+    ...(layered ? {layers: layered.layers} : {}),
   }
 }
 

@@ -24,6 +24,8 @@ export interface NodeFetch {
   text: string
   nodeInput: FetchedNodeInput
   result: FetchResult
+  /** The layers the input names, as verified against the same index: what the run merges. */
+  layers?: import('../layers/resolve-layers.js').LayerSource
 }
 
 /**
@@ -71,7 +73,11 @@ export async function fetchNodeInput(
     const got = await opened.nodeInput(identity.node, fetchOptions, before)
     const input = parseNodeInput(got.text, `${got.location} (input of node ${identity.node})`)
     options.onInput?.(input)
+    // The layers it names, from the same signed index, verified, before anything is kept.
+    const {fetchNodeLayers, keepLayers, keptLayersDir} = await import('../layers/fetch-layers.js')
+    const layers = input.layers?.length && opened.nodeLayer ? await fetchNodeLayers(input, (name) => opened.nodeLayer!(name, fetchOptions), source) : null
     const result = await opened.fetch([input.app.text], fetchOptions)
+    if (layers && options.keep) await keepLayers(keptLayersDir(inputPath), layers.layers)
     let status: FetchedNodeInput['status'] = 'not kept'
     if (options.keep) {
       const same = before !== null && createHash('sha256').update(before).digest('hex') === got.sha256
@@ -91,6 +97,7 @@ export async function fetchNodeInput(
       text: got.text,
       nodeInput: {node: identity.node, sha256: got.sha256, status},
       result: {...result, nodeInput: {node: identity.node, sha256: got.sha256, status}, untrusted: [...new Set([...untrusted, ...(result.untrusted ?? [])])]},
+      ...(layers ? {layers: layers.source} : {}),
     }
   } finally {
     await opened.close()

@@ -84,6 +84,8 @@ export interface ReleaseSource {
   fetch(refs: string[], options: FetchOptions): Promise<FetchResult>
   /** A node's own input (repositories only; apt has none). */
   nodeInput?(node: string, options: FetchOptions, have?: Buffer | null): Promise<NodeInputFetch>
+  /** A layer the node's input names, verified against the index (repositories only). */
+  nodeLayer?(name: string, options: FetchOptions): Promise<{text: string; bytes: Buffer; sha256: string; location: string} | null>
   /** The index as it is now, remembered nowhere (repositories only): what an operator's command reads. */
   currentIndex?(options: FetchOptions): Promise<IndexRead>
   close(): Promise<void>

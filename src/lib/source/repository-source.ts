@@ -122,6 +122,26 @@ export class RepositorySource implements ReleaseSource {
     return {node, text: nodeInputText(bytes, where, node), bytes, sha256, location: where, published, source: this.label, signedBy, indexVersion: accepted.version, indexExpires: accepted.expires}
   }
 
+  /**
+   * A layer a node's input names (see layers/), from the same signed index as the input:
+   * its bytes verified against the index's sha256 and size (65 otherwise, nothing kept);
+   * null when the index lists no such layer.
+   */
+  async nodeLayer(name: string, options: FetchOptions): Promise<{text: string; bytes: Buffer; sha256: string; location: string} | null> {
+    const {index} = await this.acceptedIndex(options)
+    const published = own(index.layers, name)
+    if (published === undefined) return null
+    const where = this.transport.locate(published.layer)
+    const bytes = await this.transport.read(published.layer, published.size)
+    if (bytes === null) throw new RepositoryUnavailableError(`${where}: not found, though the index lists it for layer ${name}`, ['the repository may be mid-publish or incomplete: try again'])
+    const sha256 = createHash('sha256').update(bytes).digest('hex')
+    if (bytes.length !== published.size || sha256 !== published.sha256) {
+      throw new ReleaseError(`${where}: layer ${name} does not match the signed index (sha256 ${sha256}, ${bytes.length} bytes; the index says ${published.sha256}, ${published.size} bytes); refused`)
+    }
+
+    return {text: decodeUtf8Strict(bytes, where, (message) => new InputError(`layer ${name}: ${message}; refused`)), bytes, sha256, location: where}
+  }
+
   /** The index, read once per source (a node input and its releases come from the same index), judged fresh and remembered. */
   private acceptedIndex(options: FetchOptions): Promise<IndexRead> {
     this.accepted ??= this.readAccepted(options)

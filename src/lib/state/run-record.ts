@@ -56,6 +56,8 @@ export interface RunRecord {
   modulepath: string[]
   input: {source: string; document: Record<string, unknown>}
   inputDigest: string
+  /** A layered input (see layers/): each layer merged, in order, with its digest, and the computed document it applied (replay applies it again). */
+  layers?: {layers: Array<{name: string; file: string; digest: string}>; document: {classes?: Record<string, Record<string, unknown>>; parameters?: Record<string, unknown>; environment?: string}}
   noop: boolean
   allowMutable: boolean
   /** --allow-untrusted, and the trust problems it let through (state dir, module dir, releases). */

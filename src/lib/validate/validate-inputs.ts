@@ -11,6 +11,10 @@ import {DEFAULT_MANIFEST} from '../defaults.js'
 import {buildEncDocument, renderEncYaml} from '../enc/enc-document.js'
 import {InputError, LocalpuppetError, NotFoundError, PuppetUnavailableError, UsageError, describeFsError} from '../errors.js'
 import {checkNodeInput, inputClassNames} from '../input/node-input.js'
+import type {Origin} from '../layers/layer-file.js'
+import type {Origins} from '../layers/merge.js'
+import {layeredInput, layersDirFor} from '../layers/run-layers.js'
+import {own} from '../util/own.js'
 import {readInputText} from '../input/read-input.js'
 import {type Resolution, newTreeMemo, realModuleDir, resolveRelease} from '../release/resolve.js'
 import {RUN_ID_PLACEHOLDER} from '../state/run-id.js'
@@ -39,6 +43,8 @@ export interface ValidateOptions {
   facts?: string
   /** --repo DIR: resolve inputs on a channel through this release repository's index (else: what this node last read). */
   repo?: string
+  /** --layers DIR: the layers inputs name (see layers/); else layers/ beside each input, which is then never read as an input. */
+  layersDir?: string
 }
 
 /**
@@ -60,7 +66,7 @@ export interface ValidateOptions {
  * plus a little per input.
  */
 export async function validateInputs(paths: string[], options: ValidateOptions): Promise<ValidateReport> {
-  const files = await expandInputs(paths)
+  const files = await expandInputs(paths, options.layersDir)
   const moduleDir = await realModuleDir(options.moduleDir)
   const chosen = await chooseManifest(options)
   // A main manifest over the bound is every input's problem, and neither read nor checked.
@@ -96,9 +102,10 @@ export async function validateInputs(paths: string[], options: ValidateOptions):
         return null
       })
     if (text === null) continue
-    const {input, problems} = checkNodeInput(text, file)
+    const {input: given, problems} = checkNodeInput(text, file)
     report.problems.push(...problems.map((error) => problem('input', error.message)))
-    if (!input) continue
+    if (!given) continue
+    let input = given
 
     let resolution: Resolution
     try {
@@ -115,6 +122,21 @@ export async function validateInputs(paths: string[], options: ValidateOptions):
           ? {check: 'release', file: inManifest[1], line: Number(inManifest[2]), column: null, message: `${file}: ${error.message}`}
           : {check: 'release', file, line: appLine, column: null, message: `${appLine === null ? file : `${file}:${appLine}`}: ${error.message}`},
       )
+      continue
+    }
+
+    // A layered input: the document its release's layer, its layers and itself merge into, each value where it came from.
+    let locate = (path: string[]): Origin => ({layer: 'node', file, line: lineOfKey(text, ['classes', ...path]) ?? null})
+    try {
+      const layered = await layeredInput(given, resolution.modulepath[0], layersDirFor(options, file), true)
+      if (layered) {
+        input = layered.input
+        if (runsCodeAsRoot) inputUntrusted.push(...layered.untrusted)
+        locate = (path) => originIn(layered.layers.origins, path) ?? {layer: 'node', file, line: null}
+      }
+    } catch (error) {
+      if (!(error instanceof LocalpuppetError)) throw error
+      report.problems.push(problem('input', error.message))
       continue
     }
 
@@ -142,7 +164,7 @@ export async function validateInputs(paths: string[], options: ValidateOptions):
     if (!catalogManifests.has(catalog)) catalogManifests.set(catalog, [...catalog.definitions.manifests, ...(manifest === null ? [] : [manifest])])
     report.manifests = catalogManifests.get(catalog)!
     report.catalog = catalog
-    report.problems.push(...checkClasses(input.classes, catalog, text, file))
+    report.problems.push(...checkClasses(input.classes, catalog, locate))
     if (!options.compile) continue
     if (oversized.length > 0) {
       report.compile = {status: 'skipped', resources: null, reason: "a manifest is over validate's bound on one manifest's size"}
@@ -259,7 +281,14 @@ async function verifyOnce(moduleDir: string, modulepath: Resolution['modulepath'
   }
 }
 
-function checkClasses(classes: unknown, catalog: ClassCatalog, text: string, file: string): Problem[] {
+/** Where a class (`[name]`) or class parameter (`[name, param]`) of a layered input came from. */
+function originIn(origins: Origins, [name, param]: string[]): Origin | undefined {
+  const cls = own(origins.classes, name)
+  return param === undefined ? cls?.origin : own(cls?.parameters, param)
+}
+
+/** Problems of the classes given, each at the place its class or value came from: the input's line, or another layer's file and line, named. */
+function checkClasses(classes: unknown, catalog: ClassCatalog, locate: (path: string[]) => Origin): Problem[] {
   if (classes === undefined || classes === null) return []
   const problems: Problem[] = []
   const entries: Array<[string, Record<string, unknown> | null]> = Array.isArray(classes)
@@ -267,8 +296,8 @@ function checkClasses(classes: unknown, catalog: ClassCatalog, text: string, fil
     : Object.entries(classes as Record<string, Record<string, unknown> | null>)
   for (const [name, params] of entries) {
     const report = (check: CheckName, path: string[], message: string) => {
-      const line = lineOfKey(text, ['classes', ...path]) ?? null
-      problems.push({check, file, line, column: null, message: `${line === null ? file : `${file}:${line}`}: ${message}`})
+      const {layer, file, line} = locate(path)
+      problems.push({check, file, line, column: null, message: `${line === null ? file : `${file}:${line}`}: ${layer === 'node' ? '' : `layer ${layer}: `}${message}`})
     }
 
     const definition = catalog.find('class', name)
@@ -335,7 +364,10 @@ async function chooseManifest(options: ValidateOptions): Promise<string | null> 
 }
 
 /** Files as given, and every *.yaml / *.yml in a directory given (sorted, recursively). */
-async function expandInputs(paths: string[]): Promise<string[]> {
+async function expandInputs(paths: string[], layersDir: string | undefined): Promise<string[]> {
+  // Layers are not inputs: --layers DIR's files, or (without it) any directory named layers, the default beside an input.
+  const layers = layersDir === undefined ? null : resolve(layersDir)
+  const isLayers = (dir: string, name: string) => (layers === null ? name === 'layers' : resolve(dir) === layers)
   const files: string[] = []
   for (const path of paths) {
     let info
@@ -353,8 +385,9 @@ async function expandInputs(paths: string[]): Promise<string[]> {
     const walk = async (dir: string): Promise<void> => {
       for (const entry of (await readdir(dir, {withFileTypes: true})).sort((a, b) => (a.name < b.name ? -1 : 1))) {
         const full = join(dir, entry.name)
-        if (entry.isDirectory()) await walk(full)
-        else if (/\.ya?ml$/.test(entry.name)) files.push(full)
+        if (entry.isDirectory()) {
+          if (!isLayers(full, entry.name)) await walk(full)
+        }        else if (/\.ya?ml$/.test(entry.name)) files.push(full)
       }
     }
 

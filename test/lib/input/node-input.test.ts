@@ -72,11 +72,11 @@ test('an unknown key is 65, named with its line and a did-you-mean', (t) => {
   const error = refusal('app: foo/trunk\n\nclases:\n  - foo\n')
   t.true(error instanceof InputError)
   t.is(error.exitCode, 65)
-  t.is(error.message, 'input.yaml:3: unknown key "clases" (did you mean classes?); allowed: app, classes, parameters, environment')
+  t.is(error.message, 'input.yaml:3: unknown key "clases" (did you mean classes?); allowed: app, layers, classes, parameters, environment, remove')
 })
 
 test('an unknown key with no near match lists the allowed keys only', (t) => {
-  t.is(refusal('app: foo/trunk\nnodes: 3\n').message, 'input.yaml:2: unknown key "nodes"; allowed: app, classes, parameters, environment')
+  t.is(refusal('app: foo/trunk\nnodes: 3\n').message, 'input.yaml:2: unknown key "nodes"; allowed: app, layers, classes, parameters, environment, remove')
 })
 
 test('a missing app is 65', (t) => {
@@ -234,7 +234,7 @@ test('deep nesting is refused (65), not a stack overflow', (t) => {
 })
 
 test('a __proto__ key is just an unknown key', (t) => {
-  t.is(refusal('app: foo/trunk\n__proto__: {app: x}\n').message, 'input.yaml:2: unknown key "__proto__"; allowed: app, classes, parameters, environment')
+  t.is(refusal('app: foo/trunk\n__proto__: {app: x}\n').message, 'input.yaml:2: unknown key "__proto__"; allowed: app, layers, classes, parameters, environment, remove')
 })
 
 // --- names on their own ----------------------------------------------------------------------------
@@ -258,7 +258,7 @@ test('readNodeInput reads a file and names it in messages', async (t) => {
   await writeTree(dir, {'good.yaml': 'app: foo/trunk\n', 'bad.yaml': 'app: foo/trunk\nextra: 1\n'})
   t.is((await readNodeInput(join(dir, 'good.yaml'))).source, join(dir, 'good.yaml'))
   const error = await t.throwsAsync(readNodeInput(join(dir, 'bad.yaml')), {instanceOf: InputError})
-  t.is(error.message, `${join(dir, 'bad.yaml')}:2: unknown key "extra"; allowed: app, classes, parameters, environment`)
+  t.is(error.message, `${join(dir, 'bad.yaml')}:2: unknown key "extra"; allowed: app, layers, classes, parameters, environment, remove`)
 })
 
 test('readNodeInput: a missing input file is 66, a directory is 65', async (t) => {
@@ -333,4 +333,11 @@ test('property: any valid document survives a dump and parse unchanged', (t) => 
     }),
     {numRuns: 300},
   )
+})
+
+test('an input may name layers and removals (issue 36); a bad layer name is refused at its line', (t) => {
+  const input = parseNodeInput('app: foo/trunk\nlayers: [site/dc1, role/web]\nremove: [classes.motd]\n', 'input.yaml')
+  t.deepEqual([input.layers, input.remove], [['site/dc1', 'role/web'], ['classes.motd']])
+  t.is(refusal('app: foo/trunk\nlayers:\n  - ../../etc/shadow\n').message, 'input.yaml:2: layers[0]: "../../etc/shadow" is not a layer name (path-like: site/dc1, role/web)')
+  t.is(refusal('app: foo/trunk\nlayers: site/dc1\n').message, 'input.yaml:2: layers must be a list, got string "site/dc1"')
 })

@@ -1,0 +1,54 @@
+import {mkdir} from 'node:fs/promises'
+import {dirname, join} from 'node:path'
+
+import {describeFsError} from '../errors.js'
+import type {NodeInput} from '../input/node-input.js'
+import {writeFileAtomic} from '../util/atomic-write.js'
+import {type LayerSource, nodeLayer, resolveNamedLayers} from './resolve-layers.js'
+
+/** A layer fetched for a node: its name and the bytes the signed index vouches for. */
+export interface FetchedLayer {
+  name: string
+  bytes: Buffer
+  text: string
+  sha256: string
+  location: string
+}
+
+/** Where a node whose input comes from the repository keeps the layers it fetched: `layers/` beside its input file. */
+export function keptLayersDir(inputPath: string): string {
+  return join(dirname(inputPath), 'layers')
+}
+
+/**
+ * The layers a fetched node input names, and those they include, each read from the same
+ * signed index and verified by `read` (unknown layer, cycle: 65 naming the file and line
+ * that named it). Returns them, and a source that serves exactly those bytes to the run.
+ */
+export async function fetchNodeLayers(input: NodeInput, read: (name: string) => Promise<Omit<FetchedLayer, 'name'> | null>, label: string): Promise<{layers: FetchedLayer[]; source: LayerSource}> {
+  const fetched = new Map<string, FetchedLayer>()
+  const source: LayerSource = {
+    label,
+    async read(name) {
+      const got = fetched.get(name) ?? (await read(name).then((layer) => layer && {name, ...layer}))
+      if (!got) return null
+      fetched.set(name, got)
+      return {text: got.text, file: got.location}
+    },
+  }
+  const order = await resolveNamedLayers(nodeLayer(input).includes, source)
+  return {layers: order.map((layer) => fetched.get(layer.name)!), source}
+}
+
+/** Keeps fetched layers where a later run finds them without the repository (each written atomically, only when changed is not worth a read: they are small). */
+export async function keepLayers(dir: string, layers: FetchedLayer[]): Promise<void> {
+  for (const layer of layers) {
+    const target = join(dir, `${layer.name}.yaml`)
+    try {
+      await mkdir(dirname(target), {recursive: true, mode: 0o755})
+      await writeFileAtomic(target, layer.bytes, 0o644)
+    } catch (error) {
+      throw describeFsError(error, `layer ${target}`)
+    }
+  }
+}
