@@ -14,6 +14,8 @@ import {type NodeInputFile, type PublishedNodeInput, addNodeInputs, checkNodeInp
 import {type PublishedTag, REPOSITORY_INDEX, archivePathFor} from './repository-index.js'
 import {checkStoredCopy} from './stored-copy.js'
 import {own} from '../util/own.js'
+import {type SealOptions, assertNoPlainAmongSealed, sealNodeDocuments} from '../secrets/seal-inputs.js'
+import {marksSecrets} from '../secrets/secret-values.js'
 
 export interface PublishOptions {
   repo: string
@@ -28,6 +30,8 @@ export interface PublishOptions {
   expiresInMs?: number
   /** The clock (tests). */
   now?: () => number
+  /** Encryption of node inputs to their nodes' recipients (NAME.pub beside each input), operator recipients, --allow-plain-input. */
+  seal?: SealOptions
 }
 
 export interface PublishedEntry {
@@ -70,7 +74,7 @@ export async function publishArchives(options: PublishOptions): Promise<PublishR
   const key = options.signingKey ? await loadSigningKey(options.signingKey) : null
   const candidates: Array<{source: string; tag: PublishedTag; release: string; app: string; tagName: string}> = []
   for (const archive of options.archives) candidates.push(await inspectArchive(archive))
-  const inputs = await checkNodeInputs(options.nodes ?? [])
+  const inputs = await sealNodeDocuments(await checkNodeInputs(options.nodes ?? []), options.seal ?? {}, (input) => marksSecrets(input.bytes))
   const seen = new Map<string, string>()
   for (const candidate of candidates) {
     const other = seen.get(candidate.release)
@@ -121,6 +125,7 @@ export async function publishArchives(options: PublishOptions): Promise<PublishR
       index.apps[candidate.app].tags[candidate.tagName] = candidate.tag
     }
 
+    assertNoPlainAmongSealed(inputs, index.nodes, options.seal?.allowPlain ?? false)
     const nodes = await addNodeInputs(repo, index, inputs, now)
     return {releases, nodes}
   })
