@@ -1,3 +1,5 @@
+import {Flags} from '@oclif/core'
+
 import {BaseCommand, describeWithExitCodes} from '../cli/base-command.js'
 import {stateFlags} from '../cli/flags.js'
 
@@ -17,12 +19,23 @@ export default class NodeKey extends BaseCommand {
   )
 
   static override examples = ['<%= config.bin %> node-key', '<%= config.bin %> node-key --json']
-  static override flags = {...stateFlags}
+  static override flags = {
+    ...stateFlags,
+    // Run by the Hiera backend of a run with secrets (secrets/hiera-secrets.ts), through a pipe: never by a person.
+    hiera: Flags.string({hidden: true, description: "print a run's secrets (FILE, encrypted to this node) as Hiera data for Puppet", helpValue: 'FILE'}),
+  }
 
-  async run(): Promise<{recipient: string; path: string; created: boolean}> {
+  async run(): Promise<{recipient: string; path: string; created: boolean} | void> {
     const {flags} = await this.parse(NodeKey)
     const [{ensureNodeKey}, {defaultStateDir}] = await Promise.all([import('../lib/secrets/node-key.js'), import('../lib/state/state-dir.js')])
-    const key = await ensureNodeKey(flags['state-dir'] ?? defaultStateDir())
+    const stateDir = flags['state-dir'] ?? defaultStateDir()
+    if (flags.hiera !== undefined) {
+      const {hieraDataOfRun} = await import('../lib/secrets/hiera-secrets.js')
+      process.stdout.write(JSON.stringify(await hieraDataOfRun(flags.hiera, stateDir)))
+      return
+    }
+
+    const key = await ensureNodeKey(stateDir)
     this.log(key.recipient)
     return key
   }

@@ -74,7 +74,7 @@ export async function publishArchives(options: PublishOptions): Promise<PublishR
   const key = options.signingKey ? await loadSigningKey(options.signingKey) : null
   const candidates: Array<{source: string; tag: PublishedTag; release: string; app: string; tagName: string}> = []
   for (const archive of options.archives) candidates.push(await inspectArchive(archive))
-  const inputs = await sealNodeDocuments(await checkNodeInputs(options.nodes ?? []), options.seal ?? {}, (input) => marksSecrets(input.bytes))
+  const inputs = await sealNodeDocuments(await checkNodeInputs(options.nodes ?? []), options.seal ?? {}, (input) => marksSecrets(input.bytes, input.file))
   const seen = new Map<string, string>()
   for (const candidate of candidates) {
     const other = seen.get(candidate.release)

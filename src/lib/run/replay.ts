@@ -54,7 +54,10 @@ export async function buildReplayPlan(replayId: string, options: PlanOptions, ru
     manifest = oldManifest
   }
 
-  const input = parseNodeInput(JSON.stringify({...record.input.document, app: record.release}), `${record.input.source} (run ${replayId})`)
+  const parsed = parseNodeInput(JSON.stringify({...record.input.document, app: record.release}), `${record.input.source} (run ${replayId})`)
+  // Its secrets are recorded redacted: that run's directory keeps them encrypted to this node, opened again here.
+  const {replaySecrets} = await import('../secrets/replay-secrets.js')
+  const input = await replaySecrets(parsed, old.dir, options.stateDir, `run ${replayId}`)
   const plan = await buildRunPlan(
     input,
     {

@@ -13,6 +13,7 @@ import {type LanguageMode, languageModeArgs} from '../release/language-mode.js'
 import {type ResolvedRelease, realModuleDir, resolveRelease} from '../release/resolve.js'
 import {RUN_ID_PLACEHOLDER} from '../state/run-id.js'
 import type {RunFetch} from '../state/run-record.js'
+import type {Secret} from '../util/secret.js'
 import {type RunFiles, assertStateDirShape, runFiles, stateDirTrustPaths} from '../state/state-dir.js'
 import {TrustList} from '../util/trusted-path.js'
 import {manifestTrustPaths, runTrustPaths} from './trust-paths.js'
@@ -107,6 +108,8 @@ export interface RunPlan {
   replayOf?: string
   /** What --fetch brought before resolving; absent without --fetch. */
   fetch?: RunFetch
+  /** The input's secrets (`!secret`) by Hiera key, kept out of the ENC; shown redacted (util/secret.ts). Absent when none. */
+  secrets?: Record<string, Secret>
 }
 
 /** See RunPlan.puppet. */
@@ -148,7 +151,12 @@ export async function buildRunPlan(input: NodeInput, options: PlanOptions, runId
   const untrusted = trust.check()
   const verification = await verifyModulepath(resolution.moduleDir, resolution.modulepath, resolution.trees)
   const app = resolution.modulepath[0]
-  const enc = buildEncDocument(input, {release: app.release, runId})
+  // Secrets (!secret) stay out of the ENC: Puppet gets them from a Hiera layer, as Sensitive (secrets/hiera-secrets.ts).
+  const {splitSecrets} = await import('../secrets/secret-values.js')
+  const {input: encInput, secrets} = splitSecrets(input)
+  const hasSecrets = Object.keys(secrets).length > 0
+  const secretArgs = hasSecrets ? (await import('../secrets/hiera-secrets.js')).secretPuppetArgs(files.dir) : null
+  const enc = buildEncDocument(encInput, {release: app.release, runId})
   const environment = input.environment ?? 'production'
   // A class Puppet cannot find fails the run inside Puppet after seconds of start-up: refused
   // here instead (65, recorded), in validate's words, before anything runs.
@@ -180,7 +188,7 @@ export async function buildRunPlan(input: NodeInput, options: PlanOptions, runId
     '--external_nodes',
     external.setting,
     '--modulepath',
-    modulepath.join(':'),
+    [...modulepath, ...(secretArgs ? [secretArgs.modulepath] : [])].join(':'),
     '--environmentpath',
     files.environmentPath,
     '--environment',
@@ -195,6 +203,7 @@ export async function buildRunPlan(input: NodeInput, options: PlanOptions, runId
     ...(asksForReports(options.puppetArgs ?? []) ? [] : ['--reports', 'none']),
     ...(options.color ? [] : ['--color', 'false']),
     ...(options.noop ? ['--noop'] : []),
+    ...(secretArgs?.args ?? []),
     ...(options.puppetArgs ?? []),
     manifest.path,
   ]
@@ -232,6 +241,7 @@ export async function buildRunPlan(input: NodeInput, options: PlanOptions, runId
     stateDir,
     files,
     ...(options.fetched ? {fetch: options.fetched} : {}),
+    ...(hasSecrets ? {secrets} : {}),
   }
 }
 
