@@ -17,11 +17,12 @@ const root = fileURLToPath(new URL('..', import.meta.url))
 
 /**
  * Large packages only some commands use (undici, ~0.5 MB: fleet status's Prometheus
- * client, and a fetch through a proxy; a plain fetch uses node:http): bundled apart, so
+ * client, and a fetch through a proxy; a plain fetch uses node:http; age-encryption,
+ * ~0.3 MB: only an encrypted node input or node-key needs it): bundled apart, so
  * that every start-up does not read and load them with the rest. localpuppet's own
  * imports of them (always from lazily imported modules) load dist/<name>.cjs.
  */
-const LAZY_PACKAGES = ['undici']
+const LAZY_PACKAGES = ['undici', 'age-encryption']
 const lazyPackages = {
   name: 'lazy-packages',
   setup(build) {

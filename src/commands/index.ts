@@ -14,6 +14,7 @@ import FleetStatus from './fleet/status.js'
 import History from './history.js'
 import Install from './install.js'
 import Log from './log.js'
+import NodeKey from './node-key.js'
 import PackCommand from './pack.js'
 import Plan from './plan.js'
 import Promote from './promote.js'
@@ -49,6 +50,7 @@ export const COMMANDS = {
   history: History,
   install: Install,
   log: Log,
+  'node-key': NodeKey,
   pack: PackCommand,
   plan: Plan,
   promote: Promote,

@@ -17,11 +17,13 @@ export default class Publish extends BaseCommand {
       'nodes check to refuse a replayed or stale index; with no archive, publish only does that (a re-signing). ' +
       '--node NAME --input FILE (or --inputs DIR of NAME.yaml) publishes node inputs, validated as apply validates them, their ' +
       'app resolvable in the repository; the index lists each with its sha256, so its signature covers them. A node whose ' +
-      'configuration says input_from: repository takes its own with apply --fetch.',
+      'configuration says input_from: repository takes its own with apply --fetch. A node with a NAME.pub beside its input ' +
+      '(its recipient, from localpuppet node-key) has its input stored encrypted to it with age (plus any --recipient), ' +
+      'encrypted afresh at every publish.',
     [
       {code: 0, meaning: 'published, or already published with the same content (a stored copy that was missing or changed written again)'},
       {code: 64, meaning: 'usage error; the signing key is not Ed25519; a signed repository without --sign; no archive and no index to re-sign'},
-      {code: 65, meaning: 'an archive is corrupt, unsafe or mutable; a node input is invalid or not UTF-8; an entry of --inputs DIR is a link, FIFO or device; a layer of --layers DIR is invalid, a link, or includes an unknown layer or itself; the repository\'s index is invalid'},
+      {code: 65, meaning: 'an archive is corrupt, unsafe or mutable; a node input is invalid or not UTF-8; an entry of --inputs DIR is a link, FIFO or device; a layer of --layers DIR is invalid, a link, or includes an unknown layer or itself; the repository\'s index is invalid; a NAME.pub or --recipient that is no age recipient; a node input without a recipient to a repository with encrypted ones (--allow-plain-input); an input marking !secret without a recipient'},
       {code: 66, meaning: 'an archive, input or key not found; a node input names a tag, range or channel, or a layer, the repository does not have'},
       {code: 73, meaning: "a tag is already published with other content; its stored archive is missing or changed and the archive given is another copy (not the bytes the index lists); another publisher held the lock too long"},
     ],
@@ -46,18 +48,23 @@ export default class Publish extends BaseCommand {
     input: Flags.string({description: "the node's input.yaml (with --node)", helpValue: 'FILE', dependsOn: ['node']}),
     inputs: Flags.string({description: 'publish every NAME.yaml in DIR as node NAME\'s input (regular files only: a link, FIFO or device is refused)', helpValue: 'DIR', exclusive: ['node']}),
     layers: Flags.string({description: 'publish every layer in DIR (site/dc1.yaml is layer site/dc1), each with its sha256 in the index, for the inputs that name them', helpValue: 'DIR'}),
+    recipient: Flags.string({description: 'also encrypt every encrypted node input to this age recipient (an operator: audit, break-glass); repeatable', helpValue: 'AGE1...', multiple: true}),
+    'recipients-file': Flags.string({description: 'also encrypt every encrypted node input to the age recipients in FILE (one a line); repeatable', helpValue: 'FILE', multiple: true}),
+    'allow-plain-input': Flags.boolean({description: 'publish a node input that has no recipient (NAME.pub) in plain text, to a repository that has encrypted ones'}),
   }
 
   async run(): Promise<PublishResult> {
     const {argv, flags} = await this.parse(Publish)
-    const [{publishArchives}, {parseDuration}, {nodeInputsIn}] = await Promise.all([
+    const [{publishArchives}, {parseDuration}, {nodeInputsIn}, {operatorRecipients}] = await Promise.all([
       import('../lib/repository/publish.js'),
       import('../lib/util/duration.js'),
       import('../lib/repository/publish-inputs.js'),
+      import('../lib/secrets/recipients.js'),
     ])
     const expiresInMs = flags.expires === undefined ? undefined : parseDuration(flags.expires, '--expires')
     const nodes = flags.inputs ? await nodeInputsIn(flags.inputs) : flags.node && flags.input ? [{node: flags.node, file: flags.input}] : []
-    const result = await publishArchives({repo: flags.repo, archives: argv as string[], nodes, signingKey: flags.sign, expiresInMs, ...(flags.layers ? {layers: flags.layers} : {})})
+    const seal = {operators: await operatorRecipients(flags.recipient ?? [], flags['recipients-file'] ?? []), allowPlain: flags['allow-plain-input']}
+    const result = await publishArchives({repo: flags.repo, archives: argv as string[], nodes, signingKey: flags.sign, expiresInMs, seal, ...(flags.layers ? {layers: flags.layers} : {})})
     if (!this.jsonEnabled()) {
       const releaseLine = (r: PublishResult['releases'][number]) =>
         r.status === 'added'
@@ -68,7 +75,7 @@ export default class Publish extends BaseCommand {
       const inputLine = (n: PublishResult['nodes'][number]) =>
         n.status === 'repaired'
           ? `repaired input of node ${n.node} (app ${n.app}): the repository's ${n.input} was missing or not what the index lists; written again`
-          : `${n.status === 'unchanged' ? 'unchanged' : n.status === 'added' ? 'published' : 'updated'} input of node ${n.node} (app ${n.app})`
+          : `${n.status === 'unchanged' ? 'unchanged' : n.status === 'added' ? 'published' : 'updated'} input of node ${n.node} (app ${n.app})${n.encrypted ? ', encrypted' : ''}`
       for (const r of result.releases) this.log(terminalText(releaseLine(r)))
       for (const l of result.layers) this.log(terminalText(`${l.status === 'added' ? 'published' : l.status} layer ${l.layer}`))
       for (const n of result.nodes) this.log(terminalText(inputLine(n)))

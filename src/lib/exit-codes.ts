@@ -13,6 +13,8 @@ export const ExitCode = {
   locked: 73,
   ioError: 74,
   noPerm: 77,
+  /** sysexits' EX_CONFIG: the node's key (node-key) is missing or unreadable. */
+  noKey: 78,
   tempFail: 75,
   sigterm: 143,
 } as const
@@ -37,14 +39,15 @@ export const APPLY_EXIT_CODES: ExitCodeRow[] = [
   {code: 1, meaning: 'Puppet reported failures, or the catalog did not compile'},
   {code: '0/2/4/6/1', meaning: "with --detailed-exitcodes: 2 changes, 4 failures, 6 both"},
   {code: 64, meaning: 'usage error (unknown command or flag, bad flag value)'},
-  {code: 65, meaning: "invalid input or release (YAML, schema, mutable, path); --fetch: bad signature or digest, a replayed (older), expired or substituted (another repository's) repository index, a node input that does not match the index"},
+  {code: 65, meaning: "invalid input or release (YAML, schema, mutable, path); --fetch: bad signature or digest, a replayed (older), expired or substituted (another repository's) repository index, a node input that does not match the index; an encrypted input not for this node's key, or tampered"},
   {code: 66, meaning: 'input, module dir or release not found; no tag fits range; a channel the repository (without --fetch: this node) does not know; --fetch: a yanked tag not installed here; no input for this node in the repository (input_from: repository)'},
   {code: 69, meaning: "puppet is not available; --fetch: the release repository cannot be reached and the input's release is not installed"},
   {code: 70, meaning: 'internal error: a bug; please report it with the trace'},
   {code: 73, meaning: 'another run holds the lock (recorded as busy), or Puppet is disabled'},
   {code: 74, meaning: 'an I/O error: the state directory (or another file) could not be written, e.g. the disk is full; with --save, the input cannot be rewritten'},
   {code: 75, meaning: 'the run timed out (--timeout)'},
-  {code: 77, meaning: `something it must trust is ${UNTRUSTED}: the configuration file, the input file (input_from: repository: its directory), the state dir, a replayed run's directory or record (--replay, rollback), the metrics file's directory, the module dir, a release or anything in it, the main manifest, the puppet executable or its interpreter, a trusted key; --fetch: what fetch's 77 names`},
+  {code: 77, meaning: `something it must trust is ${UNTRUSTED}: the configuration file, the input file (input_from: repository: its directory), the state dir, a replayed run's directory or record (--replay, rollback), the metrics file's directory, the module dir, a release or anything in it, the main manifest, the puppet executable or its interpreter, a trusted key, the node key (or it is readable by others); --fetch: what fetch's 77 names`},
+  {code: 78, meaning: "the node's input is encrypted and the node's key (localpuppet node-key) is missing or cannot be read: nothing new applied"},
   {code: '130/143', meaning: 'interrupted by SIGINT/SIGTERM (SIGHUP 129); puppet stopped'},
 ]
 

@@ -3,6 +3,7 @@ import {LineCounter, isMap, isScalar, isSeq, parseDocument} from 'yaml'
 
 import {InputError} from './errors.js'
 import {allowBigIntInJson} from './util/json.js'
+import {Secret} from './util/secret.js'
 
 allowBigIntInJson()
 
@@ -36,7 +37,13 @@ const EXACT_INT = new yaml.Type('tag:yaml.org,2002:int', {
   represent: (object: object) => String(object),
 })
 
-const LOAD_SCHEMA = yaml.CORE_SCHEMA.extend({implicit: [TYPES.merge, EXACT_INT]})
+/**
+ * `!secret VALUE` (a string): a value the operator marked secret, read as a Secret, which
+ * prints redacted everywhere and reaches Puppet as Sensitive (secrets/). Only on a scalar.
+ */
+const SECRET = new yaml.Type('!secret', {kind: 'scalar', construct: (data: string | null) => new Secret(data ?? ''), instanceOf: Secret})
+
+const LOAD_SCHEMA = yaml.CORE_SCHEMA.extend({implicit: [TYPES.merge, EXACT_INT], explicit: [SECRET]})
 
 /**
  * Plain scalars Psych (YAML 1.1, what Puppet reads the ENC output with) takes for

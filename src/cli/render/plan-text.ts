@@ -34,6 +34,9 @@ export function renderPlan(plan: RunPlan): string {
     '',
     chalk.bold('ENC document') + chalk.dim(` (printed by ${t(plan.files.encScript)})`),
     ...plan.encYaml.trimEnd().split('\n').map((line) => `  ${t(line)}`),
+    ...(plan.secrets
+      ? ['', chalk.bold('secrets') + chalk.dim(' (to Puppet as Sensitive, through Hiera; kept encrypted to this node)'), ...Object.entries(plan.secrets).map(([key, secret]) => `  ${t(key)}: ${secret}`)]
+      : []),
     '',
     ...(plan.layers ? [...renderOrigins(plan.layers), ''] : []),
     chalk.bold('command'),

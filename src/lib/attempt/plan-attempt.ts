@@ -97,7 +97,9 @@ export async function planAttempt(inputPath: string, options: RunOptions, facts:
       if (unreachable && error instanceof NotFoundError) throw new LocalpuppetError(unreachable.code, unreachable.exitCode, `${unreachable.message}; and no input kept here yet: ${error.message}`, unreachable.suggestions)
       throw error
     })
-    text = read.text
+    // The kept copy of an encrypted input is the ciphertext: opened again with the node's key for each run.
+    const {openNodeDocument} = await import('../secrets/open-input.js')
+    text = (await openNodeDocument(read.text, read.source, options.stateDir)).text
     before.push(...read.untrusted)
     input = parseNodeInput(text, read.source)
     onInput?.(input)
@@ -152,7 +154,7 @@ function fallbackFetch(result: Unreachable): RunFetch {
 /** input_from: repository: the node's input and its release, or, when the source could not be reached (69), that error and the source. */
 async function fetchForNode(inputPath: string, identity: NodeIdentity, options: RunOptions, io: PlanIo, onInput: (input: NodeInput) => void): Promise<NodeFetch | Unreachable> {
   const {fetchNodeInput} = await import('../source/node-input-fetch.js')
-  return guardedFetch(options, io, (fetch, onProgress) => fetchNodeInput(inputPath, identity, fetch, {keep: options.keepFetchedInput === true, onProgress, onInput}), (result) => result.result)
+  return guardedFetch(options, io, (fetch, onProgress) => fetchNodeInput(inputPath, identity, fetch, {keep: options.keepFetchedInput === true, onProgress, onInput, stateDir: options.stateDir}), (result) => result.result)
 }
 
 /** The fetch before a run: what it brought, or, when the source could not be reached (69), that error and the source. */

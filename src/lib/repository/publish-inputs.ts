@@ -28,6 +28,8 @@ export interface CheckedNodeInput extends NodeInputFile {
   sha256: string
   app: string
   ref: ReleaseRef
+  /** `age`: bytes are the ciphertext publish stores (secrets/seal-inputs.ts). */
+  encrypted?: 'age'
 }
 
 export interface PublishedNodeInput {
@@ -41,6 +43,8 @@ export interface PublishedNodeInput {
    * was written again (the index entry kept).
    */
   status: 'added' | 'updated' | 'unchanged' | 'repaired'
+  /** Stored encrypted to the node (and the operators): each publish encrypts it afresh. */
+  encrypted?: 'age'
 }
 
 /**
@@ -129,9 +133,10 @@ export async function addNodeInputs(repo: string, index: RepositoryIndex, inputs
     }
 
     await writeInto(join(repo, path), input.bytes)
-    const published: PublishedInput = {input: path, size: input.bytes.length, sha256: input.sha256, app: input.app, publishedAt: new Date(now()).toISOString()}
+    const encrypted = input.encrypted ? {encrypted: input.encrypted} : {}
+    const published: PublishedInput = {input: path, size: input.bytes.length, sha256: input.sha256, app: input.app, publishedAt: new Date(now()).toISOString(), ...encrypted}
     ;(index.nodes ??= {})[input.node] = published
-    results.push({node: input.node, input: path, sha256: input.sha256, app: input.app, status: before ? 'updated' : 'added'})
+    results.push({node: input.node, input: path, sha256: input.sha256, app: input.app, status: before ? 'updated' : 'added', ...encrypted})
   }
 
   return results

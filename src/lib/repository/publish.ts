@@ -15,6 +15,8 @@ import {type PublishedTag, REPOSITORY_INDEX, archivePathFor} from './repository-
 import {type PublishedLayerResult, addLayers, assertInputLayersPublished, checkLayersDir} from '../layers/published-layers.js'
 import {checkStoredCopy} from './stored-copy.js'
 import {own} from '../util/own.js'
+import {type SealOptions, assertNoPlainAmongSealed, sealNodeDocuments} from '../secrets/seal-inputs.js'
+import {marksSecrets} from '../secrets/secret-values.js'
 
 export interface PublishOptions {
   repo: string
@@ -31,6 +33,8 @@ export interface PublishOptions {
   expiresInMs?: number
   /** The clock (tests). */
   now?: () => number
+  /** Encryption of node inputs to their nodes' recipients (NAME.pub beside each input), operator recipients, --allow-plain-input. */
+  seal?: SealOptions
 }
 
 export interface PublishedEntry {
@@ -75,7 +79,8 @@ export async function publishArchives(options: PublishOptions): Promise<PublishR
   const key = options.signingKey ? await loadSigningKey(options.signingKey) : null
   const candidates: Array<{source: string; tag: PublishedTag; release: string; app: string; tagName: string}> = []
   for (const archive of options.archives) candidates.push(await inspectArchive(archive))
-  const inputs = await checkNodeInputs(options.nodes ?? [])
+  const plainInputs = await checkNodeInputs(options.nodes ?? [])
+  const inputs = await sealNodeDocuments(plainInputs, options.seal ?? {}, (input) => marksSecrets(input.bytes, input.file))
   const layers = options.layers ? await checkLayersDir(options.layers) : []
   const seen = new Map<string, string>()
   for (const candidate of candidates) {
@@ -128,7 +133,8 @@ export async function publishArchives(options: PublishOptions): Promise<PublishR
     }
 
     const published = await addLayers(repo, index, layers, now)
-    assertInputLayersPublished(inputs, index)
+    assertInputLayersPublished(plainInputs, index)
+    assertNoPlainAmongSealed(inputs, index.nodes, options.seal?.allowPlain ?? false)
     const nodes = await addNodeInputs(repo, index, inputs, now)
     return {releases, nodes, layers: published}
   })

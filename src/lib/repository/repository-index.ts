@@ -61,6 +61,12 @@ export interface PublishedInput {
   /** The input's `app` as written (a tag, a range or a channel): what fleet status compares against. */
   app: string
   publishedAt: string
+  /**
+   * `age`: the stored input is an age ciphertext (ASCII-armored) encrypted to the node's
+   * key (secrets/), and `sha256` is the ciphertext's. Absent: plain YAML. A node older than
+   * encryption ignores the field and refuses the ciphertext as an input that is no mapping (65).
+   */
+  encrypted?: 'age'
 }
 
 /** A node input is at most this large (as an input.yaml is). */
@@ -221,6 +227,7 @@ export function parseRepositoryIndex(bytes: Buffer, label: string): RepositoryIn
       if (p.input !== inputPathFor(node, p.sha256)) fail(`${where}: input path ${JSON.stringify(p.input)} is not ${inputPathFor(node, p.sha256)}`)
       if (!Number.isSafeInteger(p.size) || p.size < 0 || p.size > MAX_NODE_INPUT_BYTES) fail(`${where}: invalid size ${JSON.stringify(p.size)}`)
       if (typeof p.app !== 'string' || p.app.length > 300) fail(`${where}: invalid app`)
+      if (p.encrypted !== undefined && p.encrypted !== 'age') fail(`${where}: encrypted ${JSON.stringify(p.encrypted)} is not supported (this localpuppet reads age)`)
     }
   }
 

@@ -204,6 +204,8 @@ async function writeRunFiles(plan: RunPlan, record: RunRecord): Promise<void> {
   }
 
   await writeFile(files.encYaml, plan.encYaml, {mode: 0o600})
+  // Kept encrypted to the node's own key; Puppet's Hiera backend asks this localpuppet to open them.
+  if (plan.secrets) await (await import('../secrets/hiera-secrets.js')).writeSecretFiles(files.dir, plan.stateDir, plan.secrets, [process.execPath, process.argv[1]])
   await writeFile(files.encScript, renderEncScript(files.encYaml, plan.runId), {mode: 0o700})
   // Puppet needs a directory for the ENC's environment (and for production, its default).
   for (const name of new Set(['production', plan.environment])) {

@@ -56,7 +56,10 @@ export async function buildReplayPlan(replayId: string, options: PlanOptions, ru
 
   // A layered run: the document it computed, as it was (today's layers may say otherwise), never merged again.
   const document = record.layers ? record.layers.document : record.input.document
-  const input = parseNodeInput(JSON.stringify({...document, app: record.release}), `${record.input.source} (run ${replayId})`)
+  const parsed = parseNodeInput(JSON.stringify({...document, app: record.release}), `${record.input.source} (run ${replayId})`)
+  // Its secrets are recorded redacted: that run's directory keeps them encrypted to this node, opened again here.
+  const {replaySecrets} = await import('../secrets/replay-secrets.js')
+  const input = await replaySecrets(parsed, old.dir, options.stateDir, `run ${replayId}`)
   const plan = await buildRunPlan(
     input,
     {

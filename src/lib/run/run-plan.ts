@@ -13,6 +13,7 @@ import {type LanguageMode, languageModeArgs} from '../release/language-mode.js'
 import {type ResolvedRelease, realModuleDir, resolveRelease} from '../release/resolve.js'
 import {RUN_ID_PLACEHOLDER} from '../state/run-id.js'
 import type {RunFetch} from '../state/run-record.js'
+import type {Secret} from '../util/secret.js'
 import {type RunFiles, assertStateDirShape, runFiles, stateDirTrustPaths} from '../state/state-dir.js'
 import {TrustList} from '../util/trusted-path.js'
 import {type PlanLayers, layeredInput} from '../layers/run-layers.js'
@@ -114,6 +115,8 @@ export interface RunPlan {
   fetch?: RunFetch
   /** A layered input (see layers/): every layer merged, in order, with its digest, and the origin of every class and value of `enc`; absent for a flat input. */
   layers?: PlanLayers
+  /** The input's secrets (`!secret`) by Hiera key, kept out of the ENC; shown redacted (util/secret.ts). Absent when none. */
+  secrets?: Record<string, Secret>
 }
 
 /** See RunPlan.puppet. */
@@ -160,7 +163,12 @@ export async function buildRunPlan(input: NodeInput, options: PlanOptions, runId
   if (layered) for (const problem of layered.untrusted) untrusted.push(problem)
   const given = input
   input = layered?.input ?? input
-  const enc = buildEncDocument(input, {release: app.release, runId})
+  // Secrets (!secret) stay out of the ENC: Puppet gets them from a Hiera layer, as Sensitive (secrets/hiera-secrets.ts).
+  const {splitSecrets} = await import('../secrets/secret-values.js')
+  const {input: encInput, secrets} = splitSecrets(input)
+  const hasSecrets = Object.keys(secrets).length > 0
+  const secretArgs = hasSecrets ? (await import('../secrets/hiera-secrets.js')).secretPuppetArgs(files.dir) : null
+  const enc = buildEncDocument(encInput, {release: app.release, runId})
   const environment = input.environment ?? 'production'
   // A class Puppet cannot find fails the run inside Puppet after seconds of start-up: refused
   // here instead (65, recorded), in validate's words, before anything runs.
@@ -192,7 +200,7 @@ export async function buildRunPlan(input: NodeInput, options: PlanOptions, runId
     '--external_nodes',
     external.setting,
     '--modulepath',
-    modulepath.join(':'),
+    [...modulepath, ...(secretArgs ? [secretArgs.modulepath] : [])].join(':'),
     '--environmentpath',
     files.environmentPath,
     '--environment',
@@ -207,6 +215,7 @@ export async function buildRunPlan(input: NodeInput, options: PlanOptions, runId
     ...(asksForReports(options.puppetArgs ?? []) ? [] : ['--reports', 'none']),
     ...(options.color ? [] : ['--color', 'false']),
     ...(options.noop ? ['--noop'] : []),
+    ...(secretArgs?.args ?? []),
     ...(options.puppetArgs ?? []),
     manifest.path,
   ]
@@ -245,6 +254,7 @@ export async function buildRunPlan(input: NodeInput, options: PlanOptions, runId
     files,
     ...(options.fetched ? {fetch: options.fetched} : {}),
     ...(layered ? {layers: layered.layers} : {}),
+    ...(hasSecrets ? {secrets} : {}),
   }
 }
 

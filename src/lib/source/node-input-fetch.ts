@@ -44,6 +44,8 @@ export async function fetchNodeInput(
     keep: boolean
     /** The node's input as soon as it is verified and parsed, before its release is fetched: a refusal after it records what the node follows. */
     onInput?: (input: NodeInput) => void
+    /** Where the node's key is (secrets/node-key.ts): an encrypted input is opened with it. */
+    stateDir: string
   },
 ): Promise<NodeFetch> {
   if (inputPath === '-') throw new UsageError('input_from: repository: the input comes from the repository; give no input on standard input')
@@ -71,7 +73,11 @@ export async function fetchNodeInput(
         })
       : null
     const got = await opened.nodeInput(identity.node, fetchOptions, before)
-    const input = parseNodeInput(got.text, `${got.location} (input of node ${identity.node})`)
+    const label = `${got.location} (input of node ${identity.node})`
+    // An encrypted input is opened with the node's key before anything is kept: a key missing (78) or a ciphertext not for it (65) keeps nothing new.
+    const {openNodeDocument} = await import('../secrets/open-input.js')
+    const {text} = await openNodeDocument(got.text, label, options.stateDir, {encrypted: got.published.encrypted === 'age'})
+    const input = parseNodeInput(text, label)
     options.onInput?.(input)
     // The layers it names, from the same signed index, verified, before anything is kept.
     const {fetchNodeLayers, keepLayers, keptLayersDir} = await import('../layers/fetch-layers.js')
@@ -94,7 +100,7 @@ export async function fetchNodeInput(
     const kept = options.keep ? {...input, source: inputPath} : input
     return {
       input: kept,
-      text: got.text,
+      text,
       nodeInput: {node: identity.node, sha256: got.sha256, status},
       result: {...result, nodeInput: {node: identity.node, sha256: got.sha256, status}, untrusted: [...new Set([...untrusted, ...(result.untrusted ?? [])])]},
       ...(layers ? {layers: layers.source} : {}),

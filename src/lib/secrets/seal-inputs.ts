@@ -1,0 +1,79 @@
+import {dirname, join} from 'node:path'
+
+import {InputError} from '../errors.js'
+import {terminalText} from '../util/terminal-text.js'
+import {readRecipientsFile} from './recipients.js'
+
+/** What publish stores for one node: its document (or ciphertext), and how publish reads the node's recipients. */
+export interface NodeDocument {
+  node: string
+  /** The file it came from: NAME.pub is looked for beside it. */
+  file: string
+  bytes: Buffer
+  sha256: string
+}
+
+/** How publish encrypts node inputs. */
+export interface SealOptions {
+  /** Operator recipients (audit, break-glass): added to every encrypted input. */
+  operators?: readonly string[]
+  /** --allow-plain-input: publish an input without a recipient to a repository that has encrypted ones. */
+  allowPlain?: boolean
+}
+
+/** The form a node input is stored in: `age` when encrypted (the index entry's `encrypted`). */
+export type Sealed<T> = T & {encrypted?: 'age'; recipients?: string[]}
+
+/** The node's recipients file: `NAME.pub` beside the node's input file (nodes/web1.yaml → nodes/web1.pub). */
+export function nodeRecipientsPath(node: string, file: string): string {
+  return join(dirname(file), `${node}.pub`)
+}
+
+/**
+ * Before the repository is touched: each node with a `NAME.pub` beside its input gets its
+ * document replaced by the ciphertext (`encryptDocument`, to the node's recipients and the
+ * operators'), and its sha256 by the ciphertext's, which the signed index lists. A node
+ * without one stays plain, unless its input marks secrets (`!secret`): that is refused
+ * (65), whatever flag is given, since the secrets would be published in clear.
+ */
+export async function sealNodeDocuments<T extends NodeDocument>(documents: T[], options: SealOptions, marksSecrets: (doc: T) => boolean): Promise<Array<Sealed<T>>> {
+  const sealed: Array<Sealed<T>> = []
+  for (const doc of documents) {
+    const recipients = await readRecipientsFile(nodeRecipientsPath(doc.node, doc.file), `recipients of node ${doc.node}`, 'absent')
+    if (recipients === null) {
+      if (marksSecrets(doc)) {
+        throw new InputError(`${terminalText(doc.file)}: node ${doc.node}'s input marks secrets (!secret) but the node has no recipient (${terminalText(nodeRecipientsPath(doc.node, doc.file))}): it would be published in plain text`, [
+          'run localpuppet node-key on the node and put the recipient it prints in that file',
+        ])
+      }
+
+      sealed.push(doc)
+      continue
+    }
+
+    const all = [...new Set([...recipients, ...(options.operators ?? [])])]
+    const {encryptDocument, sha256Hex} = await import('./age.js')
+    const bytes = await encryptDocument(doc.bytes, all)
+    sealed.push({...doc, bytes, sha256: sha256Hex(bytes), encrypted: 'age', recipients: all})
+  }
+
+  return sealed
+}
+
+/**
+ * Under the repository's lock, with its index: a plain node input is refused (65, one line
+ * naming the node) where the repository (or this publish) already has encrypted ones,
+ * unless `allowPlain`: a node missing its NAME.pub would otherwise silently publish its
+ * input, and any secret in it, for every reader of the web server.
+ */
+export function assertNoPlainAmongSealed(inputs: ReadonlyArray<Sealed<NodeDocument>>, indexNodes: Record<string, {encrypted?: string}> | undefined, allowPlain: boolean): void {
+  if (allowPlain) return
+  const plain = inputs.find((input) => input.encrypted === undefined)
+  if (!plain) return
+  const encrypted = [...new Set([...inputs.filter((input) => input.encrypted !== undefined).map((input) => input.node), ...Object.entries(indexNodes ?? {}).filter(([, entry]) => entry.encrypted !== undefined).map(([node]) => node)])]
+  if (encrypted.length === 0) return
+  throw new InputError(
+    `node ${plain.node}: its input would be published in plain text (no ${terminalText(nodeRecipientsPath(plain.node, plain.file))}) to a repository whose node inputs are encrypted (${encrypted.slice(0, 3).join(', ')}${encrypted.length > 3 ? ', ...' : ''}); nothing published`,
+    ["put the node's recipient in that file (localpuppet node-key prints it on the node)", 'or pass --allow-plain-input to publish it in plain text anyway'],
+  )
+}

@@ -1,0 +1,73 @@
+import {execFileSync} from 'node:child_process'
+import {chmod, mkdir, readFile, stat, symlink, writeFile} from 'node:fs/promises'
+import {join} from 'node:path'
+
+import test from 'ava'
+
+import {decryptDocument, encryptDocument} from '../../../src/lib/secrets/age.js'
+import {NodeKeyError, ensureNodeKey, nodeKeyPath, readNodeKey} from '../../../src/lib/secrets/node-key.js'
+import {UntrustedPathError} from '../../../src/lib/errors.js'
+import {tempDir} from '../../helpers/temp.js'
+
+test('node-key makes the key once, 0600 in a 0700 directory, and a second call prints the same recipient without overwriting', async (t) => {
+  const state = join(await tempDir(t), 'state')
+  const first = await ensureNodeKey(state)
+  t.true(first.created)
+  t.regex(first.recipient, /^age1[a-z0-9]{58}$/)
+  const path = nodeKeyPath(state)
+  t.is((await stat(path)).mode & 0o777, 0o600)
+  t.is((await stat(join(state, 'keys'))).mode & 0o777, 0o700)
+  const bytes = await readFile(path)
+  const second = await ensureNodeKey(state)
+  t.false(second.created)
+  t.is(second.recipient, first.recipient)
+  t.deepEqual(await readFile(path), bytes)
+})
+
+test("what is encrypted to the node's recipient, Debian's age reads with the node's key", async (t) => {
+  const state = join(await tempDir(t), 'state')
+  const {recipient} = await ensureNodeKey(state)
+  const sealed = await encryptDocument(Buffer.from('classes: {}\n'), [recipient])
+  const file = join(state, 'x.age')
+  await writeFile(file, sealed)
+  t.is(execFileSync('age', ['--decrypt', '-i', nodeKeyPath(state), file], {encoding: 'utf8'}), 'classes: {}\n')
+  const {identity} = await readNodeKey(state)
+  t.deepEqual(await decryptDocument(sealed, identity), {ok: true, plain: Buffer.from('classes: {}\n')})
+})
+
+test('a missing key is 78 naming it and the fix', async (t) => {
+  const state = await tempDir(t)
+  const error = await t.throwsAsync(readNodeKey(state), {instanceOf: NodeKeyError})
+  t.is(error?.exitCode, 78)
+  t.regex(error!.message, /node key .*keys\/node\.key: missing/)
+  t.regex(error!.suggestions.join('\n'), /localpuppet node-key/)
+})
+
+test('a key readable by others is refused (77), and so is one through a symbolic link (78) or one holding no identity (78)', async (t) => {
+  const state = await tempDir(t)
+  await ensureNodeKey(state)
+  await chmod(nodeKeyPath(state), 0o644)
+  const open = await t.throwsAsync(readNodeKey(state), {instanceOf: UntrustedPathError})
+  t.regex(open!.message, /mode 0644 lets others read it/)
+
+  const linked = await tempDir(t)
+  await mkdir(join(linked, 'keys'), {mode: 0o700})
+  await symlink(nodeKeyPath(state), nodeKeyPath(linked))
+  const link = await t.throwsAsync(readNodeKey(linked), {instanceOf: NodeKeyError})
+  t.regex(link!.message, /a symbolic link/)
+
+  const garbage = await tempDir(t)
+  await mkdir(join(garbage, 'keys'), {mode: 0o700})
+  await writeFile(nodeKeyPath(garbage), '# nothing here\n', {mode: 0o600})
+  const none = await t.throwsAsync(readNodeKey(garbage), {instanceOf: NodeKeyError})
+  t.regex(none!.message, /holds no age identity/)
+})
+
+test('a key directory others can write is refused (77) before any key is made in it', async (t) => {
+  const state = await tempDir(t)
+  await mkdir(join(state, 'keys'), {mode: 0o700})
+  await chmod(join(state, 'keys'), 0o777)
+  const error = await t.throwsAsync(ensureNodeKey(state), {instanceOf: UntrustedPathError})
+  t.regex(error!.message, /keys/)
+  await t.throwsAsync(stat(nodeKeyPath(state)))
+})
