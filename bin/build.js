@@ -61,7 +61,8 @@ const COMMON = {
   bundle: true,
   format: 'cjs',
   platform: 'node',
-  target: 'node20',
+  // Debian 12's nodejs (18.19, 18.20) runs the package: see bin/deb.
+  target: 'node18',
   minify: true,
   // Class names stay readable in stack traces and error names.
   keepNames: true,
@@ -85,8 +86,11 @@ await build({
 })
 
 // The packages above, each bundled into a file of its own beside cli.cjs.
+// undici 7 uses the global File, which Node 18 has only in node:buffer; it runs there
+// with it (fleet status's Prometheus client, a fetch through a proxy: bin/package-check).
+const NODE18_GLOBALS = "if (typeof globalThis.File === 'undefined') globalThis.File = require('node:buffer').File;"
 for (const name of LAZY_PACKAGES) {
-  await build({...COMMON, stdin: {contents: `module.exports = require(${JSON.stringify(name)})`, resolveDir: root, loader: 'js'}, outfile: join('dist', `${name}.cjs`)})
+  await build({...COMMON, banner: {js: NODE18_GLOBALS}, stdin: {contents: `module.exports = require(${JSON.stringify(name)})`, resolveDir: root, loader: 'js'}, outfile: join('dist', `${name}.cjs`)})
 }
 
 // One representative run compiles the start-up path; bin/run.js saves the cache on exit.
