@@ -5,13 +5,15 @@
 // bin/run.js starts without compiling ~0.5 MB of JavaScript. Type checking is
 // `tsc --noEmit`, separately (npm run build runs both).
 import {execFileSync} from 'node:child_process'
-import {mkdtempSync, rmSync} from 'node:fs'
+import {mkdirSync, mkdtempSync, rmSync, writeFileSync} from 'node:fs'
 import {readFile} from 'node:fs/promises'
 import {tmpdir} from 'node:os'
 import {join} from 'node:path'
 import {fileURLToPath} from 'node:url'
 
 import {build} from 'esbuild'
+
+import {buildVersion} from './version.js'
 
 const root = fileURLToPath(new URL('..', import.meta.url))
 
@@ -70,6 +72,9 @@ const COMMON = {
 }
 
 rmSync(join(root, 'dist'), {recursive: true, force: true})
+// What `localpuppet --version` says and bin/deb names the package after (see bin/version.js).
+mkdirSync(join(root, 'dist'))
+writeFileSync(join(root, 'dist', 'build.json'), `${JSON.stringify(buildVersion(root))}\n`)
 await build({
   ...COMMON,
   entryPoints: {cli: 'src/commands/index.ts'},
