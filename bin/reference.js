@@ -6,7 +6,8 @@
 //
 //   node bin/reference.js                 docs/reference/*.md (committed; `npm run reference`)
 //   node bin/reference.js --man DIR       man pages: localpuppet.1 and localpuppet-<command>.1
-//                                         (bin/deb puts them in the package)
+//   node bin/reference.js --completion DIR  localpuppet.bash and _localpuppet (zsh)
+//                                         (bin/deb puts both in the package)
 //
 // Needs a build (npm run build) and the dev dependencies (@oclif/core), as bin/build.js.
 import {mkdirSync, readFileSync, readdirSync, rmSync, writeFileSync} from 'node:fs'
@@ -108,10 +109,62 @@ export function manIndex(commands, version) {
   return out.join('\n')
 }
 
+const shellWord = (word) => (/^[A-Za-z0-9_:./=-]*$/.test(word) ? word : `'${word.replaceAll("'", "'\\''")}'`)
+
+/**
+ * Bash completion: the commands (a topic's after it: fleet status, rollout show), then a
+ * command's flags after `-`, else files. Each command's words and flags are its definition's.
+ */
+export function bashCompletion(commands) {
+  // Keyed by the words typed so far, the command's name first (bash has no empty key).
+  const flags = new Map([['localpuppet', ['--help', '--version']]])
+  const subs = new Map([['localpuppet', new Set(['help'])]])
+  for (const command of commands) {
+    const words = ['localpuppet', ...command.id.split(':')]
+    for (let i = 1; i < words.length; i++) {
+      const parent = words.slice(0, i).join(' ')
+      if (!subs.has(parent)) subs.set(parent, new Set())
+      subs.get(parent).add(words[i])
+      if (!flags.has(words.slice(0, i + 1).join(' '))) flags.set(words.slice(0, i + 1).join(' '), [])
+    }
+    flags.set(words.join(' '), ['--help', ...command.flags.flatMap((flag) => [`--${flag.name}`, ...flag.aliases.map((alias) => `--${alias}`), ...(flag.char ? [`-${flag.char}`] : [])])])
+  }
+  const table = (name, map) => [`declare -gA ${name}=(`, ...[...map].map(([key, words]) => `  [${shellWord(key)}]=${shellWord([...words].join(' '))}`), ')']
+  return ['# bash completion for localpuppet, generated from the definitions of its commands (bin/reference.js)',
+    ...table('_localpuppet_flags', flags), ...table('_localpuppet_subs', subs),
+    '_localpuppet() {',
+    '  local cur=${COMP_WORDS[COMP_CWORD]} cmd=localpuppet next i',
+    '  for ((i = 1; i < COMP_CWORD; i++)); do',
+    '    next="$cmd ${COMP_WORDS[i]}"',
+    '    [[ -n ${_localpuppet_flags[$next]+x} ]] || break',
+    '    cmd=$next',
+    '  done',
+    '  local words=',
+    '  if [[ $cur == -* ]]; then words=${_localpuppet_flags[$cmd]}',
+    '  elif [[ -n ${_localpuppet_subs[$cmd]+x} && $i == "$COMP_CWORD" ]]; then words=${_localpuppet_subs[$cmd]}',
+    '  else return 0',
+    '  fi',
+    '  # zsh (bashcompinit) matches what it is offered against the word itself; its compgen takes no --.',
+    '  if [[ -n ${ZSH_VERSION-} ]]; then COMPREPLY=(${=words})',
+    '  else mapfile -t COMPREPLY < <(compgen -W "$words" -- "$cur")',
+    '  fi',
+    '}',
+    'complete -o default -F _localpuppet localpuppet', ''].join('\n')
+}
+
+/** zsh completion: bash's, through zsh's bashcompinit. */
+export const zshCompletion = (bash) => ['#compdef localpuppet', 'autoload -U +X bashcompinit && bashcompinit', bash, ''].join('\n')
+
 if (process.argv[1] === fileURLToPath(import.meta.url)) {
   const commands = await commandReference()
   const man = process.argv.indexOf('--man')
-  if (man !== -1) {
+  const completion = process.argv.indexOf('--completion')
+  if (completion !== -1) {
+    const dir = process.argv[completion + 1]
+    mkdirSync(dir, {recursive: true})
+    writeFileSync(join(dir, 'localpuppet.bash'), bashCompletion(commands))
+    writeFileSync(join(dir, '_localpuppet'), zshCompletion(bashCompletion(commands)))
+  } else if (man !== -1) {
     const dir = process.argv[man + 1]
     const {version} = JSON.parse(readFileSync(join(root, 'dist', 'build.json'), 'utf8'))
     mkdirSync(dir, {recursive: true})
