@@ -5,13 +5,15 @@
 // bin/run.js starts without compiling ~0.5 MB of JavaScript. Type checking is
 // `tsc --noEmit`, separately (npm run build runs both).
 import {execFileSync} from 'node:child_process'
-import {mkdtempSync, rmSync} from 'node:fs'
+import {mkdirSync, mkdtempSync, rmSync, writeFileSync} from 'node:fs'
 import {readFile} from 'node:fs/promises'
 import {tmpdir} from 'node:os'
 import {join} from 'node:path'
 import {fileURLToPath} from 'node:url'
 
 import {build} from 'esbuild'
+
+import {buildVersion} from './version.js'
 
 const root = fileURLToPath(new URL('..', import.meta.url))
 
@@ -62,7 +64,8 @@ const COMMON = {
   bundle: true,
   format: 'cjs',
   platform: 'node',
-  target: 'node20',
+  // Debian 12's nodejs (18.19, 18.20) runs the package: see bin/deb.
+  target: 'node18',
   minify: true,
   // Class names stay readable in stack traces and error names.
   keepNames: true,
@@ -70,6 +73,9 @@ const COMMON = {
 }
 
 rmSync(join(root, 'dist'), {recursive: true, force: true})
+// What `localpuppet --version` says and bin/deb names the package after (see bin/version.js).
+mkdirSync(join(root, 'dist'))
+writeFileSync(join(root, 'dist', 'build.json'), `${JSON.stringify(buildVersion(root))}\n`)
 await build({
   ...COMMON,
   entryPoints: {cli: 'src/commands/index.ts'},
@@ -86,8 +92,11 @@ await build({
 })
 
 // The packages above, each bundled into a file of its own beside cli.cjs.
+// undici 7 uses the global File, which Node 18 has only in node:buffer; it runs there
+// with it (fleet status's Prometheus client, a fetch through a proxy: bin/package-check).
+const NODE18_GLOBALS = "if (typeof globalThis.File === 'undefined') globalThis.File = require('node:buffer').File;"
 for (const name of LAZY_PACKAGES) {
-  await build({...COMMON, stdin: {contents: `module.exports = require(${JSON.stringify(name)})`, resolveDir: root, loader: 'js'}, outfile: join('dist', `${name}.cjs`)})
+  await build({...COMMON, banner: {js: NODE18_GLOBALS}, stdin: {contents: `module.exports = require(${JSON.stringify(name)})`, resolveDir: root, loader: 'js'}, outfile: join('dist', `${name}.cjs`)})
 }
 
 // One representative run compiles the start-up path; bin/run.js saves the cache on exit.

@@ -1,5 +1,7 @@
 import {execute} from '@oclif/core'
 
+import {readBuildInfo, versionLine} from '../cli/version.js'
+
 import Apply from './apply.js'
 import ChannelBack from './channel/back.js'
 import ChannelHistory from './channel/history.js'
@@ -70,5 +72,11 @@ export const COMMANDS = {
 
 /** The CLI's entry point, for bin/run.js (oclif reads COMMANDS and the hook from this module: package.json `oclif`). */
 export async function run(): Promise<void> {
+  // oclif's own --version says package.json's version only: this one names the build's commit too.
+  if (process.argv.length === 3 && process.argv[2] === '--version') {
+    process.stdout.write(versionLine(readBuildInfo(import.meta.url), {platform: process.platform, arch: process.arch, node: process.version}))
+    return
+  }
+
   await execute({dir: import.meta.url})
 }
