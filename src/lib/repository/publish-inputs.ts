@@ -136,7 +136,8 @@ export async function addNodeInputs(repo: string, index: RepositoryIndex, inputs
   return results
 }
 
-function assertResolvable(index: RepositoryIndex, input: CheckedNodeInput): void {
+/** 66 naming the input's file and node when its app resolves to no tag of the index, as the node would meet it. */
+export function assertResolvable(index: RepositoryIndex, input: CheckedNodeInput): void {
   const {ref} = input
   if ((ref.kind !== 'tag' && ref.kind !== 'channel' && ref.kind !== 'range') || tagInIndex(index, ref) !== undefined) return
   const why =

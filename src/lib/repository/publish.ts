@@ -1,4 +1,3 @@
-import {execFile} from 'node:child_process'
 import {randomBytes} from 'node:crypto'
 import {createReadStream} from 'node:fs'
 import {copyFile, mkdir, mkdtemp, open, rename, rm, stat, unlink} from 'node:fs/promises'
@@ -11,9 +10,11 @@ import {ConflictError, ReleaseError, UsageError, describeFsError} from '../error
 import {readArchiveHead} from './archive-head.js'
 import {type IndexUpdate, hasIndex, updateIndex} from './index-update.js'
 import {type NodeInputFile, type PublishedNodeInput, addNodeInputs, checkNodeInputs} from './publish-inputs.js'
+import {nodesToPrune, pruneIndex} from '../publish-check/prune-inputs.js'
 import {type PublishedTag, REPOSITORY_INDEX, archivePathFor} from './repository-index.js'
 import {checkStoredCopy} from './stored-copy.js'
 import {own} from '../util/own.js'
+import {removeTree} from '../util/remove-tree.js'
 
 export interface PublishOptions {
   repo: string
@@ -28,6 +29,11 @@ export interface PublishOptions {
   expiresInMs?: number
   /** The clock (tests). */
   now?: () => number
+  /** The puppet executable validate's syntax and variable checks of node inputs use; null or absent: the checks that need no Puppet only. */
+  puppet?: string | null
+  /** --prune (with --inputs DIR, `pruneFrom`): the inputs of nodes not among `nodes` leave the index and the repository. */
+  prune?: boolean
+  pruneFrom?: string
 }
 
 export interface PublishedEntry {
@@ -44,6 +50,8 @@ export interface PublishResult extends IndexUpdate {
   releases: PublishedEntry[]
   /** The node inputs published (empty without --node/--inputs). */
   nodes: PublishedNodeInput[]
+  /** The nodes whose inputs --prune removed (empty without it). */
+  pruned: string[]
 }
 
 /**
@@ -78,7 +86,14 @@ export async function publishArchives(options: PublishOptions): Promise<PublishR
     seen.set(candidate.release, candidate.tag.sha256)
   }
 
-  const updated = await updateIndex({repo, key, lockWaitMs: options.lockWaitMs, expiresInMs: options.expiresInMs, now}, async (index) => {
+  let pruned: string[] = []
+  const afterIndex = async () => {
+    for (const node of pruned) await rm(join(repo, 'inputs', node), {recursive: true, force: true})
+  }
+  const updated = await updateIndex({repo, key, lockWaitMs: options.lockWaitMs, expiresInMs: options.expiresInMs, now, afterIndex}, async (index) => {
+    // Decided and checked before anything is written: a refused prune or input publishes nothing.
+    if (options.prune) pruned = nodesToPrune(index, inputs.map((input) => input.node), options.pruneFrom ?? 'the inputs given')
+    if (inputs.length > 0) await (await import('../publish-check/validate-published.js')).validatePublishedInputs({repo, index, archives: candidates, inputs, puppet: options.puppet ?? null})
     const releases: PublishedEntry[] = []
     const toAdd: typeof candidates = []
     const toRepair: typeof candidates = []
@@ -122,7 +137,8 @@ export async function publishArchives(options: PublishOptions): Promise<PublishR
     }
 
     const nodes = await addNodeInputs(repo, index, inputs, now)
-    return {releases, nodes}
+    pruneIndex(index, pruned)
+    return {releases, nodes, pruned}
   })
   return {repo, ...updated}
 }
@@ -190,10 +206,4 @@ async function copyInto(source: string, target: string): Promise<void> {
     await unlink(temp).catch(() => {})
     throw error
   }
-}
-
-/** Removes a scratch module directory; installed tags in it are read-only. */
-async function removeTree(dir: string): Promise<void> {
-  await new Promise((done) => execFile('chmod', ['-R', 'u+w', dir], () => done(null)))
-  await rm(dir, {recursive: true, force: true})
 }
