@@ -2,6 +2,7 @@ import {Args, Flags} from '@oclif/core'
 
 import {expiryWarning} from '../lib/repository/index-expiry.js'
 import {BaseCommand, describeWithExitCodes} from '../cli/base-command.js'
+import {settingFlag} from '../cli/flags.js'
 import type {PublishResult} from '../lib/repository/publish.js'
 import {terminalText} from '../lib/util/terminal-text.js'
 
@@ -15,16 +16,20 @@ export default class Publish extends BaseCommand {
       'node input published again whose stored copy is; with other content nothing changes (tags are immutable). --sign writes index.json.sig (Ed25519, the same keys ' +
       'as pack --sign). Every publish gives the index the next version and a new expiry (--expires, default 30d), which ' +
       'nodes check to refuse a replayed or stale index; with no archive, publish only does that (a re-signing). ' +
-      '--node NAME --input FILE (or --inputs DIR of NAME.yaml) publishes node inputs, validated as apply validates them, their ' +
-      'app resolvable in the repository; the index lists each with its sha256, so its signature covers them. A node whose ' +
-      'configuration says input_from: repository takes its own with apply --fetch. A node with a NAME.pub beside its input ' +
-      '(its recipient, from localpuppet node-key) has its input stored encrypted to it with age (plus any --recipient), ' +
-      'encrypted afresh at every publish.',
+      '--node NAME --input FILE (or --inputs DIR of NAME.yaml) publishes node inputs; the index lists each with its sha256, so ' +
+      'its signature covers them. A node whose configuration says input_from: repository takes its own with apply --fetch. ' +
+      'Each input is first validated as validate does, against the release its app resolves to in this repository (a tag ' +
+      'it lists or this publish adds, a range\'s newest match, a channel\'s tag): classes, class parameters (did you mean), ' +
+      'required parameters, the release\'s language mode, undefined variables and syntax (with --puppet); one refused input ' +
+      'publishes nothing. --prune removes the inputs of nodes not in --inputs DIR (a prune of every node is refused). ' +
+      'A node with a NAME.pub beside its input (its recipient, from localpuppet node-key) has its input stored encrypted to it ' +
+      'with age (plus any --recipient), encrypted afresh at every publish.',
     [
       {code: 0, meaning: 'published, or already published with the same content (a stored copy that was missing or changed written again)'},
-      {code: 64, meaning: 'usage error; the signing key is not Ed25519; a signed repository without --sign; no archive and no index to re-sign'},
-      {code: 65, meaning: 'an archive is corrupt, unsafe or mutable; a node input is invalid or not UTF-8; an entry of --inputs DIR is a link, FIFO or device; a layer of --layers DIR is invalid, a link, or includes an unknown layer or itself; the repository\'s index is invalid; a NAME.pub or --recipient that is no age recipient; a node input without a recipient to a repository with encrypted ones (--allow-plain-input); an input marking !secret without a recipient'},
-      {code: 66, meaning: 'an archive, input or key not found; a node input names a tag, range or channel, or a layer, the repository does not have'},
+      {code: 64, meaning: 'usage error; the signing key is not Ed25519; a signed repository without --sign; no archive and no index to re-sign; --prune would remove every node\'s input'},
+      {code: 65, meaning: 'an archive is corrupt, unsafe or mutable; a node input is invalid, not UTF-8 or refused by validation (one line per problem); an entry of --inputs DIR is a link, FIFO or device; a layer of --layers DIR is invalid, a link, or includes an unknown layer or itself; the repository\'s index is invalid, or its archive of an input\'s release is not what it lists; a NAME.pub or --recipient that is no age recipient; a node input without a recipient to a repository with encrypted ones (--allow-plain-input); an input marking !secret without a recipient'},
+      {code: 66, meaning: 'an archive, input or key not found; a node input names a tag, range or channel, or a layer, the repository does not have, or whose archive is missing from it'},
+      {code: 69, meaning: 'node inputs given and puppet cannot be run for their syntax and variable checks (--puppet none skips those)'},
       {code: 73, meaning: "a tag is already published with other content; its stored archive is missing or changed and the archive given is another copy (not the bytes the index lists); another publisher held the lock too long"},
     ],
   )
@@ -37,6 +42,7 @@ export default class Publish extends BaseCommand {
     '<%= config.bin %> publish --node web1.example.com --input web1.yaml --repo /srv/www/puppet --sign release-key.pem',
     '<%= config.bin %> publish foo-1.6.0.tar.gz --inputs nodes/ --repo /srv/www/puppet --sign release-key.pem',
     '<%= config.bin %> publish --layers layers/ --inputs nodes/ --repo /srv/www/puppet --sign release-key.pem',
+    '<%= config.bin %> publish --inputs nodes/ --prune --repo /srv/www/puppet --sign release-key.pem --json',
   ]
 
   static override args = {archive: Args.string({description: 'archives made by localpuppet pack (several may be given; none: re-sign the index)', required: false})}
@@ -51,6 +57,8 @@ export default class Publish extends BaseCommand {
     recipient: Flags.string({description: 'also encrypt every encrypted node input to this age recipient (an operator: audit, break-glass); repeatable', helpValue: 'AGE1...', multiple: true}),
     'recipients-file': Flags.string({description: 'also encrypt every encrypted node input to the age recipients in FILE (one a line); repeatable', helpValue: 'FILE', multiple: true}),
     'allow-plain-input': Flags.boolean({description: 'publish a node input that has no recipient (NAME.pub) in plain text, to a repository that has encrypted ones'}),
+    prune: Flags.boolean({description: 'with --inputs: remove the inputs of nodes not in DIR from the index and the repository (not every node\'s: refused)', dependsOn: ['inputs']}),
+    puppet: settingFlag('puppet', {description: "the puppet executable for the inputs' syntax and variable checks; none skips those two", helpValue: 'PATH', defaultHelp: 'puppet on PATH, else /opt/puppetlabs/bin/puppet'}),
   }
 
   async run(): Promise<PublishResult> {
@@ -64,7 +72,23 @@ export default class Publish extends BaseCommand {
     const expiresInMs = flags.expires === undefined ? undefined : parseDuration(flags.expires, '--expires')
     const nodes = flags.inputs ? await nodeInputsIn(flags.inputs) : flags.node && flags.input ? [{node: flags.node, file: flags.input}] : []
     const seal = {operators: await operatorRecipients(flags.recipient ?? [], flags['recipients-file'] ?? []), allowPlain: flags['allow-plain-input']}
-    const result = await publishArchives({repo: flags.repo, archives: argv as string[], nodes, signingKey: flags.sign, expiresInMs, seal, ...(flags.layers ? {layers: flags.layers} : {})})
+    const puppet = nodes.length === 0 ? null : await (await import('../cli/checking-puppet.js')).checkingPuppet(flags.puppet)
+    const result = await publishArchives({
+      repo: flags.repo,
+      archives: argv as string[],
+      nodes,
+      signingKey: flags.sign,
+      expiresInMs,
+      seal,
+      ...(flags.layers ? {layers: flags.layers} : {}),
+      puppet,
+      prune: flags.prune,
+      pruneFrom: flags.inputs,
+    }).catch((error: unknown) => {
+      // Every refused input's problem, one line each, before the refusal's own line.
+      if (!this.jsonEnabled()) for (const problem of (error as {problems?: Array<{message: string}>}).problems ?? []) this.note(problem.message)
+      throw error
+    })
     if (!this.jsonEnabled()) {
       const releaseLine = (r: PublishResult['releases'][number]) =>
         r.status === 'added'
@@ -79,6 +103,7 @@ export default class Publish extends BaseCommand {
       for (const r of result.releases) this.log(terminalText(releaseLine(r)))
       for (const l of result.layers) this.log(terminalText(`${l.status === 'added' ? 'published' : l.status} layer ${l.layer}`))
       for (const n of result.nodes) this.log(terminalText(inputLine(n)))
+      for (const node of result.pruned) this.log(terminalText(`pruned input of node ${node} (not in ${flags.inputs})`))
       this.log(terminalText(`repository ${result.repository}, index version ${result.version}, expires ${result.expires}${result.signedBy ? `, signed by ${result.signedBy}` : ''}`))
     }
 

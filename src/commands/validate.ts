@@ -54,19 +54,13 @@ export default class Validate extends BaseCommand {
   async run(): Promise<ValidateReport> {
     this.splitPassThrough()
     const {argv, flags} = await this.parse(Validate)
-    const [{validateInputs}, {findPuppet}, {PuppetUnavailableError, UsageError}] = await Promise.all([
+    const [{validateInputs}, {checkingPuppet}, {UsageError}] = await Promise.all([
       import('../lib/validate/validate-inputs.js'),
-      import('../lib/puppet/puppet-identity.js'),
+      import('../cli/checking-puppet.js'),
       import('../lib/errors.js'),
     ])
-    let puppet: string | null = null
     if (flags.puppet === 'none' && flags.compile) throw new UsageError('--compile needs puppet: --puppet none cannot be combined with it')
-    if (flags.puppet !== 'none') {
-      puppet = findPuppet(flags.puppet)
-      if (puppet === null) throw new PuppetUnavailableError(`puppet not found: ${flags.puppet}`, ['install it, or pass --puppet none to skip the syntax check'])
-      // Run as root, a puppet others could rewrite would run their code as root (77).
-      if ((process.geteuid?.() ?? 0) === 0) (await import('../lib/util/trusted-path.js')).assertTrustedPath(puppet, {what: 'puppet executable', content: true, overridable: false})
-    }
+    const puppet = await checkingPuppet(flags.puppet)
 
     // As apply and plan: no INPUT is the node's own, the input setting (env, config, default).
     const inputs = argv.length > 0 ? (argv as string[]) : [(await settingString('input')) as string]

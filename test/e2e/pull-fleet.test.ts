@@ -210,6 +210,21 @@ fleetTest('pull fleet: publish, canary, promotion gated on what Prometheus scrap
   )
   t.deepEqual(allOn.status.byApplied, {'foo/tags/1.4.0': 3})
 
+  // Issue 35: a typo'd input is refused at publish (65, its file, line and key, did you mean),
+  // nothing is published, and node2's next timer run keeps the input it has.
+  const typos = join(dir, 'typos')
+  await cp(inputs, typos, {recursive: true})
+  await writeFile(join(typos, 'node2.yaml'), 'app: foo/channels/stable\nclasses:\n  foo:\n    prot: 8080\n')
+  const indexBefore = await readFile(join(repo, 'index.json'), 'utf8')
+  const typo = await cli(['publish', '--inputs', typos, '--repo', repo, '--sign', key])
+  t.is(typo.exitCode, 65, typo.stderr)
+  t.regex(typo.stderr, /^localpuppet: \S+\/node2\.yaml:4: class foo has no parameter prot \(did you mean port\?\)/m)
+  t.is(await readFile(join(repo, 'index.json'), 'utf8'), indexBefore, 'nothing published')
+  const keptInput = await nodes.node2.timer()
+  t.is(keptInput.exitCode, 0, keptInput.stderr)
+  t.like(JSON.parse(keptInput.stdout), {state: 'skipped', release: 'foo/tags/1.4.0'})
+  t.is(await readFile(nodes.node2.input, 'utf8'), await readFile(join(inputs, 'node2.yaml'), 'utf8'))
+
   // A release that fails on the canary: foo 1.5.0, whose class fails to compile.
   const broken = join(dir, 'broken')
   await cp(DEMO_MODULES, broken, {recursive: true})

@@ -32,6 +32,8 @@ export interface IndexUpdateOptions {
   /** How long the new index is valid, in ms (DEFAULT_INDEX_EXPIRY_MS when absent). */
   expiresInMs?: number
   now?: () => number
+  /** Run under the lock once the new index is written (publish --prune: removing the files it no longer lists); its failure fails nothing. */
+  afterIndex?: () => Promise<void>
 }
 
 export interface IndexUpdate {
@@ -101,6 +103,7 @@ async function updateIndexLocked<T>(options: IndexUpdateOptions, now: () => numb
     }
 
     await syncDir(options.repo)
+    await options.afterIndex?.().catch(() => {})
     return {...result, repository: index.repository, signedBy: key ? keyId(key) : null, version: index.version, expires: index.expires}
   } finally {
     await lock.release()

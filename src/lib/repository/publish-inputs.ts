@@ -142,7 +142,8 @@ export async function addNodeInputs(repo: string, index: RepositoryIndex, inputs
   return results
 }
 
-function assertResolvable(index: RepositoryIndex, input: CheckedNodeInput): void {
+/** 66 naming the input's file and node when its app resolves to no tag of the index, as the node would meet it. */
+export function assertResolvable(index: RepositoryIndex, input: CheckedNodeInput): void {
   const {ref} = input
   // A yanked tag named exactly (or by a channel): no node input may point at it.
   const yanked = yankNamedBy(index, ref)

@@ -1,4 +1,3 @@
-import {execFile} from 'node:child_process'
 import {randomBytes} from 'node:crypto'
 import {createReadStream} from 'node:fs'
 import {copyFile, mkdir, mkdtemp, open, rename, rm, stat, unlink} from 'node:fs/promises'
@@ -11,12 +10,14 @@ import {ConflictError, ReleaseError, UsageError, describeFsError} from '../error
 import {readArchiveHead} from './archive-head.js'
 import {type IndexUpdate, hasIndex, updateIndex} from './index-update.js'
 import {type NodeInputFile, type PublishedNodeInput, addNodeInputs, checkNodeInputs} from './publish-inputs.js'
+import {nodesToPrune, pruneIndex} from '../publish-check/prune-inputs.js'
 import {type PublishedTag, REPOSITORY_INDEX, archivePathFor} from './repository-index.js'
 import {type PublishedLayerResult, addLayers, assertInputLayersPublished, checkLayersDir} from '../layers/published-layers.js'
 import {checkStoredCopy} from './stored-copy.js'
 import {own} from '../util/own.js'
 import {type SealOptions, assertNoPlainAmongSealed, sealNodeDocuments} from '../secrets/seal-inputs.js'
 import {marksSecrets} from '../secrets/secret-values.js'
+import {removeTree} from '../util/remove-tree.js'
 
 export interface PublishOptions {
   repo: string
@@ -35,6 +36,11 @@ export interface PublishOptions {
   now?: () => number
   /** Encryption of node inputs to their nodes' recipients (NAME.pub beside each input), operator recipients, --allow-plain-input. */
   seal?: SealOptions
+  /** The puppet executable validate's syntax and variable checks of node inputs use; null or absent: the checks that need no Puppet only. */
+  puppet?: string | null
+  /** --prune (with --inputs DIR, `pruneFrom`): the inputs of nodes not among `nodes` leave the index and the repository. */
+  prune?: boolean
+  pruneFrom?: string
 }
 
 export interface PublishedEntry {
@@ -53,6 +59,8 @@ export interface PublishResult extends IndexUpdate {
   nodes: PublishedNodeInput[]
   /** What --layers published. */
   layers: PublishedLayerResult[]
+  /** The nodes whose inputs --prune removed (empty without it). */
+  pruned: string[]
 }
 
 /**
@@ -89,7 +97,14 @@ export async function publishArchives(options: PublishOptions): Promise<PublishR
     seen.set(candidate.release, candidate.tag.sha256)
   }
 
-  const updated = await updateIndex({repo, key, lockWaitMs: options.lockWaitMs, expiresInMs: options.expiresInMs, now}, async (index) => {
+  let pruned: string[] = []
+  const afterIndex = async () => {
+    for (const node of pruned) await rm(join(repo, 'inputs', node), {recursive: true, force: true})
+  }
+  const updated = await updateIndex({repo, key, lockWaitMs: options.lockWaitMs, expiresInMs: options.expiresInMs, now, afterIndex}, async (index) => {
+    // Decided and checked before anything is written: a refused prune or input publishes nothing.
+    if (options.prune) pruned = nodesToPrune(index, inputs.map((input) => input.node), options.pruneFrom ?? 'the inputs given')
+    if (inputs.length > 0) await (await import('../publish-check/validate-published.js')).validatePublishedInputs({repo, index, archives: candidates, inputs: plainInputs, puppet: options.puppet ?? null})
     const releases: PublishedEntry[] = []
     const toAdd: typeof candidates = []
     const toRepair: typeof candidates = []
@@ -136,7 +151,8 @@ export async function publishArchives(options: PublishOptions): Promise<PublishR
     assertInputLayersPublished(plainInputs, index)
     assertNoPlainAmongSealed(inputs, index.nodes, options.seal?.allowPlain ?? false)
     const nodes = await addNodeInputs(repo, index, inputs, now)
-    return {releases, nodes, layers: published}
+    pruneIndex(index, pruned)
+    return {releases, nodes, layers: published, pruned}
   })
   return {repo, ...updated}
 }
@@ -204,10 +220,4 @@ async function copyInto(source: string, target: string): Promise<void> {
     await unlink(temp).catch(() => {})
     throw error
   }
-}
-
-/** Removes a scratch module directory; installed tags in it are read-only. */
-async function removeTree(dir: string): Promise<void> {
-  await new Promise((done) => execFile('chmod', ['-R', 'u+w', dir], () => done(null)))
-  await rm(dir, {recursive: true, force: true})
 }

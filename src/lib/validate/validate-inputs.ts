@@ -45,6 +45,10 @@ export interface ValidateOptions {
   repo?: string
   /** --layers DIR: the layers inputs name (see layers/); else layers/ beside each input, which is then never read as an input. */
   layersDir?: string
+  /** The tags channels name (`app/channels/name` → tag), given by the caller (publish: the index it holds); wins over repo. */
+  channels?: Record<string, string>
+  /** Inputs already read by the caller's reader (publish: the bytes it publishes), by path: checked as they are, not read again. */
+  texts?: ReadonlyMap<string, string>
 }
 
 /**
@@ -83,6 +87,8 @@ export async function validateInputs(paths: string[], options: ValidateOptions):
   const treeMemo = newTreeMemo()
   const verified = new Map<string, Promise<unknown>>()
   const catalogManifests = new Map<ClassCatalog, string[]>()
+  // Read once per call, when an input first names a channel (not once per input).
+  let channels: Promise<Record<string, string>> | undefined
 
   for (const file of files) {
     const report: CheckedInput = {file, release: null, problems: [], warnings: [], skipped: {}, languageMode: null, manifests: [], modulepath: [], mode: null, nodeNames: [], classNames: [], catalog: null}
@@ -91,7 +97,8 @@ export async function validateInputs(paths: string[], options: ValidateOptions):
     // The same reader as apply: FIFOs, devices, oversized files and invalid UTF-8 are refused alike.
     // Run as root to compile, the input is judged as apply judges it (its parameters reach the release's functions).
     let inputUntrusted: string[] = []
-    const text = await readInputText(file, undefined, runsCodeAsRoot ? {allow: true} : undefined)
+    const held = options.texts?.get(file)
+    const text = held !== undefined ? held : await readInputText(file, undefined, runsCodeAsRoot ? {allow: true} : undefined)
       .then((read) => {
         inputUntrusted = read.untrusted
         return read.text
@@ -109,8 +116,8 @@ export async function validateInputs(paths: string[], options: ValidateOptions):
 
     let resolution: Resolution
     try {
-      const channels = input.app.kind === 'channel' ? await channelTags(moduleDir, options.repo) : undefined
-      resolution = await resolveRelease(moduleDir, input.app, {checkTrust: runsCodeAsRoot, channels, treeMemo})
+      if (input.app.kind === 'channel') channels ??= options.channels ? Promise.resolve(options.channels) : channelTags(moduleDir, options.repo)
+      resolution = await resolveRelease(moduleDir, input.app, {checkTrust: runsCodeAsRoot, channels: input.app.kind === 'channel' ? await channels : undefined, treeMemo})
       await verifyOnce(moduleDir, resolution.modulepath, verified)
     } catch (error) {
       if (!(error instanceof LocalpuppetError)) throw error

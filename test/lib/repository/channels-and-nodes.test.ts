@@ -3,6 +3,7 @@ import {join} from 'node:path'
 
 import test from 'ava'
 
+import {packRelease} from '../../../src/lib/archive/pack.js'
 import {LocalpuppetError} from '../../../src/lib/errors.js'
 import {parseReleaseRef} from '../../../src/lib/release/release-ref.js'
 import {promoteChannel} from '../../../src/lib/repository/promote.js'
@@ -67,6 +68,18 @@ async function repoWithTags(t: any): Promise<string> {
   return repo
 }
 
+/** As repoWithTags, with the archives in it: node inputs are validated against them (issue 35). */
+async function repoWithArchives(t: any): Promise<string> {
+  const dir = await tempDir(t)
+  const moduleDir = join(dir, 'modules')
+  await writeReleases(moduleDir, {'foo/tags/1.0.0': null, 'foo/tags/1.1.0': null})
+  const archives = []
+  for (const tag of ['1.0.0', '1.1.0']) archives.push((await packRelease({moduleDir, ref: `foo/tags/${tag}`, output: join(dir, `foo-${tag}.tar.gz`)})).output!)
+  const repo = join(dir, 'repo')
+  await publishArchives({repo, archives})
+  return repo
+}
+
 test('promote moves a channel to a published tag under a new index version, and says what it named before', async (t) => {
   const repo = await repoWithTags(t)
   const first = await promoteChannel({repo, release: 'foo/tags/1.0.0', channel: 'stable'})
@@ -98,7 +111,7 @@ test('promote refuses a tag that is not published (66), a range (64) and a bad c
 })
 
 test('publish --node: the input is validated as apply validates it, its app must resolve in the repository, and it is stored by content', async (t) => {
-  const repo = await repoWithTags(t)
+  const repo = await repoWithArchives(t)
   const dir = join(repo, '..')
   await writeFile(join(dir, 'web1.yaml'), 'app: foo@^1\nclasses: [foo]\n')
   await writeFile(join(dir, 'bad.yaml'), 'app: foo@^1\nclases: [foo]\n')
@@ -127,7 +140,7 @@ test('publish --node: the input is validated as apply validates it, its app must
 // Names of Object.prototype's members are valid app and channel names: looked up in the index
 // as plain properties, they found a function where no entry is.
 test('an app or channel named like a member of every JavaScript object (constructor, toString) is published, promoted and checked like any other', async (t) => {
-  const repo = await repoWithTags(t)
+  const repo = await repoWithArchives(t)
   const dir = join(repo, '..')
   const moduleDir = join(dir, 'modules')
   await writeReleases(moduleDir, {'constructor/tags/1.0.0': null})
