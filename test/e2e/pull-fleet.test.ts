@@ -233,6 +233,10 @@ fleetTest('pull fleet: publish, canary, promotion gated on what Prometheus scrap
   const refused = await gate('foo/tags/1.5.0')
   t.is(refused.exitCode, 1, refused.stderr)
   t.regex(refused.stderr, /node1 \(failed\)/)
+  // Issue 35: which run failed, and what Puppet said first, from node1's metrics.
+  const failedRun = JSON.parse(failed.stdout)
+  t.regex(failedRun.firstError, /^Error: .*broken/)
+  t.regex(refused.stdout, new RegExp(`^node1 +foo/tags/1\\.4\\.0 +failed +newest attempt failed \\(exit \\d+\\) on foo/tags/1\\.5\\.0, run ${failedRun.id}: Error: .*broken`, 'm'))
   t.is((await index()).apps.foo.channels.stable, '1.4.0', 'stable still names 1.4.0')
 
   // The stable nodes' timers run again: nothing changed for them (--if-changed skips), they stay on 1.4.0, and say so.
@@ -254,6 +258,9 @@ fleetTest('pull fleet: publish, canary, promotion gated on what Prometheus scrap
     {desired: 'foo/tags/1.5.0', applied: 'foo/tags/1.4.0', state: 'failed', onWanted: false},
   )
   t.deepEqual(offCanary.status.offWanted, ['node1'])
+  const canaryRow = offCanary.status.nodes.find((row: any) => row.node === 'node1')
+  t.is(canaryRow.runId, failedRun.id)
+  t.regex(canaryRow.message, /^Error: .*broken/)
 
   // node3's exporter goes away: Prometheus marks its series stale on the next failed scrape.
   await nodes.node3.exporter.stop()

@@ -186,6 +186,12 @@ async function run(plan: RunPlan, options: ApplyOptions, puppetLocks: PuppetLock
  */
 async function countDrift(plan: RunPlan, fingerprint: string | null, fields: Partial<RunRecord>, log: (text: string) => void): Promise<void> {
   if (!fields.resources) return
+  // Nothing changed: nothing corrected, whatever came before (no records to read).
+  if (!plan.noop && fields.resources.changed === 0) {
+    fields.resources = {...fields.resources, correctiveChange: 0}
+    return
+  }
+
   const {count, corrected} = await correctiveChanges({id: plan.runId, noop: plan.noop, fingerprint, resources: fields.resources, report: plan.files.report}, await readRunRecords(plan.stateDir).catch(() => []))
   fields.resources = {...fields.resources, correctiveChange: count}
   fields.corrected = corrected
