@@ -44,6 +44,8 @@ test('a file changed by hand between two runs of the same release and input is d
   const status = await statusJson(state)
   t.like(status.record, {id: second.id, drift: {count: 1, runId: second.id, noop: false}})
   t.regex(await readFile(second.log, 'utf8'), new RegExp(`drift: corrected 1 resource\\(s\\) changed since run ${first.id} \\(same fingerprint\\): File\\[`))
+  const shown = await cli(['status', second.id, '--state-dir', state])
+  t.true(shown.stdout.includes(`drift      1 resource(s) put back, changed outside Puppet since run ${first.id}: File[${target}]`), shown.stdout)
 
   // Nothing touched: the next run corrects nothing (its notify still "changes").
   const third = await run()

@@ -4,7 +4,7 @@ import {setTimeout as sleep} from 'node:timers/promises'
 
 import type {ExecutionContext} from 'ava'
 
-import {type CliResult, cli, isolatePuppet, statusJson} from '../helpers/cli.js'
+import {type CliResult, REPO, cli, isolatePuppet, statusJson} from '../helpers/cli.js'
 import {startNginx} from '../helpers/nginx.js'
 import {testNeeding} from '../helpers/packages.js'
 import {type PrometheusServer, type Started, startNodeExporter, startPrometheus, startScrapeRelay} from '../helpers/prometheus.js'
@@ -59,7 +59,7 @@ async function appliedInPrometheus(prometheus: PrometheusServer, exporters: Map<
   return Object.fromEntries(result.map((sample) => [exporters.get(sample.metric.instance) ?? sample.metric.instance, sample.metric.release]))
 }
 
-fleetTest('pull fleet: publish, canary, promotion gated on what Prometheus scraped, stable follows; a failing canary stops the promotion; a silent node is "stopped reporting"; canary taken back, a yanked tag refused, the policy of stable refused then overridden', async (t) => {
+fleetTest('pull fleet: publish, canary, promotion gated on what Prometheus scraped, stable follows; a failing canary stops the promotion; a silent node is "stopped reporting"; canary taken back, a yanked tag refused, the policy of stable refused then overridden; a typo refused at publish; drift seen and alerted', async (t) => {
   t.timeout(240_000)
   const dir = await tempDir(t)
   const {key, pub} = await keyPair(dir, 'release')
@@ -122,7 +122,8 @@ fleetTest('pull fleet: publish, canary, promotion gated on what Prometheus scrap
   const relay = await startScrapeRelay(`${nodes.node1.exporter.url}/metrics`)
   t.teardown(() => relay.close())
   const exporters = new Map<string, NodeName>([[relay.target, 'node1'], ...(['node2', 'node3'] as const).map((name) => [`127.0.0.1:${nodes[name].exporter.port}`, name] as [string, NodeName])])
-  const prometheus = await startPrometheus(join(dir, 'prometheus'), [...exporters.keys()])
+  // With the shipped rules, as the README's Prometheus has them.
+  const prometheus = await startPrometheus(join(dir, 'prometheus'), [...exporters.keys()], {rules: [join(REPO, 'integrations/prometheus/localpuppet.rules.yml')]})
   t.teardown(() => prometheus.stop())
   const gate = (release: string) => promote(release, 'stable', '--require-healthy', 'canary', '--prometheus', prometheus.url)
   /** fleet status from an operator's machine: with the repository's index now (--source), or as each node last resolved its channel. */
@@ -247,6 +248,10 @@ fleetTest('pull fleet: publish, canary, promotion gated on what Prometheus scrap
   const refused = await gate('foo/tags/1.5.0')
   t.is(refused.exitCode, 1, refused.stderr)
   t.regex(refused.stderr, /node1 \(failed\)/)
+  // Issue 35: which run failed, and what Puppet said first, from node1's metrics.
+  const failedRun = JSON.parse(failed.stdout)
+  t.regex(failedRun.firstError, /^Error: .*broken/)
+  t.regex(refused.stdout, new RegExp(`^node1 +foo/tags/1\\.4\\.0 +failed +newest attempt failed \\(exit \\d+\\) on foo/tags/1\\.5\\.0, run ${failedRun.id}: Error: .*broken`, 'm'))
   t.is((await index()).apps.foo.channels.stable, '1.4.0', 'stable still names 1.4.0')
 
   // The stable nodes' timers run again: nothing changed for them (--if-changed skips), they stay on 1.4.0, and say so.
@@ -268,6 +273,9 @@ fleetTest('pull fleet: publish, canary, promotion gated on what Prometheus scrap
     {desired: 'foo/tags/1.5.0', applied: 'foo/tags/1.4.0', state: 'failed', onWanted: false},
   )
   t.deepEqual(offCanary.status.offWanted, ['node1'])
+  const canaryRow = offCanary.status.nodes.find((row: any) => row.node === 'node1')
+  t.is(canaryRow.runId, failedRun.id)
+  t.regex(canaryRow.message, /^Error: .*broken/)
 
   // Issue 35: canary taken back to its previous tag in one command (its history in the signed index says which); node1 follows.
   const back = await cli(['channel', 'back', 'foo/channels/canary', '--repo', repo, '--sign', key])
@@ -319,4 +327,33 @@ fleetTest('pull fleet: publish, canary, promotion gated on what Prometheus scrap
   // Issue 35: and the release it applied last (1.4.0 too), not '-'.
   t.like(silentLastRun.status.nodes.find((row: any) => row.node === 'node3'), {state: 'stopped reporting', desired: 'foo/tags/1.4.0', applied: 'foo/tags/1.4.0'})
   t.true(silent!.status.noAnswer.includes('node3'))
+
+  // Issue 35: drift. node2 is pinned to foo 1.6.0, whose class manages a file its input names:
+  // that first run's changes are the release's, not drift.
+  const managed = join(dir, 'nodes', 'node2', 'motd')
+  await cp(join(broken, 'foo', 'tags', '1.4.0'), join(broken, 'foo', 'tags', '1.6.0'), {recursive: true})
+  await writeFile(join(broken, 'foo', 'tags', '1.6.0', 'foo', 'manifests', 'init.pp'), 'class foo (Integer $port = 80, Optional[String] $motd = undef) {\n  if $motd { file { $motd: content => "managed by foo\\n" } }\n}\n')
+  const motdArchive = join(dir, 'foo-1.6.0.tar.gz')
+  t.is((await cli(['pack', 'foo/tags/1.6.0', '--module-dir', broken, '-o', motdArchive, '--sign', key])).exitCode, 0)
+  t.is((await cli(['publish', motdArchive, '--repo', repo, '--sign', key])).exitCode, 0)
+  await writeFile(join(inputs, 'node2.yaml'), `app: foo/tags/1.6.0\nclasses:\n  foo:\n    port: 8080\n    motd: ${JSON.stringify(managed)}\n`)
+  const pinned = await cli(['publish', '--node', 'node2', '--input', join(inputs, 'node2.yaml'), '--repo', repo, '--sign', key])
+  t.is(pinned.exitCode, 0, pinned.stderr)
+  const onMotd = await nodes.node2.timer()
+  t.like(JSON.parse(onMotd.stdout), {state: 'succeeded', release: 'foo/tags/1.6.0', resources: {correctiveChange: 0}}, onMotd.stderr)
+  t.is(await readFile(managed, 'utf8'), 'managed by foo\n')
+
+  // Changed by hand. The next timer run that enforces (the compared run older than --max-age) puts it back: drift.
+  await writeFile(managed, 'changed by hand\n')
+  await sleep(1100)
+  const enforced = await cli([...TIMER_COMMAND, '--max-age', '1s'], {env: {LOCALPUPPET_CONFIG: nodes.node2.config}})
+  t.is(enforced.exitCode, 0, enforced.stderr)
+  t.like(JSON.parse(enforced.stdout), {state: 'succeeded', resources: {correctiveChange: 1}, corrected: {resources: [`File[${managed}]`]}})
+  t.is(await readFile(managed, 'utf8'), 'managed by foo\n')
+  const node2 = `127.0.0.1:${nodes.node2.exporter.port}`
+  await until(t, 'the shipped LocalpuppetDrift alert fires for node2', async () => (await prometheus.alerts()).some((alert) => alert.labels.alertname === 'LocalpuppetDrift' && alert.labels.instance === node2 && alert.state === 'firing'))
+  const drift = (await prometheus.alerts()).find((alert) => alert.labels.alertname === 'LocalpuppetDrift' && alert.labels.instance === node2)!
+  t.is(drift.annotations.summary, 'Drift corrected on node2', 'the summary names the node, not its exporter')
+  const drifted = await fleetStatus()
+  t.like(drifted.status.nodes.find((row: any) => row.node === 'node2'), {drift: 1, applied: 'foo/tags/1.6.0', runId: JSON.parse(enforced.stdout).id})
 })

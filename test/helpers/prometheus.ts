@@ -61,13 +61,16 @@ export async function startNodeExporter(textfiles: string): Promise<Started> {
 export interface PrometheusServer extends Started {
   /** An instant query through the HTTP API: the result vector. */
   query(promql: string): Promise<Array<{metric: Record<string, string>; value: [number, string]}>>
+  /** The alerts its rules have now (GET /api/v1/alerts): pending and firing, with their annotations. */
+  alerts(): Promise<Array<{labels: Record<string, string>; annotations: Record<string, string>; state: string}>>
 }
 
 /**
  * Debian's prometheus scraping `targets` (host:port) as job `job` every `interval`, its
- * configuration and TSDB under `work`.
+ * configuration and TSDB under `work`, evaluating the rule files `rules` (absolute paths)
+ * as often.
  */
-export async function startPrometheus(work: string, targets: string[], options: {job?: string; interval?: string} = {}): Promise<PrometheusServer> {
+export async function startPrometheus(work: string, targets: string[], options: {job?: string; interval?: string; rules?: string[]} = {}): Promise<PrometheusServer> {
   await mkdir(work, {recursive: true})
   const config = join(work, 'prometheus.yml')
   const interval = options.interval ?? '1s'
@@ -77,6 +80,7 @@ export async function startPrometheus(work: string, targets: string[], options: 
       'global:',
       `  scrape_interval: ${interval}`,
       `  evaluation_interval: ${interval}`,
+      ...(options.rules?.length ? ['rule_files:', ...options.rules.map((rule) => `  - ${JSON.stringify(rule)}`)] : []),
       'scrape_configs:',
       `  - job_name: ${options.job ?? 'localpuppet'}`,
       `    scrape_timeout: ${interval}`,
@@ -98,6 +102,10 @@ export async function startPrometheus(work: string, targets: string[], options: 
       const doc = (await response.json()) as {status: string; error?: string; data: {result: Array<{metric: Record<string, string>; value: [number, string]}>}}
       if (doc.status !== 'success') throw new Error(`prometheus query ${promql}: ${doc.error}`)
       return doc.data.result
+    },
+    async alerts() {
+      const doc = (await (await fetch(`${started.url}/api/v1/alerts`)).json()) as {data: {alerts: Array<{labels: Record<string, string>; annotations: Record<string, string>; state: string}>}}
+      return doc.data.alerts
     },
   }
 }

@@ -27,6 +27,7 @@ export function renderRunRecord(record: RunRecord, node?: NodeContext): string {
     ['exit code', `${t(record.exitCode ?? '-')}${record.puppetExitCode === null ? '' : `  (puppet ${t(record.puppetExitCode)})`}`],
     ['resources', t(formatResources(record))],
   ]
+  if (record.corrected) rows.push(['drift', t(formatDrift(record))])
   if (record.puppet) rows.push(['puppet', t(formatPuppet(record.puppet))])
   if (record.languageMode) rows.push(['language', t(formatLanguageMode(record.languageMode))])
   if (record.noop) rows.push(['noop', 'yes'])
@@ -55,10 +56,19 @@ export function renderRunRecord(record: RunRecord, node?: NodeContext): string {
   return table(rows)
 }
 
+/** What a run put back that had changed since the run before it with the same fingerprint (see drift/). */
+function formatDrift(record: RunRecord): string {
+  const {corrected, resources} = record
+  const count = resources?.correctiveChange ?? corrected!.resources.length
+  const more = count > corrected!.resources.length ? `, and ${count - corrected!.resources.length} more` : ''
+  return `${count} resource(s) put back, changed outside Puppet since run ${corrected!.since}: ${corrected!.resources.join(', ')}${more}`
+}
+
 /** The one line an operator reads after `apply`: did it work. */
 export function renderRunOutcome(record: RunRecord): string {
   const r = record.resources
-  const counts = r ? (record.noop ? `, ${r.outOfSync} would change (noop), ${r.failed} failed` : `, ${r.changed} changed, ${r.failed} failed`) : ''
+  const drift = record.corrected && r?.correctiveChange ? ` (${r.correctiveChange} drift)` : ''
+  const counts = r ? (record.noop ? `, ${r.outOfSync} would change (noop), ${r.failed} failed` : `, ${r.changed} changed${drift}, ${r.failed} failed`) : ''
   const error = record.error ? `: ${shownMessage(record.error)}` : record.reason ? `: ${shownMessage(record.reason)}` : ''
   return `localpuppet: ${colorState(terminalText(record.state))} ${terminalText(String(record.release))}${counts} in ${formatDuration(record.durationMs)} (run ${record.id})${error}`
 }

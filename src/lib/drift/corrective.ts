@@ -44,7 +44,6 @@ export async function correctiveChanges(
     return {count: run.noop || !run.resources ? undefined : 0, corrected: null}
   }
 
-  // Nothing changed at all: no report to read.
   if (run.resources.changed === 0) return {count: 0, corrected: null}
   const changed = await readChangedResources(run.report)
   if (changed === null) return {count: undefined, corrected: null}

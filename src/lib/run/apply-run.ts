@@ -186,11 +186,13 @@ async function run(plan: RunPlan, options: ApplyOptions, puppetLocks: PuppetLock
  * leaves the count unknown.
  */
 async function countDrift(plan: RunPlan, fingerprint: string | null, fields: Partial<RunRecord>, log: (text: string) => void): Promise<void> {
-  if (!fields.resources) return
-  const {count, corrected} = await correctiveChanges({id: plan.runId, noop: plan.noop, fingerprint, resources: fields.resources, report: plan.files.report}, await readRunRecords(plan.stateDir).catch(() => []))
+  // A noop run's drift is its out-of-sync count; a run that changed nothing corrected nothing (no records to read).
+  if (!fields.resources || plan.noop) return
+  const records = fields.resources.changed === 0 ? [] : await readRunRecords(plan.stateDir).catch(() => [])
+  const {count, corrected} = await correctiveChanges({id: plan.runId, noop: false, fingerprint, resources: fields.resources, report: plan.files.report}, records)
   fields.resources = {...fields.resources, correctiveChange: count}
   fields.corrected = corrected
-  if (corrected) log(`localpuppet: drift: corrected ${count} resource(s) changed since run ${corrected.since} (same fingerprint): ${corrected.resources.join(', ')}${count! > corrected.resources.length ? ', ...' : ''}\n`)
+  if (corrected) log(`localpuppet: drift: corrected ${count} resource(s) changed since run ${corrected.since} (same fingerprint): ${corrected.resources.join(', ')}${(count ?? 0) > corrected.resources.length ? ', ...' : ''}\n`)
 }
 
 async function writeRunFiles(plan: RunPlan, record: RunRecord): Promise<void> {
