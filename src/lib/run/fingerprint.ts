@@ -26,6 +26,8 @@ export async function runFingerprint(plan: RunPlan): Promise<string> {
   const manifest = plan.manifest.source === 'empty' ? 'empty' : createHash('sha256').update(await readFile(plan.manifest.path)).digest('hex')
   const {strict, strictVariables} = plan.languageMode
   const puppet = {implementation: plan.puppet.implementation, version: plan.puppet.version}
-  const data = {releases, enc: {...plan.enc, parameters}, facts: plan.facts, manifest, noop: plan.noop, puppetArgs: plan.puppetArgs, languageMode: {strict, strictVariables}, puppet}
+  // Secrets are out of the ENC: their digests (what a Secret serialises to) stand for them, so a changed password runs.
+  const secrets = plan.secrets ? {secrets: plan.secrets} : {}
+  const data = {releases, enc: {...plan.enc, parameters}, facts: plan.facts, manifest, noop: plan.noop, puppetArgs: plan.puppetArgs, languageMode: {strict, strictVariables}, puppet, ...secrets}
   return `sha256:${createHash('sha256').update(stringifyJson(data)).digest('hex')}`
 }
