@@ -23,7 +23,7 @@ export default class Publish extends BaseCommand {
     [
       {code: 0, meaning: 'published, or already published with the same content (a stored copy that was missing or changed written again)'},
       {code: 64, meaning: 'usage error; the signing key is not Ed25519; a signed repository without --sign; no archive and no index to re-sign'},
-      {code: 65, meaning: 'an archive is corrupt, unsafe or mutable; a node input is invalid or not UTF-8; an entry of --inputs DIR is a link, FIFO or device; the repository\'s index is invalid; a NAME.pub or --recipient that is no age recipient; a node input without a recipient to a repository with encrypted ones (--allow-plain-input); an input marking !secret without a recipient'},
+      {code: 65, meaning: 'an archive is corrupt, unsafe or mutable; a node input is invalid or not UTF-8; an entry of --inputs DIR is a link, FIFO or device; the repository\'s index is invalid; a NAME.pub or --recipient that is no age recipient; a node input without a recipient to a repository with encrypted ones, or with --recipient (--allow-plain-input); an input marking !secret without a recipient'},
       {code: 66, meaning: 'an archive, input or key not found; a node input names a tag, range or channel the repository does not have'},
       {code: 73, meaning: "a tag is already published with other content; its stored archive is missing or changed and the archive given is another copy (not the bytes the index lists); another publisher held the lock too long"},
     ],

@@ -125,7 +125,7 @@ export async function publishArchives(options: PublishOptions): Promise<PublishR
       index.apps[candidate.app].tags[candidate.tagName] = candidate.tag
     }
 
-    assertNoPlainAmongSealed(inputs, index.nodes, options.seal?.allowPlain ?? false)
+    assertNoPlainAmongSealed(inputs, index.nodes, options.seal ?? {})
     const nodes = await addNodeInputs(repo, index, inputs, now)
     return {releases, nodes}
   })
