@@ -249,5 +249,5 @@ test('the exit-code table in --help keeps its columns at 80 columns: a long mean
   }
 
   const apply = await cli(['apply', '--help'], {env: {OCLIF_COLUMNS: '80'}})
-  t.regex(apply.stdout, /^ {2}65 {9}invalid input or release \(YAML, schema, mutable, path\); --fetch:\n {13}bad signature or digest, a replayed \(older\), expired or substituted\n {13}\(another repository's\) repository index, a node input that does not\n {13}match the index$/m)
+  t.regex(apply.stdout, /^ {2}65 {9}invalid input or release \(YAML, schema, mutable, path\); --fetch:\n {13}bad signature or digest, a replayed \(older\), expired or substituted\n {13}\(another repository's\) repository index, a node input that does not\n {13}match the index; an encrypted input not for this node's key, or\n {13}tampered$/m)
 })

@@ -79,6 +79,10 @@ test('a secret typed Sensitive reaches the module as Sensitive from an encrypted
   const entry = JSON.parse(await readFile(join(repo, 'index.json'), 'utf8')).nodes.web1
   // Standard age: age itself reads it with the node's key.
   t.is(execFileSync('age', ['--decrypt', '-i', join(web1.state, 'keys', 'node.key'), join(repo, entry.input)], {encoding: 'utf8'}), await readFile(join(ci, 'web1.yaml'), 'utf8'))
+  // CI's check compiles it as a run would: the secret given to the class as Sensitive.
+  const validated = await run(['validate', join(ci, 'web1.yaml'), '--module-dir', join(dir, 'build'), '--compile', '--', ...isolatePuppet(dir)])
+  t.is(validated.exitCode, 0, validated.stdout)
+  t.regex(validated.stdout, /^ok +.*web1\.yaml \(db\/tags\/1\.0\.0, compiled: \d+ resources\)$/m)
   const needles = [Buffer.from(secret), Buffer.from(Buffer.from(secret).toString('base64').replace(/=+$/, ''))]
   t.deepEqual(await filesHolding(dir, needles), [join(ci, 'web1.yaml')], 'the search finds the one file that holds it')
   await rm(ci, {recursive: true})

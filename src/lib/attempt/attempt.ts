@@ -108,6 +108,7 @@ async function runInForeground(input: string, plan: RunPlan, options: AttemptOpt
     const outcome = await applyPlan(plan, {
       ...(await applyOptions(input, options, maxAgeMs)),
       signal,
+      cliEntry: io.entry,
       onOutput: io.output,
       onStart: io.started ? (record) => io.started!(record, plan, {detached: false}) : undefined,
     })

@@ -149,7 +149,7 @@ export async function publishArchives(options: PublishOptions): Promise<PublishR
 
     const published = await addLayers(repo, index, layers, now)
     assertInputLayersPublished(plainInputs, index)
-    assertNoPlainAmongSealed(inputs, index.nodes, options.seal?.allowPlain ?? false)
+    assertNoPlainAmongSealed(inputs, index.nodes, options.seal ?? {})
     const nodes = await addNodeInputs(repo, index, inputs, now)
     pruneIndex(index, pruned)
     return {releases, nodes, layers: published, pruned}

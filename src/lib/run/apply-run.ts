@@ -54,6 +54,8 @@ export interface ApplyOptions {
   /** --on-finish: a shell command run once the record is final. */
   onFinish?: string
   onFinishTimeoutMs?: number
+  /** The CLI (`bin/run.js`) Puppet's Hiera backend runs to open a run's secrets (`node-key --hiera`); default: the one running. */
+  cliEntry?: string
   /** Called with puppet's pid (its process group) once it runs. */
   onPuppetStarted?: (pid: number) => Promise<void> | void
   /** For tests: the source of randomness for the splay. */
@@ -147,7 +149,7 @@ async function run(plan: RunPlan, options: ApplyOptions, puppetLocks: PuppetLock
     record.fingerprint = await runFingerprint(plan)
     const reason = options.ifChanged ? await unchangedReason(plan, record.fingerprint, options, log) : null
     if (reason !== null) return (await save({})) ?? (await journal.finish('skipped', ExitCode.ok, {reason}))
-    await writeRunFiles(plan, record)
+    await writeRunFiles(plan, record, options.cliEntry ?? process.argv[1])
     log(`localpuppet: ${plan.command.join(' ')}\n`)
     throwIfStopped(options.signal)
     const releaseCatalogLock = await holdCatalogRunLock(puppetLocks)
@@ -195,7 +197,7 @@ async function countDrift(plan: RunPlan, fingerprint: string | null, fields: Par
   if (corrected) log(`localpuppet: drift: corrected ${count} resource(s) changed since run ${corrected.since} (same fingerprint): ${corrected.resources.join(', ')}${(count ?? 0) > corrected.resources.length ? ', ...' : ''}\n`)
 }
 
-async function writeRunFiles(plan: RunPlan, record: RunRecord): Promise<void> {
+async function writeRunFiles(plan: RunPlan, record: RunRecord, cliEntry: string): Promise<void> {
   const {files} = plan
   // The manifest as applied, kept so that --replay applies the same one even after it changed.
   if (plan.manifest.source !== 'empty') {
@@ -207,7 +209,7 @@ async function writeRunFiles(plan: RunPlan, record: RunRecord): Promise<void> {
 
   await writeFile(files.encYaml, plan.encYaml, {mode: 0o600})
   // Kept encrypted to the node's own key; Puppet's Hiera backend asks this localpuppet to open them.
-  if (plan.secrets) await (await import('../secrets/hiera-secrets.js')).writeSecretFiles(files.dir, plan.stateDir, plan.secrets, [process.execPath, process.argv[1]])
+  if (plan.secrets) await (await import('../secrets/hiera-secrets.js')).writeSecretFiles(files.dir, plan.stateDir, plan.secrets, [process.execPath, cliEntry])
   await writeFile(files.encScript, renderEncScript(files.encYaml, plan.runId), {mode: 0o700})
   // Puppet needs a directory for the ENC's environment (and for production, its default).
   for (const name of new Set(['production', plan.environment])) {

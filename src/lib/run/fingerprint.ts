@@ -28,6 +28,8 @@ export async function runFingerprint(plan: RunPlan): Promise<string> {
   const puppet = {implementation: plan.puppet.implementation, version: plan.puppet.version}
   // A layered input: every layer's digest too (the computed document is in enc already); a flat input's fingerprint is as before.
   const layers = plan.layers ? {layers: plan.layers.layers.map((layer) => [layer.name, layer.digest])} : {}
-  const data = {releases, enc: {...plan.enc, parameters}, facts: plan.facts, manifest, noop: plan.noop, puppetArgs: plan.puppetArgs, languageMode: {strict, strictVariables}, puppet, ...layers}
+  // Secrets are out of the ENC: their digests (what a Secret serialises to) stand for them, so a changed password runs.
+  const secrets = plan.secrets ? {secrets: plan.secrets} : {}
+  const data = {releases, enc: {...plan.enc, parameters}, facts: plan.facts, manifest, noop: plan.noop, puppetArgs: plan.puppetArgs, languageMode: {strict, strictVariables}, puppet, ...layers, ...secrets}
   return `sha256:${createHash('sha256').update(stringifyJson(data)).digest('hex')}`
 }

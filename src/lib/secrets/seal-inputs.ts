@@ -62,14 +62,22 @@ export async function sealNodeDocuments<T extends NodeDocument>(documents: T[], 
 
 /**
  * Under the repository's lock, with its index: a plain node input is refused (65, one line
- * naming the node) where the repository (or this publish) already has encrypted ones,
- * unless `allowPlain`: a node missing its NAME.pub would otherwise silently publish its
+ * naming the node) where the repository (or this publish) already has encrypted ones, or
+ * operator recipients were given, unless `allowPlain`: a node missing its NAME.pub would otherwise silently publish its
  * input, and any secret in it, for every reader of the web server.
  */
-export function assertNoPlainAmongSealed(inputs: ReadonlyArray<Sealed<NodeDocument>>, indexNodes: Record<string, {encrypted?: string}> | undefined, allowPlain: boolean): void {
-  if (allowPlain) return
+export function assertNoPlainAmongSealed(inputs: ReadonlyArray<Sealed<NodeDocument>>, indexNodes: Record<string, {encrypted?: string}> | undefined, options: SealOptions): void {
+  if (options.allowPlain) return
   const plain = inputs.find((input) => input.encrypted === undefined)
   if (!plain) return
+  // Operator recipients ask for encryption: a node without its own recipient would get none.
+  if ((options.operators ?? []).length > 0) {
+    throw new InputError(`node ${plain.node}: its input would be published in plain text (no ${terminalText(nodeRecipientsPath(plain.node, plain.file))}), though --recipient or --recipients-file asks for encrypted inputs; nothing published`, [
+      "put the node's recipient in that file (localpuppet node-key prints it on the node)",
+      'or pass --allow-plain-input to publish it in plain text anyway',
+    ])
+  }
+
   const encrypted = [...new Set([...inputs.filter((input) => input.encrypted !== undefined).map((input) => input.node), ...Object.entries(indexNodes ?? {}).filter(([, entry]) => entry.encrypted !== undefined).map(([node]) => node)])]
   if (encrypted.length === 0) return
   throw new InputError(

@@ -103,3 +103,18 @@ export function restoreSecrets(document: Record<string, unknown>, kept: Record<s
 
   return {...document, classes}
 }
+
+/** The secrets by class (as the input names it) and parameter, revealed: for a compile that gives them to Puppet as Sensitive. */
+export function secretsByClass(input: {classes?: unknown}, secrets: Record<string, Secret>): Record<string, Record<string, string>> {
+  const byClass: Record<string, Record<string, string>> = {}
+  if (!isMapping(input.classes)) return byClass
+  for (const [name, params] of Object.entries(input.classes)) {
+    if (!isMapping(params)) continue
+    for (const param of Object.keys(params)) {
+      const secret = secrets[secretKey(name, param)]
+      if (secret) (byClass[name] ??= {})[param] = secret.reveal()
+    }
+  }
+
+  return byClass
+}

@@ -15,6 +15,8 @@ export interface CompileJob {
   facts: Record<string, unknown> | null
   /** Puppet settings for this catalog as on the command line (the release's language mode: `--strict error --strict_variables`). */
   settings: string[]
+  /** The input's secrets (!secret, out of the ENC) by class and parameter: given to the class as Sensitive, as a run's Hiera layer does. */
+  secrets?: Record<string, Record<string, string>>
 }
 
 export interface CompileResult {
@@ -73,6 +75,10 @@ end
     Puppet.override({:environments => Puppet::Environments::Static.new(env), :current_environment => env, :loaders => Puppet::Pops::Loaders.new(env, false, false)}, 'localpuppet validate --compile') do
       data = exec.send(:translate, certname, job['enc'])
       data[:environment] ||= env
+      # A run delivers secrets through Hiera as Sensitive (see secrets/hiera-secrets.ts): the same type here.
+      (job['secrets'] || {}).each do |cls, params|
+        params.each { |param, value| ((data[:classes] ||= {})[cls] ||= {})[param] = Puppet::Pops::Types::PSensitiveType::Sensitive.new(value) }
+      end
       facts = if job['facts']
         Puppet::Node::Facts.new(certname, job['facts'])
       else

@@ -198,8 +198,20 @@ export async function validateInputs(paths: string[], options: ValidateOptions):
       continue
     }
 
-    const enc = renderEncYaml(buildEncDocument(input, {release: report.release, runId: RUN_ID_PLACEHOLDER}))
-    jobs.push({id: String(jobs.length), enc, modulepath, environment: input.environment ?? 'production', manifest, facts: factSet, settings: languageModeArgs(resolution.languageMode), report, text})
+    const {splitSecrets, secretsByClass} = await import('../secrets/secret-values.js')
+    let split: ReturnType<typeof splitSecrets<typeof input>>
+    try {
+      split = splitSecrets(input)
+    } catch (error) {
+      if (!(error instanceof InputError)) throw error
+      report.problems.push({check: 'compile', file: null, line: null, column: null, message: error.message})
+      report.compile = {status: 'skipped', resources: null, reason: error.message}
+      continue
+    }
+
+    const enc = renderEncYaml(buildEncDocument(split.input, {release: report.release, runId: RUN_ID_PLACEHOLDER}))
+    const secrets = Object.keys(split.secrets).length > 0 ? {secrets: secretsByClass(input, split.secrets)} : {}
+    jobs.push({id: String(jobs.length), enc, modulepath, environment: input.environment ?? 'production', manifest, facts: factSet, settings: languageModeArgs(resolution.languageMode), report, text, ...secrets})
   }
 
   if (options.compile && jobs.length > 0 && options.puppet === null) throw new UsageError('--compile needs puppet (--puppet none only skips the syntax check)')

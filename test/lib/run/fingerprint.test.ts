@@ -2,6 +2,7 @@ import test from 'ava'
 
 import {runFingerprint} from '../../../src/lib/run/fingerprint.js'
 import type {RunPlan} from '../../../src/lib/run/run-plan.js'
+import {Secret} from '../../../src/lib/util/secret.js'
 
 /** The parts of a plan the fingerprint reads, for a release-less plan (nothing on disk to hash). */
 function plan(fields: Partial<RunPlan> = {}): RunPlan {
@@ -28,4 +29,12 @@ test('the fingerprint changes with the language mode and with the Puppet, not wi
   t.not(await runFingerprint(plan({languageMode: {strict: 'warning', strictVariables: true, pinned: null}})), base)
   t.not(await runFingerprint(plan({puppet: {command: 'puppet', path: '/usr/bin/puppet', found: 'PATH', implementation: 'puppet', version: '7.23.0'}})), base)
   t.not(await runFingerprint(plan({puppet: {command: 'puppet', path: '/usr/bin/puppet', found: 'PATH', implementation: 'openvox', version: '8.10.0'}})), base)
+})
+
+test('issue 37: the fingerprint changes when a secret (kept out of the ENC) changes, and not when the same secret is given again', async (t) => {
+  const withSecret = (value: string) => runFingerprint(plan({secrets: {'db::password': new Secret(value)}}))
+  const base = await withSecret('hunter2')
+  t.is(await withSecret('hunter2'), base)
+  t.not(await withSecret('hunter3'), base)
+  t.not(await runFingerprint(plan()), base)
 })

@@ -71,3 +71,30 @@ test('a key directory others can write is refused (77) before any key is made in
   t.regex(error!.message, /keys/)
   await t.throwsAsync(stat(nodeKeyPath(state)))
 })
+
+test("node-key --hiera opens only a run's secrets.age in the state dir, and only one encrypted to this node", async (t) => {
+  const {hieraDataOfRun, writeSecretFiles, secretRunFiles} = await import('../../../src/lib/secrets/hiera-secrets.js')
+  const {Secret} = await import('../../../src/lib/util/secret.js')
+  const state = await tempDir(t)
+  await ensureNodeKey(state)
+  const run = join(state, 'runs', 'R1')
+  await mkdir(run, {recursive: true, mode: 0o700})
+  await writeSecretFiles(run, state, {'db::password': new Secret('hunter2')}, ['/bin/false'])
+  t.deepEqual(await hieraDataOfRun(secretRunFiles(run).sealed, state), {'db::password': 'hunter2', lookup_options: {'db::password': {convert_to: 'Sensitive'}}})
+  t.false((await readFile(secretRunFiles(run).sealed, 'utf8')).includes('hunter2'))
+  t.false((await readFile(secretRunFiles(run).hiera, 'utf8')).includes('hunter2'))
+
+  const outside = join(state, 'secrets.age')
+  await writeFile(outside, await readFile(secretRunFiles(run).sealed))
+  const usage = await t.throwsAsync(hieraDataOfRun(outside, state))
+  t.is((usage as {exitCode?: number}).exitCode, 64)
+
+  // Another node's key: the same file is not for it (65).
+  const other = await tempDir(t)
+  await ensureNodeKey(other)
+  await mkdir(join(other, 'runs', 'R1'), {recursive: true, mode: 0o700})
+  await writeFile(join(other, 'runs', 'R1', 'secrets.age'), await readFile(secretRunFiles(run).sealed))
+  const foreign = await t.throwsAsync(hieraDataOfRun(join(other, 'runs', 'R1', 'secrets.age'), other))
+  t.is((foreign as {exitCode?: number}).exitCode, 65)
+  t.regex(foreign!.message, /not encrypted to this node's key/)
+})

@@ -1,0 +1,39 @@
+import {writeFile} from 'node:fs/promises'
+import {join} from 'node:path'
+
+import test from 'ava'
+
+import {InputError} from '../../../src/lib/errors.js'
+import {assertNoPlainAmongSealed, sealNodeDocuments} from '../../../src/lib/secrets/seal-inputs.js'
+import {tempDir} from '../../helpers/temp.js'
+
+const RECIPIENT = 'age1z8ljxnw6ku70wv323q3whee0y73c9xcad3phkn38g28l34eg2a5q9nz4rk'
+
+async function documents(t: import('ava').ExecutionContext, pubs: string[]) {
+  const dir = await tempDir(t)
+  for (const node of pubs) await writeFile(join(dir, `${node}.pub`), `${RECIPIENT}\n`)
+  return ['web1', 'db1'].map((node) => ({node, file: join(dir, `${node}.yaml`), bytes: Buffer.from('app: foo/tags/1.0.0\n'), sha256: 'x'}))
+}
+
+test('a node with NAME.pub is sealed (its sha256 the ciphertext\'s), one without stays plain', async (t) => {
+  const sealed = await sealNodeDocuments(await documents(t, ['web1']), {}, () => false)
+  t.is(sealed[0].encrypted, 'age')
+  t.regex(sealed[0].bytes.toString(), /^-----BEGIN AGE ENCRYPTED FILE-----\n/)
+  t.regex(sealed[0].sha256, /^[0-9a-f]{64}$/)
+  t.is(sealed[1].encrypted, undefined)
+})
+
+test('a plain input is refused (65) among encrypted ones in this publish or the index, or with operator recipients; --allow-plain-input lets it through', async (t) => {
+  const sealed = await sealNodeDocuments(await documents(t, ['web1']), {}, () => false)
+  t.throws(() => assertNoPlainAmongSealed(sealed, undefined, {}), {instanceOf: InputError, message: /^node db1: its input would be published in plain text .* \(web1\); nothing published$/})
+  const plain = await sealNodeDocuments(await documents(t, []), {}, () => false)
+  t.notThrows(() => assertNoPlainAmongSealed(plain, undefined, {}))
+  t.throws(() => assertNoPlainAmongSealed(plain, {app1: {encrypted: 'age'}}, {}), {message: /\(app1\); nothing published$/})
+  t.throws(() => assertNoPlainAmongSealed(plain, undefined, {operators: [RECIPIENT]}), {message: /^node web1: .* though --recipient or --recipients-file asks for encrypted inputs; nothing published$/})
+  t.notThrows(() => assertNoPlainAmongSealed(plain, {app1: {encrypted: 'age'}}, {operators: [RECIPIENT], allowPlain: true}))
+})
+
+test('an input marking secrets with no NAME.pub is refused (65), whatever is allowed', async (t) => {
+  const error = await t.throwsAsync(sealNodeDocuments(await documents(t, []), {allowPlain: true}, () => true), {instanceOf: InputError})
+  t.regex(error!.message, /node web1's input marks secrets \(!secret\) but the node has no recipient .*web1\.pub\): it would be published in plain text$/)
+})
