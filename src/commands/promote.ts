@@ -65,8 +65,8 @@ export default class Promote extends BaseCommand {
     const expiresInMs = flags.expires === undefined ? undefined : parseDuration(flags.expires, '--expires')
     const {app, tag} = parsePromotion(args.release, flags.channel)
     const where = `${app}/channels/${flags.channel}`
-    // --prometheus, else the prometheus setting (env, then the config file).
-    const prometheus = await settingString('prometheus', flags.prometheus)
+    // --prometheus, else the prometheus setting (env, then the config file): read only by a gate.
+    const prometheus = () => settingString('prometheus', flags.prometheus)
     const bounds = {
       deadlineMs: flags['prometheus-timeout'] === undefined ? undefined : parseDuration(flags['prometheus-timeout'], '--prometheus-timeout'),
       staleAfterMs: flags['stale-after'] === undefined ? undefined : parseDuration(flags['stale-after'], '--stale-after'),
@@ -80,8 +80,9 @@ export default class Promote extends BaseCommand {
     let health: ChannelHealth | undefined
     if (flags['require-healthy']) {
       const {channelHealth} = await import('../lib/fleet/channel-health.js')
-      if (prometheus === null) throw new UsageError('--require-healthy needs --prometheus (or the prometheus setting: /etc/localpuppet/config.yaml, env LOCALPUPPET_PROMETHEUS)')
-      health = await channelHealth(prometheus, {...bounds, app, release: `${app}/tags/${tag}`, channel: flags['require-healthy'], forMs: flags.for === undefined ? 0 : parseDuration(flags.for, '--for', {allowZero: true}), minNodes: flags['min-nodes'] ?? 1})
+      const url = await prometheus()
+      if (url === null) throw new UsageError('--require-healthy needs --prometheus (or the prometheus setting: /etc/localpuppet/config.yaml, env LOCALPUPPET_PROMETHEUS)')
+      health = await channelHealth(url, {...bounds, app, release: `${app}/tags/${tag}`, channel: flags['require-healthy'], forMs: flags.for === undefined ? 0 : parseDuration(flags.for, '--for', {allowZero: true}), minNodes: flags['min-nodes'] ?? 1})
       if (!this.jsonEnabled()) this.log(renderChannelHealth(health))
       if (!health.ok) {
         refused(health.why)

@@ -1,4 +1,4 @@
-import {readFile} from 'node:fs/promises'
+import {chmod, readFile, writeFile} from 'node:fs/promises'
 import {join} from 'node:path'
 
 import test from 'ava'
@@ -34,8 +34,14 @@ test('promote: --for and --min-nodes need --require-healthy, --prometheus, --sta
   t.is((await promote('--require-healthy', 'canary')).stderr, 'localpuppet: --require-healthy needs --prometheus (or the prometheus setting: /etc/localpuppet/config.yaml, env LOCALPUPPET_PROMETHEUS)')
 
   t.deepEqual(await index(), before, 'nothing moved, not even re-signed')
+  // A plain promote reads no setting: a configuration file it could not trust (0666) does not stop it; a gate that reads it is 77.
+  const config = join(dir, 'config.yaml')
+  await writeFile(config, 'prometheus: http://127.0.0.1:9\n')
+  await chmod(config, 0o666)
+  t.is((await cli(['promote', 'foo/tags/1.4.0', '--channel', 'canary', '--repo', repo, '--sign', key], {env: {LOCALPUPPET_CONFIG: config}})).exitCode, 0)
+  t.is((await cli(['promote', 'foo/tags/1.4.0', '--channel', 'stable', '--require-healthy', 'canary', '--repo', repo, '--sign', key], {env: {LOCALPUPPET_CONFIG: config}})).exitCode, 77)
   const moved = await promote('--json')
   t.is(moved.exitCode, 0, moved.stderr)
-  t.like(JSON.parse(moved.stdout), {promoted: true, app: 'foo', channel: 'stable', tag: '1.4.0', moved: true, version: before.version + 1})
+  t.like(JSON.parse(moved.stdout), {promoted: true, app: 'foo', channel: 'stable', tag: '1.4.0', moved: true, version: before.version + 2})
   t.is((await index()).apps.foo.channels.stable, '1.4.0')
 })

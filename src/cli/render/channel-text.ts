@@ -1,12 +1,20 @@
 import type {ChannelHistory, RepositoryListing} from '../../lib/channels/repository-listing.js'
 import {MAX_CHANNEL_HISTORY, describePolicy} from '../../lib/repository/channel-records.js'
 import {formatAge} from '../../lib/util/duration.js'
-import {terminalText} from '../../lib/util/terminal-text.js'
+import {terminalText, terminalUrl} from '../../lib/util/terminal-text.js'
 import {table} from './format.js'
 import {columns} from './rollout-text.js'
 
 /** How many tags of an app the text listing shows (newest first; yanked ones always): --json lists all. */
 export const LISTED_TAGS = 20
+
+/** The `signed by` line, as far as the listing could tell. */
+const SIGNATURE: Record<RepositoryListing['signature'], (key: string | null) => string> = {
+  verified: (key) => `${key} (verified with a trusted key)`,
+  named: (key) => `${terminalText(key)} (as index.json.sig says; nodes verify it)`,
+  unsigned: () => 'unsigned (no index.json.sig)',
+  'not checked': () => 'not checked: no trusted key (--trust PUB.pem)',
+}
 
 /** A key id cut to what a person compares: `sha256:1a2b3c4d5e6f7a8b`. */
 const shortKey = (key: string | null) => (key === null ? 'unsigned' : key.startsWith('sha256:') ? key.slice(0, 23) : key)
@@ -15,11 +23,11 @@ const shortKey = (key: string | null) => (key === null ? 'unsigned' : key.starts
 export function renderRepositoryListing(listing: RepositoryListing, now = Date.now()): string {
   const left = listing.expires === null ? null : Date.parse(listing.expires) - now
   const head = table([
-    ['repository', terminalText(listing.repo)],
+    ['repository', terminalUrl(listing.repo)],
     ['id', listing.repository ?? '- (an index made before ids)'],
     ['version', listing.version === null ? '- (an index made before versions)' : String(listing.version)],
     ['expires', listing.expires === null ? '-' : `${listing.expires} (${left! <= 0 ? 'EXPIRED: nodes take nothing new from it' : `in ${formatAge(left!)}`})`],
-    ['signed by', listing.signedBy === null ? 'unsigned' : `${listing.signedBy} (as index.json.sig says; nodes verify it)`],
+    ['signed by', SIGNATURE[listing.signature](listing.signedBy)],
     ['node inputs', `${listing.nodes.length}${listing.nodes.length > 0 ? ' (names and apps: --json)' : ''}`],
   ])
   const apps = listing.apps.map((app) => {

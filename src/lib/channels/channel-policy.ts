@@ -73,8 +73,8 @@ export interface PolicyCheckOptions {
   channel: string
   /** --override-policy REASON: move the channel even though the policy is not met (recorded in its history). */
   override?: string
-  /** The Prometheus to ask (--prometheus or the setting); null: none configured (64 when the channel has a policy). */
-  prometheus: string | null
+  /** The Prometheus to ask (--prometheus or the setting), looked up only when the policy must be checked; null: none configured (64 then). */
+  prometheus: string | null | (() => Promise<string | null>)
   health?: Pick<HealthOptions, 'deadlineMs' | 'staleAfterMs' | 'lookbackMs'>
   /** The health check (tests). */
   channelHealth?: (url: string, options: HealthOptions) => Promise<ChannelHealth>
@@ -98,14 +98,15 @@ export async function checkChannelPolicy(options: PolicyCheckOptions): Promise<P
 
   if (options.override !== undefined) return {policy, override: usageReason(options.override, '--override-policy')}
   const rule = `policy of ${where} (${describePolicy(policy)})`
-  if (options.prometheus === null) {
+  const prometheus = typeof options.prometheus === 'function' ? await options.prometheus() : options.prometheus
+  if (prometheus === null) {
     throw new UsageError(`${where} has a policy (${describePolicy(policy)}): promote needs --prometheus (or the prometheus setting) to check it`, [
       `or move it anyway, recorded: --override-policy REASON`,
     ])
   }
 
   const check = options.channelHealth ?? (await import('../fleet/channel-health.js')).channelHealth
-  const health = await check(options.prometheus, {
+  const health = await check(prometheus, {
     ...options.health,
     app: options.app,
     release: `${options.app}/tags/${options.tag}`,

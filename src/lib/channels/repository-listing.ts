@@ -3,7 +3,8 @@ import {join, resolve} from 'node:path'
 
 import {NotFoundError, describeFsError} from '../errors.js'
 import {hasIndex, readCurrentIndex} from '../repository/index-update.js'
-import {REPOSITORY_INDEX, REPOSITORY_SIGNATURE} from '../repository/repository-index.js'
+import {REPOSITORY_INDEX, REPOSITORY_SIGNATURE, type RepositoryIndex} from '../repository/repository-index.js'
+import {type WantedIndexOptions, readWantedIndex} from '../source/wanted-now.js'
 import {sortTagsNewestFirst} from '../release/release-ref.js'
 import {isMapping} from '../util/json.js'
 import {own} from '../util/own.js'
@@ -34,8 +35,14 @@ export interface RepositoryListing {
   version: number | null
   expires: string | null
   expired: boolean
-  /** The key id index.json.sig names (what nodes verify; not verified here), or null when unsigned. */
+  /** The key id that signed the index, or null... */
   signedBy: string | null
+  /**
+   * ...verified with a trusted key (--source); named by index.json.sig, not verified here
+   * (--repo: nodes verify it); unsigned (--repo, no index.json.sig); not checked (--source
+   * with no trusted key).
+   */
+  signature: 'verified' | 'named' | 'unsigned' | 'not checked'
   apps: ListedApp[]
   nodes: Array<{node: string; app: string; publishedAt: string}>
 }
@@ -50,7 +57,23 @@ export async function listRepository(repoDir: string, now = Date.now()): Promise
   const repo = resolve(repoDir)
   if (!(await hasIndex(repo))) throw new NotFoundError(`no release repository at ${repo}: no ${REPOSITORY_INDEX}`, ['publish creates it: localpuppet publish ARCHIVE --repo DIR'])
   const {index, signed} = await readCurrentIndex(repo)
-  const records = readChannelRecords(index, join(repo, REPOSITORY_INDEX))
+  return listIndex(index, {repo, signedBy: signed ? await signatureKeyId(repo) : null, signature: signed ? 'named' : 'unsigned'}, now)
+}
+
+/**
+ * `repository list --source`: the repository as a node reads it (readWantedIndex: the
+ * signature verified with the trusted keys, judged fresh against what this machine accepted,
+ * remembered nowhere), so the key shown is the one that verified. 65, 69 as a node's fetch.
+ */
+export async function listServedRepository(options: WantedIndexOptions & {source: string}, now = Date.now()): Promise<RepositoryListing & {warnings: string[]}> {
+  const read = await readWantedIndex(options)
+  if (read === null) throw new NotFoundError(`--source ${options.source}: no repository`)
+  return {...listIndex(read.index, {repo: read.source, signedBy: read.signedBy, signature: read.signedBy === null ? 'not checked' : 'verified'}, now), warnings: read.warnings}
+}
+
+/** A listing of an index already read: `where` names it, and says who signed it and whether that was verified here. */
+export function listIndex(index: RepositoryIndex, where: Pick<RepositoryListing, 'repo' | 'signedBy' | 'signature'>, now = Date.now()): RepositoryListing {
+  const records = readChannelRecords(index, `${where.repo}/${REPOSITORY_INDEX}`)
   const apps = Object.keys(index.apps)
     .sort()
     .map((app): ListedApp => {
@@ -75,12 +98,13 @@ export async function listRepository(repoDir: string, now = Date.now()): Promise
     .map((node) => ({node, app: index.nodes![node].app, publishedAt: index.nodes![node].publishedAt}))
   const expires = index.expires ?? null
   return {
-    repo,
+    repo: where.repo,
     repository: index.repository ?? null,
     version: index.version ?? null,
     expires,
     expired: expires !== null && Date.parse(expires) <= now,
-    signedBy: signed ? await signatureKeyId(repo) : null,
+    signedBy: where.signedBy,
+    signature: where.signature,
     apps,
     nodes,
   }

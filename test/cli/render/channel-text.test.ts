@@ -14,6 +14,7 @@ test('repository list: what the index says (a yank reason, a publish time) is sh
     expires: null,
     expired: false,
     signedBy: null,
+    signature: 'unsigned',
     apps: [
       {
         app: 'foo',

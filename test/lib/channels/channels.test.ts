@@ -6,7 +6,7 @@ import test from 'ava'
 
 import {channelBack} from '../../../src/lib/channels/channel-back.js'
 import {checkChannelPolicy, setChannelPolicy} from '../../../src/lib/channels/channel-policy.js'
-import {channelHistory, listRepository} from '../../../src/lib/channels/repository-listing.js'
+import {channelHistory, listRepository, listServedRepository} from '../../../src/lib/channels/repository-listing.js'
 import {yankTag} from '../../../src/lib/channels/yank.js'
 import {LocalpuppetError} from '../../../src/lib/errors.js'
 import type {ChannelHealth} from '../../../src/lib/fleet/channel-health.js'
@@ -29,7 +29,9 @@ async function repository(t: any): Promise<{dir: string; repo: string; key: stri
   await mkdir(repo)
   await writeFile(join(repo, 'index.json'), serializeRepositoryIndex({format: 1, version: 1, expires: '2030-01-01T00:00:00.000Z', apps: {foo: {tags: Object.fromEntries(TAGS.map((name) => [name, tag(`foo/tags/${name}`)]))}}}))
   const key = join(dir, 'key.pem')
-  await writeFile(key, generateKeyPairSync('ed25519').privateKey.export({type: 'pkcs8', format: 'pem'}), {mode: 0o600})
+  const pair = generateKeyPairSync('ed25519')
+  await writeFile(key, pair.privateKey.export({type: 'pkcs8', format: 'pem'}), {mode: 0o600})
+  await writeFile(join(dir, 'key.pub.pem'), pair.publicKey.export({type: 'spki', format: 'pem'}))
   return {dir, repo, key}
 }
 
@@ -148,6 +150,7 @@ test('repository list: tags newest first, channels with tag, policy and moves, n
   t.like(listing, {version: 2, expired: false, nodes: []})
   t.regex(listing.repository!, /^[0-9a-f]{32}$/)
   t.regex(listing.signedBy!, /^sha256:[0-9a-f]{64}$/)
+  t.is(listing.signature, 'named', 'as index.json.sig names it: not verified from the publisher\'s copy')
   t.deepEqual(listing.apps[0].tags.map((listed) => listed.tag), ['1.2.0', '1.1.0', '1.0.0'])
   t.deepEqual(listing.apps[0].channels, [{channel: 'canary', tag: '1.0.0', policy: null, moves: 1}])
   // A policy on a channel that does not exist yet is listed, so a typo shows.
@@ -164,7 +167,7 @@ test('repository list: tags newest first, channels with tag, policy and moves, n
 test('an index written by a publisher older than versions and histories is listed and its channels read as having no moves; the next promote starts the history', async (t) => {
   const {repo} = await repository(t)
   await writeFile(join(repo, 'index.json'), serializeRepositoryIndex({format: 1, apps: {foo: {tags: {'1.0.0': tag('foo/tags/1.0.0'), '1.1.0': tag('foo/tags/1.1.0')}, channels: {stable: '1.0.0'}}}}))
-  t.like(await listRepository(repo), {repository: null, version: null, expires: null, expired: false, signedBy: null})
+  t.like(await listRepository(repo), {repository: null, version: null, expires: null, expired: false, signedBy: null, signature: 'unsigned'})
   t.deepEqual((await channelHistory(repo, 'foo/channels/stable')).moves, [])
   await refused(t, channelBack({repo, channel: 'foo/channels/stable'}), 66, /its history holds no tag before 1\.0\.0/)
   await promoteChannel({repo, release: 'foo/tags/1.1.0', channel: 'stable'})
@@ -187,4 +190,16 @@ test('a channel or tag argument that is not one is 64 naming it; a history entry
   await refused(t, yankTag({repo, release: 'foo/tags/1.2.0', reason: 'x'}), 65, damaged)
   await refused(t, channelHistory(repo, 'foo/channels/stable'), 65, damaged)
   t.deepEqual(await readFile(join(repo, 'index.json')), before)
+})
+
+test('repository list --source reads the repository as a node does: the key that verified it, a key that does not is 65, no key is "not checked"', async (t) => {
+  const {dir, repo, key} = await repository(t)
+  await promoteChannel({repo, release: 'foo/tags/1.0.0', channel: 'canary', signingKey: key})
+  const listing = await listServedRepository({source: repo, trust: [join(dir, 'key.pub.pem')]})
+  t.like(listing, {repo, signature: 'verified', version: 2})
+  t.is(listing.signedBy, (await listRepository(repo)).signedBy)
+  t.like(await listServedRepository({source: repo, trust: []}), {signature: 'not checked', signedBy: null})
+  const other = join(dir, 'other.pub.pem')
+  await writeFile(other, generateKeyPairSync('ed25519').publicKey.export({type: 'spki', format: 'pem'}))
+  await refused(t, listServedRepository({source: repo, trust: [other]}), 65, /does not verify with any trusted key/)
 })
