@@ -1,5 +1,7 @@
 import {createHash} from 'node:crypto'
 
+import './web-crypto.js'
+
 import * as age from 'age-encryption'
 
 import {InputError} from '../errors.js'
