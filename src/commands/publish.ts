@@ -46,6 +46,7 @@ export default class Publish extends BaseCommand {
     input: Flags.string({description: "the node's input.yaml (with --node)", helpValue: 'FILE', dependsOn: ['node']}),
     inputs: Flags.string({description: 'publish every NAME.yaml in DIR as node NAME\'s input (regular files only: a link, FIFO or device is refused)', helpValue: 'DIR', exclusive: ['node']}),
     layers: Flags.string({description: 'publish every layer in DIR (site/dc1.yaml is layer site/dc1), each with its sha256 in the index, for the inputs that name them', helpValue: 'DIR'}),
+    computed: Flags.boolean({description: "publish each node's input with its layers (--layers DIR, else layers/ beside it) merged in, so a node receives only its own document; no layer is published"}),
   }
 
   async run(): Promise<PublishResult> {
@@ -57,7 +58,7 @@ export default class Publish extends BaseCommand {
     ])
     const expiresInMs = flags.expires === undefined ? undefined : parseDuration(flags.expires, '--expires')
     const nodes = flags.inputs ? await nodeInputsIn(flags.inputs) : flags.node && flags.input ? [{node: flags.node, file: flags.input}] : []
-    const result = await publishArchives({repo: flags.repo, archives: argv as string[], nodes, signingKey: flags.sign, expiresInMs, ...(flags.layers ? {layers: flags.layers} : {})})
+    const result = await publishArchives({repo: flags.repo, archives: argv as string[], nodes, signingKey: flags.sign, expiresInMs, ...(flags.layers ? {layers: flags.layers} : {}), computed: flags.computed})
     if (!this.jsonEnabled()) {
       const releaseLine = (r: PublishResult['releases'][number]) =>
         r.status === 'added'

@@ -89,6 +89,18 @@ test('from the signed repository: layers verified by digest; release 2.0 renames
   await writeFile(config, Object.entries(settings).map(([k, v]) => `${k}: ${JSON.stringify(v)}\n`).join(''))
   const apply = (...flags: string[]) => cli(['apply', '--fetch', ...flags, '--', ...isolatePuppet(dir)], {env: {LOCALPUPPET_CONFIG: config}})
 
+  // publish --computed: web2's input stored with its layers merged in (no layer of its own to fetch, none of another node's).
+  const out2 = join(dir, 'out2.txt')
+  await writeTree(dir, {'git/computed/web2.yaml': nodeInput('web/channels/stable', out2)})
+  const computed = await cli(['publish', '--computed', '--layers', join(dir, 'git/layers'), '--inputs', join(dir, 'git/computed'), '--repo', repo, '--sign', key])
+  t.is(computed.exitCode, 0, computed.stderr)
+  const web2 = JSON.parse(await readFile(join(repo, 'index.json'), 'utf8')).nodes.web2
+  t.is(await readFile(join(repo, web2.input), 'utf8'), `app: web/channels/stable\nclasses:\n  web:\n    port: 8080\n    out: ${out2}\nparameters:\n  datacenter: dc1\n  tier: gold\n`)
+  // What web2 gets from the repository, merged over its release's own layer: enc --fetch, nothing run.
+  const enc2 = await cli(['enc', '--fetch'], {env: {LOCALPUPPET_CONFIG: config, LOCALPUPPET_NODE_NAME: 'web2'}})
+  t.is(enc2.exitCode, 0, enc2.stderr)
+  t.is(enc2.stdout, `classes:\n  web:\n    greeting: hello\n    port: 8080\n    out: ${out2}\nparameters:\n  tier: gold\n  datacenter: dc1`)
+
   const first = await apply()
   t.is(first.exitCode, 0, first.stderr)
   t.is(await readFile(out, 'utf8'), 'hello port=8080 dc=dc1 tier=gold\n')

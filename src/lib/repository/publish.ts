@@ -12,7 +12,7 @@ import {readArchiveHead} from './archive-head.js'
 import {type IndexUpdate, hasIndex, updateIndex} from './index-update.js'
 import {type NodeInputFile, type PublishedNodeInput, addNodeInputs, checkNodeInputs} from './publish-inputs.js'
 import {type PublishedTag, REPOSITORY_INDEX, archivePathFor} from './repository-index.js'
-import {type PublishedLayerResult, addLayers, assertInputLayersPublished, checkLayersDir} from '../layers/published-layers.js'
+import {type PublishedLayerResult, addLayers, assertInputLayersPublished, checkLayersDir, computeNodeInputs} from '../layers/published-layers.js'
 import {checkStoredCopy} from './stored-copy.js'
 import {own} from '../util/own.js'
 
@@ -23,6 +23,8 @@ export interface PublishOptions {
   nodes?: NodeInputFile[]
   /** --layers DIR: the layers node inputs name (see layers/). */
   layers?: string
+  /** --computed: publish each node's input with its layers merged in (layers/computed-input.ts), and no layer. */
+  computed?: boolean
   /** --sign: an Ed25519 private key (PEM) that signs index.json. */
   signingKey?: string
   /** How long to wait for another publisher's lock, in ms. */
@@ -75,8 +77,9 @@ export async function publishArchives(options: PublishOptions): Promise<PublishR
   const key = options.signingKey ? await loadSigningKey(options.signingKey) : null
   const candidates: Array<{source: string; tag: PublishedTag; release: string; app: string; tagName: string}> = []
   for (const archive of options.archives) candidates.push(await inspectArchive(archive))
-  const inputs = await checkNodeInputs(options.nodes ?? [])
-  const layers = options.layers ? await checkLayersDir(options.layers) : []
+  const checked = await checkNodeInputs(options.nodes ?? [])
+  const inputs = options.computed ? await computeNodeInputs(checked, options.layers) : checked
+  const layers = options.layers && !options.computed ? await checkLayersDir(options.layers) : []
   const seen = new Map<string, string>()
   for (const candidate of candidates) {
     const other = seen.get(candidate.release)
