@@ -1,9 +1,10 @@
 import {chmod, mkdir, readFile, writeFile} from 'node:fs/promises'
 import {join} from 'node:path'
 
+import Ajv2020 from 'ajv/dist/2020.js'
 import test, {type ExecutionContext} from 'ava'
 
-import {cli, isolatePuppet, statusJson} from '../helpers/cli.js'
+import {REPO, cli, isolatePuppet, statusJson} from '../helpers/cli.js'
 import {keyPair} from '../helpers/repository.js'
 import {tempDir, writeTree} from '../helpers/temp.js'
 
@@ -46,6 +47,10 @@ test('the release layer supplies defaults, a site layer and the node override th
   const json = JSON.parse((await cli(['plan', input, '--module-dir', modules, '--state-dir', state, '--json'])).stdout)
   t.deepEqual(json.layers.origins.classes.web.parameters.out, {layer: 'node', file: input, line: 5})
   t.deepEqual(json.layers.layers.map((layer: {name: string}) => layer.name), ['release web/tags/1.0.0', 'site/dc1', 'node'])
+  // plan --json of a layered input is still what the documented schema allows.
+  const schema = JSON.parse(await readFile(join(REPO, 'integrations/schema/plan.schema.json'), 'utf8'))
+  const validate = new Ajv2020.default({allErrors: true, strict: true}).compile(schema)
+  t.true(validate(json), JSON.stringify(validate.errors))
 
   const applied = await cli(['apply', input, '--module-dir', modules, '--state-dir', state, '--', ...isolatePuppet(dir)])
   t.is(applied.exitCode, 0, applied.stderr)
