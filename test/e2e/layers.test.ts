@@ -1,4 +1,4 @@
-import {chmod, mkdir, readFile, writeFile} from 'node:fs/promises'
+import {chmod, mkdir, readFile, rename, writeFile} from 'node:fs/promises'
 import {join} from 'node:path'
 
 import Ajv2020 from 'ajv/dist/2020.js'
@@ -110,6 +110,14 @@ test('from the signed repository: layers verified by digest; release 2.0 renames
   t.is(first.exitCode, 0, first.stderr)
   t.is(await readFile(out, 'utf8'), 'hello port=8080 dc=dc1 tier=gold\n')
   t.is(await readFile(join(dir, 'node/etc/layers/site/dc1.yaml'), 'utf8'), SITE, 'the layer is kept beside the input')
+
+  // Without the repository, the node merges the layers it kept from it, whatever layers_dir says.
+  await rename(repo, `${repo}.away`)
+  const offline = await cli(['plan', '--fetch', '--json'], {env: {LOCALPUPPET_CONFIG: config, LOCALPUPPET_LAYERS_DIR: join(dir, 'elsewhere')}})
+  await rename(`${repo}.away`, repo)
+  t.is(offline.exitCode, 0, offline.stderr)
+  t.regex(offline.stderr, /applying web\/tags\/1\.0\.0 as installed here/)
+  t.deepEqual(JSON.parse(offline.stdout).layers.layers.map((layer: {file: string}) => layer.file), ['web/tags/1.0.0/layer.yaml', join(dir, 'node/etc/layers/site/dc1.yaml'), join(dir, 'node/etc/input.yaml')])
 
   // A layer changed in the repository behind the node's back: refused by digest, nothing applied.
   const stored = join(repo, index.layers['site/dc1'].layer)
