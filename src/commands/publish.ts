@@ -60,6 +60,7 @@ export default class Publish extends BaseCommand {
     'allow-plain-input': Flags.boolean({description: 'publish a node input that has no recipient (NAME.pub) in plain text, to a repository that has encrypted ones'}),
     prune: Flags.boolean({description: 'with --inputs: remove the inputs of nodes not in DIR from the index and the repository (not every node\'s: refused)', dependsOn: ['inputs']}),
     puppet: settingFlag('puppet', {description: "the puppet executable for the inputs' syntax and variable checks; none skips those two", helpValue: 'PATH', defaultHelp: 'puppet on PATH, else /opt/puppetlabs/bin/puppet'}),
+    computed: Flags.boolean({description: "publish each node's input with its layers (--layers DIR, else layers/ beside it) merged in, so a node receives only its own document; no layer is published"}),
   }
 
   async run(): Promise<PublishResult> {
@@ -82,6 +83,7 @@ export default class Publish extends BaseCommand {
       expiresInMs,
       seal,
       ...(flags.layers ? {layers: flags.layers} : {}),
+      computed: flags.computed,
       puppet,
       prune: flags.prune,
       pruneFrom: flags.inputs,

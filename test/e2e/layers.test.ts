@@ -1,9 +1,10 @@
-import {chmod, mkdir, readFile, writeFile} from 'node:fs/promises'
+import {chmod, mkdir, readFile, rename, writeFile} from 'node:fs/promises'
 import {join} from 'node:path'
 
+import Ajv2020 from 'ajv/dist/2020.js'
 import test, {type ExecutionContext} from 'ava'
 
-import {cli, isolatePuppet, statusJson} from '../helpers/cli.js'
+import {REPO, cli, isolatePuppet, statusJson} from '../helpers/cli.js'
 import {keyPair} from '../helpers/repository.js'
 import {tempDir, writeTree} from '../helpers/temp.js'
 
@@ -46,6 +47,10 @@ test('the release layer supplies defaults, a site layer and the node override th
   const json = JSON.parse((await cli(['plan', input, '--module-dir', modules, '--state-dir', state, '--json'])).stdout)
   t.deepEqual(json.layers.origins.classes.web.parameters.out, {layer: 'node', file: input, line: 5})
   t.deepEqual(json.layers.layers.map((layer: {name: string}) => layer.name), ['release web/tags/1.0.0', 'site/dc1', 'node'])
+  // plan --json of a layered input is still what the documented schema allows.
+  const schema = JSON.parse(await readFile(join(REPO, 'integrations/schema/plan.schema.json'), 'utf8'))
+  const validate = new Ajv2020.default({allErrors: true, strict: true}).compile(schema)
+  t.true(validate(json), JSON.stringify(validate.errors))
 
   const applied = await cli(['apply', input, '--module-dir', modules, '--state-dir', state, '--', ...isolatePuppet(dir)])
   t.is(applied.exitCode, 0, applied.stderr)
@@ -89,10 +94,30 @@ test('from the signed repository: layers verified by digest; release 2.0 renames
   await writeFile(config, Object.entries(settings).map(([k, v]) => `${k}: ${JSON.stringify(v)}\n`).join(''))
   const apply = (...flags: string[]) => cli(['apply', '--fetch', ...flags, '--', ...isolatePuppet(dir)], {env: {LOCALPUPPET_CONFIG: config}})
 
+  // publish --computed: web2's input stored with its layers merged in (no layer of its own to fetch, none of another node's).
+  const out2 = join(dir, 'out2.txt')
+  await writeTree(dir, {'git/computed/web2.yaml': nodeInput('web/channels/stable', out2)})
+  const computed = await cli(['publish', '--computed', '--layers', join(dir, 'git/layers'), '--inputs', join(dir, 'git/computed'), '--repo', repo, '--sign', key])
+  t.is(computed.exitCode, 0, computed.stderr)
+  const web2 = JSON.parse(await readFile(join(repo, 'index.json'), 'utf8')).nodes.web2
+  t.is(await readFile(join(repo, web2.input), 'utf8'), `app: web/channels/stable\nclasses:\n  web:\n    port: 8080\n    out: ${out2}\nparameters:\n  datacenter: dc1\n  tier: gold\n`)
+  // What web2 gets from the repository, merged over its release's own layer: enc --fetch, nothing run.
+  const enc2 = await cli(['enc', '--fetch'], {env: {LOCALPUPPET_CONFIG: config, LOCALPUPPET_NODE_NAME: 'web2'}})
+  t.is(enc2.exitCode, 0, enc2.stderr)
+  t.is(enc2.stdout, `classes:\n  web:\n    greeting: hello\n    port: 8080\n    out: ${out2}\nparameters:\n  tier: gold\n  datacenter: dc1`)
+
   const first = await apply()
   t.is(first.exitCode, 0, first.stderr)
   t.is(await readFile(out, 'utf8'), 'hello port=8080 dc=dc1 tier=gold\n')
   t.is(await readFile(join(dir, 'node/etc/layers/site/dc1.yaml'), 'utf8'), SITE, 'the layer is kept beside the input')
+
+  // Without the repository, the node merges the layers it kept from it, whatever layers_dir says.
+  await rename(repo, `${repo}.away`)
+  const offline = await cli(['plan', '--fetch', '--json'], {env: {LOCALPUPPET_CONFIG: config, LOCALPUPPET_LAYERS_DIR: join(dir, 'elsewhere')}})
+  await rename(`${repo}.away`, repo)
+  t.is(offline.exitCode, 0, offline.stderr)
+  t.regex(offline.stderr, /applying web\/tags\/1\.0\.0 as installed here/)
+  t.deepEqual(JSON.parse(offline.stdout).layers.layers.map((layer: {file: string}) => layer.file), ['web/tags/1.0.0/layer.yaml', join(dir, 'node/etc/layers/site/dc1.yaml'), join(dir, 'node/etc/input.yaml')])
 
   // A layer changed in the repository behind the node's back: refused by digest, nothing applied.
   const stored = join(repo, index.layers['site/dc1'].layer)

@@ -7,6 +7,7 @@ import {parseDuration} from '../util/duration.js'
 import {withStopSignals} from '../util/on-stop.js'
 import type {AttemptResult} from './attempt.js'
 import {receivePayload, replyToParent} from './detach.js'
+import {keptLayersDir} from '../layers/fetch-layers.js'
 import {layersDirFor} from '../layers/run-layers.js'
 import {applyOptions, planOptions} from './options.js'
 import {pinInput} from './plan-attempt.js'
@@ -35,7 +36,7 @@ export async function attemptInBackground(io: {warn(line: string): void}): Promi
       context.input = parseNodeInput(payload.inputText, payload.source)
       if (options.app !== undefined) context.input = {...context.input, app: parseReleaseRef(options.app, '--app')}
       context.input = await pinInput(context.input, fetched?.release)
-      plan = await buildRunPlan(context.input, {...planOptions(options, facts, fetched?.fetched), untrusted: payload.untrustedBefore, layersDir: layersDirFor(options, payload.input)}, payload.runId)
+      plan = await buildRunPlan(context.input, {...planOptions(options, facts, fetched?.fetched), untrusted: payload.untrustedBefore, layersDir: fetched?.fetched.input ? keptLayersDir(payload.input) : layersDirFor(options, payload.input)}, payload.runId)
     }
 
     context.plan = plan

@@ -7,6 +7,7 @@ import type {ConfiguredFetch} from '../source/fetch.js'
 import type {NodeFetch} from '../source/node-input-fetch.js'
 import type {NodeIdentity} from '../config/node-identity.js'
 import {redactUrl} from '../util/terminal-text.js'
+import {keptLayersDir} from '../layers/fetch-layers.js'
 import {layersDirFor} from '../layers/run-layers.js'
 import {type RunOptions, planOptions} from './options.js'
 
@@ -62,6 +63,8 @@ export async function planAttempt(inputPath: string, options: RunOptions, facts:
   let layers: PlanOptions['layersDir'] = layersDirFor(options, inputPath)
   const identity = options.fetch ? await nodeIdentity() : null
   if (identity?.inputFrom === 'repository') {
+    // Its layers are the repository's, kept beside the input (what a run without the repository merges).
+    layers = keptLayersDir(inputPath)
     // The node's input and its release from one read of the signed index; unreachable: the input file as last kept.
     let seen = false
     const result = await fetchForNode(inputPath, identity, options, io, (parsed) => {

@@ -4,7 +4,8 @@ import {InputError} from '../errors.js'
 import {PROVENANCE_PARAMETERS} from '../input/node-input.js'
 import {RESERVED_VARIABLES, isValidClassName, isValidEnvironmentName, isValidParameterName} from '../input/puppet-names.js'
 import {isMapping} from '../util/json.js'
-import {lineOfKey, parseYaml} from '../yaml.js'
+import {parseYaml} from '../yaml.js'
+import {keyLines} from './key-lines.js'
 import {isValidLayerName} from './layer-name.js'
 
 /** Where a value was set: the layer (`release foo/tags/1.0.0`, `site/dc1`, `node`), its file and line. */
@@ -62,10 +63,11 @@ export interface ParseLayerOptions {
  */
 export function parseLayer(text: string, file: string, name: string, options: ParseLayerOptions = {}): Layer {
   const doc = parseYaml(text, file)
-  const origin = (...path: string[]): Origin => ({layer: name, file, line: lineOfKey(text, path) ?? null})
+  const lineOf = keyLines(text)
+  const origin = (...path: string[]): Origin => ({layer: name, file, line: lineOf(path) ?? null})
   const refuse = (path: string[], message: string) => {
     // The entry's own line, else its key's (an item lineOfKey cannot name, such as a number).
-    const line = lineOfKey(text, path) ?? lineOfKey(text, path.slice(0, 1))
+    const line = lineOf(path) ?? lineOf(path.slice(0, 1))
     return new InputError(`${file}${line === undefined ? '' : `:${line}`}: layer ${name}: ${message}`)
   }
 

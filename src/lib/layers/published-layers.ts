@@ -148,3 +148,29 @@ export function assertInputLayersPublished(inputs: Array<{node: string; file: st
     }
   }
 }
+
+/**
+ * `publish --computed`: each node input that names layers replaced by its computed input
+ * (see computed-input.ts: its layers merged in, read from `layersDir`, else layers/ beside
+ * the input), checked again as an input, so the repository holds for each node only its
+ * own document and no layer. A flat input is published as it is.
+ */
+export async function computeNodeInputs<T extends {node: string; file: string; bytes: Buffer; sha256: string}>(inputs: T[], layersDir: string | undefined): Promise<T[]> {
+  const [{parseNodeInput}, {computedNodeInput}, {layersDirFor}] = await Promise.all([import('../input/node-input.js'), import('./computed-input.js'), import('./run-layers.js')])
+  const computed: T[] = []
+  for (const input of inputs) {
+    const parsed = parseNodeInput(input.bytes.toString('utf8'), input.file)
+    if (!parsed.layers?.length) {
+      computed.push(input)
+      continue
+    }
+
+    const dir = layersDirFor({layersDir}, input.file)
+    const {text} = await computedNodeInput(parsed, dir === undefined ? null : directoryLayers(dir))
+    parseNodeInput(text, `${input.file} (computed)`)
+    const bytes = Buffer.from(text, 'utf8')
+    computed.push({...input, bytes, sha256: createHash('sha256').update(bytes).digest('hex')})
+  }
+
+  return computed
+}

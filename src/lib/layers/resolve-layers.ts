@@ -8,6 +8,9 @@ import {MAX_YAML_BYTES, dumpYaml} from '../yaml.js'
 import {type Layer, type Placed, at, parseLayer} from './layer-file.js'
 import {type Merged, type MergedDocument, mergeLayers} from './merge.js'
 
+/** At most this many named layers merge into one node's document: a bound on what a layers directory or a repository can make a node read. */
+export const MAX_LAYERS = 256
+
 /** The release's own layer: this file at the release's root, beside manifest.yaml. */
 export const RELEASE_LAYER_FILE = 'layer.yaml'
 
@@ -85,6 +88,7 @@ export async function resolveNamedLayers(names: ReadonlyArray<Placed<string>>, s
       throw new NotFoundError(`${at(ref.origin)}: layer ${ref.origin.layer}: layers: ${ref.value}: no layers directory to find it in (give --layers DIR or set layers_dir)`)
     }
 
+    if (order.length + chain.length >= MAX_LAYERS) throw new InputError(`${at(ref.origin)}: layer ${ref.origin.layer}: layers: ${ref.value}: more than ${MAX_LAYERS} layers for one node`)
     const read = await source.read(ref.value)
     if (!read) throw new InputError(`${at(ref.origin)}: layer ${ref.origin.layer}: layers: unknown layer ${ref.value} (no ${ref.value}.yaml in ${source.label})`)
     const layer = parseLayer(read.text, read.file, ref.value)

@@ -1,7 +1,7 @@
 import {createReadStream} from 'node:fs'
-import {mkdir, mkdtemp, stat} from 'node:fs/promises'
+import {mkdir, mkdtemp, readFile, stat, writeFile} from 'node:fs/promises'
 import {tmpdir} from 'node:os'
-import {join} from 'node:path'
+import {dirname, join} from 'node:path'
 
 import {InputError, NotFoundError, PuppetUnavailableError, ReleaseError, describeFsError} from '../errors.js'
 import {installArchive} from '../install/install-archive.js'
@@ -28,6 +28,8 @@ export interface PublishCheckOptions {
   inputs: CheckedNodeInput[]
   /** The puppet executable for validate's syntax and variable checks; null skips them (as validate --puppet none). */
   puppet: string | null
+  /** The layers this publish adds (--layers DIR): with the repository's own, what a layered input merges. */
+  layers?: Array<{name: string; bytes: Buffer}>
 }
 
 /**
@@ -100,6 +102,10 @@ export async function validatePublishedInputs(options: PublishCheckOptions): Pro
       files.set(input.file, input)
     }
 
+    // A layered input merges the layers the repository holds, and this publish adds, as a node would: in a scratch directory.
+    const layersDir = join(scratch, 'layers')
+    await writeLayers(repo, options.index, options.layers ?? [], layersDir)
+
     const report = await validateInputs([...files.keys()], {
       // The bytes publish holds and publishes, not the operator's file read again.
       texts: new Map(inputs.map((input) => [input.file, input.bytes.toString('utf8')])),
@@ -110,6 +116,7 @@ export async function validatePublishedInputs(options: PublishCheckOptions): Pro
       // The node's main manifest is not the publisher's /etc/puppet/manifests/default.pp.
       defaultManifest: join(scratch, 'no-main-manifest.pp'),
       channels: indexChannels(view),
+      layersDir,
     })
     if (report.puppetUnavailable !== null) {
       throw new PuppetUnavailableError(`${report.puppetUnavailable}: publish checks node inputs with it (syntax, undefined variables); nothing published`, [
@@ -188,4 +195,17 @@ async function installRelease(repo: string, archives: GivenArchive[], tag: Publi
     throw new ReleaseError(`${error.message} (${why}; not what the repository's index lists); nothing published`, repair)
   })
   if (!given && sha256 !== tag.sha256) throw new ReleaseError(`${source}: not what the repository's index lists (${why}: sha256 ${tag.sha256}, got ${sha256}); nothing published`, repair)
+}
+
+/** The repository's layers, then this publish's (which win), as `NAME.yaml` under `dir`: what validate merges layered inputs with. */
+async function writeLayers(repo: string, index: RepositoryIndex, given: Array<{name: string; bytes: Buffer}>, dir: string): Promise<void> {
+  const layers = new Map<string, () => Promise<Buffer>>()
+  for (const [name, entry] of Object.entries(index.layers ?? {})) layers.set(name, async () => readFile(join(repo, entry.layer)))
+  for (const layer of given) layers.set(layer.name, async () => layer.bytes)
+  await mkdir(dir, {recursive: true})
+  for (const [name, bytes] of layers) {
+    const file = join(dir, `${name}.yaml`)
+    await mkdir(dirname(file), {recursive: true})
+    await writeFile(file, await bytes().catch(() => Buffer.alloc(0)))
+  }
 }

@@ -12,7 +12,7 @@ import {type IndexUpdate, hasIndex, updateIndex} from './index-update.js'
 import {type NodeInputFile, type PublishedNodeInput, addNodeInputs, checkNodeInputs} from './publish-inputs.js'
 import {nodesToPrune, pruneIndex} from '../publish-check/prune-inputs.js'
 import {type PublishedTag, REPOSITORY_INDEX, archivePathFor} from './repository-index.js'
-import {type PublishedLayerResult, addLayers, assertInputLayersPublished, checkLayersDir} from '../layers/published-layers.js'
+import {type PublishedLayerResult, addLayers, assertInputLayersPublished, checkLayersDir, computeNodeInputs} from '../layers/published-layers.js'
 import {checkStoredCopy} from './stored-copy.js'
 import {own} from '../util/own.js'
 import {type SealOptions, assertNoPlainAmongSealed, sealNodeDocuments} from '../secrets/seal-inputs.js'
@@ -26,6 +26,8 @@ export interface PublishOptions {
   nodes?: NodeInputFile[]
   /** --layers DIR: the layers node inputs name (see layers/). */
   layers?: string
+  /** --computed: publish each node's input with its layers merged in (layers/computed-input.ts), and no layer. */
+  computed?: boolean
   /** --sign: an Ed25519 private key (PEM) that signs index.json. */
   signingKey?: string
   /** How long to wait for another publisher's lock, in ms. */
@@ -87,9 +89,11 @@ export async function publishArchives(options: PublishOptions): Promise<PublishR
   const key = options.signingKey ? await loadSigningKey(options.signingKey) : null
   const candidates: Array<{source: string; tag: PublishedTag; release: string; app: string; tagName: string}> = []
   for (const archive of options.archives) candidates.push(await inspectArchive(archive))
-  const plainInputs = await checkNodeInputs(options.nodes ?? [])
+  const checked = await checkNodeInputs(options.nodes ?? [])
+  // With --computed, what a node receives is its document with its layers merged in: that is what is validated and sealed.
+  const plainInputs = options.computed ? await computeNodeInputs(checked, options.layers) : checked
   const inputs = await sealNodeDocuments(plainInputs, options.seal ?? {}, (input) => marksSecrets(input.bytes, input.file))
-  const layers = options.layers ? await checkLayersDir(options.layers) : []
+  const layers = options.layers && !options.computed ? await checkLayersDir(options.layers) : []
   const seen = new Map<string, string>()
   for (const candidate of candidates) {
     const other = seen.get(candidate.release)
@@ -104,7 +108,9 @@ export async function publishArchives(options: PublishOptions): Promise<PublishR
   const updated = await updateIndex({repo, key, lockWaitMs: options.lockWaitMs, expiresInMs: options.expiresInMs, now, afterIndex}, async (index) => {
     // Decided and checked before anything is written: a refused prune or input publishes nothing.
     if (options.prune) pruned = nodesToPrune(index, inputs.map((input) => input.node), options.pruneFrom ?? 'the inputs given')
-    if (inputs.length > 0) await (await import('../publish-check/validate-published.js')).validatePublishedInputs({repo, index, archives: candidates, inputs: plainInputs, puppet: options.puppet ?? null})
+    // The layers inputs name, in the repository or this publish, before their documents are judged.
+    assertInputLayersPublished(plainInputs, {layers: {...index.layers, ...Object.fromEntries(layers.map((layer) => [layer.name, layer]))}} as Parameters<typeof assertInputLayersPublished>[1])
+    if (inputs.length > 0) await (await import('../publish-check/validate-published.js')).validatePublishedInputs({repo, index, archives: candidates, inputs: plainInputs, puppet: options.puppet ?? null, layers})
     const releases: PublishedEntry[] = []
     const toAdd: typeof candidates = []
     const toRepair: typeof candidates = []

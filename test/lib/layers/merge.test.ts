@@ -181,3 +181,29 @@ test('property: a layer that removes a class or key leaves none of it, whatever 
     {numRuns: 300},
   )
 })
+
+test('a node that would merge more than MAX_LAYERS layers is refused, however they include each other', async (t) => {
+  const chain = Object.fromEntries(Array.from({length: 300}, (_, i) => [`l${i}`, i === 299 ? 'parameters: {x: 1}\n' : `layers: [l${i + 1}]\n`]))
+  const error = await refusedAsync(() => resolveNamedLayers(parseLayer('layers: [l0]\n', 'n.yaml', 'node').includes, memory(chain)))
+  t.is(error.exitCode, 65)
+  t.regex(error.message, /^layers\/l255\.yaml:1: layer l255: layers: l256: more than 256 layers for one node$/)
+})
+
+test('property: a computed input (named layers merged in, removals kept) merged over the release layer gives what the full merge gives', async (t) => {
+  const {computedNodeInput} = await import('../../../src/lib/layers/computed-input.js')
+  const {parseNodeInput} = await import('../../../src/lib/input/node-input.js')
+  await fc.assert(
+    fc.asyncProperty(layerDoc, fc.array(layerDoc, {maxLength: 3}), layerDoc, async (release, named, node) => {
+      const source = memory(Object.fromEntries(named.map((doc, n) => [`l${n}`, dumpYaml(doc)])))
+      const text = dumpYaml({app: 'web/tags/1.0.0', layers: named.map((_, n) => `l${n}`), ...node})
+      const input = parseNodeInput(text, 'n.yaml')
+      const releaseLayer = parseLayer(dumpYaml(release), 'r.yaml', 'release')
+      const full = mergeLayers([releaseLayer, ...(await resolveNamedLayers(parseLayer(text, 'n.yaml', 'node', {extraKeys: ['app']}).includes, source)), parseLayer(text, 'n.yaml', 'node', {extraKeys: ['app']})])
+      const computed = await computedNodeInput(input, source)
+      const again = mergeLayers([releaseLayer, parseLayer(computed.text, 'c.yaml', 'node', {extraKeys: ['app']})])
+      t.deepEqual(again.document, full.document)
+      t.is(parseNodeInput(computed.text, 'c.yaml').layers, undefined)
+    }),
+    {numRuns: 200},
+  )
+})

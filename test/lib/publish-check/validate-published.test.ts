@@ -169,3 +169,22 @@ test('--prune removes the inputs of nodes not given, from the index and the repo
   t.deepEqual(renamed.pruned, ['web1'])
   t.deepEqual(await readdir(join(f.repo, 'inputs')), ['web1-new'])
 })
+
+test('a layered input is judged merged with the layers it names, from this publish or the repository; a wrong value in a layer is refused naming it', async (t) => {
+  const f = await fixture(t)
+  const layers = join(f.dir, 'ops-layers')
+  await writeTree(layers, {'site/dc1.yaml': 'classes:\n  nc4site:\n    port: 80\n'})
+  const node = await f.input('web1', 'app: web/tags/1.0.0\nlayers:\n  - site/dc1\nclasses:\n  nc4site:\n    greeting: hi\n')
+  // The port the class requires comes from the layer, published with it.
+  await publishArchives({repo: f.repo, archives: [], nodes: [node], layers})
+  // Then from the repository alone, with no --layers.
+  const again = await f.input('web2', 'app: web/tags/1.0.0\nlayers:\n  - site/dc1\n')
+  await publishArchives({repo: f.repo, archives: [], nodes: [again]})
+  // A layer giving a wrong value is refused (65), nothing published.
+  await writeTree(layers, {'site/dc2.yaml': 'classes:\n  nc4site:\n    port: eighty\n'})
+  const before = await f.indexBytes()
+  const bad = await f.input('web3', 'app: web/tags/1.0.0\nlayers:\n  - site/dc2\n')
+  const error = await refused(t, publishArchives({repo: f.repo, archives: [], nodes: [bad], layers}), 65)
+  t.regex(error.problems!.map((problem) => problem.message).join('\n'), /site\/dc2/)
+  t.is(await f.indexBytes(), before)
+})
