@@ -13,24 +13,26 @@ export default class Promote extends BaseCommand {
       'first asks Prometheus whether every node following CHANNEL has applied this tag and its last run succeeded for at ' +
       'least --for (and at least --min-nodes such nodes): if not, nothing changes, and the nodes not there yet are named with ' +
       'why (not yet run, failed, disabled, stale, stopped reporting). A staged rollout for a pull fleet: promote to canary, ' +
-      "let the canaries' timers apply it, then promote to stable --require-healthy canary.",
+      "let the canaries' timers apply it, then promote to stable --require-healthy canary. With --puppetdb URL (or only the puppetdb setting), " +
+      "the same verdicts from the nodes' reports and facts in PuppetDB, a failed node's with Puppet's first error.",
     [
       {code: 0, meaning: 'the channel names the tag (moved, or already there)'},
       {code: 1, meaning: '--require-healthy: a node following the channel is not healthy on the tag yet, or too few are; nothing changed'},
-      {code: 64, meaning: 'usage error (not an exact tag, a bad channel name (--channel or --require-healthy), --require-healthy without --prometheus or the prometheus setting, or --prometheus, --for, --min-nodes, --stale-after or --prometheus-timeout without --require-healthy)'},
+      {code: 64, meaning: 'usage error (not an exact tag, a bad channel name (--channel or --require-healthy), --require-healthy without --prometheus, --puppetdb or their setting, both --prometheus and --puppetdb, or --prometheus, --puppetdb, --for, --min-nodes, --stale-after or --prometheus-timeout without --require-healthy)'},
       {code: 65, meaning: "the repository's index is invalid"},
       {code: 66, meaning: 'the tag is not published, or no repository there'},
-      {code: 69, meaning: 'Prometheus cannot be reached, does not answer in time (--prometheus-timeout), or answers what is not the node metrics (a series or value that cannot be, too many series)'},
+      {code: 69, meaning: 'Prometheus or PuppetDB cannot be reached, does not answer in time (--prometheus-timeout), or answers what is not the node metrics or reports (a series, value or row that cannot be, too many series)'},
       {code: 73, meaning: 'another publisher held the lock too long'},
     ],
   )
 
   static override usage =
-    '<%= command.id %> APP/tags/TAG --channel NAME --repo DIR [--sign KEY.pem] [--expires DURATION] [--require-healthy CHANNEL --prometheus URL [--for DURATION] [--min-nodes N] [--stale-after DURATION] [--prometheus-timeout DURATION]]'
+    '<%= command.id %> APP/tags/TAG --channel NAME --repo DIR [--sign KEY.pem] [--expires DURATION] [--require-healthy CHANNEL --prometheus URL|--puppetdb URL [--for DURATION] [--min-nodes N] [--stale-after DURATION] [--prometheus-timeout DURATION]]'
 
   static override examples = [
     '<%= config.bin %> promote foo/tags/1.1.0 --channel canary --repo /srv/www/puppet --sign release-key.pem',
     '<%= config.bin %> promote foo/tags/1.1.0 --channel stable --require-healthy canary --prometheus http://prometheus:9090 --for 30m --min-nodes 2 --repo /srv/www/puppet --sign release-key.pem',
+    '<%= config.bin %> promote foo/tags/1.1.0 --channel stable --require-healthy canary --puppetdb https://puppetdb:8081 --repo /srv/www/puppet --sign release-key.pem',
   ]
 
   static override args = {release: Args.string({description: 'the tag the channel will name: APP/tags/TAG', required: true})}
@@ -41,6 +43,7 @@ export default class Promote extends BaseCommand {
     expires: Flags.string({description: 'how long nodes believe the new index (default 30d)', helpValue: 'DURATION'}),
     'require-healthy': Flags.string({description: 'first require every node following this channel to be healthy on the tag (see --prometheus)', helpValue: 'CHANNEL'}),
     prometheus: Flags.string({description: "--require-healthy: the Prometheus that scrapes the nodes' metrics (http://host:9090) [default: the prometheus setting] (env LOCALPUPPET_PROMETHEUS, config prometheus)", helpValue: 'URL', dependsOn: ['require-healthy']}),
+    puppetdb: Flags.string({description: "--require-healthy: judge the nodes from their reports and localpuppet facts in this PuppetDB (https://host:8081) [default: the puppetdb setting, when no prometheus setting] (env LOCALPUPPET_PUPPETDB, config puppetdb)", helpValue: 'URL', dependsOn: ['require-healthy']}),
     for: Flags.string({description: '--require-healthy: how long each node must have been healthy on the tag (0s, 10m, 2h) [default: 0s]', helpValue: 'DURATION', dependsOn: ['require-healthy']}),
     'min-nodes': Flags.integer({description: '--require-healthy: at least this many healthy nodes [default: 1]', min: 1, helpValue: 'N', dependsOn: ['require-healthy']}),
     'stale-after': Flags.string({description: "--require-healthy: a node whose newest attempt is older than this is stale [default: 2h]", helpValue: 'DURATION', dependsOn: ['require-healthy']}),
@@ -62,9 +65,12 @@ export default class Promote extends BaseCommand {
         import('../lib/errors.js'),
       ])
       // --prometheus, else the prometheus setting (env, then the config file).
-      const prometheus = await settingString('prometheus', flags.prometheus)
-      if (prometheus === null) throw new UsageError('--require-healthy needs --prometheus (or the prometheus setting: /etc/localpuppet/config.yaml, env LOCALPUPPET_PROMETHEUS)')
-      health = await channelHealth(prometheus, {
+      if (flags.prometheus !== undefined && flags.puppetdb !== undefined) throw new UsageError('--prometheus and --puppetdb: give one source of the fleet')
+      // The flag given, else the prometheus setting, else the puppetdb setting (env, then the config file).
+      const prometheus = flags.puppetdb === undefined ? await settingString('prometheus', flags.prometheus) : null
+      const puppetdb = prometheus === null ? await (await import('../lib/puppetdb/client.js')).puppetDbConfig(flags.puppetdb) : null
+      if (prometheus === null && puppetdb === null) throw new UsageError('--require-healthy needs --prometheus or --puppetdb (or the prometheus or puppetdb setting: /etc/localpuppet/config.yaml, env LOCALPUPPET_PROMETHEUS, LOCALPUPPET_PUPPETDB)')
+      health = await channelHealth(prometheus ?? puppetdb!, {
         deadlineMs: flags['prometheus-timeout'] === undefined ? undefined : parseDuration(flags['prometheus-timeout'], '--prometheus-timeout'),
         app,
         release: `${app}/tags/${tag}`,

@@ -68,6 +68,7 @@ export async function runCommands(stateDir: string, moduleDir: string, record: R
     codeId: record.release ? (digest ? `${record.release}@${digest}` : record.release) : (record.ref ?? 'unknown'),
     runId: record.id,
     release: record.release ?? record.ref ?? 'unknown',
+    ref: record.ref,
     inputDigest: record.inputDigest || null,
     puppet: {implementation: record.puppet?.implementation ?? null, version: record.puppet?.version ?? null},
     state: record.state,

@@ -18,6 +18,8 @@ export interface RunStamp {
   codeId: string
   runId: string
   release: string
+  /** The input's app as written (`foo/channels/stable`): what the node follows. */
+  ref: string | null
   inputDigest: string | null
   puppet: {implementation: string | null; version: string | null}
   /** The run's outcome, as its record says (succeeded, failed, error, interrupted, refused). */
@@ -166,6 +168,7 @@ export function factsCommand(facts: Json, stamp: RunStamp): PuppetDbCommand {
   const values = isMap(facts.values) ? {...facts.values} : {}
   values.localpuppet = {
     release: stamp.release,
+    ref: stamp.ref,
     code_id: stamp.codeId,
     run_id: stamp.runId,
     state: stamp.state,

@@ -7,6 +7,7 @@ const stamp: RunStamp = {
   codeId: 'foo/tags/1.6.0@sha256:aa',
   runId: '20261128T001500Z-ab12',
   release: 'foo/tags/1.6.0',
+  ref: 'foo/channels/stable',
   inputDigest: 'sha256:bb',
   puppet: {implementation: 'puppet', version: '7.23.0'},
   state: 'succeeded',
