@@ -5,7 +5,7 @@ import {stateFlags, trustFlags} from '../../cli/flags.js'
 import {UsageError} from '../../lib/errors.js'
 import {assertTrustedStateDir, defaultStateDir} from '../../lib/state/state-dir.js'
 import type {FlushResult} from '../../lib/puppetdb/spool.js'
-import {terminalText} from '../../lib/util/terminal-text.js'
+import {terminalUrl} from '../../lib/util/terminal-text.js'
 
 export default class ReportFlush extends BaseCommand {
   static override summary = "Send the runs' reports, facts and catalogs still spooled for PuppetDB, in order."
@@ -45,7 +45,7 @@ export default class ReportFlush extends BaseCommand {
     const result = await flushSpool(stateDir, new PuppetDbClient(config), {deadlineMs: flags.timeout * 1000, timeoutMs: 10_000})
     if (result.busy) throw new LocalpuppetError('busy', ExitCode.locked, `another report flush is sending the spool (${result.pending} waiting)`)
     if (result.dropped > 0) this.warnLines([`${result.dropped} report(s) were dropped over the spool's bound while PuppetDB was away`])
-    this.log(`sent ${result.sent.length} command(s) to ${terminalText(config.url)}; ${result.pending} still spooled`)
+    this.log(`sent ${result.sent.length} command(s) to ${terminalUrl(config.url)}; ${result.pending} still spooled`)
     if (result.error) throw Object.assign(new FleetUnavailableError(`${result.pending} command(s) still spooled: ${result.error}`), {result})
     return result
   }

@@ -23,8 +23,13 @@ export interface PuppetDbCommand {
 
 /** The largest answer to a command: PuppetDB acknowledges with `{"uuid": ...}`. */
 const MAX_ACK_BYTES = 64 * 1024
-/** The largest answer to a query: fleet status asks for a few fields per node. */
-export const MAX_QUERY_BYTES = 256 * 1024 * 1024
+/**
+ * The largest answer to a query, read whole and parsed (some 0.5 GB of memory at most):
+ * fleet status asks for a few fields per report, some 200 bytes, so about 300,000 reports
+ * within --lookback (a fleet of 6,000 nodes running every 30 minutes for a day). More is
+ * 69, naming the query: a shorter --lookback reads less.
+ */
+export const MAX_QUERY_BYTES = 64 * 1024 * 1024
 /** The most rows a query may answer. */
 export const MAX_QUERY_ROWS = 1_000_000
 

@@ -40,6 +40,8 @@ const isoOf = (ms: number | null | undefined) => (ms === null || ms === undefine
 export function releaseOfCodeId(codeId: unknown): string | null {
   if (typeof codeId !== 'string') return null
   const release = codeId.split('@')[0]
+  // localpuppet's are APP/tags/TAG (or a branch, a channel): a server's code id is no release.
+  if (!release.includes('/')) return null
   try {
     parseReleaseRef(release)
     return release

@@ -83,3 +83,19 @@ test('an answer that is not JSON, or too large, is 69; a silent PuppetDB is 69 o
   t.teardown(() => silent.close())
   await t.throwsAsync(readPuppetDbFleet({url: silent.url, ca: null, cert: null, key: null}, {now: NOW, deadlineMs: 1000, timeoutMs: 500}), {instanceOf: FleetUnavailableError, message: /no whole answer within 1 s|timeout/i})
 })
+
+test('a PuppetDB that drips its answer a byte at a time is 69 once the rate floor or the deadline is passed, not a wait without end', async (t) => {
+  const dripping = await hostileServer((_path, socket) => {
+    socket.write(head(200, {'content-type': 'application/json'}))
+    const timer = setInterval(() => socket.write(' '), 100)
+    socket.on('close', () => clearInterval(timer))
+  })
+  t.teardown(() => dripping.close())
+  await t.throwsAsync(readPuppetDbFleet({url: dripping.url, ca: null, cert: null, key: null}, {now: NOW, deadlineMs: 3000, timeoutMs: 1000}), {instanceOf: FleetUnavailableError})
+})
+
+test("a code_id that is not localpuppet's names no release: never guessed at", async (t) => {
+  const config = await puppetdb(t, {reports: [{...report('web1', 'foo/tags/1.4.0', 10), code_id: 'production-abc123'}]})
+  const [web1] = (await readPuppetDbFleet(config, {now: NOW})).nodes
+  t.like(web1, {applied: null, release: null, state: 'succeeded'})
+})
