@@ -150,7 +150,9 @@ export async function flushSpool(stateDir: string, client: PuppetDbClient, optio
       let command: PuppetDbCommand
       try {
         command = JSON.parse((await readBoundedFile(path, {maxBytes: MAX_COMMAND_BYTES, label: `spooled command ${path}`, error: (message) => new InputError(message)})).toString('utf8')) as PuppetDbCommand
-      } catch {
+      } catch (error) {
+        // Gone meanwhile: a newer run's facts or catalog replaced it.
+        if ((error as NodeJS.ErrnoException).code === 'ENOENT') continue
         // A file this process cannot read back (cut short by a crash before its rename cannot be: damaged by hand) is dropped and counted.
         await unlink(path).catch(() => {})
         await addDropped(dir, 1)
@@ -165,7 +167,10 @@ export async function flushSpool(stateDir: string, client: PuppetDbClient, optio
         break
       }
 
-      await unlink(path)
+      // A newer run's facts or catalog may have replaced it meanwhile: sent either way.
+      await unlink(path).catch((error: NodeJS.ErrnoException) => {
+        if (error.code !== 'ENOENT') throw error
+      })
       result.sent.push({command: command.command, certname: command.certname, producerTimestamp: command.producerTimestamp})
     }
 

@@ -144,3 +144,28 @@ test('query: rows that are not a list of objects are refused (69), naming the se
   t.is((error as {exitCode?: number}).exitCode, 69)
   t.regex(error!.message, /^puppetdb http:\/\/127\.0\.0\.1:\d+\/?: query nodes \{\}: not PuppetDB's answer/)
 })
+
+test("a newer run spooling its facts while a flush sends the older ones neither fails the flush nor counts anything dropped", async (t) => {
+  const dir = await stateDir(t)
+  await spoolCommands(dir, [command('replace facts', 1), command('store report', 1)])
+  const sent: number[] = []
+  let replaced = false
+  const racing = {
+    async submit(spooled: PuppetDbCommand) {
+      sent.push((spooled.payload as {n: number}).n)
+      // The next run spools its facts (removing the ones being sent) before PuppetDB answered.
+      if (!replaced) {
+        replaced = true
+        await spoolCommands(dir, [command('replace facts', 2)])
+      }
+
+      return 'uuid'
+    },
+  } as unknown as PuppetDbClient
+  const flushed = await flushSpool(dir, racing, quick)
+  t.is(flushed.error, null)
+  t.is(flushed.dropped, 0)
+  t.deepEqual(sent, [1, 1])
+  // The newer facts wait for the next flush.
+  t.deepEqual(await spoolState(dir), {pending: 1, dropped: 0})
+})
