@@ -15,7 +15,7 @@ test('promote: --prometheus, --for, --min-nodes and --stale-after need --require
   const before = await index()
   const promote = (...extra: string[]) => cli(['promote', 'foo/tags/1.4.0', '--channel', 'stable', '--repo', repo, '--sign', key, ...extra])
 
-  for (const flags of [['--prometheus', 'http://127.0.0.1:9'], ['--for', '10m'], ['--min-nodes', '2'], ['--stale-after', '1h']]) {
+  for (const flags of [['--prometheus', 'http://127.0.0.1:9'], ['--puppetdb', 'https://127.0.0.1:9'], ['--for', '10m'], ['--min-nodes', '2'], ['--stale-after', '1h']]) {
     const ungated = await promote(...flags)
     t.is(ungated.exitCode, 64, `${flags[0]}: ${ungated.stderr}`)
     t.is(ungated.stderr, `localpuppet: ${flags[0]} needs --require-healthy`, flags[0])
@@ -24,7 +24,8 @@ test('promote: --prometheus, --for, --min-nodes and --stale-after need --require
   const two = await promote('--for', '10m', '--min-nodes', '2', '--json')
   t.is(two.exitCode, 64)
   t.deepEqual(JSON.parse(two.stdout).error, {code: 'usage', exitCode: 64, message: '--for and --min-nodes need --require-healthy'})
-  t.is((await promote('--require-healthy', 'canary')).stderr, 'localpuppet: --require-healthy needs --prometheus (or the prometheus setting: /etc/localpuppet/config.yaml, env LOCALPUPPET_PROMETHEUS)')
+  t.is((await promote('--require-healthy', 'canary')).stderr, 'localpuppet: --require-healthy needs --prometheus or --puppetdb (or the prometheus or puppetdb setting: /etc/localpuppet/config.yaml, env LOCALPUPPET_PROMETHEUS, LOCALPUPPET_PUPPETDB)')
+  t.is((await promote('--require-healthy', 'canary', '--prometheus', 'http://127.0.0.1:9', '--puppetdb', 'https://127.0.0.1:9')).stderr, 'localpuppet: --prometheus and --puppetdb: give one source of the fleet')
 
   t.deepEqual(await index(), before, 'nothing moved, not even re-signed')
   const moved = await promote('--json')
