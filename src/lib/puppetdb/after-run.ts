@@ -1,4 +1,4 @@
-import {readdir} from 'node:fs/promises'
+import {readdir, rm} from 'node:fs/promises'
 import {InputError} from '../errors.js'
 import {join} from 'node:path'
 
@@ -41,6 +41,8 @@ export async function sendRunToPuppetDb(stateDir: string, moduleDir: string, rec
     if (!config) return null
     const commands = await runCommands(stateDir, moduleDir, record)
     const dropped = await spoolCommands(stateDir, commands)
+    // Puppet's catalog cache holds Sensitive values in clear (the commands do not): not kept past the run.
+    await rm(clientDataDir(runFiles(stateDir, record.id).dir), {recursive: true, force: true})
     const client = new PuppetDbClient(config)
     const flushed = await flushSpool(stateDir, client, {deadlineMs: AFTER_RUN_DEADLINE_MS, timeoutMs: AFTER_RUN_TIMEOUT_MS})
     const lost = dropped > 0 ? `; the spool was full: ${dropped} oldest report(s) dropped` : ''

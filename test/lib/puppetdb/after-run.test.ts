@@ -1,4 +1,4 @@
-import {mkdtemp, readdir, readFile, rm} from 'node:fs/promises'
+import {mkdir, mkdtemp, readdir, readFile, rm, writeFile} from 'node:fs/promises'
 import {tmpdir} from 'node:os'
 import {join} from 'node:path'
 
@@ -42,4 +42,31 @@ test.serial('an attempt refused while PuppetDB is unreachable: a warning, and it
   // Skipped and busy attempts are not the node's runs: nothing is sent for them.
   t.is(await sendRunToPuppetDb(state, join(state, 'modules'), {...record, id: '20261128T004100Z-ab12', state: 'skipped'}), null)
   t.is((await readdir(spoolDir(state))).filter((name) => name.endsWith('.json')).length, 1)
+})
+
+test.serial("a run's catalog reaches the spool without what Puppet marked Sensitive, and Puppet's cache of it (secrets in clear) is not kept", async (t) => {
+  const state = await mkdtemp(join(tmpdir(), 'lp-after-run-'))
+  t.teardown(() => rm(state, {recursive: true, force: true}))
+  const saved = {...process.env}
+  t.teardown(() => {
+    process.env = saved
+    clearConfigCache()
+  })
+  process.env.LOCALPUPPET_CONFIG = ''
+  process.env.LOCALPUPPET_PUPPETDB = 'http://127.0.0.1:1'
+  process.env.LOCALPUPPET_NODE_NAME = 'web1'
+  clearConfigCache()
+  const id = '20261128T005500Z-cd34'
+  const cache = join(state, 'runs', id, 'client_data')
+  await mkdir(join(cache, 'catalog'), {recursive: true})
+  await writeFile(
+    join(cache, 'catalog', 'vm.json'),
+    JSON.stringify({name: 'vm', version: 1, resources: [{type: 'User', title: 'bob', tags: ['user'], parameters: {password: 'pw123', shell: '/bin/sh'}, sensitive_parameters: ['password']}], edges: []}),
+  )
+  const record = {...newRunRecord(id, join(state, 'runs', id, 'puppet.log'), new Date(), {release: 'foo/tags/1.4.0'}), state: 'succeeded' as const, finishedAt: new Date().toISOString()}
+  await sendRunToPuppetDb(state, join(state, 'modules'), record)
+  const texts = await Promise.all((await readdir(spoolDir(state))).filter((name) => name.endsWith('.json')).map((name) => readFile(join(spoolDir(state), name), 'utf8')))
+  t.true(texts.some((text) => text.includes('"replace catalog"') && text.includes('/bin/sh')))
+  t.false(texts.some((text) => text.includes('pw123')))
+  await t.throwsAsync(readdir(cache), {code: 'ENOENT'})
 })
