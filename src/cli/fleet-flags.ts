@@ -126,6 +126,7 @@ async function sshSpec(flags: McoFlagValues): Promise<TransportSpec> {
 export type FleetSourceFlagValues = Omit<McoFlagValues, 'via'> & {
   via?: string
   prometheus?: string
+  puppetdb?: string
   lookback?: string
   channel?: string
   'prometheus-timeout'?: string
@@ -143,10 +144,16 @@ export async function fleetSourceSpec(flags: FleetSourceFlagValues): Promise<Fle
   // MCollective's own flags name MCollective, even where a prometheus setting is there.
   const mcoAsked = ['with-identity', 'with', 'with-fact', 'with-class', 'with-agent', 'select', 'nodes', 'dt', 'target', 'mco-config', 'reply-timeout'].some((name) => flags[name as keyof typeof flags] !== undefined)
   const sshAsked = flags.targets !== undefined || flags.inventory !== undefined
-  const via = flags.via ?? (sshAsked ? 'ssh' : prometheus && (flags.prometheus !== undefined || !mcoAsked) ? 'prometheus' : 'mco')
+  if (flags.prometheus !== undefined && flags.puppetdb !== undefined) throw new UsageError('--prometheus and --puppetdb: give one source of the fleet')
+  // PuppetDB when named (--puppetdb, --via puppetdb), or when it is the only source set up: the prometheus setting wins over the puppetdb setting.
+  const puppetdb = await settingString('puppetdb', flags.puppetdb)
+  const via =
+    flags.via ??
+    (sshAsked ? 'ssh' : flags.puppetdb !== undefined ? 'puppetdb' : prometheus && (flags.prometheus !== undefined || !mcoAsked) ? 'prometheus' : puppetdb && !mcoAsked ? 'puppetdb' : 'mco')
+  if (via === 'puppetdb') return puppetDbSpec(flags, puppetdb)
   if (via !== 'prometheus') {
     const prometheusOnly = (['lookback', 'channel', 'prometheus-timeout', 'source'] as const).find((name) => flags[name] !== undefined)
-    if (prometheusOnly) throw new UsageError(`--${prometheusOnly} reads the fleet from Prometheus: give --prometheus URL (or set prometheus), not --via ${via}`)
+    if (prometheusOnly) throw new UsageError(`--${prometheusOnly} reads the fleet from Prometheus or PuppetDB: give --prometheus URL or --puppetdb URL (or set prometheus or puppetdb), not --via ${via}`)
     // Named no way to the fleet: MCollective, the default, is checked in seconds, not after mco's minute of retries
     // (not a wrapper named by --mco, whose configuration is its own).
     const probe = via === 'mco' && flags.via === undefined && flags.mco === 'mco' ? {mco: flags.mco, config: flags['mco-config']} : undefined
@@ -160,4 +167,14 @@ export async function fleetSourceSpec(flags: FleetSourceFlagValues): Promise<Fle
   if (flags.channel !== undefined) usageChannelName(flags.channel, '--channel')
   const wanted = {source: flags.source, trust: flags.trust, insecure: flags.insecure, allowUntrusted: flags['allow-untrusted']}
   return {via: 'prometheus', url: prometheus, lookbackMs, deadlineMs, channel: flags.channel, wanted}
+}
+
+async function puppetDbSpec(flags: FleetSourceFlagValues, url: string | null): Promise<FleetSourceSpec> {
+  if (!url) throw new UsageError('--via puppetdb needs --puppetdb URL (or the puppetdb setting)')
+  const [{parseDuration}, {usageChannelName}, {puppetDbConfig}] = await Promise.all([import('../lib/util/duration.js'), import('../lib/release/release-ref.js'), import('../lib/puppetdb/client.js')])
+  if (flags['prometheus-timeout'] !== undefined) throw new UsageError('--prometheus-timeout is for --prometheus, not --puppetdb')
+  const lookbackMs = flags.lookback ? parseDuration(flags.lookback, '--lookback') : undefined
+  if (flags.channel !== undefined) usageChannelName(flags.channel, '--channel')
+  const wanted = {source: flags.source, trust: flags.trust, insecure: flags.insecure, allowUntrusted: flags['allow-untrusted']}
+  return {via: 'puppetdb', puppetdb: (await puppetDbConfig(url))!, lookbackMs, channel: flags.channel, wanted}
 }

@@ -29,6 +29,7 @@ import Rollout from './rollout/index.js'
 import RolloutList from './rollout/list.js'
 import RolloutRevert from './rollout/revert.js'
 import RolloutShow from './rollout/show.js'
+import ReportFlush from './report/flush.js'
 import Status from './status.js'
 import Validate from './validate.js'
 import Verify from './verify.js'
@@ -60,6 +61,7 @@ export const COMMANDS = {
   releases: Releases,
   'repository:list': RepositoryList,
   'repository:yank': RepositoryYank,
+  'report:flush': ReportFlush,
   rollback: Rollback,
   rollout: Rollout,
   'rollout:list': RolloutList,

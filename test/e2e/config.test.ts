@@ -41,6 +41,6 @@ test('a bad configuration file stops every command with one line naming the key 
   for (const args of [['config'], ['status'], ['releases']]) {
     const result = await cli(args, {env: {LOCALPUPPET_CONFIG: config, LOCALPUPPET_STATE_DIR: dir}})
     t.is(result.exitCode, 65, args.join(' '))
-    t.is(result.stderr, `localpuppet: ${config}:2: unknown setting "module-dir" (did you mean module_dir?); known: module_dir, state_dir, puppet, puppet_args, source, trust, input, layers_dir, metrics_file, input_from, node_name, prometheus, repository_id`)
+    t.is(result.stderr, `localpuppet: ${config}:2: unknown setting "module-dir" (did you mean module_dir?); known: module_dir, state_dir, puppet, puppet_args, source, trust, input, layers_dir, metrics_file, input_from, node_name, prometheus, repository_id, puppetdb, puppetdb_ca, puppetdb_cert, puppetdb_key`)
   }
 })

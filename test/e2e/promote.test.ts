@@ -22,7 +22,7 @@ test('promote: --for and --min-nodes need --require-healthy, --prometheus, --sta
   }
 
   // Prometheus' flags serve a channel's policy too: without either, they check nothing (64).
-  for (const flags of [['--prometheus', 'http://127.0.0.1:9'], ['--stale-after', '1h'], ['--prometheus-timeout', '10s']]) {
+  for (const flags of [['--prometheus', 'http://127.0.0.1:9'], ['--puppetdb', 'https://127.0.0.1:9'], ['--stale-after', '1h'], ['--prometheus-timeout', '10s']]) {
     const ungated = await promote(...flags)
     t.is(ungated.exitCode, 64, `${flags[0]}: ${ungated.stderr}`)
     t.is(ungated.stderr, `localpuppet: ${flags[0]} needs --require-healthy (or a policy on foo/channels/stable, which has none)`, flags[0])
@@ -31,7 +31,8 @@ test('promote: --for and --min-nodes need --require-healthy, --prometheus, --sta
   const two = await promote('--for', '10m', '--min-nodes', '2', '--json')
   t.is(two.exitCode, 64)
   t.deepEqual(JSON.parse(two.stdout).error, {code: 'usage', exitCode: 64, message: '--for and --min-nodes need --require-healthy'})
-  t.is((await promote('--require-healthy', 'canary')).stderr, 'localpuppet: --require-healthy needs --prometheus (or the prometheus setting: /etc/localpuppet/config.yaml, env LOCALPUPPET_PROMETHEUS)')
+  t.is((await promote('--require-healthy', 'canary')).stderr, 'localpuppet: --require-healthy needs --prometheus or --puppetdb (or the prometheus or puppetdb setting: /etc/localpuppet/config.yaml, env LOCALPUPPET_PROMETHEUS, LOCALPUPPET_PUPPETDB)')
+  t.is((await promote('--require-healthy', 'canary', '--prometheus', 'http://127.0.0.1:9', '--puppetdb', 'https://127.0.0.1:9')).stderr, 'localpuppet: --prometheus and --puppetdb: give one source of the fleet')
 
   t.deepEqual(await index(), before, 'nothing moved, not even re-signed')
   // A plain promote reads no setting: a configuration file it could not trust (0666) does not stop it; a gate that reads it is 77.

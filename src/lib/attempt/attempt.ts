@@ -83,7 +83,16 @@ export async function attempt(input: string, options: AttemptOptions, io: Attemp
   } finally {
     const warning = await afterAttempt(options.stateDir, record, {metricsFile: options.metricsFile, puppet: options.puppet, puppetArgs: options.puppetArgs, allowUntrusted: options.allowUntrusted})
     if (warning) io.warn(warning)
+    const sent = await sendToPuppetDb(options, record)
+    if (sent) io.warn(sent)
   }
+}
+
+/** With the puppetdb setting: the attempt's report, facts and catalog, spooled and sent (never fails the attempt; a warning when they wait). */
+export async function sendToPuppetDb(options: {stateDir: string; moduleDir: string}, record: RunRecord | null): Promise<string | null> {
+  if (!record || record.state === 'running' || record.state === 'busy' || record.state === 'skipped') return null
+  const {sendRunToPuppetDb} = await import('../puppetdb/after-run.js')
+  return sendRunToPuppetDb(options.stateDir, options.moduleDir, record)
 }
 
 /** --save: refused for standard input (64), and before anything runs when the file cannot be rewritten. */

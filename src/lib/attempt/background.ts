@@ -64,5 +64,8 @@ export async function attemptInBackground(io: {warn(line: string): void}): Promi
   } finally {
     const warning = await afterAttempt(options.stateDir, record, {metricsFile: options.metricsFile, puppet: options.puppet, puppetArgs: options.puppetArgs, allowUntrusted: options.allowUntrusted})
     if (warning) io.warn(warning)
+    const {sendToPuppetDb} = await import('./attempt.js')
+    const sent = await sendToPuppetDb(options, record)
+    if (sent) io.warn(sent)
   }
 }

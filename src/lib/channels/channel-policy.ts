@@ -9,6 +9,10 @@ import {own} from '../util/own.js'
 import {type ChannelPolicy, describePolicy, readChannelRecords, usageReason} from '../repository/channel-records.js'
 import {parseChannelRef} from './channel-ref.js'
 import {type RecordsUpdateOptions, updateRecords} from './records-update.js'
+import type {PuppetDbConfig} from '../puppetdb/client.js'
+
+/** Where a gate reads the fleet: a Prometheus URL, or a PuppetDB. */
+type FleetSource = string | PuppetDbConfig
 
 export interface SetPolicyOptions extends RecordsUpdateOptions {
   /** The channel the policy guards: `foo/channels/stable`. */
@@ -73,11 +77,11 @@ export interface PolicyCheckOptions {
   channel: string
   /** --override-policy REASON: move the channel even though the policy is not met (recorded in its history). */
   override?: string
-  /** The Prometheus to ask (--prometheus or the setting), looked up only when the policy must be checked; null: none configured (64 then). */
-  prometheus: string | null | (() => Promise<string | null>)
+  /** The fleet's source to ask (a Prometheus URL, or a PuppetDB), looked up only when the policy must be checked; null: none configured (64 then). */
+  prometheus: FleetSource | null | (() => Promise<FleetSource | null>)
   health?: Pick<HealthOptions, 'deadlineMs' | 'staleAfterMs' | 'lookbackMs'>
   /** The health check (tests). */
-  channelHealth?: (url: string, options: HealthOptions) => Promise<ChannelHealth>
+  channelHealth?: (source: FleetSource, options: HealthOptions) => Promise<ChannelHealth>
 }
 
 /**
@@ -100,7 +104,7 @@ export async function checkChannelPolicy(options: PolicyCheckOptions): Promise<P
   const rule = `policy of ${where} (${describePolicy(policy)})`
   const prometheus = typeof options.prometheus === 'function' ? await options.prometheus() : options.prometheus
   if (prometheus === null) {
-    throw new UsageError(`${where} has a policy (${describePolicy(policy)}): promote needs --prometheus (or the prometheus setting) to check it`, [
+    throw new UsageError(`${where} has a policy (${describePolicy(policy)}): promote needs --prometheus or --puppetdb (or their setting) to check it`, [
       `or move it anyway, recorded: --override-policy REASON`,
     ])
   }

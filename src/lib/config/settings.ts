@@ -64,6 +64,16 @@ export const SETTINGS = {
     default: () => null,
     description: "the id of the repository the source serves (its index.json's repository field, checked on the publisher's side): an index with another id is refused, from the first fetch on",
   },
+  puppetdb: {
+    env: 'LOCALPUPPET_PUPPETDB',
+    flag: '--puppetdb',
+    type: 'url',
+    default: () => null,
+    description: "the PuppetDB each run's report, facts and catalog go to (https://host:8081), and what fleet status --puppetdb and promote --puppetdb read",
+  },
+  puppetdb_ca: {env: 'LOCALPUPPET_PUPPETDB_CA', flag: null, type: 'path', default: () => null, description: "the CA certificate PuppetDB's server certificate must be signed by"},
+  puppetdb_cert: {env: 'LOCALPUPPET_PUPPETDB_CERT', flag: null, type: 'path', default: () => null, description: "this node's client certificate for PuppetDB"},
+  puppetdb_key: {env: 'LOCALPUPPET_PUPPETDB_KEY', flag: null, type: 'path', default: () => null, description: "the private key of puppetdb_cert"},
 } satisfies Record<string, SettingSpec>
 
 /** The host name, lowercased (Puppet's certnames are): the default node name. */

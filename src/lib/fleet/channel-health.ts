@@ -1,5 +1,6 @@
 import {usageChannelName} from '../release/release-ref.js'
 import {formatAge} from '../util/duration.js'
+import type {PuppetDbConfig} from '../puppetdb/client.js'
 import {FAILED_STATES, type PromNode, readPromFleet} from './sources/prometheus.js'
 
 /** How one node following the channel stands against the release to promote. */
@@ -27,8 +28,10 @@ export interface ChannelHealth {
   minNodes: number
   healthy: number
   nodes: NodeHealth[]
-  /** Without its credentials. */
+  /** Without its credentials: Prometheus' URL, or PuppetDB's (see source). */
   prometheus: string
+  /** Which source the nodes were judged from. */
+  source: 'Prometheus' | 'PuppetDB'
   /** Prometheus' clock when it answered. */
   at: string
 }
@@ -75,8 +78,9 @@ export function judgeNode(node: PromNode, options: HealthOptions, now: number): 
   const attempt = time(node.at)
   if (!Number.isFinite(attempt) || now - attempt > staleAfter) return {...base, state: 'stale', reason: `newest attempt ${age(node.at)} ago (more than ${formatAge(staleAfter)})`}
   const on = `${node.exitCode !== null ? ` (exit ${node.exitCode})` : ''}${node.release ? ` on ${node.release}` : ''}`
-  // Which run, and what Puppet said first: what the operator looks up on the node.
-  const said = `${node.runId ? `, run ${node.runId}` : ''}${node.firstError ? `: ${node.firstError}` : ''}`
+  // Which run, and what Puppet said first: what the operator looks up on the node (PuppetDB gives the first error as the message).
+  const firstError = node.firstError ?? (node.message && !node.conflict ? node.message : null)
+  const said = `${node.runId ? `, run ${node.runId}` : ''}${firstError ? `: ${firstError}` : ''}`
   if (node.lastRunSuccess === false || FAILED_STATES.has(node.state)) return {...base, state: 'failed', reason: `newest attempt ${node.state}${on}${said}`}
   if (!FINE_STATES.has(node.state)) return {...base, state: 'failed', reason: `newest attempt in a state the metrics do not name: ${JSON.stringify(node.state)}${on}`}
   if (node.applied !== options.release) return {...base, state: 'not yet run', reason: `has applied ${node.applied ?? 'nothing'}${node.desired && node.desired !== options.release ? `; its channel resolved to ${node.desired}` : ''}`}
@@ -92,16 +96,19 @@ export function judgeNode(node: PromNode, options: HealthOptions, now: number): 
  * metrics) must have applied `release`, its newest run succeeded, for at least `forMs`, and
  * at least `minNodes` of them; otherwise the gate is shut and each node not there is named.
  */
-export async function channelHealth(url: string, options: HealthOptions): Promise<ChannelHealth> {
+export async function channelHealth(source: string | PuppetDbConfig, options: HealthOptions): Promise<ChannelHealth> {
   usageChannelName(options.channel, '--require-healthy')
-  const fleet = await readPromFleet(url, {lookbackMs: options.lookbackMs, deadlineMs: options.deadlineMs})
+  const fleet =
+    typeof source === 'string'
+      ? await readPromFleet(source, {lookbackMs: options.lookbackMs, deadlineMs: options.deadlineMs})
+      : await (await import('./sources/puppetdb.js')).readPuppetDbFleet(source, {lookbackMs: options.lookbackMs, deadlineMs: options.deadlineMs})
   const following = fleet.nodes.filter((node) => node.channel === options.channel && node.app === options.app)
   const nodes = following.map((node) => judgeNode(node, options, fleet.at))
   const healthy = nodes.filter((node) => node.state === 'healthy').length
   const waiting = nodes.filter((node) => node.state !== 'healthy')
   const where = `${options.app}/channels/${options.channel}`
   let why: string
-  if (following.length === 0) why = `no node follows ${where} in ${fleet.url}'s metrics`
+  if (following.length === 0) why = `no node follows ${where} in ${fleet.url}'s ${typeof source === 'string' ? 'metrics' : 'reports and facts'}`
   else if (waiting.length > 0) why = `${waiting.length} of ${nodes.length} nodes following ${where} are not healthy on ${options.release}: ${waiting.map((node) => `${node.node} (${node.state})`).join(', ')}`
   else if (healthy < options.minNodes) why = `only ${healthy} node${healthy === 1 ? '' : 's'} following ${where} healthy on ${options.release}; --min-nodes ${options.minNodes}`
   else why = `all ${healthy} nodes following ${where} are healthy on ${options.release}`
@@ -116,6 +123,7 @@ export async function channelHealth(url: string, options: HealthOptions): Promis
     healthy,
     nodes,
     prometheus: fleet.url,
+    source: typeof source === 'string' ? 'Prometheus' : 'PuppetDB',
     at: new Date(fleet.at).toISOString(),
   }
 }

@@ -217,6 +217,11 @@ async function writeRunFiles(plan: RunPlan, record: RunRecord, cliEntry: string)
   }
 
   if (plan.manifest.source === 'empty') await writeFile(files.emptyManifest, '', {mode: 0o600})
+  const routes = plan.command.indexOf('--route_file')
+  if (routes !== -1 && plan.command[routes + 1] === join(files.dir, 'routes.yaml')) {
+    const {ROUTES_YAML} = await import('../puppetdb/after-run.js')
+    await writeFile(plan.command[routes + 1], ROUTES_YAML, {mode: 0o600})
+  }
 }
 
 /** A plan's run record as it starts: state running, nothing known of the outcome yet. */

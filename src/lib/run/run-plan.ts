@@ -1,5 +1,5 @@
 import {stat} from 'node:fs/promises'
-import {basename, dirname, resolve} from 'node:path'
+import {basename, dirname, join, resolve} from 'node:path'
 
 import {type EncDocument, buildEncDocument, renderEncYaml} from '../enc/enc-document.js'
 import {missingClasses} from '../catalog/find-classes.js'
@@ -52,6 +52,8 @@ export interface PlanOptions {
   layersDir?: string | import('../layers/resolve-layers.js').LayerSource
   /** --replay of a layered run: its computed document is the input, its layers as recorded (nothing merged again). */
   layered?: NonNullable<import('../state/run-record.js').RunRecord['layers']>
+  /** Whether the run's facts and catalog are kept for PuppetDB; when absent, whether the puppetdb setting is set. */
+  puppetdb?: boolean
 }
 
 export type {RunFetch} from '../state/run-record.js'
@@ -210,6 +212,8 @@ export async function buildRunPlan(input: NodeInput, options: PlanOptions, runId
     '--lastrunreport',
     files.report,
     ...languageModeArgs(options.languageMode ?? resolution.languageMode),
+    // With PuppetDB: Puppet keeps the facts it found and the catalog it compiled in the run's directory, for the commands sent after the run.
+    ...((options.puppetdb ?? (await puppetDbConfigured())) ? puppetDbArgs(files.dir) : []),
     // Puppet's default report processor (store) keeps every run's report forever under its
     // reportdir; the run directory already has this run's. Unless the user asks for reports.
     ...(asksForReports(options.puppetArgs ?? []) ? [] : ['--reports', 'none']),
@@ -267,6 +271,16 @@ export async function buildRunPlan(input: NodeInput, options: PlanOptions, runId
 export function externalNodes(script: string): {setting: string; cwd: string | null} {
   if (!/\s/.test(script)) return {setting: script, cwd: null}
   return {setting: `/bin/sh ${basename(script)}`, cwd: dirname(script)}
+}
+
+async function puppetDbConfigured(): Promise<boolean> {
+  const {settingString} = await import('../config/settings.js')
+  return (await settingString('puppetdb')) !== null
+}
+
+/** Puppet's arguments that leave a run's facts and catalog in its directory (puppetdb/after-run.ts reads them). */
+export function puppetDbArgs(runDir: string): string[] {
+  return ['--route_file', join(runDir, 'routes.yaml'), '--catalog_cache_terminus', 'json', '--client_datadir', join(runDir, 'client_data')]
 }
 
 /** Whether the arguments for puppet choose report processors themselves (`--reports http`, `--no-report`). */

@@ -4,6 +4,7 @@ import {join} from 'node:path'
 
 import test from 'ava'
 
+import {packRelease} from '../../../src/lib/archive/pack.js'
 import {channelBack} from '../../../src/lib/channels/channel-back.js'
 import {checkChannelPolicy, setChannelPolicy} from '../../../src/lib/channels/channel-policy.js'
 import {channelHistory, listRepository, listServedRepository} from '../../../src/lib/channels/repository-listing.js'
@@ -22,12 +23,20 @@ const DIGEST = `sha256:${'d'.repeat(64)}`
 const tag = (release: string) => ({archive: 'archives/x.tar.gz', size: 1, sha256: SHA, digest: DIGEST, modulepath: [release], digests: {[release]: DIGEST}, signedBy: null, publishedAt: '2026-11-25T00:00:00.000Z'})
 const TAGS = ['1.0.0', '1.1.0', '1.2.0']
 
-/** An unsigned repository whose index lists foo 1.0.0, 1.1.0 and 1.2.0 (no archives: nothing here downloads), and a signing key. */
+/** An unsigned repository with foo 1.0.0, 1.1.0 and 1.2.0 published (real archives: publish checks node inputs against them), and a signing key. */
 async function repository(t: any): Promise<{dir: string; repo: string; key: string}> {
   const dir = await tempDir(t)
   const repo = join(dir, 'repo')
-  await mkdir(repo)
-  await writeFile(join(repo, 'index.json'), serializeRepositoryIndex({format: 1, version: 1, expires: '2030-01-01T00:00:00.000Z', apps: {foo: {tags: Object.fromEntries(TAGS.map((name) => [name, tag(`foo/tags/${name}`)]))}}}))
+  const modules = join(dir, 'released')
+  const archives: string[] = []
+  for (const name of TAGS) {
+    await mkdir(join(modules, 'foo', 'tags', name, 'foo', 'manifests'), {recursive: true})
+    await writeFile(join(modules, 'foo', 'tags', name, 'foo', 'manifests', 'init.pp'), 'class foo {}\n')
+    archives.push(join(dir, `foo-${name}.tar.gz`))
+    await packRelease({moduleDir: modules, ref: `foo/tags/${name}`, output: archives.at(-1)!})
+  }
+
+  await publishArchives({repo, archives})
   const key = join(dir, 'key.pem')
   const pair = generateKeyPairSync('ed25519')
   await writeFile(key, pair.privateKey.export({type: 'pkcs8', format: 'pem'}), {mode: 0o600})

@@ -38,7 +38,7 @@ test('lists: a list in the file, split from the environment', async (t) => {
 test('every setting is listed, with no file at all', async (t) => {
   const dir = await tempDir(t)
   const settings = await resolveSettings({}, {LOCALPUPPET_CONFIG: undefined, HOME: dir})
-  t.deepEqual(settings.map((s) => s.key), ['module_dir', 'state_dir', 'puppet', 'puppet_args', 'source', 'trust', 'input', 'layers_dir', 'metrics_file', 'input_from', 'node_name', 'prometheus', 'repository_id'])
+  t.deepEqual(settings.map((s) => s.key), ['module_dir', 'state_dir', 'puppet', 'puppet_args', 'source', 'trust', 'input', 'layers_dir', 'metrics_file', 'input_from', 'node_name', 'prometheus', 'repository_id', 'puppetdb', 'puppetdb_ca', 'puppetdb_cert', 'puppetdb_key'])
   t.true(settings.every((s) => s.origin === 'default'))
 })
 

@@ -1,3 +1,4 @@
+import type {PuppetDbConfig} from '../../puppetdb/client.js'
 import type {TransportSpec} from '../../rollout/transports/index.js'
 import type {WantedIndexOptions} from '../../source/wanted-now.js'
 import type {FleetStatus} from '../fleet-rows.js'
@@ -14,6 +15,7 @@ import type {McoProbe} from '../fleet-source.js'
 export type FleetSourceSpec =
   | {via: 'mco'; transport: TransportSpec; probe?: McoProbe}
   | {via: 'prometheus'; url: string; lookbackMs?: number; deadlineMs?: number; channel?: string; wanted: WantedIndexOptions}
+  | {via: 'puppetdb'; puppetdb: PuppetDbConfig; lookbackMs?: number; deadlineMs?: number; channel?: string; wanted: WantedIndexOptions}
 
 export interface FleetStatusOptions {
   stateDir: string
@@ -36,6 +38,13 @@ export async function fleetStatus(spec: FleetSourceSpec, options: FleetStatusOpt
       const wanted = await readWantedIndex(spec.wanted)
       for (const line of wanted?.warnings ?? []) warn(line)
       return fleetStatusViaPrometheus(spec.url, {lookbackMs: spec.lookbackMs, deadlineMs: spec.deadlineMs, channel: spec.channel, wanted})
+    }
+
+    case 'puppetdb': {
+      const [{fleetStatusViaPuppetDb}, {readWantedIndex}] = await Promise.all([import('./puppetdb.js'), import('../../source/wanted-now.js')])
+      const wanted = await readWantedIndex(spec.wanted)
+      for (const line of wanted?.warnings ?? []) warn(line)
+      return fleetStatusViaPuppetDb(spec.puppetdb, {lookbackMs: spec.lookbackMs, deadlineMs: spec.deadlineMs, channel: spec.channel, wanted})
     }
   }
 }

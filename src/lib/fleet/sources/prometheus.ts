@@ -412,15 +412,16 @@ export function wantedThroughIndex(node: PromNode, index: WantedIndex['index']):
 /** fleet status --prometheus: the same rows and counts as the MCollective view, from the nodes' metrics. */
 export async function fleetStatusViaPrometheus(url: string, options: PromFleetOptions = {}): Promise<FleetStatus & {at: string; wantedFrom: WantedFrom}> {
   const fleet = await readPromFleet(url, options)
+  return fleetStatusOf(fleet, options, `Prometheus ${fleet.url} (every node seen in the last ${Math.round((options.lookbackMs ?? 86_400_000) / 3_600_000)}h)`)
+}
+
+/** A fleet read from Prometheus or PuppetDB as fleet status shows it: the nodes following --channel, wanted through the index now (--source). */
+export function fleetStatusOf(fleet: PromFleet, options: {channel?: string; wanted?: WantedIndex | null}, expectedFrom: string): FleetStatus & {at: string; wantedFrom: WantedFrom} {
   const {wanted} = options
   const following = options.channel === undefined ? fleet.nodes : fleet.nodes.filter((node) => node.channel === options.channel)
   const nodes = wanted ? following.map((node) => wantedThroughIndex(node, wanted.index)) : following
   const wantedFrom: WantedFrom = wanted
     ? {from: 'index', source: redactUrl(wanted.source), version: wanted.version, signedBy: wanted.signedBy}
     : {from: 'last run', source: null, version: null, signedBy: null}
-  return {
-    ...summarizeFleet(nodes, `Prometheus ${fleet.url} (every node seen in the last ${Math.round((options.lookbackMs ?? 86_400_000) / 3_600_000)}h)`),
-    at: new Date(fleet.at).toISOString(),
-    wantedFrom,
-  }
+  return {...summarizeFleet(nodes, expectedFrom), at: new Date(fleet.at).toISOString(), wantedFrom}
 }

@@ -1,0 +1,154 @@
+import {FleetUnavailableError} from '../../errors.js'
+import {type PuppetDbConfig, PuppetDbClient} from '../../puppetdb/client.js'
+import {type ReleaseRef, parseReleaseRef} from '../../release/release-ref.js'
+import {terminalUrl} from '../../util/terminal-text.js'
+import type {WantedIndex} from '../../source/wanted-now.js'
+import type {FleetStatus, WantedFrom} from '../fleet-rows.js'
+import {type PromFleet, type PromNode, fleetStatusOf} from './prometheus.js'
+
+/*
+ * The fleet as PuppetDB sees it: the nodes' reports (what each attempt did, with the release
+ * as code_id) and their localpuppet fact (what the input asked for). It gives the same rows
+ * as the node metrics in Prometheus (PromNode), so that fleet status and promote's gate judge
+ * both sources by one set of rules.
+ */
+
+export interface PuppetDbFleetOptions {
+  /** How far back reports are read (ms, default 1 day): healthy-since and applied come from them. */
+  lookbackMs?: number
+  /** Each PuppetDB answer whole (ms). */
+  deadlineMs?: number
+  timeoutMs?: number
+  /** For tests: now. */
+  now?: number
+}
+
+/** The most characters of Puppet's first error kept per node. */
+const MAX_ERROR_CHARS = 1000
+
+interface Report {
+  status: string
+  release: string | null
+  noop: boolean
+  start: number
+  end: number
+}
+
+const isoOf = (ms: number | null | undefined) => (ms === null || ms === undefined || !Number.isFinite(ms) ? null : new Date(ms).toISOString())
+
+/** The release of a code_id localpuppet wrote (`foo/tags/1.6.0@sha256:...`), or null for another's. */
+export function releaseOfCodeId(codeId: unknown): string | null {
+  if (typeof codeId !== 'string') return null
+  const release = codeId.split('@')[0]
+  // localpuppet's are APP/tags/TAG (or a branch, a channel): a server's code id is no release.
+  if (!release.includes('/')) return null
+  try {
+    parseReleaseRef(release)
+    return release
+  } catch {
+    return null
+  }
+}
+
+function refOf(ref: unknown): ReleaseRef | null {
+  if (typeof ref !== 'string') return null
+  try {
+    return parseReleaseRef(ref)
+  } catch {
+    return null
+  }
+}
+
+/**
+ * Reads the fleet from PuppetDB: three PQL queries (the reports within the lookback, the
+ * latest failed reports' logs, the localpuppet facts), each bounded by the client. Any row
+ * whose fields are not what PuppetDB writes is refused (69), never guessed at.
+ */
+export async function readPuppetDbFleet(config: PuppetDbConfig, options: PuppetDbFleetOptions = {}): Promise<PromFleet> {
+  const client = new PuppetDbClient(config, {deadlineMs: options.deadlineMs, timeoutMs: options.timeoutMs})
+  const now = options.now ?? Date.now()
+  const since = new Date(now - (options.lookbackMs ?? 86_400_000)).toISOString()
+  const refuse = (query: string, why: string) => new FleetUnavailableError(`puppetdb ${terminalUrl(client.url)}: ${query}: ${why}`)
+  const reportsQuery = `reports[certname, code_id, status, noop, start_time, end_time] { producer_timestamp > "${since}" }`
+  const failedQuery = 'reports[certname, logs] { latest_report? = true and status = "failed" }'
+  const factsQuery = 'facts[certname, value] { name = "localpuppet" }'
+  const [reportRows, failedRows, factRows] = await Promise.all([client.query(reportsQuery), client.query(failedQuery), client.query(factsQuery)])
+
+  const reports = new Map<string, Report[]>()
+  for (const row of reportRows) {
+    const start = Date.parse(String(row.start_time))
+    const end = Date.parse(String(row.end_time))
+    if (typeof row.certname !== 'string' || typeof row.status !== 'string' || !Number.isFinite(start) || !Number.isFinite(end)) throw refuse('reports', `a row that is not a report: ${JSON.stringify(row).slice(0, 200)}`)
+    const list = reports.get(row.certname) ?? []
+    list.push({status: row.status, release: releaseOfCodeId(row.code_id), noop: row.noop === true, start, end})
+    reports.set(row.certname, list)
+  }
+
+  const firstErrors = new Map<string, string>()
+  for (const row of failedRows) {
+    const logs = (row.logs as {data?: unknown} | undefined)?.data
+    if (typeof row.certname !== 'string' || !Array.isArray(logs)) continue
+    const error = logs.find((log) => (log as {level?: unknown}).level === 'err') as {message?: unknown} | undefined
+    if (typeof error?.message === 'string') firstErrors.set(row.certname, error.message.slice(0, MAX_ERROR_CHARS))
+  }
+
+  const facts = new Map<string, Record<string, unknown>>()
+  for (const row of factRows) {
+    if (typeof row.certname === 'string' && row.value !== null && typeof row.value === 'object') facts.set(row.certname, row.value as Record<string, unknown>)
+  }
+
+  const names = [...new Set([...reports.keys(), ...facts.keys()])].sort()
+  const nodes = names.map((name) => nodeOf(name, reports.get(name) ?? [], facts.get(name), firstErrors.get(name) ?? null))
+  return {nodes, at: now, url: client.url}
+}
+
+function nodeOf(name: string, reports: Report[], fact: Record<string, unknown> | undefined, firstError: string | null): PromNode {
+  // Newest first, by when each run started.
+  reports.sort((a, b) => b.start - a.start)
+  const newest = reports[0]
+  const succeeded = (report: Report) => report.status !== 'failed' && !report.noop
+  const lastSuccess = reports.find((report) => succeeded(report))
+  const applied = lastSuccess?.release ?? null
+  // Healthy since: the oldest run of the newest unbroken series of successes on the applied release.
+  let healthySince: number | null = null
+  for (const report of reports) {
+    // A noop run applied nothing: it neither starts nor breaks the series.
+    if (report.noop) continue
+    if (report.status === 'failed' || report.release !== applied) break
+    if (succeeded(report)) healthySince = report.end
+  }
+
+  const ref = typeof fact?.ref === 'string' ? fact.ref : null
+  const parsed = refOf(ref)
+  const desired = typeof fact?.release === 'string' ? fact.release : null
+  const failed = newest?.status === 'failed'
+  return {
+    node: name,
+    instance: name,
+    job: 'puppetdb',
+    app: parsed?.app ?? (desired ? (refOf(desired)?.app ?? null) : null),
+    channel: parsed?.kind === 'channel' ? parsed.channel : null,
+    wanted: ref,
+    desired,
+    applied,
+    state: newest === undefined ? 'no runs' : failed ? 'failed' : 'succeeded',
+    release: newest?.release ?? null,
+    at: isoOf(newest?.start),
+    noop: newest?.noop ?? false,
+    drift: null,
+    disabled: null,
+    message: failed ? firstError : null,
+    onWanted: desired ? applied === desired : null,
+    lastSuccessAt: isoOf(lastSuccess?.end),
+    healthySince: isoOf(healthySince),
+    lastRunSuccess: newest === undefined ? null : !failed,
+    exitCode: null,
+    stopped: false,
+  }
+}
+
+/** fleet status --puppetdb: the same rows and counts as the other sources, from PuppetDB's reports and facts. */
+export async function fleetStatusViaPuppetDb(config: PuppetDbConfig, options: PuppetDbFleetOptions & {channel?: string; wanted?: WantedIndex | null} = {}): Promise<FleetStatus & {at: string; wantedFrom: WantedFrom}> {
+  const fleet = await readPuppetDbFleet(config, options)
+  return fleetStatusOf(fleet, options, `PuppetDB ${fleet.url} (every node with a report in the last ${Math.round((options.lookbackMs ?? 86_400_000) / 3_600_000)}h)`)
+}

@@ -1,0 +1,208 @@
+import {constants} from 'node:fs'
+import {InputError} from '../errors.js'
+import {mkdir, open, readdir, stat, unlink} from 'node:fs/promises'
+import {join} from 'node:path'
+
+import {writeFileAtomic} from '../util/atomic-write.js'
+import {readBoundedFile} from '../util/bounded-read.js'
+import {isProcessAlive} from '../util/process.js'
+import type {PuppetDbClient, PuppetDbCommand} from './client.js'
+
+/**
+ * The node's spool of PuppetDB commands: one file per command, named so that their order
+ * is the order they were made in, each written atomically (fsynced, then renamed) like the
+ * rest of the state directory. A command leaves the spool only once PuppetDB accepted it.
+ *
+ * The bound: at most MAX_SPOOLED commands and MAX_SPOOL_BYTES. Facts and a catalog are
+ * each replaced by the next run's (PuppetDB keeps only a node's newest anyway), so what
+ * piles up while PuppetDB is away is reports: past the bound the oldest are dropped, and
+ * counted (`dropped`), never silently.
+ */
+export const MAX_SPOOLED = 1000
+export const MAX_SPOOL_BYTES = 256 * 1024 * 1024
+/** The largest spooled command read back: a catalog of some 100,000 resources. */
+const MAX_COMMAND_BYTES = 128 * 1024 * 1024
+
+const NAME = /^(\d{15})-(\d{1,10})-(\d{4})-(report|facts|catalog)\.json$/
+const KIND: Record<PuppetDbCommand['command'], string> = {'store report': 'report', 'replace facts': 'facts', 'replace catalog': 'catalog'}
+
+export function spoolDir(stateDir: string): string {
+  return join(stateDir, 'puppetdb-spool')
+}
+
+interface Entry {
+  name: string
+  kind: string
+  size: number
+}
+
+async function entries(dir: string): Promise<Entry[]> {
+  let names: string[]
+  try {
+    names = await readdir(dir)
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return []
+    throw error
+  }
+
+  const found: Entry[] = []
+  for (const name of names.filter((name) => NAME.test(name)).sort()) {
+    const info = await stat(join(dir, name)).catch(() => null)
+    if (info?.isFile()) found.push({name, kind: NAME.exec(name)![4], size: info.size})
+  }
+
+  return found
+}
+
+let sequence = 0
+
+/**
+ * Adds a run's commands to the spool, in order; a spooled facts or catalog command the new
+ * one supersedes is removed. Returns how many reports the bound dropped.
+ */
+export async function spoolCommands(stateDir: string, commands: PuppetDbCommand[], bound = {count: MAX_SPOOLED, bytes: MAX_SPOOL_BYTES}): Promise<number> {
+  const dir = spoolDir(stateDir)
+  await mkdir(dir, {recursive: true, mode: 0o700})
+  const now = Date.now()
+  for (const command of commands) {
+    const kind = KIND[command.command]
+    if (kind !== 'report') for (const old of (await entries(dir)).filter((entry) => entry.kind === kind)) await unlink(join(dir, old.name)).catch(() => {})
+    const name = `${String(now).padStart(15, '0')}-${process.pid}-${String(sequence++ % 10_000).padStart(4, '0')}-${kind}.json`
+    await writeFileAtomic(join(dir, name), JSON.stringify(command) + '\n')
+  }
+
+  return enforceBound(dir, bound)
+}
+
+async function enforceBound(dir: string, bound: {count: number; bytes: number}): Promise<number> {
+  const all = await entries(dir)
+  let count = all.length
+  let bytes = all.reduce((sum, entry) => sum + entry.size, 0)
+  let dropped = 0
+  for (const entry of all) {
+    if (count <= bound.count && bytes <= bound.bytes) break
+    if (entry.kind !== 'report') continue
+    await unlink(join(dir, entry.name)).catch(() => {})
+    count--
+    bytes -= entry.size
+    dropped++
+  }
+
+  if (dropped > 0) await addDropped(dir, dropped)
+  return dropped
+}
+
+async function addDropped(dir: string, more: number): Promise<void> {
+  const file = join(dir, 'dropped')
+  const before = await readDropped(dir)
+  await writeFileAtomic(file, `${before + more}\n`)
+}
+
+async function readDropped(dir: string): Promise<number> {
+  try {
+    const value = Number((await readBoundedFile(join(dir, 'dropped'), {maxBytes: 64, label: 'dropped', error: (message) => new InputError(message)})).toString('utf8').trim())
+    return Number.isSafeInteger(value) && value >= 0 ? value : 0
+  } catch {
+    return 0
+  }
+}
+
+export interface FlushResult {
+  /** Commands PuppetDB accepted, in order. */
+  sent: Array<{command: string; certname: string; producerTimestamp: string}>
+  /** Commands still spooled. */
+  pending: number
+  /** Reports the bound ever dropped. */
+  dropped: number
+  /** Why the flush stopped before the spool was empty (PuppetDB unreachable, the time given ran out), or null. */
+  error: string | null
+  /** Another process was flushing: nothing was sent by this one. */
+  busy: boolean
+}
+
+/**
+ * Sends the spool in order, oldest first, each command removed once PuppetDB accepted it;
+ * stops at the first failure (the order is kept) or when `deadlineMs` is spent. One flush at
+ * a time: a flush that finds another running (a live pid in the lock) sends nothing.
+ */
+export async function flushSpool(stateDir: string, client: PuppetDbClient, options: {deadlineMs: number; timeoutMs: number; signal?: AbortSignal}): Promise<FlushResult> {
+  const dir = spoolDir(stateDir)
+  const result: FlushResult = {sent: [], pending: 0, dropped: await readDropped(dir), error: null, busy: false}
+  await mkdir(dir, {recursive: true, mode: 0o700})
+  const release = await takeLock(dir)
+  if (!release) {
+    result.busy = true
+    result.pending = (await entries(dir)).length
+    return result
+  }
+
+  try {
+    const end = Date.now() + options.deadlineMs
+    const queue = await entries(dir)
+    for (const [index, entry] of queue.entries()) {
+      const left = end - Date.now()
+      if (left <= 0) {
+        result.error = `${queue.length - index} left unsent: the ${Math.round(options.deadlineMs / 1000)} s given to sending ran out`
+        break
+      }
+
+      const path = join(dir, entry.name)
+      let command: PuppetDbCommand
+      try {
+        command = JSON.parse((await readBoundedFile(path, {maxBytes: MAX_COMMAND_BYTES, label: `spooled command ${path}`, error: (message) => new InputError(message)})).toString('utf8')) as PuppetDbCommand
+      } catch (error) {
+        // Gone meanwhile: a newer run's facts or catalog replaced it.
+        if ((error as NodeJS.ErrnoException).code === 'ENOENT') continue
+        // A file this process cannot read back (cut short by a crash before its rename cannot be: damaged by hand) is dropped and counted.
+        await unlink(path).catch(() => {})
+        await addDropped(dir, 1)
+        result.dropped++
+        continue
+      }
+
+      try {
+        await client.submit(command, {timeoutMs: Math.min(options.timeoutMs, left), deadlineMs: left}, options.signal)
+      } catch (error) {
+        result.error = (error as Error).message
+        break
+      }
+
+      // A newer run's facts or catalog may have replaced it meanwhile: sent either way.
+      await unlink(path).catch((error: NodeJS.ErrnoException) => {
+        if (error.code !== 'ENOENT') throw error
+      })
+      result.sent.push({command: command.command, certname: command.certname, producerTimestamp: command.producerTimestamp})
+    }
+
+    result.pending = (await entries(dir)).length
+    return result
+  } finally {
+    await release()
+  }
+}
+
+/** How many commands are spooled, and how many reports were ever dropped. */
+export async function spoolState(stateDir: string): Promise<{pending: number; dropped: number}> {
+  const dir = spoolDir(stateDir)
+  return {pending: (await entries(dir)).length, dropped: await readDropped(dir)}
+}
+
+/** The flush lock: a file holding the flushing pid, taken over when that process is gone. */
+async function takeLock(dir: string): Promise<(() => Promise<void>) | null> {
+  const path = join(dir, 'flush.lock')
+  for (let tries = 0; tries < 2; tries++) {
+    try {
+      const handle = await open(path, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, 0o600)
+      await handle.writeFile(`${process.pid}\n`)
+      await handle.close()
+      return () => unlink(path).catch(() => {})
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error
+      const pid = Number((await readBoundedFile(path, {maxBytes: 64, label: 'flush lock', error: (message) => new InputError(message)}).catch(() => Buffer.from(''))).toString('utf8').trim())
+      if (Number.isSafeInteger(pid) && pid > 0 && isProcessAlive(pid)) return null
+      await unlink(path).catch(() => {})
+    }
+  }
+
+  return null
+}

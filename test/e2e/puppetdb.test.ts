@@ -1,0 +1,240 @@
+import {mkdir, readFile, writeFile} from 'node:fs/promises'
+import {join} from 'node:path'
+import {setTimeout as sleep} from 'node:timers/promises'
+
+import type {ExecutionContext} from 'ava'
+
+import {REPO, cli, isolatePuppet} from '../helpers/cli.js'
+import {testNeeding} from '../helpers/packages.js'
+import {type PuppetDbServer, startPuppetDb} from '../helpers/puppetdb.js'
+import {demoRepository, keyPair} from '../helpers/repository.js'
+import {tempDir} from '../helpers/temp.js'
+import {PuppetDbClient} from '../../src/lib/puppetdb/client.js'
+
+/*
+ * Issue 38 end to end: a real PuppetDB 7.12 on a real PostgreSQL 15 (started once, on
+ * 127.0.0.1, certificates made by the README's openssl commands), three nodes running the
+ * real `puppet apply` through `localpuppet apply --fetch` with the puppetdb setting. Their
+ * reports, facts and catalogs are in PuppetDB with the release as code_id; the failing
+ * node's report carries Puppet's error; the README's PQL queries answer; and a PuppetDB
+ * that stops during a run (SIGSTOP: it accepts connections and answers nothing) neither
+ * fails nor holds the run, and gets the report once back, once.
+ */
+
+const puppetDbTest = await testNeeding(['postgresql-15', 'puppetdb', 'puppet-agent'])
+
+const NODES = ['node1', 'node2', 'node3'] as const
+type NodeName = (typeof NODES)[number]
+
+async function until<T>(t: ExecutionContext, what: string, check: () => Promise<T | undefined>, timeoutMs = 120_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs
+  while (Date.now() < deadline) {
+    const found = await check()
+    if (found !== undefined) return found
+    await sleep(500)
+  }
+
+  t.fail(`timed out after ${timeoutMs / 1000}s waiting until ${what}`)
+  throw new Error(`timed out waiting until ${what}`)
+}
+
+/** The README's PQL queries, as written. */
+async function readmeQueries(): Promise<string[]> {
+  const readme = await readFile(join(REPO, 'README.md'), 'utf8')
+  const start = readme.indexOf('# which nodes run foo/tags/1.6.0')
+  const block = readme.slice(start, readme.indexOf('```', start))
+  return block.split('\n').filter((line) => line.trim() !== '' && !line.startsWith('#'))
+}
+
+puppetDbTest('puppetdb: three nodes\' reports, facts and catalogs in PuppetDB with the release as code_id; a failure carries Puppet\'s error; a PuppetDB stopped during a run holds nothing and loses nothing', async (t) => {
+  t.timeout(900_000)
+  const dir = await tempDir(t)
+  const {key, pub} = await keyPair(dir, 'release')
+  const {repo} = await demoRepository(join(dir, 'build'), key)
+  // The nodes follow canary, which names 1.4.0; stable still names 1.3.0.
+  for (const [tag, channel] of [['1.4.0', 'canary'], ['1.3.0', 'stable']]) {
+    const promoted = await cli(['promote', `foo/tags/${tag}`, '--channel', channel, '--repo', repo, '--sign', key])
+    t.is(promoted.exitCode, 0, promoted.stderr)
+  }
+
+  // Usage first, no PuppetDB needed: report flush with nothing to send to, and two sources of the fleet at once.
+  const bare = join(dir, 'bare.yaml')
+  await writeFile(bare, `state_dir: ${JSON.stringify(join(dir, 'bare-state'))}\n`, {mode: 0o644})
+  const unset = await cli(['report', 'flush'], {env: {LOCALPUPPET_CONFIG: bare}})
+  t.is(unset.exitCode, 64, unset.stderr)
+  t.regex(unset.stderr, /no PuppetDB to send to: set puppetdb/)
+  const both = await cli(['fleet', 'status', '--prometheus', 'http://127.0.0.1:9', '--puppetdb', 'https://127.0.0.1:9'], {env: {LOCALPUPPET_CONFIG: bare}})
+  t.is(both.exitCode, 64, both.stderr)
+  t.regex(both.stderr, /--prometheus and --puppetdb: give one source of the fleet/)
+
+  const server: PuppetDbServer = await startPuppetDb(join(dir, 'puppetdb'), 'web1')
+  t.teardown(() => server.stop())
+  t.log(`PostgreSQL and PuppetDB ready in ${(server.startMs / 1000).toFixed(1)} s`)
+  const puppetdb = new PuppetDbClient({url: server.url, ca: server.ca, cert: server.cert, key: server.key}, {timeoutMs: 30_000, deadlineMs: 60_000})
+
+  const configs = {} as Record<NodeName, string>
+  const states = {} as Record<NodeName, string>
+  for (const name of NODES) {
+    const home = join(dir, 'nodes', name)
+    await mkdir(join(home, 'modules'), {recursive: true, mode: 0o755})
+    await mkdir(join(home, 'etc'), {mode: 0o755})
+    // node3's input gives foo a port that is no Integer: its catalog does not compile.
+    const port = name === 'node3' ? "'eighty'" : '8080'
+    await writeFile(join(home, 'etc', 'input.yaml'), `app: foo/channels/canary\nclasses:\n  foo:\n    port: ${port}\n  platform:\nparameters:\n  datacenter: ams1\n`)
+    states[name] = join(home, 'state')
+    const settings = {
+      module_dir: join(home, 'modules'),
+      state_dir: states[name],
+      source: repo,
+      trust: [pub],
+      input: join(home, 'etc', 'input.yaml'),
+      node_name: name,
+      puppet_args: isolatePuppet(home),
+      puppetdb: server.url,
+      puppetdb_ca: server.ca,
+      puppetdb_cert: server.cert,
+      puppetdb_key: server.key,
+    }
+    configs[name] = join(home, 'config.yaml')
+    await writeFile(configs[name], Object.entries(settings).map(([k, v]) => `${k}: ${JSON.stringify(v)}\n`).join(''), {mode: 0o644})
+  }
+
+  const apply = async (name: NodeName) => {
+    const began = Date.now()
+    const result = await cli(['apply', '--fetch', '--json'], {env: {LOCALPUPPET_CONFIG: configs[name]}})
+    return {...result, ms: Date.now() - began, record: JSON.parse(result.stdout || '{}') as {id: string; state: string; inputDigest: string; release: string; durationMs: number}}
+  }
+
+  const runs = {} as Record<NodeName, Awaited<ReturnType<typeof apply>>>
+  for (const name of NODES) {
+    runs[name] = await apply(name)
+    t.log(`${name}: ${runs[name].record.state} in ${(runs[name].ms / 1000).toFixed(1)} s`)
+    // On a loaded machine PuppetDB may take more than the 5 s a run gives it: what it did not take waits in the spool.
+    if (/puppetdb:/.test(runs[name].stderr)) t.log(`${name}: ${runs[name].stderr.trim()}`)
+  }
+
+  for (const name of NODES) {
+    const flushed = await cli(['report', 'flush'], {env: {LOCALPUPPET_CONFIG: configs[name]}})
+    t.is(flushed.exitCode, 0, flushed.stderr)
+  }
+
+  t.is(runs.node1.exitCode, 0, runs.node1.stderr)
+  t.is(runs.node2.exitCode, 0, runs.node2.stderr)
+  t.is(runs.node3.exitCode, 1, runs.node3.stderr)
+
+  // PuppetDB queues commands: wait until the three reports are stored.
+  const reports = await until(t, 'three reports are stored', async () => {
+    const rows = await puppetdb.query('reports[certname, code_id, job_id, status, transaction_uuid, catalog_uuid, puppet_version] { latest_report? = true }')
+    return rows.length === 3 ? rows : undefined
+  })
+  const byNode = Object.fromEntries(reports.map((row) => [row.certname, row])) as Record<NodeName, Record<string, unknown>>
+  for (const name of NODES) {
+    t.regex(String(byNode[name].code_id), /^foo\/tags\/1\.4\.0@sha256:[0-9a-f]{64}$/, name)
+    t.is(byNode[name].job_id, runs[name].record.id, `${name}: the run id is the report's job_id`)
+    t.is(byNode[name].puppet_version, '7.23.0')
+  }
+
+  t.is(byNode.node1.status, 'changed')
+  t.is(byNode.node3.status, 'failed')
+
+  // The catalogs of the nodes that compiled one, with the same code_id and linked to their report.
+  const catalogs = await until(t, 'two catalogs are stored', async () => {
+    const rows = await puppetdb.query('catalogs[certname, code_id, catalog_uuid, job_id] {}')
+    return rows.length === 2 ? rows : undefined
+  })
+  for (const row of catalogs) {
+    const name = row.certname as NodeName
+    t.is(row.code_id, byNode[name].code_id)
+    t.is(row.catalog_uuid, byNode[name].catalog_uuid, `${name}: the catalog is the report's`)
+  }
+
+  const resources = await puppetdb.query('resources[certname, title] { type = "Notify" and certname = "node1" }')
+  t.true(resources.some((row) => row.title === 'foo listens on 8080'), JSON.stringify(resources))
+
+  // The facts of every node that ran Puppet, with the localpuppet fact: release, run, input digest, Puppet.
+  const facts = await until(t, 'three localpuppet facts are stored', async () => {
+    const rows = await puppetdb.query('facts[certname, value] { name = "localpuppet" }')
+    return rows.length === 3 ? rows : undefined
+  })
+  for (const row of facts) {
+    const name = row.certname as NodeName
+    t.like(row.value as object, {release: 'foo/tags/1.4.0', ref: 'foo/channels/canary', run_id: runs[name].record.id, input_digest: runs[name].record.inputDigest, puppet_version: '7.23.0'})
+  }
+
+  const osFamily = await puppetdb.query('facts[value] { name = "os" and certname = "node2" }')
+  t.like((osFamily[0]?.value ?? {}) as object, {family: 'Debian'})
+
+  // The failed node's report says why, in Puppet's words.
+  const errors = await puppetdb.query('reports[logs] { certname = "node3" and latest_report? = true }')
+  const logs = ((errors[0]?.logs as {data?: Array<{level: string; message: string}>})?.data ?? []).filter((log) => log.level === 'err')
+  t.true(logs.some((log) => /expects an Integer value, got String/.test(log.message)), JSON.stringify(logs))
+
+  // The README's queries, as an operator types them (the release, hour and resource of this test put in).
+  const hourAgo = new Date(Date.now() - 3_600_000).toISOString().replace(/\.\d+Z$/, 'Z')
+  const [running, failed, changed] = (await readmeQueries()).map((query) =>
+    query.replace('1[.]6[.]0', '1[.]4[.]0').replace('2026-11-28T10:00:00Z', hourAgo).replace('"File"', '"Notify"').replace('"/etc/motd"', '"foo listens on 8080"'),
+  )
+  t.deepEqual((await puppetdb.query(running)).map((row) => row.certname).sort(), ['node1', 'node2', 'node3'])
+  const why = await puppetdb.query(failed)
+  t.true(why.length > 0 && why.every((row) => row.certname === 'node3'), JSON.stringify(why))
+  t.true(why.some((row) => JSON.stringify(row.logs).includes('expects an Integer value')), JSON.stringify(why))
+  t.deepEqual([...new Set((await puppetdb.query(changed)).map((row) => row.certname))].sort(), ['node1', 'node2'])
+
+  // fleet status --puppetdb and promote's gate read the same: node3 failed, with Puppet's error; the gate stays shut.
+  const operator = {LOCALPUPPET_CONFIG: join(dir, 'nodes', 'node1', 'config.yaml')}
+  const status = await cli(['fleet', 'status', '--puppetdb', server.url, '--json'], {env: operator})
+  t.is(status.exitCode, 1, status.stderr)
+  const fleet = JSON.parse(status.stdout) as {nodes: Array<{node: string; applied: string | null; state: string; message: string | null; desired: string | null; onWanted: boolean | null}>}
+  t.deepEqual(
+    fleet.nodes.map((node) => [node.node, node.applied, node.desired, node.state, node.onWanted]),
+    [
+      ['node1', 'foo/tags/1.4.0', 'foo/tags/1.4.0', 'succeeded', true],
+      ['node2', 'foo/tags/1.4.0', 'foo/tags/1.4.0', 'succeeded', true],
+      ['node3', null, 'foo/tags/1.4.0', 'failed', false],
+    ],
+  )
+  t.regex(fleet.nodes[2].message ?? '', /expects an Integer value, got String/)
+  const human = await cli(['fleet', 'status', '--puppetdb', server.url], {env: operator})
+  t.regex(human.stdout, /node3.*failed/)
+  const gate = await cli(['promote', 'foo/tags/1.4.0', '--channel', 'stable', '--require-healthy', 'canary', '--puppetdb', server.url, '--repo', repo, '--sign', key, '--json'], {env: operator})
+  t.is(gate.exitCode, 1, gate.stderr)
+  const health = (JSON.parse(gate.stdout) as {health: {source: string; nodes: Array<{node: string; state: string; reason: string}>}}).health
+  t.is(health.source, 'PuppetDB')
+  t.deepEqual(health.nodes.map((node) => [node.node, node.state]), [['node1', 'healthy'], ['node2', 'healthy'], ['node3', 'failed']])
+  t.regex(health.nodes[2].reason, /newest attempt failed on foo\/tags\/1\.4\.0: .*expects an Integer value/)
+  // The same gate without node3 (two canaries healthy): the channel moves.
+  const index = JSON.parse(await readFile(join(repo, 'index.json'), 'utf8')) as {apps: {foo: {channels: Record<string, string>}}}
+  t.is(index.apps.foo.channels.stable, '1.3.0', 'the shut gate moved nothing')
+
+  // PuppetDB stops (SIGSTOP: connections are accepted, nothing is answered) during node1's second run.
+  const again = apply('node1')
+  await sleep(1000)
+  server.pause()
+  const second = await again
+  server.resume()
+  // What the command took past the run's own record (start-up, the record, PuppetDB): with PuppetDB stopped, at most its 5 s more.
+  const after = (run: {ms: number; record: {durationMs: number}}) => ((run.ms - run.record.durationMs) / 1000).toFixed(1)
+  t.log(`node1 with PuppetDB stopped: ${second.record.state} in ${(second.ms / 1000).toFixed(1)} s, ${after(second)} s of it outside the run (with PuppetDB up: ${(runs.node1.ms / 1000).toFixed(1)} s, ${after(runs.node1)} s)`)
+  t.is(second.exitCode, 0, second.stderr)
+  t.regex(second.stderr, /puppetdb: \d+ command\(s\) spooled for later \(localpuppet report flush\)/)
+
+  // PuppetDB is back: node1's next run sends what waited, oldest first, then its own; report flush sends what a loaded PuppetDB left.
+  const third = await apply('node1')
+  t.is(third.exitCode, 0, third.stderr)
+  t.log(`node1's next run: ${third.stderr.includes('puppetdb:') ? third.stderr.trim() : 'sent the spool and its own'}`)
+  const flushed = await cli(['report', 'flush', '--json'], {env: {LOCALPUPPET_CONFIG: configs.node1}})
+  t.is(flushed.exitCode, 0, flushed.stderr)
+  t.is((JSON.parse(flushed.stdout) as {pending: number}).pending, 0)
+  // Once more: nothing left, nothing sent twice.
+  const twice = await cli(['report', 'flush', '--json'], {env: {LOCALPUPPET_CONFIG: configs.node1}})
+  t.deepEqual(JSON.parse(twice.stdout).sent, [])
+
+  const expected = [runs.node1.record.id, second.record.id, third.record.id].sort()
+  await until(t, "node1's three reports are stored", async () => {
+    const rows = await puppetdb.query('reports[job_id] { certname = "node1" }')
+    return rows.length >= 3 ? rows : undefined
+  })
+  await sleep(3000)
+  const settled = await puppetdb.query('reports[job_id] { certname = "node1" }')
+  t.deepEqual(settled.map((row) => row.job_id).sort(), expected, 'each run once')
+})

@@ -1,0 +1,101 @@
+import type {ExecutionContext} from 'ava'
+import test from 'ava'
+
+import {FleetUnavailableError} from '../../../../src/lib/errors.js'
+import {channelHealth} from '../../../../src/lib/fleet/channel-health.js'
+import {readPuppetDbFleet} from '../../../../src/lib/fleet/sources/puppetdb.js'
+import {head, hostileServer, pour} from '../../../helpers/hostile-server.js'
+import {testServer} from '../../../helpers/repository.js'
+
+/*
+ * The fleet as PuppetDB's reports and facts say, and PuppetDB as hostile input: a stand-in
+ * answering PQL queries by their entity.
+ */
+
+const NOW = Math.floor(Date.now() / 60_000) * 60_000
+const at = (minutesAgo: number) => new Date(NOW - minutesAgo * 60_000).toISOString()
+const report = (certname: string, release: string, minutesAgo: number, status = 'unchanged', noop = false) => ({
+  certname,
+  code_id: `${release}@sha256:${'a'.repeat(64)}`,
+  status,
+  noop,
+  start_time: at(minutesAgo),
+  end_time: at(minutesAgo - 1),
+})
+
+async function puppetdb(t: ExecutionContext, answers: {reports: unknown; failed?: unknown; facts?: unknown}) {
+  const server = await testServer('/nonexistent', async (req, res) => {
+    let body = ''
+    for await (const chunk of req) body += chunk
+    const query = (JSON.parse(body) as {query: string}).query
+    const answer = query.startsWith('facts') ? (answers.facts ?? []) : query.includes('logs') ? (answers.failed ?? []) : answers.reports
+    res.writeHead(200, {'content-type': 'application/json'})
+    res.end(typeof answer === 'string' ? answer : JSON.stringify(answer))
+    return true
+  })
+  t.teardown(() => server.close())
+  return {url: server.url, ca: null, cert: null, key: null}
+}
+
+const fact = (certname: string, release: string) => ({certname, value: {ref: 'foo/channels/canary', release}})
+
+test('applied is the newest report neither failed nor noop; healthy since the oldest success of its unbroken run; a failed node says Puppet\'s first error', async (t) => {
+  const config = await puppetdb(t, {
+    reports: [
+      report('web1', 'foo/tags/1.3.0', 300),
+      report('web1', 'foo/tags/1.4.0', 120, 'changed'),
+      report('web1', 'foo/tags/1.4.0', 60),
+      report('web1', 'foo/tags/1.5.0', 30, 'changed', true),
+      report('web2', 'foo/tags/1.4.0', 90),
+      report('web2', 'foo/tags/1.4.0', 10, 'failed'),
+    ],
+    failed: [{certname: 'web2', logs: {data: [{level: 'notice', message: 'hi'}, {level: 'err', message: 'Evaluation Error: boom'}, {level: 'err', message: 'second'}]}}],
+    facts: [fact('web1', 'foo/tags/1.4.0'), fact('web2', 'foo/tags/1.4.0')],
+  })
+  const fleet = await readPuppetDbFleet(config, {now: NOW})
+  const [web1, web2] = fleet.nodes
+  t.like(web1, {node: 'web1', app: 'foo', channel: 'canary', applied: 'foo/tags/1.4.0', release: 'foo/tags/1.5.0', noop: true, healthySince: at(119), lastRunSuccess: true, onWanted: true})
+  t.like(web2, {node: 'web2', applied: 'foo/tags/1.4.0', state: 'failed', message: 'Evaluation Error: boom', healthySince: null, lastRunSuccess: false})
+  const health = await channelHealth(config, {app: 'foo', release: 'foo/tags/1.4.0', channel: 'canary', forMs: 0, minNodes: 1, staleAfterMs: 10 * 86_400_000})
+  t.false(health.ok)
+  t.is(health.source, 'PuppetDB')
+  t.regex(health.nodes.find((node) => node.node === 'web2')!.reason, /newest attempt failed on foo\/tags\/1\.4\.0: Evaluation Error: boom/)
+})
+
+test('a row that is not a report is refused (69), naming PuppetDB and what came', async (t) => {
+  const config = await puppetdb(t, {reports: [{certname: 'web1', status: 'changed', start_time: 'yesterday', end_time: 7}]})
+  const error = await t.throwsAsync(readPuppetDbFleet(config, {now: NOW}), {instanceOf: FleetUnavailableError})
+  t.regex(error!.message, /^puppetdb http:\/\/127\.0\.0\.1:\d+\/?: reports: a row that is not a report/)
+})
+
+test('an answer that is not JSON, or too large, is 69; a silent PuppetDB is 69 once the deadline passed', async (t) => {
+  const garbage = await puppetdb(t, {reports: '<html>proxy error</html>'})
+  await t.throwsAsync(readPuppetDbFleet(garbage, {now: NOW}), {instanceOf: FleetUnavailableError, message: /not PuppetDB's answer \(not JSON\)/})
+  const huge = await hostileServer((_path, socket) => {
+    socket.write(head(200, {'content-type': 'application/json'}))
+    pour(socket)
+  })
+  t.teardown(() => huge.close())
+  const config = {url: huge.url, ca: null, cert: null, key: null}
+  const {PuppetDbClient} = await import('../../../../src/lib/puppetdb/client.js')
+  await t.throwsAsync(new PuppetDbClient(config, {maxBytes: 1024 * 1024}).query('nodes {}'), {instanceOf: FleetUnavailableError, message: /answer larger than 1048576 bytes/})
+  const silent = await hostileServer(() => {})
+  t.teardown(() => silent.close())
+  await t.throwsAsync(readPuppetDbFleet({url: silent.url, ca: null, cert: null, key: null}, {now: NOW, deadlineMs: 1000, timeoutMs: 500}), {instanceOf: FleetUnavailableError, message: /no whole answer within 1 s|timeout/i})
+})
+
+test('a PuppetDB that drips its answer a byte at a time is 69 once the rate floor or the deadline is passed, not a wait without end', async (t) => {
+  const dripping = await hostileServer((_path, socket) => {
+    socket.write(head(200, {'content-type': 'application/json'}))
+    const timer = setInterval(() => socket.write(' '), 100)
+    socket.on('close', () => clearInterval(timer))
+  })
+  t.teardown(() => dripping.close())
+  await t.throwsAsync(readPuppetDbFleet({url: dripping.url, ca: null, cert: null, key: null}, {now: NOW, deadlineMs: 3000, timeoutMs: 1000}), {instanceOf: FleetUnavailableError})
+})
+
+test("a code_id that is not localpuppet's names no release: never guessed at", async (t) => {
+  const config = await puppetdb(t, {reports: [{...report('web1', 'foo/tags/1.4.0', 10), code_id: 'production-abc123'}]})
+  const [web1] = (await readPuppetDbFleet(config, {now: NOW})).nodes
+  t.like(web1, {applied: null, release: null, state: 'succeeded'})
+})

@@ -1,0 +1,72 @@
+import {mkdir, mkdtemp, readdir, readFile, rm, writeFile} from 'node:fs/promises'
+import {tmpdir} from 'node:os'
+import {join} from 'node:path'
+
+import test from 'ava'
+
+import {clearConfigCache} from '../../../src/lib/config/settings.js'
+import {sendRunToPuppetDb} from '../../../src/lib/puppetdb/after-run.js'
+import {spoolDir} from '../../../src/lib/puppetdb/spool.js'
+import {newRunRecord} from '../../../src/lib/state/run-record.js'
+
+/*
+ * What an attempt does with PuppetDB at its end: never throws, never fails the attempt; what
+ * could not be sent is spooled, and a refused attempt is a failed report carrying why.
+ */
+
+test.serial('an attempt refused while PuppetDB is unreachable: a warning, and its failed report spooled with the refusal', async (t) => {
+  const state = await mkdtemp(join(tmpdir(), 'lp-after-run-'))
+  t.teardown(() => rm(state, {recursive: true, force: true}))
+  const saved = {...process.env}
+  t.teardown(() => {
+    process.env = saved
+    clearConfigCache()
+  })
+  process.env.LOCALPUPPET_CONFIG = ''
+  process.env.LOCALPUPPET_PUPPETDB = 'http://127.0.0.1:1'
+  process.env.LOCALPUPPET_NODE_NAME = 'web1'
+  clearConfigCache()
+  const record = {
+    ...newRunRecord('20261128T004000Z-ab12', join(state, 'runs', 'x', 'puppet.log'), new Date('2026-11-28T00:40:00Z'), {ref: 'foo/channels/stable'}),
+    state: 'refused' as const,
+    finishedAt: '2026-11-28T00:40:01.000Z',
+    error: 'input.yaml: app: no tag of foo fits ^9',
+  }
+  const warning = await sendRunToPuppetDb(state, join(state, 'modules'), record)
+  t.regex(warning ?? '', /^puppetdb: 1 command\(s\) spooled for later \(localpuppet report flush\): puppetdb http:\/\/127\.0\.0\.1:1\/?: store report: /)
+  const files = (await readdir(spoolDir(state))).filter((name) => name.endsWith('.json'))
+  t.is(files.length, 1)
+  const spooled = JSON.parse(await readFile(join(spoolDir(state), files[0]), 'utf8')) as {command: string; certname: string; payload: {status: string; code_id: string; job_id: string; logs: Array<{level: string; message: string}>}}
+  t.like(spooled, {command: 'store report', certname: 'web1', payload: {status: 'failed', code_id: 'foo/channels/stable', job_id: record.id}})
+  t.deepEqual(spooled.payload.logs.map((log) => [log.level, log.message]), [['err', 'input.yaml: app: no tag of foo fits ^9']])
+  // Skipped and busy attempts are not the node's runs: nothing is sent for them.
+  t.is(await sendRunToPuppetDb(state, join(state, 'modules'), {...record, id: '20261128T004100Z-ab12', state: 'skipped'}), null)
+  t.is((await readdir(spoolDir(state))).filter((name) => name.endsWith('.json')).length, 1)
+})
+
+test.serial("a run's catalog reaches the spool without what Puppet marked Sensitive, and Puppet's cache of it (secrets in clear) is not kept", async (t) => {
+  const state = await mkdtemp(join(tmpdir(), 'lp-after-run-'))
+  t.teardown(() => rm(state, {recursive: true, force: true}))
+  const saved = {...process.env}
+  t.teardown(() => {
+    process.env = saved
+    clearConfigCache()
+  })
+  process.env.LOCALPUPPET_CONFIG = ''
+  process.env.LOCALPUPPET_PUPPETDB = 'http://127.0.0.1:1'
+  process.env.LOCALPUPPET_NODE_NAME = 'web1'
+  clearConfigCache()
+  const id = '20261128T005500Z-cd34'
+  const cache = join(state, 'runs', id, 'client_data')
+  await mkdir(join(cache, 'catalog'), {recursive: true})
+  await writeFile(
+    join(cache, 'catalog', 'vm.json'),
+    JSON.stringify({name: 'vm', version: 1, resources: [{type: 'User', title: 'bob', tags: ['user'], parameters: {password: 'pw123', shell: '/bin/sh'}, sensitive_parameters: ['password']}], edges: []}),
+  )
+  const record = {...newRunRecord(id, join(state, 'runs', id, 'puppet.log'), new Date(), {release: 'foo/tags/1.4.0'}), state: 'succeeded' as const, finishedAt: new Date().toISOString()}
+  await sendRunToPuppetDb(state, join(state, 'modules'), record)
+  const texts = await Promise.all((await readdir(spoolDir(state))).filter((name) => name.endsWith('.json')).map((name) => readFile(join(spoolDir(state), name), 'utf8')))
+  t.true(texts.some((text) => text.includes('"replace catalog"') && text.includes('/bin/sh')))
+  t.false(texts.some((text) => text.includes('pw123')))
+  await t.throwsAsync(readdir(cache), {code: 'ENOENT'})
+})
