@@ -14,13 +14,15 @@ import {mkdirSync, readFileSync, readdirSync, rmSync, writeFileSync} from 'node:
 import {join} from 'node:path'
 import {fileURLToPath} from 'node:url'
 
-import {Config} from '@oclif/core'
+import {Config, settings} from '@oclif/core'
 
 const root = fileURLToPath(new URL('..', import.meta.url))
 const EXIT_CODES = '\n\nEXIT CODES\n'
 
 /** Every visible command as plain data, in command order. */
 export async function commandReference() {
+  // The built commands, as a user's localpuppet has them: never src/ through a TypeScript loader.
+  settings.enableAutoTranspile = false
   const config = await Config.load({root})
   return config.commands
     .filter((command) => !command.hidden)

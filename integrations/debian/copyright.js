@@ -9,7 +9,8 @@ import {fileURLToPath} from 'node:url'
 const root = fileURLToPath(new URL('../..', import.meta.url))
 const map = JSON.parse(readFileSync(join(root, 'dist', 'cli.cjs.map'), 'utf8'))
 // Each package's directory, nested ones (node_modules/a/node_modules/b) as they are.
-const dirs = new Set([join(root, 'node_modules', 'undici')])
+// The lazy bundles (dist/undici.cjs, dist/age-encryption.cjs, and what age-encryption carries).
+const dirs = new Set(['undici', 'age-encryption', '@noble/ciphers', '@noble/curves', '@noble/hashes', '@noble/post-quantum', '@scure/base'].map((name) => join(root, 'node_modules', name)).filter((dir) => existsSync(dir)))
 for (const source of map.sources) {
   const at = source.lastIndexOf('node_modules/')
   const match = at === -1 ? null : /^node_modules\/((?:@[^/]+\/)?[^/]+)\//.exec(source.slice(at))

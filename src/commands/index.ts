@@ -1,4 +1,4 @@
-import {execute} from '@oclif/core'
+import {execute, settings} from '@oclif/core'
 
 import {readBuildInfo, versionLine} from '../cli/version.js'
 
@@ -80,5 +80,8 @@ export async function run(): Promise<void> {
     return
   }
 
+  // The built bundle runs: oclif never looks for TypeScript sources of it (it would under
+  // NODE_ENV=test or development, and on Node 18 warn that it found none).
+  settings.enableAutoTranspile = false
   await execute({dir: import.meta.url})
 }
