@@ -1,5 +1,5 @@
 import {type Hash, createHash, randomBytes} from 'node:crypto'
-import {chmodSync, closeSync, fchmodSync, lstatSync, mkdirSync, openSync, writeSync} from 'node:fs'
+import {chmodSync, closeSync, fchmodSync, linkSync, lstatSync, mkdirSync, openSync, writeSync} from 'node:fs'
 import {chmod, lstat, mkdir, readdir, realpath, rename, rm, rmdir} from 'node:fs/promises'
 import {dirname, join} from 'node:path'
 
@@ -184,6 +184,30 @@ export class Staging {
 
         return {sha256, size}
       },
+    }
+  }
+
+  /**
+   * Puts an installed tag's file at an archive path in staging as a hard link: the same
+   * inode, nothing written (delta/install-delta.ts). Only a regular file of this user's
+   * (read-only, as a tag's files are: 0444, or 0555 when executable) is linked; false when
+   * it cannot be (another owner or mode, another filesystem, too many links): the caller
+   * writes the file instead. What the link holds is the caller's to check.
+   */
+  linkFile(archivePath: string, from: string, executable: boolean): boolean {
+    const info = lstatSync(from, {throwIfNoEntry: false})
+    if (!info?.isFile() || info.uid !== process.geteuid?.() || (info.mode & 0o7777) !== (executable ? 0o555 : 0o444)) return false
+    const path = join(this.dir, archivePath)
+    const parent = dirname(path)
+    if (this.made.at(-1) !== parent) this.makeDirs(parent)
+    try {
+      linkSync(from, path)
+      return true
+    } catch (error) {
+      const code = (error as NodeJS.ErrnoException).code
+      if (code === 'EXDEV' || code === 'EMLINK' || code === 'EPERM' || code === 'ENOENT') return false
+      if (code === 'EEXIST') throw new ReleaseError(`${archivePath}: listed twice`)
+      throw error
     }
   }
 

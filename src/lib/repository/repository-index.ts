@@ -30,6 +30,12 @@ export interface PublishedTag {
   /** The key id of the archive's release.json signature, or null when unsigned. */
   signedBy: string | null
   publishedAt: string
+  /**
+   * The tag's content-addressed objects (delta/objects.ts): its manifest's sha256 and size,
+   * for a node that has most of its files already. Optional: absent in tags published
+   * before, and ignored by nodes that predate it (they download the archive).
+   */
+  objects?: {manifest: string; size: number}
 }
 
 /**
@@ -181,6 +187,9 @@ export function parseRepositoryIndex(bytes: Buffer, label: string): RepositoryIn
       if (Object.keys(p.digests).length !== seen.size) fail(`${where}: digests name releases not on its modulepath`)
       if (p.digests[release] !== p.digest) fail(`${where}: digest differs from its modulepath digest`)
       if (p.signedBy !== null && typeof p.signedBy !== 'string') fail(`${where}: invalid signedBy`)
+      if (p.objects !== undefined && (!isMapping(p.objects) || typeof p.objects.manifest !== 'string' || !SHA256.test(p.objects.manifest) || !Number.isSafeInteger(p.objects.size) || p.objects.size < 0 || p.objects.size > MAX_REPOSITORY_INDEX_BYTES * 4)) {
+        fail(`${where}: invalid objects`)
+      }
     }
 
     if (entry.channels !== undefined) {
