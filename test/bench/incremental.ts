@@ -135,8 +135,10 @@ export async function incrementalBench(dir: string, time: Time, compare: Compare
     const node = join(work, 'node')
     fresh(node)
     execFileSync('node', fetchArgs('1.0.0', node))
+    // A tag removed as its files are shared: its directories made writable, not its files (chmod -R u+w
+    // would make 1.0.0's files writable too; the next fetch would make them read-only again).
     const back = (tag: string) => () => {
-      spawnSync('chmod', ['-R', 'u+w', join(node, 'site', 'tags', tag)])
+      spawnSync('find', [join(node, 'site', 'tags', tag), '-type', 'd', '-exec', 'chmod', 'u+w', '{}', '+'])
       rmSync(join(node, 'site', 'tags', tag), {recursive: true, force: true})
       rmSync(join(node, '.localpuppet', 'records', 'site', 'tags', `${tag}.json`), {force: true})
     }

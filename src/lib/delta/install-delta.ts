@@ -60,6 +60,8 @@ export interface DeltaOptions {
 const TAGS_LOOKED_AT = 4
 /** Objects downloaded at once. */
 const PARALLEL = 8
+/** Written files up to this many are synced one by one, not by a sync of the whole file system. */
+const SYNC_EACH_AT_MOST = 32
 
 /**
  * Installs a tag from the repository's content-addressed objects when the module directory
@@ -157,6 +159,9 @@ export async function installDelta(transport: ObjectReader, published: SignedTag
   }
 
   next()
+  // A few files written are made durable one by one; many, by one sync of the file system
+  // (syncfs waits for everything dirty on it, other programs' writes too: on a busy disk, seconds).
+  const syncEach = needed.size <= SYNC_EACH_AT_MOST
   const staging = await Staging.open(options.moduleDir, options).catch((error: unknown) => {
     throw describeInstallError(error, options.moduleDir)
   })
@@ -178,7 +183,7 @@ export async function installDelta(transport: ObjectReader, published: SignedTag
         const content = await download(file)
         const staged = staging.createFile(archivePath, file.executable, true, file.size)
         staged.write(content)
-        const written = staged.finish()
+        const written = staged.finish(syncEach)
         if (written.sha256 !== file.sha256) throw new ReleaseError(`${archivePath}: written content does not match its sha256; refused`)
         counts.written++
         if (counts.written === 1) faultPoint('install:extracting')
@@ -190,7 +195,7 @@ export async function installDelta(transport: ObjectReader, published: SignedTag
     const staged: StagedRelease[] = releases
       .map(({entry, files}) => ({release: entry.release, digest: entry.digest, files, dirs: entry.dirs ?? [], mutable: false}))
       .reverse()
-    const result = await staging.commit(staged, {type: 'archive', path: transport.locate(published.archive), sha256: published.sha256}, options.signedBy)
+    const result = await staging.commit(staged, {type: 'archive', path: transport.locate(published.archive), sha256: published.sha256}, options.signedBy, {dataSynced: syncEach})
     return {...result, release: published.modulepath[0], signedBy: options.signedBy, untrusted: [...staging.untrusted], files: counts, bytes}
   } catch (error) {
     throw describeInstallError(error, options.moduleDir)

@@ -131,3 +131,15 @@ test('a hostile repository whose objects do not match the signed index is refuse
   await writeFile(join(s3.repo, objectPath((await entry(s3, '1.0.1')).objects!.manifest)), gzipSync(Buffer.from('{"format":1,"releases":[]}')))
   await assertRefused(t, s3, /does not match the signed index/)
 })
+
+test('an installed tag made writable (chmod -R u+w, as before removing it) still shares its files, which are made read-only again for every tag', async (t) => {
+  const s = await setup(t)
+  await fetch(s, OLD)
+  await import('node:child_process').then(({execFileSync}) => execFileSync('chmod', ['-R', 'u+w', join(s.moduleDir, OLD)]))
+  const fetched = (await fetch(s, NEW)).releases[0]
+  t.deepEqual(fetched.files, {shared: 94, written: 1, downloaded: 1})
+  for (const path of ['apache/files/f000.txt', 'stdlib/bin/tool.sh']) {
+    t.is(await ino(join(s.moduleDir, NEW, path)), await ino(join(s.moduleDir, OLD, path)), path)
+    t.is((await stat(join(s.moduleDir, NEW, path))).mode & 0o222, 0, `${path} is read-only again`)
+  }
+})
