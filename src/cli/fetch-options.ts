@@ -37,7 +37,7 @@ export function describeFetch(result: FetchResult): string[] {
   const inputLine = input ? [`input of node ${input.node} from ${result.source}: ${input.status === 'updated' ? 'updated' : input.status === 'unchanged' ? 'unchanged' : 'read'} (sha256 ${input.sha256.slice(0, 12)})`] : []
   const lines = inputLine.concat(result.releases.map((r) =>
     r.status === 'installed'
-      ? `fetched ${r.release} from ${result.source} (${formatBytes(r.bytes)}${r.modulepath.length > 1 ? `, with ${r.modulepath.slice(1).join(', ')}` : ''})`
+      ? `fetched ${r.release} from ${result.source} (${formatBytes(r.bytes)}${r.delivery === 'objects' && r.files ? `: ${r.files.shared} files shared with installed tags, ${r.files.downloaded} downloaded` : ''}${r.modulepath.length > 1 ? `, with ${r.modulepath.slice(1).join(', ')}` : ''})`
       : `${r.release}: already present`,
   ))
   // Names the repository's index gave, and the source without its credentials (the label already is).

@@ -21,6 +21,9 @@
  *                    classes on one line, each size against the one before (test/bench/validate.ts)
  *
  *   fetch / curl+tar, warm fetch / curl index, fetch / r10k, fetch / g10k   see test/bench/fetch.ts
+ *   incremental      the next release on a node that has one (one line changed, 10% of the files
+ *                    changed) vs r10k and g10k moving a Puppetfile, with bytes downloaded, and a
+ *                    first fetch vs today's build (test/bench/incremental.ts)
  *   status / node    status, status --json and status --check over 100 run records
  *                    (test/bench/status.ts) vs `node -e 0`
  *   pack deb / dpkg-deb   pack --format deb vs dpkg-deb --build of the same tree (deb.ts)
@@ -35,7 +38,7 @@
  *                    warm fetch, and fleet status --prometheus over 1,000 simulated nodes
  *                    vs curl of the same queries (test/bench/pull.ts)
  *
- * BENCH=apply, apply-puppet8, apply-real, plan-real, delivery, triggers, validate, validate-scaling, validate-variables, fetch, deb, status, fleet, ssh, engine, layers or pull runs one
+ * BENCH=apply, apply-puppet8, apply-real, plan-real, delivery, triggers, validate, validate-scaling, validate-variables, fetch, incremental, deb, status, fleet, ssh, engine, layers or pull runs one
  * part; BENCH_SETS, BENCH_FILES and BENCH_FILE_KB choose and size the delivery data sets.
  */
 import {execFileSync, spawnSync} from 'node:child_process'
@@ -146,6 +149,7 @@ try {
   if (!process.env.BENCH || process.env.BENCH === 'apply-real') applyReal({bin: BIN, rounds: ROUNDS, time, peakMb, compare}, dir, isolate)
   if (!process.env.BENCH || process.env.BENCH === 'plan-real') (await import('./plan.js')).planRealBench({bin: BIN, rounds: ROUNDS, time, peakMb, compare}, dir)
   if (!process.env.BENCH || process.env.BENCH === 'fetch') await (await import('./fetch.js')).fetchBench(dir, time, compare, Math.max(3, Math.floor(ROUNDS / 2)))
+  if (!process.env.BENCH || process.env.BENCH === 'incremental') await (await import('./incremental.js')).incrementalBench(dir, time, compare, Math.max(3, Math.floor(ROUNDS / 2)))
   if (!process.env.BENCH || process.env.BENCH === 'status') statusBench(BIN, dir, ROUNDS)
   if (!process.env.BENCH || process.env.BENCH === 'deb') (await import('./deb.js')).debBench(dir, BIN, {time, compare, rounds: Math.max(3, Math.floor(ROUNDS / 2))})
   if (!process.env.BENCH || process.env.BENCH === 'engine') await (await import('./fleet.js')).engineBench()

@@ -430,6 +430,8 @@ test('apply --fetch on a channel just moved, whose new tag cannot be downloaded:
   await promote('1.4.0')
   const archive = join(s.repo, 'archives/foo/foo-1.4.0.tar.gz')
   await rename(archive, `${archive}.away`)
+  // Its objects gone too: a node that has 1.3.0 would otherwise take 1.4.0 from them.
+  await rename(join(s.repo, 'objects'), join(s.repo, 'objects.away'))
   for (const attempt of [1, 2]) {
     const kept = await apply()
     t.is(kept.exitCode, 0, `run ${attempt}: ${kept.stderr}`)
@@ -442,6 +444,7 @@ test('apply --fetch on a channel just moved, whose new tag cannot be downloaded:
   t.like(JSON.parse(plan.stdout), {release: 'foo/tags/1.3.0'})
 
   await rename(`${archive}.away`, archive)
+  await rename(join(s.repo, 'objects.away'), join(s.repo, 'objects'))
   const moved = await apply()
   t.is(moved.exitCode, 0, moved.stderr)
   t.like(JSON.parse(moved.stdout), {state: 'succeeded', release: 'foo/tags/1.4.0'})

@@ -528,7 +528,8 @@ test("a source's credentials (https://user:pass@host/) authenticate its requests
   let missing = false
   const server = await testServer(s.repo, (req, res, path) => {
     authorizations.add(req.headers.authorization)
-    if (!missing || !path.endsWith('.tar.gz')) return false
+    // The tag's objects missing too (a mirror of the archives only): a node that has 1.3.0 still needs the archive.
+    if (!missing || !path.endsWith('.gz')) return false
     res.writeHead(404)
     res.end()
     return true

@@ -19,7 +19,7 @@ nginxTest('pack, publish (signed), fetch from nginx into an empty module dir, ve
   const dir = await tempDir(t)
   const {key, pub} = await keyPair(dir, 'release')
   const {repo} = await demoRepository(join(dir, 'build'), key)
-  t.deepEqual((await readdir(repo)).sort(), ['.localpuppet-publish.lock', 'archives', 'index.json', 'index.json.sig'].filter((name) => existsSync(join(repo, name))))
+  t.deepEqual((await readdir(repo)).sort(), ['.localpuppet-publish.lock', 'archives', 'index.json', 'index.json.sig', 'objects'].filter((name) => existsSync(join(repo, name))))
   const nginx = await startNginx(repo, join(dir, 'nginx'))
   t.teardown(() => nginx.stop())
 
@@ -29,7 +29,7 @@ nginxTest('pack, publish (signed), fetch from nginx into an empty module dir, ve
   t.is(fetched.exitCode, 0, fetched.stderr)
   t.deepEqual(JSON.parse(fetched.stdout), {
     source: `${nginx.url}/`,
-    releases: [{release: 'foo/tags/1.4.0', ref: 'foo@^1.3', status: 'installed', bytes: JSON.parse(fetched.stdout).releases[0].bytes, modulepath: ['foo/tags/1.4.0', 'dist/tags/2.0.1']}],
+    releases: [{release: 'foo/tags/1.4.0', ref: 'foo@^1.3', status: 'installed', bytes: JSON.parse(fetched.stdout).releases[0].bytes, modulepath: ['foo/tags/1.4.0', 'dist/tags/2.0.1'], delivery: 'archive', files: JSON.parse(fetched.stdout).releases[0].files}],
     signedBy: JSON.parse(fetched.stdout).signedBy,
     repository: JSON.parse(await readFile(join(repo, 'index.json'), 'utf8')).repository,
     indexVersion: 1,

@@ -13,9 +13,10 @@ export type Nginx = StartedServer
 
 /**
  * Debian's nginx serving `root` on 127.0.0.1 with a generated configuration, all its
- * files under `work`; stopped by its PID.
+ * files under `work`; stopped by its PID. `accessLog`: a file that gets one line per
+ * request (`<body bytes> <status> <uri>`).
  */
-export async function startNginx(root: string, work: string): Promise<Nginx> {
+export async function startNginx(root: string, work: string, options: {accessLog?: string} = {}): Promise<Nginx> {
   await mkdir(work, {recursive: true})
   for (let attempt = 0; ; attempt++) {
     const port = await freePort()
@@ -31,7 +32,8 @@ export async function startNginx(root: string, work: string): Promise<Nginx> {
         `error_log ${join(work, 'error.log')} warn;`,
         'events { worker_connections 256; }',
         'http {',
-        '  access_log off;',
+        // The bench counts the bytes each tool downloaded: one line per request, the body's bytes first.
+        options.accessLog ? `  log_format bytes '$body_bytes_sent $status $request_uri'; access_log ${options.accessLog} bytes;` : '  access_log off;',
         `  ${temp('client_body')} ${temp('proxy')} ${temp('fastcgi')} ${temp('uwsgi')} ${temp('scgi')}`,
         '  types { application/json json; application/gzip gz; }',
         '  default_type application/octet-stream;',

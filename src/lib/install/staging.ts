@@ -1,5 +1,5 @@
 import {type Hash, createHash, randomBytes} from 'node:crypto'
-import {chmodSync, closeSync, fchmodSync, lstatSync, mkdirSync, openSync, writeSync} from 'node:fs'
+import {chmodSync, closeSync, fchmodSync, fdatasyncSync, linkSync, lstatSync, mkdirSync, openSync, writeSync} from 'node:fs'
 import {chmod, lstat, mkdir, readdir, realpath, rename, rm, rmdir} from 'node:fs/promises'
 import {dirname, join} from 'node:path'
 
@@ -43,8 +43,8 @@ export interface CommitResult {
 /** A file being written into staging: hashed as it is written. */
 export interface StagedFile {
   write(chunk: Buffer): void
-  /** Closes the file, makes it read-only, and returns what was written. */
-  finish(): {sha256: string; size: number}
+  /** Closes the file, makes it read-only, and returns what was written; `sync`: its data made durable first (fdatasync). */
+  finish(sync?: boolean): {sha256: string; size: number}
 }
 
 /**
@@ -167,7 +167,7 @@ export class Staging {
         } else chunk.copy(small, size)
         size += chunk.length
       },
-      finish() {
+      finish(sync = false) {
         open.delete(fd)
         let sha256: string
         try {
@@ -178,12 +178,41 @@ export class Staging {
           }
 
           if (!createdWithMode) fchmodSync(fd, mode)
+          if (sync) fdatasyncSync(fd)
         } finally {
           closeSync(fd)
         }
 
         return {sha256, size}
       },
+    }
+  }
+
+  /**
+   * Puts an installed tag's file at an archive path in staging as a hard link: the same
+   * inode, nothing written (delta/install-delta.ts). Only a regular file of this user's
+   * (read-only, as a tag's files are: 0444, or 0555 when executable) is linked; false when
+   * it cannot be (another owner or mode, another filesystem, too many links): the caller
+   * writes the file instead. What the link holds is the caller's to check.
+   */
+  linkFile(archivePath: string, from: string, executable: boolean): boolean {
+    const info = lstatSync(from, {throwIfNoEntry: false})
+    const mode = executable ? 0o555 : 0o444
+    // Only the owner's write bit may differ (a tag made writable to remove it, `chmod -R u+w`,
+    // writes through to the inodes it shares): the file is made read-only again, for every tag that has it.
+    if (!info?.isFile() || info.uid !== process.geteuid?.() || ((info.mode & 0o7777) | 0o200) !== (mode | 0o200)) return false
+    if ((info.mode & 0o200) !== 0) chmodSync(from, mode)
+    const path = join(this.dir, archivePath)
+    const parent = dirname(path)
+    if (this.made.at(-1) !== parent) this.makeDirs(parent)
+    try {
+      linkSync(from, path)
+      return true
+    } catch (error) {
+      const code = (error as NodeJS.ErrnoException).code
+      if (code === 'EXDEV' || code === 'EMLINK' || code === 'EPERM' || code === 'ENOENT') return false
+      if (code === 'EEXIST') throw new ReleaseError(`${archivePath}: listed twice`)
+      throw error
     }
   }
 
@@ -219,7 +248,7 @@ export class Staging {
    * left as it is. Each release appears with one rename, so it is never visible half
    * written; its install record is written after it.
    */
-  async commit(releases: StagedRelease[], source: InstallSource, signedBy: string | null): Promise<CommitResult> {
+  async commit(releases: StagedRelease[], source: InstallSource, signedBy: string | null, options: {dataSynced?: boolean} = {}): Promise<CommitResult> {
     // Where each release appears (`<app>/tags`, `<app>`): whoever can write there can swap
     // it, or what is already there. Checked before anything is read or moved.
     const places = [...new Set(releases.map((release) => dirname(release.release)))].map((place) => ({path: join(this.moduleDir, place), what: `${place} directory`, below: this.moduleDir}))
@@ -267,7 +296,10 @@ export class Staging {
     // A trunk or branch a live run is using is not replaced under it (73).
     await assertReleasesNotInUse(this.moduleDir, actions.filter((entry) => entry.action === 'replace').map((entry) => entry.release.release))
     // Data on disk before any rename makes it visible (one sync for the filesystem).
-    await syncFilesystem(this.dir)
+    // (Not when every file staged is durable already: written with finish(true), or a hard link to
+    // an installed file. The links and directories are metadata, which a journaling file
+    // system commits in order, before the rename that makes them visible.)
+    if (!options.dataSynced) await syncFilesystem(this.dir)
     faultPoint('install:before-commit')
     for (const {release, action} of actions) {
       const staged = join(this.dir, release.release)

@@ -112,13 +112,13 @@ async function updateIndexLocked<T>(options: IndexUpdateOptions, now: () => numb
 
 /**
  * Removes what publishers killed mid-way left in the repository (a directory a web server
- * serves): their temporary archive, input, index and signature files and their lock's temp
+ * serves): their temporary archive, input, object, index and signature files and their lock's temp
  * file. Called under the lock, so no living publisher is writing any of them; a file whose
  * writer's pid is alive is left anyway (that pid is unrelated now, or the lock was wrong).
  */
 async function clearDebris(repo: string): Promise<void> {
   const below = async (sub: string) => (await readdir(join(repo, sub)).catch(() => [] as string[])).map((name) => join(repo, sub, name))
-  const dirs = [repo, ...(await below('archives')), ...(await below('inputs'))]
+  const dirs = [repo, ...(await below('archives')), ...(await below('inputs')), ...(await below('objects'))]
   for (const dir of dirs) {
     for (const name of await readdir(dir).catch(() => [] as string[])) {
       const pid = atomicTempWriter(name) ?? (dir === repo ? lockTempHolder(name) : null)

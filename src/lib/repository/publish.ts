@@ -7,6 +7,7 @@ import {basename, dirname, join, resolve} from 'node:path'
 import {installArchive} from '../install/install-archive.js'
 import {loadSigningKey} from '../archive/signature.js'
 import {ConflictError, ReleaseError, UsageError, describeFsError} from '../errors.js'
+import type {IndexSummary} from '../archive/release-index.js'
 import {readArchiveHead} from './archive-head.js'
 import {type IndexUpdate, hasIndex, updateIndex} from './index-update.js'
 import {type NodeInputFile, type PublishedNodeInput, addNodeInputs, checkNodeInputs} from './publish-inputs.js'
@@ -87,8 +88,17 @@ export async function publishArchives(options: PublishOptions): Promise<PublishR
   }
 
   const key = options.signingKey ? await loadSigningKey(options.signingKey) : null
-  const candidates: Array<{source: string; tag: PublishedTag; release: string; app: string; tagName: string}> = []
-  for (const archive of options.archives) candidates.push(await inspectArchive(archive))
+  const candidates: Candidate[] = []
+  try {
+    for (const archive of options.archives) candidates.push(await inspectArchive(archive))
+    return await publishInspected(options, repo, now, key, candidates)
+  } finally {
+    for (const candidate of candidates) await removeTree(candidate.installed.dir)
+  }
+}
+
+/** publishArchives once every archive was proved whole. */
+async function publishInspected(options: PublishOptions, repo: string, now: () => number, key: Awaited<ReturnType<typeof loadSigningKey>> | null, candidates: Candidate[]): Promise<PublishResult> {
   const checked = await checkNodeInputs(options.nodes ?? [])
   // With --computed, what a node receives is its document with its layers merged in: that is what is validated and sealed.
   const plainInputs = options.computed ? await computeNodeInputs(checked, options.layers) : checked
@@ -148,6 +158,10 @@ export async function publishArchives(options: PublishOptions): Promise<PublishR
     // The index entry of a repaired archive stays as it is: the bytes written are the ones it lists.
     for (const candidate of toRepair) await copyInto(candidate.source, join(repo, candidate.tag.archive))
     for (const candidate of toAdd) {
+      // Its objects (delta/publish-objects.ts: what lets a node download only what changed), then its archive.
+      const {writeTagObjects} = await import('../delta/publish-objects.js')
+      const {manifest, size} = await writeTagObjects(repo, candidate.installed.dir, candidate.installed.index)
+      candidate.tag.objects = {manifest, size}
       await copyInto(candidate.source, join(repo, candidate.tag.archive))
       if (!Object.hasOwn(index.apps, candidate.app)) index.apps[candidate.app] = {tags: {}}
       index.apps[candidate.app].tags[candidate.tagName] = candidate.tag
@@ -163,13 +177,27 @@ export async function publishArchives(options: PublishOptions): Promise<PublishR
   return {repo, ...updated}
 }
 
+/** An archive given to publish, proved whole: installed in a scratch directory. */
+interface Candidate {
+  source: string
+  tag: PublishedTag
+  release: string
+  app: string
+  tagName: string
+  installed: {dir: string; index: IndexSummary}
+}
+
 /** Same content: the same releases with the same digests (a re-pack, or a signed copy, of the same tree). */
 function sameContent(a: PublishedTag, b: PublishedTag): boolean {
   return a.modulepath.length === b.modulepath.length && a.modulepath.every((release, i) => release === b.modulepath[i] && a.digests[release] === b.digests[release])
 }
 
-/** Reads the archive's release.json and verifies every entry of it by installing into a throwaway directory. */
-async function inspectArchive(path: string): Promise<{source: string; tag: PublishedTag; release: string; app: string; tagName: string}> {
+/**
+ * Reads the archive's release.json and verifies every entry of it by installing into a
+ * throwaway directory (`installed`, removed by the caller), from which a tag added writes
+ * its content-addressed objects.
+ */
+async function inspectArchive(path: string): Promise<Candidate> {
   const source = resolve(path)
   let size: number
   try {
@@ -190,8 +218,9 @@ async function inspectArchive(path: string): Promise<{source: string; tag: Publi
   try {
     // The install that proves the archive whole also hashes it: the archive is read once.
     ;({sha256} = await installArchive(createReadStream(source, {highWaterMark: 1024 * 1024}), path, {moduleDir: scratch, trust: [], trustDir: null}))
-  } finally {
+  } catch (error) {
     await removeTree(scratch)
+    throw error
   }
 
   const tag: PublishedTag = {
@@ -204,7 +233,7 @@ async function inspectArchive(path: string): Promise<{source: string; tag: Publi
     signedBy,
     publishedAt: new Date().toISOString(),
   }
-  return {source, tag, release: index.release, app: index.app, tagName: index.tag}
+  return {source, tag, release: index.release, app: index.app, tagName: index.tag, installed: {dir: scratch, index}}
 }
 
 /** Copies an archive into the repository: temp file, fsync, rename; 0644 so a web server can read it. */

@@ -38,6 +38,12 @@ export interface PublishedTag {
    * than yanks write back as they read it; nodes older than yanks ignore it.
    */
   yanked?: YankRecord
+  /**
+   * The tag's content-addressed objects (delta/objects.ts): its manifest's sha256 and size,
+   * for a node that has most of its files already. Optional: absent in tags published
+   * before, and ignored by nodes that predate it (they download the archive).
+   */
+  objects?: {manifest: string; size: number}
 }
 
 /**
@@ -202,6 +208,9 @@ export function parseRepositoryIndex(bytes: Buffer, label: string): RepositoryIn
       if (p.signedBy !== null && typeof p.signedBy !== 'string') fail(`${where}: invalid signedBy`)
       const yank = p.yanked === undefined ? null : yankRecordProblem(p.yanked)
       if (yank !== null) fail(`${where}: ${yank}`)
+      if (p.objects !== undefined && (!isMapping(p.objects) || typeof p.objects.manifest !== 'string' || !SHA256.test(p.objects.manifest) || !Number.isSafeInteger(p.objects.size) || p.objects.size < 0 || p.objects.size > MAX_REPOSITORY_INDEX_BYTES * 4)) {
+        fail(`${where}: invalid objects`)
+      }
     }
 
     if (entry.channels !== undefined) {

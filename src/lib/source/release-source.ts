@@ -31,6 +31,13 @@ export interface FetchedRelease {
   bytes: number
   /** Every release it brought, app first. */
   modulepath: string[]
+  /**
+   * How it came (repository sources, when installed): `archive`, or `objects` (only what the
+   * installed tags lacked: delta/), with how many files were shared with installed tags
+   * (hard links), written, and downloaded.
+   */
+  delivery?: 'archive' | 'objects'
+  files?: {shared: number; written: number; downloaded: number}
 }
 
 export interface FetchResult {

@@ -70,11 +70,11 @@ export class RepositorySource implements ReleaseSource {
         ])
       }
 
-      const installed = await this.install(release, published, options)
+      const installed = await this.install(release, published, options, signedBy)
       untrusted.push(...installed.untrusted.filter((problem) => !untrusted.includes(problem)))
       // Tags put there by hand (no install record) with the same content are left as they are.
       const status = installed.installed.length + installed.replaced.length > 0 ? 'installed' : 'already present'
-      releases.push({release, ref, status, bytes: published.size, modulepath: published.modulepath})
+      releases.push({release, ref, status, bytes: installed.bytes, modulepath: published.modulepath, delivery: installed.delivery, files: installed.files})
     }
 
     // A channel that moved is remembered only once its tag is here (see acceptIndex): now it is.
@@ -262,8 +262,10 @@ export class RepositorySource implements ReleaseSource {
         ])
       }
 
+      // A tag still writable was renamed into place by an install killed before it was made
+      // read-only: installed again, which finishes the job (Staging.commit).
       const exists = await lstat(join(moduleDir, release)).then(
-        (info) => info.isDirectory(),
+        (info) => info.isDirectory() && (info.mode & 0o222) === 0,
         () => false,
       )
       if (!exists) present = false
@@ -272,7 +274,12 @@ export class RepositorySource implements ReleaseSource {
     return present
   }
 
-  private async install(release: string, published: PublishedTag, options: FetchOptions): Promise<InstallResult> {
+  private async install(release: string, published: PublishedTag, options: FetchOptions, indexSignedBy: string | null): Promise<Delivered> {
+    // Only what the installed tags lack, when the repository offers objects and that is less than the archive.
+    const {installDelta} = await import('../delta/install-delta.js')
+    const onProgress = options.onProgress && ((bytes: number, total: number) => options.onProgress!({release, bytes, total}))
+    const delta = await installDelta(this.transport, published, {moduleDir: options.moduleDir, allowUntrusted: options.allowUntrusted, signedBy: indexSignedBy, onProgress})
+    if (delta) return {...delta, delivery: 'objects'}
     // Loaded only to install: a fetch that finds every release present never loads tar.
     const [{installArchive}, {readArchiveHead}] = await Promise.all([import('../install/install-archive.js'), import('../repository/archive-head.js')])
     const downloads = downloadsDir(options.moduleDir)
@@ -292,12 +299,17 @@ export class RepositorySource implements ReleaseSource {
       const {index} = await readArchiveHead(temp, where)
       const differs = archiveDisagreement(index, release, published)
       if (differs) throw new ReleaseError(`${where}: holds ${index.release} (${index.modulepath.join(', ')}), not what the index says for ${release}: ${differs}; refused`)
-      return await installArchive(createReadStream(temp, {highWaterMark: 1024 * 1024}), where, {moduleDir: options.moduleDir, trust: options.trust, trustDir: options.trustDir, allowUntrusted: options.allowUntrusted})
+      const installed = await installArchive(createReadStream(temp, {highWaterMark: 1024 * 1024}), where, {moduleDir: options.moduleDir, trust: options.trust, trustDir: options.trustDir, allowUntrusted: options.allowUntrusted})
+      const files = index.releases.reduce((sum, entry) => sum + entry.files, 0)
+      return {...installed, bytes: published.size, delivery: 'archive', files: {shared: 0, written: files, downloaded: files}}
     } finally {
       await rm(temp, {force: true})
     }
   }
 }
+
+/** An install from a repository: how it came, and what it cost. */
+type Delivered = InstallResult & {bytes: number; delivery: 'archive' | 'objects'; files: {shared: number; written: number; downloaded: number}}
 
 /**
  * A node input's text, only if it is UTF-8 (65 naming the input and the line otherwise):

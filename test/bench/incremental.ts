@@ -1,0 +1,225 @@
+/**
+ * The incremental delivery benchmark (BENCH=incremental): a node that has a release and
+ * gets the next one, on Debian's Puppet modules (/usr/share/puppet/modules, dereferenced)
+ * as one tag, signed, published, served by Debian's nginx on 127.0.0.1. Whole processes,
+ * interleaved, medians, with the bytes each tool downloaded (nginx's access log).
+ *
+ *   one file / r10k     1.0.1 differs from 1.0.0 by one line of one manifest: `localpuppet
+ *                       fetch` with 1.0.0 installed vs r10k moving a Puppetfile from tag
+ *                       1.0.0 to 1.0.1 (warm cache, one git repository per module served
+ *                       over git's dumb HTTP by the same nginx); target <= 0.5, and <= 10%
+ *                       of the archive downloaded
+ *   10% / r10k          1.1.0 differs from 1.0.0 in every tenth file; target <= 1.0
+ *   ... / g10k          the same against g10k, for the record
+ *   first / main        a first fetch into an empty module directory (nothing in common:
+ *                       the archive) vs the same fetch by /work/main's build (today's),
+ *                       when there is one; target: no slower (within noise)
+ *
+ * r10k and g10k are Debian packages (apt-get install r10k g10k): each is skipped, saying
+ * so, when missing.
+ */
+import {execFileSync, spawnSync} from 'node:child_process'
+import {appendFileSync, cpSync, existsSync, mkdirSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync} from 'node:fs'
+import {join} from 'node:path'
+import {fileURLToPath} from 'node:url'
+
+import {startNginx} from '../helpers/nginx.js'
+
+const BIN = fileURLToPath(new URL('../../bin/run.js', import.meta.url))
+const MAIN_BIN = '/work/main/bin/run.js'
+const DEBIAN_MODULES = '/usr/share/puppet/modules'
+
+type Time = (file: string, args: string[], env?: NodeJS.ProcessEnv, before?: () => void) => number
+type Compare = (name: string, target: number | null, a: () => number, b: () => number, rounds?: number) => number
+
+const GIT_ENV = {...process.env, GIT_AUTHOR_NAME: 'bench', GIT_AUTHOR_EMAIL: 'b@x', GIT_COMMITTER_NAME: 'bench', GIT_COMMITTER_EMAIL: 'b@x'}
+
+/** Every file under a directory, relative, sorted. */
+function listFiles(root: string, at = ''): string[] {
+  const found: string[] = []
+  for (const entry of readdirSync(join(root, at), {withFileTypes: true})) {
+    const path = at === '' ? entry.name : `${at}/${entry.name}`
+    if (entry.isDirectory()) found.push(...listFiles(root, path))
+    else if (entry.isFile()) found.push(path)
+  }
+
+  return found.sort()
+}
+
+/** The three trees: 1.0.0, 1.0.1 (one line of one manifest), 1.1.0 (every tenth file gets a line). */
+function makeTrees(src: string, names: string[]): {files: number; changedTen: number} {
+  const base = join(src, 'site', 'tags', '1.0.0')
+  for (const name of names) cpSync(join(DEBIAN_MODULES, name), join(base, name), {recursive: true, dereference: true})
+  writeFileSync(join(base, 'manifest.yaml'), 'modulepath: []\n')
+  const files = listFiles(base)
+  for (const tag of ['1.0.1', '1.1.0']) cpSync(base, join(src, 'site', 'tags', tag), {recursive: true})
+  const manifest = files.find((path) => path.endsWith('/manifests/init.pp'))!
+  appendFileSync(join(src, 'site', 'tags', '1.0.1', manifest), '# 1.0.1\n')
+  const ten = files.filter((_, i) => i % 10 === 5)
+  for (const path of ten) appendFileSync(join(src, 'site', 'tags', '1.1.0', path), '\n# 1.1.0\n')
+  return {files: files.length, changedTen: ten.length}
+}
+
+/** Bytes nginx sent since the log was `from` bytes long, and the log's length now. */
+function bytesSince(log: string, from: number): {bytes: number; requests: number; to: number} {
+  const text = existsSync(log) ? readFileSync(log) : Buffer.alloc(0)
+  const lines = text.subarray(from).toString('utf8').split('\n').filter(Boolean)
+  return {bytes: lines.reduce((sum, line) => sum + Number(line.split(' ')[0]), 0), requests: lines.length, to: text.length}
+}
+
+function median(values: number[]): number {
+  const sorted = [...values].sort((a, b) => a - b)
+  const mid = Math.floor(sorted.length / 2)
+  return sorted.length % 2 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2
+}
+
+export async function incrementalBench(dir: string, time: Time, compare: Compare, rounds: number): Promise<void> {
+  const names = existsSync(DEBIAN_MODULES) ? readdirSync(DEBIAN_MODULES).filter((name) => /^[a-z][a-z0-9_]*$/.test(name)) : []
+  if (names.length === 0) {
+    console.log('incremental: skipped (no Debian Puppet modules under /usr/share/puppet/modules: bin/setup --tests installs some)')
+    return
+  }
+
+  const work = join(dir, 'incremental')
+  const src = join(work, 'src')
+  const {files, changedTen} = makeTrees(src, names)
+  execFileSync('openssl', ['genpkey', '-algorithm', 'ed25519', '-out', join(work, 'key.pem')])
+  execFileSync('openssl', ['pkey', '-in', join(work, 'key.pem'), '-pubout', '-out', join(work, 'key.pub.pem')])
+  const www = join(work, 'www')
+  const repo = join(www, 'repo')
+  const archives = ['1.0.0', '1.0.1', '1.1.0'].map((tag) => {
+    const archive = join(work, `site-${tag}.tar.gz`)
+    execFileSync('node', [BIN, 'pack', `site/tags/${tag}`, '--module-dir', src, '-o', archive, '--sign', join(work, 'key.pem')])
+    return archive
+  })
+  execFileSync('node', [BIN, 'publish', ...archives, '--repo', repo, '--sign', join(work, 'key.pem')])
+  const archiveBytes = statSync(archives[1]).size
+  console.log(`incremental: ${names.length} Debian Puppet modules, ${files} files, archive ${(archiveBytes / 1024 / 1024).toFixed(2)} MiB; 1.0.1: one line of one manifest; 1.1.0: ${changedTen} files (10%); median of ${rounds}`)
+
+  // One bare git repository per module (tags 1.0.0, 1.0.1, 1.1.0), served by git's dumb HTTP protocol.
+  const haveR10k = spawnSync('sh', ['-c', 'command -v r10k'], {stdio: 'ignore'}).status === 0
+  const haveG10k = spawnSync('sh', ['-c', 'command -v g10k'], {stdio: 'ignore'}).status === 0
+  if (haveR10k || haveG10k) {
+    for (const name of names) {
+      const checkout = join(work, 'git-work', name)
+      const git = (...args: string[]) => execFileSync('git', ['-C', checkout, ...args], {stdio: 'ignore', env: GIT_ENV})
+      mkdirSync(checkout, {recursive: true})
+      git('init', '-q')
+      for (const tag of ['1.0.0', '1.0.1', '1.1.0']) {
+        rmSync(join(checkout, 'tree'), {recursive: true, force: true})
+        for (const entry of readdirSync(checkout)) if (entry !== '.git') rmSync(join(checkout, entry), {recursive: true, force: true})
+        cpSync(join(src, 'site', 'tags', tag, name), checkout, {recursive: true})
+        git('add', '-A')
+        git('commit', '-q', '--allow-empty', '-m', tag)
+        git('tag', tag)
+      }
+
+      const bare = join(www, 'git', `${name}.git`)
+      execFileSync('git', ['clone', '-q', '--bare', checkout, bare], {stdio: 'ignore'})
+      execFileSync('git', ['-C', bare, 'update-server-info'], {stdio: 'ignore'})
+    }
+  }
+
+  const log = join(work, 'access.log')
+  const nginx = await startNginx(www, join(work, 'nginx'), {accessLog: log})
+  try {
+    const source = `${nginx.url}/repo`
+    const fetchArgs = (tag: string, modules: string) => [BIN, 'fetch', `site/tags/${tag}`, '--source', source, '--trust', join(work, 'key.pub.pem'), '--module-dir', modules]
+    const fresh = (path: string) => {
+      spawnSync('chmod', ['-R', 'u+w', path])
+      rmSync(path, {recursive: true, force: true})
+      mkdirSync(path, {recursive: true})
+    }
+
+    // A node with 1.0.0 installed (from its archive).
+    const node = join(work, 'node')
+    fresh(node)
+    execFileSync('node', fetchArgs('1.0.0', node))
+    // A tag removed as its files are shared: its directories made writable, not its files (chmod -R u+w
+    // would make 1.0.0's files writable too; the next fetch would make them read-only again).
+    const back = (tag: string) => () => {
+      spawnSync('find', [join(node, 'site', 'tags', tag), '-type', 'd', '-exec', 'chmod', 'u+w', '{}', '+'])
+      rmSync(join(node, 'site', 'tags', tag), {recursive: true, force: true})
+      rmSync(join(node, '.localpuppet', 'records', 'site', 'tags', `${tag}.json`), {force: true})
+    }
+
+    /** One fetch of the tag measured for its bytes (fetch --json and nginx's log) and what it shared. */
+    const measured = (tag: string) => {
+      back(tag)()
+      const from = bytesSince(log, 0).to
+      const out = JSON.parse(execFileSync('node', [...fetchArgs(tag, node), '--json'], {encoding: 'utf8'}))
+      const sent = bytesSince(log, from)
+      const release = out.releases[0]
+      const share = (100 * sent.bytes) / archiveBytes
+      console.log(`localpuppet fetch ${tag}: ${release.delivery}, ${release.files.shared} files shared, ${release.files.written} written, ${release.files.downloaded} downloaded; ${sent.bytes} bytes in ${sent.requests} requests (${share.toFixed(1)}% of the archive)`)
+      return share
+    }
+
+    const shareOne = measured('1.0.1')
+    console.log(`one file: bytes downloaded ${shareOne.toFixed(1)}% of the archive (target <= 10%, ${shareOne <= 10 ? 'ok' : 'OVER TARGET'})`)
+    measured('1.1.0')
+
+    // r10k and g10k: a Puppetfile moved from 1.0.0 to the new tag, warm caches (the move back is not timed).
+    const puppetfile = (tag: string) => {
+      writeFileSync(join(work, 'Puppetfile'), names.map((name) => `mod '${name}', :git => '${nginx.url}/git/${name}.git', :tag => '${tag}'`).join('\n') + '\n')
+    }
+
+    const tools = [
+      haveR10k && {
+        name: 'r10k',
+        run: (tag: string) => {
+          puppetfile(tag)
+          return time('r10k', ['puppetfile', 'install', '--puppetfile', join(work, 'Puppetfile'), '--moduledir', join(work, 'r10k'), '--config', join(work, 'r10k.yaml')])
+        },
+      },
+      haveG10k && {
+        name: 'g10k',
+        run: (tag: string) => {
+          puppetfile(tag)
+          return time('g10k', ['-puppetfile', '-puppetfilelocation', join(work, 'Puppetfile'), '-moduledir', join(work, 'g10k'), '-cachedir', join(work, 'g10k-cache'), '-quiet'])
+        },
+      },
+    ].filter((tool): tool is {name: string; run: (tag: string) => number} => Boolean(tool))
+    writeFileSync(join(work, 'r10k.yaml'), `cachedir: '${join(work, 'r10k-cache')}'\n`)
+    for (const name of ['r10k', 'g10k'].filter((tool) => !tools.some((t) => t.name === tool))) console.log(`${name}: skipped (not installed: apt-get install ${name})`)
+
+    for (const [label, tag, target] of [['one file', '1.0.1', 0.5], ['10%', '1.1.0', 1.0]] as const) {
+      for (const tool of tools) {
+        tool.run('1.0.0')
+        const from = bytesSince(log, 0).to
+        tool.run(tag)
+        const sent = bytesSince(log, from)
+        console.log(`${tool.name} ${tag}: ${sent.bytes} bytes in ${sent.requests} requests`)
+        compare(
+          `${label} / ${tool.name}`,
+          tool.name === 'r10k' ? target : null,
+          () => time('node', fetchArgs(tag, node), {}, back(tag)),
+          () => {
+            tool.run('1.0.0')
+            return tool.run(tag)
+          },
+          rounds,
+        )
+      }
+
+      if (tools.length === 0) {
+        const ms: number[] = []
+        for (let i = 0; i < rounds; i++) ms.push(time('node', fetchArgs(tag, node), {}, back(tag)))
+        console.log(`${label}: localpuppet fetch ${median(ms).toFixed(0)} ms (no r10k to compare with)`)
+      }
+    }
+
+    // A first install: nothing in common, the archive, as today's build does it.
+    const empty = join(work, 'empty')
+    if (existsSync(MAIN_BIN) && existsSync('/work/main/dist')) {
+      compare('first / main', 1.1, () => time('node', fetchArgs('1.0.0', empty), {}, () => fresh(empty)), () => time('node', [MAIN_BIN, ...fetchArgs('1.0.0', empty).slice(1)], {}, () => fresh(empty)), rounds)
+    } else {
+      const ms: number[] = []
+      for (let i = 0; i < rounds; i++) ms.push(time('node', fetchArgs('1.0.0', empty), {}, () => fresh(empty)))
+      console.log(`first install: ${median(ms).toFixed(0)} ms (no /work/main build to compare with)`)
+    }
+  } finally {
+    await nginx.stop()
+    spawnSync('chmod', ['-R', 'u+w', work])
+  }
+}

@@ -1,0 +1,145 @@
+import {appendFile, chmod, readFile, readdir, rm, stat, writeFile} from 'node:fs/promises'
+import {join} from 'node:path'
+import {gzipSync} from 'node:zlib'
+
+import test, {type ExecutionContext} from 'ava'
+
+import {objectPath, sha256Of} from '../../../src/lib/delta/objects.js'
+import {LocalpuppetError} from '../../../src/lib/errors.js'
+import {readRecordHead} from '../../../src/lib/install/install-record.js'
+import {parseRepositoryIndex} from '../../../src/lib/repository/repository-index.js'
+import {verifyInstalled} from '../../../src/lib/verify/verify-installed.js'
+import {exists} from '../../helpers/temp.js'
+import {DELTA, type DeltaSetup as Setup, deltaSetup as setup, fetchTag as fetch} from '../../helpers/delta.js'
+
+const {OLD, NEW, CHANGED} = DELTA
+
+async function ino(path: string): Promise<number> {
+  return (await stat(path)).ino
+}
+
+test('a tag sharing most files with an installed one is installed with those files hard-linked, only the changed file downloaded, and both verify', async (t) => {
+  const s = await setup(t)
+  const first = await fetch(s, OLD)
+  t.is(first.releases[0].delivery, 'archive')
+  t.deepEqual(first.releases[0].files, {shared: 0, written: 95, downloaded: 95})
+
+  const second = await fetch(s, NEW)
+  const fetched = second.releases[0]
+  t.is(fetched.status, 'installed')
+  t.is(fetched.delivery, 'objects')
+  t.deepEqual(fetched.files, {shared: 94, written: 1, downloaded: 1})
+  t.true(fetched.bytes < (await stat(s.archives.new)).size, `${fetched.bytes} bytes downloaded`)
+
+  // The same inode for what did not change; a new one for what did.
+  for (const path of ['apache/files/f000.txt', 'stdlib/bin/tool.sh', 'ntp/files/f029.txt']) {
+    t.is(await ino(join(s.moduleDir, NEW, path)), await ino(join(s.moduleDir, OLD, path)), path)
+  }
+
+  t.not(await ino(join(s.moduleDir, NEW, CHANGED)), await ino(join(s.moduleDir, OLD, CHANGED)))
+  t.regex(await readFile(join(s.moduleDir, NEW, CHANGED), 'utf8'), /two/)
+  t.is((await stat(join(s.moduleDir, NEW, 'stdlib/bin/tool.sh'))).mode & 0o777, 0o555)
+  t.true((await stat(join(s.moduleDir, NEW, 'apache/files/empty'))).isDirectory())
+  t.is((await stat(join(s.moduleDir, NEW))).mode & 0o777, 0o555)
+  const {results} = await verifyInstalled(s.moduleDir, [])
+  t.deepEqual(results.map((r) => [r.release, r.ok]), [[OLD, true], [NEW, true]])
+  t.deepEqual(await readdir(join(s.moduleDir, '.localpuppet')).then((names) => names.sort()), ['downloads', 'records', 'repositories.json'])
+
+  // Fetched again: already present, nothing downloaded.
+  const again = await fetch(s, NEW)
+  t.is(again.releases[0].status, 'already present')
+})
+
+test('a shared file tampered with is found by verify for every tag that shares it; removing the older tag leaves the newer whole', async (t) => {
+  const s = await setup(t)
+  await fetch(s, OLD)
+  await fetch(s, NEW)
+  const shared = join(s.moduleDir, OLD, 'apache/files/f003.txt')
+  await chmod(shared, 0o644)
+  await appendFile(shared, 'tampered\n')
+  await chmod(shared, 0o444)
+  const {results} = await verifyInstalled(s.moduleDir, [])
+  t.deepEqual(results.map((r) => [r.release, r.ok, r.modified]), [[OLD, false, ['apache/files/f003.txt']], [NEW, false, ['apache/files/f003.txt']]])
+
+  // Removing the older tag (as an operator does: write back, remove, drop its record) leaves every file of the newer one.
+  const s2 = await setup(t)
+  await fetch(s2, OLD)
+  await fetch(s2, NEW)
+  await import('node:child_process').then(({execFileSync}) => execFileSync('chmod', ['-R', 'u+w', join(s2.moduleDir, OLD)]))
+  await rm(join(s2.moduleDir, OLD), {recursive: true})
+  await rm(join(s2.moduleDir, '.localpuppet', 'records', `${OLD}.json`))
+  const after = await verifyInstalled(s2.moduleDir, [])
+  t.deepEqual(after.results.map((r) => [r.release, r.ok]), [[NEW, true]])
+})
+
+test('an installed file changed since its install is not shared: the new tag gets the published content, and verify still names the old tag', async (t) => {
+  const s = await setup(t)
+  await fetch(s, OLD)
+  const tampered = join(s.moduleDir, OLD, 'stdlib/files/f001.txt')
+  await chmod(tampered, 0o644)
+  await writeFile(tampered, 'not what was published\n')
+  await chmod(tampered, 0o444)
+  const fetched = (await fetch(s, NEW)).releases[0]
+  t.is(fetched.delivery, 'objects')
+  t.deepEqual(fetched.files, {shared: 93, written: 2, downloaded: 2})
+  t.not(await ino(join(s.moduleDir, NEW, 'stdlib/files/f001.txt')), await ino(tampered))
+  const {results} = await verifyInstalled(s.moduleDir, [])
+  t.deepEqual(results.map((r) => [r.release, r.ok]), [[OLD, false], [NEW, true]])
+})
+
+test('a node with nothing in common downloads the archive, as before', async (t) => {
+  const s = await setup(t)
+  const fetched = (await fetch(s, NEW)).releases[0]
+  t.is(fetched.delivery, 'archive')
+  t.is(fetched.bytes, (await stat(s.archives.new)).size)
+})
+
+/** The repository's index entry of a tag. */
+async function entry(s: Setup, tag: string) {
+  return parseRepositoryIndex(await readFile(join(s.repo, 'index.json')), 'index.json').apps.site.tags[tag]
+}
+
+async function assertRefused(t: ExecutionContext, s: Setup, why: RegExp): Promise<void> {
+  const error = await t.throwsAsync(fetch(s, NEW))
+  t.true(error instanceof LocalpuppetError, error?.stack)
+  t.is((error as LocalpuppetError).exitCode, 65, error?.message)
+  t.regex(error!.message, why)
+  t.false(await exists(join(s.moduleDir, NEW)))
+  t.is(readRecordHead(s.moduleDir, NEW), null)
+  t.deepEqual((await readdir(join(s.moduleDir, '.localpuppet'))).sort(), ['downloads', 'records', 'repositories.json'])
+}
+
+test('a hostile repository whose objects do not match the signed index is refused (65) with nothing installed', async (t) => {
+  // The changed file's object holds other bytes.
+  const s = await setup(t)
+  await fetch(s, OLD)
+  const changed = Buffer.from("class ntp {\n  notify { 'two': }\n}\n")
+  await writeFile(join(s.repo, objectPath(sha256Of(changed))), gzipSync(Buffer.from("class ntp {\n  exec { 'rm -rf /': }\n}\n")))
+  await assertRefused(t, s, /does not match the signed index/)
+
+  // A part of the file list naming other content, under the name of the real part.
+  const s2 = await setup(t)
+  await fetch(s2, OLD)
+  const manifest = JSON.parse((await import('node:zlib')).gunzipSync(await readFile(join(s2.repo, objectPath((await entry(s2, '1.0.1')).objects!.manifest)))).toString())
+  const ntp = manifest.releases[0].parts.find((part: {prefix: string}) => part.prefix === 'ntp')
+  await writeFile(join(s2.repo, objectPath(ntp.sha256)), gzipSync(Buffer.from('[["ntp/manifests/init.pp",10,0,"' + 'e'.repeat(64) + '"]]')))
+  await assertRefused(t, s2, /does not match the signed index/)
+
+  // A manifest that is not the one the index names.
+  const s3 = await setup(t)
+  await fetch(s3, OLD)
+  await writeFile(join(s3.repo, objectPath((await entry(s3, '1.0.1')).objects!.manifest)), gzipSync(Buffer.from('{"format":1,"releases":[]}')))
+  await assertRefused(t, s3, /does not match the signed index/)
+})
+
+test('an installed tag made writable (chmod -R u+w, as before removing it) still shares its files, which are made read-only again for every tag', async (t) => {
+  const s = await setup(t)
+  await fetch(s, OLD)
+  await import('node:child_process').then(({execFileSync}) => execFileSync('chmod', ['-R', 'u+w', join(s.moduleDir, OLD)]))
+  const fetched = (await fetch(s, NEW)).releases[0]
+  t.deepEqual(fetched.files, {shared: 94, written: 1, downloaded: 1})
+  for (const path of ['apache/files/f000.txt', 'stdlib/bin/tool.sh']) {
+    t.is(await ino(join(s.moduleDir, NEW, path)), await ino(join(s.moduleDir, OLD, path)), path)
+    t.is((await stat(join(s.moduleDir, NEW, path))).mode & 0o222, 0, `${path} is read-only again`)
+  }
+})
