@@ -1,7 +1,7 @@
 import {BaseCommand, describeWithExitCodes} from '../cli/base-command.js'
 import {inputArgs, runFlags} from '../cli/flags.js'
 import {APPLY_EXIT_CODES} from '../lib/exit-codes.js'
-import type {NodeEnc} from '../lib/layers/plan-document.js'
+import type {NodeEnc} from '../lib/run/plan-document.js'
 import {runOptions} from '../cli/run-options.js'
 
 export default class Enc extends BaseCommand {
@@ -23,7 +23,7 @@ export default class Enc extends BaseCommand {
 
   async run(): Promise<NodeEnc> {
     const {args, flags} = await this.parse(Enc)
-    const [{planAttempt}, {planDocument}] = await Promise.all([import('../lib/attempt/plan-attempt.js'), import('../lib/layers/plan-document.js')])
+    const [{planAttempt}, {planDocument}] = await Promise.all([import('../lib/attempt/plan-attempt.js'), import('../lib/run/plan-document.js')])
     const warn = (line: string) => this.warnLines([line])
     const {plan} = await planAttempt(args.input, runOptions(flags, [], false), {}, {stdin: process.stdin, warn})
     const enc = planDocument(plan)

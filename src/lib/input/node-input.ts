@@ -4,7 +4,7 @@ import {InputError, LocalpuppetError} from '../errors.js'
 import {parseReleaseRef, type ReleaseRef} from '../release/release-ref.js'
 import {closest} from '../util/did-you-mean.js'
 import {isMapping} from '../util/json.js'
-import {isValidLayerName} from '../layers/layer-name.js'
+import {isValidLayerName} from './layer-name.js'
 import {lineOfKey, parseYaml} from '../yaml.js'
 import {RESERVED_VARIABLES, isValidClassName, isValidEnvironmentName, isValidParameterName} from './puppet-names.js'
 

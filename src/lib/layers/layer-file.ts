@@ -6,7 +6,7 @@ import {RESERVED_VARIABLES, isValidClassName, isValidEnvironmentName, isValidPar
 import {isMapping} from '../util/json.js'
 import {parseYaml} from '../yaml.js'
 import {keyLines} from './key-lines.js'
-import {isValidLayerName} from './layer-name.js'
+import {isValidLayerName} from '../input/layer-name.js'
 
 /** Where a value was set: the layer (`release foo/tags/1.0.0`, `site/dc1`, `node`), its file and line. */
 export interface Origin {

@@ -9,7 +9,7 @@ import {isMapping} from '../util/json.js'
 import {own} from '../util/own.js'
 import {terminalText} from '../util/terminal-text.js'
 import {parseLayer} from './layer-file.js'
-import {isValidLayerName} from './layer-name.js'
+import {isValidLayerName} from '../input/layer-name.js'
 import {directoryLayers, resolveNamedLayers} from './resolve-layers.js'
 
 /**

@@ -1,4 +1,4 @@
-import {planDocument} from '../layers/plan-document.js'
+import {planDocument} from './plan-document.js'
 import {createHash} from 'node:crypto'
 import {copyFile, mkdir, readFile, writeFile} from 'node:fs/promises'
 import {join} from 'node:path'

@@ -3,7 +3,7 @@ import fc from 'fast-check'
 
 import {InputError, LocalpuppetError, NotFoundError} from '../../../src/lib/errors.js'
 import {parseLayer} from '../../../src/lib/layers/layer-file.js'
-import {isValidLayerName} from '../../../src/lib/layers/layer-name.js'
+import {isValidLayerName} from '../../../src/lib/input/layer-name.js'
 import {mergeLayers} from '../../../src/lib/layers/merge.js'
 import {type LayerSource, resolveNamedLayers} from '../../../src/lib/layers/resolve-layers.js'
 import {dumpYaml} from '../../../src/lib/yaml.js'

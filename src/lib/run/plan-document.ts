@@ -1,7 +1,7 @@
-import type {RunPlan} from '../run/run-plan.js'
-import type {MergedDocument} from './merge.js'
-import {renderNodeDocument} from './resolve-layers.js'
-import type {PlanLayers} from './run-layers.js'
+import type {RunPlan} from './run-plan.js'
+import type {MergedDocument} from '../layers/merge.js'
+import {renderNodeDocument} from '../layers/resolve-layers.js'
+import type {PlanLayers} from '../layers/run-layers.js'
 
 /** What `enc` prints: the node's computed document (as YAML too), its release, and, for a layered input, its layers and origins. */
 export interface NodeEnc {

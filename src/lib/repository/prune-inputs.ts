@@ -1,5 +1,5 @@
 import {UsageError} from '../errors.js'
-import type {RepositoryIndex} from '../repository/repository-index.js'
+import type {RepositoryIndex} from './repository-index.js'
 
 /**
  * `publish --inputs DIR --prune`: the nodes whose inputs the index lists and DIR does not
