@@ -39,8 +39,8 @@ export function secretKey(className: string, parameter: string): string {
  * An input's classes with the secret parameters taken out, and the secrets by Hiera key.
  * Puppet gives a class parameter set by the ENC exactly the value the ENC printed (a String
  * never becomes Sensitive: Puppet refuses it for a Sensitive parameter), while a value
- * found by automatic parameter lookup is converted by `lookup_options: convert_to:
- * Sensitive`; so a secret must not be in the ENC. A `!secret` anywhere else (a top-scope
+ * found by automatic parameter lookup can be Sensitive (the run's Hiera backend returns it
+ * so); so a secret must not be in the ENC. A `!secret` anywhere else (a top-scope
  * parameter, inside a hash or list, a whole class) is refused (65) naming it.
  */
 export function splitSecrets<T extends {classes?: unknown; parameters?: Record<string, unknown>; source: string}>(input: T): {input: T; secrets: Record<string, Secret>} {
