@@ -4,7 +4,9 @@ import * as age from 'age-encryption'
 
 import {InputError} from '../errors.js'
 
-export {AGE_ARMOR_HEADER, isAgeArmored, isRecipient} from './age-format.js'
+import {refusedAgeHeader} from './age-format.js'
+
+export {AGE_ARMOR_HEADER, MAX_AGE_RECIPIENTS, isAgeArmored, isRecipient} from './age-format.js'
 
 /**
  * age (https://age-encryption.org/v1) through `age-encryption`, the implementation by
@@ -41,8 +43,8 @@ export async function encryptDocument(document: Uint8Array, recipients: readonly
   return Buffer.from(age.armor.encode(sealed), 'utf8')
 }
 
-/** Why a ciphertext could not be opened: not age at all, or age for other keys / damaged. */
-export type DecryptFailure = 'not age' | 'not for this key' | 'damaged'
+/** Why a ciphertext could not be opened: not age at all, or age for other keys / damaged, or a header refused unread (`refused`, with the reason). */
+export type DecryptFailure = 'not age' | 'not for this key' | 'damaged' | 'refused'
 
 /**
  * Opens an armored age file with one identity. Fails (returns the reason, never the
@@ -50,7 +52,7 @@ export type DecryptFailure = 'not age' | 'not for this key' | 'damaged'
  * authenticate (any byte changed): age checks every chunk's tag, so nothing of a
  * tampered file is returned.
  */
-export async function decryptDocument(ciphertext: Uint8Array, identity: string): Promise<{ok: true; plain: Buffer} | {ok: false; why: DecryptFailure}> {
+export async function decryptDocument(ciphertext: Uint8Array, identity: string): Promise<{ok: true; plain: Buffer} | {ok: false; why: DecryptFailure; detail?: string}> {
   let binary: Uint8Array
   try {
     binary = age.armor.decode(Buffer.from(ciphertext).toString('latin1'))
@@ -58,6 +60,9 @@ export async function decryptDocument(ciphertext: Uint8Array, identity: string):
     return {ok: false, why: 'not age'}
   }
 
+  // Before any key is tried: the header's cost is bounded, and a passphrase never asked for.
+  const refused = refusedAgeHeader(binary)
+  if (refused) return {ok: false, why: 'refused', detail: refused}
   const decrypter = new age.Decrypter()
   decrypter.addIdentity(identity)
   try {

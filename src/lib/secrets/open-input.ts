@@ -29,7 +29,9 @@ export async function openNodeDocument(text: string, label: string, stateDir: st
         ? `not encrypted to this node's key (${key.recipient}): another node's input, or published before this node was re-keyed`
         : opened.why === 'not age'
           ? 'not a readable age file'
-          : 'does not authenticate (damaged or tampered)'
+          : opened.why === 'refused'
+            ? `${opened.detail}, not opened`
+            : 'does not authenticate (damaged or tampered)'
     throw new InputError(`${terminalText(label)}: encrypted input ${why}; refused, nothing applied`, [
       opened.why === 'not for this key' ? `publish the node's input again with its recipient (${key.recipient}) in NAME.pub` : 'publish the input again',
     ])

@@ -52,7 +52,12 @@ export async function sealNodeDocuments<T extends NodeDocument>(documents: T[], 
     }
 
     const all = [...new Set([...recipients, ...(options.operators ?? [])])]
-    const {encryptDocument, sha256Hex} = await import('./age.js')
+    const {MAX_AGE_RECIPIENTS, encryptDocument, sha256Hex} = await import('./age.js')
+    // A node refuses a header with more stanzas than this: never publish one it cannot open.
+    if (all.length > MAX_AGE_RECIPIENTS) {
+      throw new InputError(`node ${doc.node}: ${all.length} recipients (${terminalText(nodeRecipientsPath(doc.node, doc.file))} and the operators'), more than the ${MAX_AGE_RECIPIENTS} a node accepts; nothing published`)
+    }
+
     const bytes = await encryptDocument(doc.bytes, all)
     sealed.push({...doc, bytes, sha256: sha256Hex(bytes), encrypted: 'age', recipients: all})
   }

@@ -37,3 +37,13 @@ test('an input marking secrets with no NAME.pub is refused (65), whatever is all
   const error = await t.throwsAsync(sealNodeDocuments(await documents(t, []), {allowPlain: true}, () => true), {instanceOf: InputError})
   t.regex(error!.message, /node web1's input marks secrets \(!secret\) but the node has no recipient .*web1\.pub\): it would be published in plain text$/)
 })
+
+test('a node whose NAME.pub and the operators make more recipients than a node accepts is refused (65) at publish', async (t) => {
+  const {newIdentity} = await import('../../../src/lib/secrets/age.js')
+  const docs = await documents(t, [])
+  const many = await Promise.all(Array.from({length: 65}, async () => (await newIdentity()).recipient))
+  await writeFile(join(docs[0].file, '..', 'web1.pub'), many.slice(0, 60).join('\n') + '\n')
+  const error = await t.throwsAsync(sealNodeDocuments([docs[0]], {operators: many.slice(60)}, () => false), {instanceOf: InputError})
+  t.regex(error!.message, /^node web1: 65 recipients \(.*web1\.pub and the operators'\), more than the 64 a node accepts; nothing published$/)
+  t.is((await sealNodeDocuments([docs[0]], {operators: many.slice(61)}, () => false))[0].encrypted, 'age')
+})
