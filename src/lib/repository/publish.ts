@@ -15,7 +15,7 @@ import {type PublishedTag, REPOSITORY_INDEX, archivePathFor} from './repository-
 import {type PublishedLayerResult, addLayers, assertInputLayersPublished, checkLayersDir} from '../layers/published-layers.js'
 import {checkStoredCopy} from './stored-copy.js'
 import {own} from '../util/own.js'
-import {type SealOptions, assertNoPlainAmongSealed, sealNodeDocuments} from '../secrets/seal-inputs.js'
+import {type SealOptions, assertNoPlainAmongSealed, refuseLayerSecrets, sealNodeDocuments} from '../secrets/seal-inputs.js'
 import {marksSecrets} from '../secrets/secret-values.js'
 import {removeTree} from '../util/remove-tree.js'
 
@@ -90,6 +90,7 @@ export async function publishArchives(options: PublishOptions): Promise<PublishR
   const plainInputs = await checkNodeInputs(options.nodes ?? [])
   const inputs = await sealNodeDocuments(plainInputs, options.seal ?? {}, (input) => marksSecrets(input.bytes, input.file))
   const layers = options.layers ? await checkLayersDir(options.layers) : []
+  refuseLayerSecrets(layers)
   const seen = new Map<string, string>()
   for (const candidate of candidates) {
     const other = seen.get(candidate.release)

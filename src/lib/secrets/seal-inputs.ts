@@ -3,6 +3,7 @@ import {dirname, join} from 'node:path'
 import {InputError} from '../errors.js'
 import {terminalText} from '../util/terminal-text.js'
 import {readRecipientsFile} from './recipients.js'
+import {layerSecretPath} from './secret-values.js'
 
 /** What publish stores for one node: its document (or ciphertext), and how publish reads the node's recipients. */
 export interface NodeDocument {
@@ -89,4 +90,22 @@ export function assertNoPlainAmongSealed(inputs: ReadonlyArray<Sealed<NodeDocume
     `node ${plain.node}: its input would be published in plain text (no ${terminalText(nodeRecipientsPath(plain.node, plain.file))}) to a repository whose node inputs are encrypted (${encrypted.slice(0, 3).join(', ')}${encrypted.length > 3 ? ', ...' : ''}); nothing published`,
     ["put the node's recipient in that file (localpuppet node-key prints it on the node)", 'or pass --allow-plain-input to publish it in plain text anyway'],
   )
+}
+
+/**
+ * Before the repository is touched: a layer marking a secret (`!secret`) is refused (65,
+ * naming the file and key), whatever flag is given. Layers are stored in plain text and
+ * shared by every node that names them, so the secret would be served in clear to
+ * every reader of the web server and every mirror; a secret belongs in the node's own
+ * input, which is encrypted to that node.
+ */
+export function refuseLayerSecrets(layers: ReadonlyArray<{name: string; file: string; bytes: Uint8Array}>): void {
+  for (const layer of layers) {
+    const path = layerSecretPath(layer.bytes, layer.file)
+    if (path === null) continue
+    throw new InputError(
+      `${terminalText(layer.file)}: ${terminalText(path.join('.'))}: layer ${terminalText(layer.name)} marks a secret (!secret), but layers are published in plain text for every node; nothing published`,
+      ["mark it in each node's own input (encrypted to the node by its NAME.pub) instead"],
+    )
+  }
 }

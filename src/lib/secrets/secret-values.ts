@@ -23,6 +23,17 @@ export function marksSecrets(document: Uint8Array | string, source: string): boo
   return Object.keys(splitSecrets({classes: doc.classes, parameters, source}).secrets).length > 0
 }
 
+/**
+ * Where a layer (published in plain text, shared by every node that names it) marks a
+ * secret: the path of its first `!secret`, or null. A layer can hold no secret: what it
+ * holds is served to anyone who can read the web server.
+ */
+export function layerSecretPath(document: Uint8Array | string, source: string): string[] | null {
+  const text = typeof document === 'string' ? document : Buffer.from(document).toString('utf8')
+  if (!text.includes(SECRET_TAG)) return null
+  return findSecrets(parseYaml(text, source))[0]?.path ?? null
+}
+
 function findSecrets(value: unknown, path: string[] = []): Array<{path: string[]; secret: Secret}> {
   if (value instanceof Secret) return [{path, secret: value}]
   if (Array.isArray(value)) return value.flatMap((item, i) => findSecrets(item, [...path, String(i)]))
