@@ -29,6 +29,16 @@ export async function recipientOf(identity: string, where: string): Promise<stri
   }
 }
 
+/** Whether age takes a recipient of the right form (`isRecipient`): its Bech32 checksum, which age checks only when encrypting. */
+export function recipientChecksumOk(recipient: string): boolean {
+  try {
+    new age.Encrypter().addRecipient(recipient)
+    return true
+  } catch {
+    return false
+  }
+}
+
 /**
  * Document in, ciphertext out: the one function publish calls on whatever it stores for
  * a node (its input today; its computed document once inputs are layered). Encrypted to
