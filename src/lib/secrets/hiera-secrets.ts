@@ -101,7 +101,14 @@ export async function openRunSecrets(sealedPath: string, stateDir: string): Prom
   }
 
   const {text} = await openNodeDocument(bytes.toString('latin1'), `secrets ${sealedPath}`, stateDir, {encrypted: true})
-  const parsed: unknown = JSON.parse(text)
+  let parsed: unknown
+  try {
+    parsed = JSON.parse(text)
+  } catch {
+    // JSON.parse's message quotes the text: the secrets.
+    parsed = null
+  }
+
   if (!isMapping(parsed) || Object.values(parsed).some((value) => typeof value !== 'string')) throw new InputError(`secrets ${sealedPath}: not what a run writes`)
   return parsed as Record<string, string>
 }

@@ -98,3 +98,15 @@ test("node-key --hiera opens only a run's secrets.age in the state dir, and only
   t.is((foreign as {exitCode?: number}).exitCode, 65)
   t.regex(foreign!.message, /not encrypted to this node's key/)
 })
+
+test("a run's secrets.age that opens but holds no JSON is refused (65) without quoting what it holds", async (t) => {
+  const {openRunSecrets, secretRunFiles} = await import('../../../src/lib/secrets/hiera-secrets.js')
+  const state = await tempDir(t)
+  const {recipient} = await ensureNodeKey(state)
+  const run = join(state, 'runs', 'R1')
+  await mkdir(run, {recursive: true, mode: 0o700})
+  await writeFile(secretRunFiles(run).sealed, await encryptDocument(Buffer.from('hunter2 is not JSON'), [recipient]), {mode: 0o600})
+  const error = await t.throwsAsync(openRunSecrets(secretRunFiles(run).sealed, state))
+  t.is((error as {exitCode?: number}).exitCode, 65)
+  t.is(error!.message, `secrets ${secretRunFiles(run).sealed}: not what a run writes`)
+})
