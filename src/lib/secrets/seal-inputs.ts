@@ -1,6 +1,9 @@
 import {dirname, join} from 'node:path'
 
-import {InputError} from '../errors.js'
+import {MAX_YAML_BYTES} from '../yaml.js'
+import {readBoundedFile} from '../util/bounded-read.js'
+
+import {InputError, describeFsError} from '../errors.js'
 import {terminalText} from '../util/terminal-text.js'
 import {readRecipientsFile} from './recipients.js'
 import {layerSecretPath} from './secret-values.js'
@@ -107,5 +110,30 @@ export function refuseLayerSecrets(layers: ReadonlyArray<{name: string; file: st
       `${terminalText(layer.file)}: ${terminalText(path.join('.'))}: layer ${terminalText(layer.name)} marks a secret (!secret), but layers are published in plain text for every node; nothing published`,
       ["mark it in each node's own input (encrypted to the node by its NAME.pub) instead"],
     )
+  }
+}
+
+/**
+ * pack: a release's own layer (`layer.yaml` at its root) marking a secret is refused (65,
+ * naming the file and key): the archive is published in plain text for every node, so
+ * the secret would be served in clear. Secrets go in a node's own input.
+ */
+export async function refuseReleaseLayerSecrets(releases: ReadonlyArray<{release: string; path: string}>): Promise<void> {
+  for (const {release, path} of releases) {
+    const file = join(path, 'layer.yaml')
+    let bytes: Buffer
+    try {
+      bytes = await readBoundedFile(file, {maxBytes: MAX_YAML_BYTES, label: `release layer ${file}`, error: (message) => new InputError(message), expected: 'a YAML file'})
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === 'ENOENT') continue
+      if (error instanceof InputError) throw error
+      throw describeFsError(error, `release layer ${file}`)
+    }
+
+    const secret = layerSecretPath(bytes, `${release}/layer.yaml`)
+    if (secret === null) continue
+    throw new InputError(`${terminalText(release)}/layer.yaml: ${terminalText(secret.join('.'))}: the release's layer marks a secret (!secret), but a release archive is published in plain text for every node; nothing packed`, [
+      "mark it in each node's own input (encrypted to the node by its NAME.pub) instead",
+    ])
   }
 }
