@@ -1,5 +1,5 @@
 import {execFileSync} from 'node:child_process'
-import {chmod, mkdir, readFile, stat, symlink, writeFile} from 'node:fs/promises'
+import {chmod, mkdir, readFile, readdir, stat, symlink, writeFile} from 'node:fs/promises'
 import {join} from 'node:path'
 
 import test from 'ava'
@@ -109,4 +109,17 @@ test("a run's secrets.age that opens but holds no JSON is refused (65) without q
   const error = await t.throwsAsync(openRunSecrets(secretRunFiles(run).sealed, state))
   t.is((error as {exitCode?: number}).exitCode, 65)
   t.is(error!.message, `secrets ${secretRunFiles(run).sealed}: not what a run writes`)
+})
+
+test('an empty node.key (a node-key stopped before it wrote the key) is 78 saying to remove it, not to run node-key, which would stop at it again; a key is made whole beside it and linked into place', async (t) => {
+  const state = join(await tempDir(t), 'state')
+  await mkdir(join(state, 'keys'), {recursive: true, mode: 0o700})
+  await writeFile(nodeKeyPath(state), '', {mode: 0o600})
+  const error = await t.throwsAsync(ensureNodeKey(state), {instanceOf: NodeKeyError})
+  t.is(error!.exitCode, 78)
+  t.is(error!.message, `node key ${nodeKeyPath(state)}: empty (a node-key stopped while writing it); no key was ever in it`)
+  t.deepEqual(error!.suggestions, [`remove it and run localpuppet node-key again: rm ${nodeKeyPath(state)}`])
+  const fresh = join(await tempDir(t), 'state')
+  await ensureNodeKey(fresh)
+  t.deepEqual(await readdir(join(fresh, 'keys')), ['node.key'])
 })
