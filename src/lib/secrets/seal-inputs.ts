@@ -42,8 +42,22 @@ export function nodeRecipientsPath(node: string, file: string): string {
  */
 export async function sealNodeDocuments<T extends NodeDocument>(documents: T[], options: SealOptions, marksSecrets: (doc: T) => boolean): Promise<Array<Sealed<T>>> {
   const sealed: Array<Sealed<T>> = []
+  const owners = new Map<string, string>()
   for (const doc of documents) {
     const recipients = await readRecipientsFile(nodeRecipientsPath(doc.node, doc.file), `recipients of node ${doc.node}`, 'absent')
+    // One key on two nodes (a machine cloned after node-key ran, a NAME.pub copied) lets each read the other's input.
+    for (const recipient of recipients ?? []) {
+      const owner = owners.get(recipient)
+      if (owner !== undefined && owner !== doc.node) {
+        throw new InputError(`${terminalText(nodeRecipientsPath(doc.node, doc.file))}: node ${doc.node}'s recipient ${recipient} is also node ${owner}'s: each could read the other's input; nothing published`, [
+          'each node needs its own key: on a cloned machine, remove <state dir>/keys/node.key, run localpuppet node-key and put the new recipient in its NAME.pub',
+          'an operator who must read every input goes in --recipient or --recipients-file',
+        ])
+      }
+
+      owners.set(recipient, doc.node)
+    }
+
     if (recipients === null) {
       if (marksSecrets(doc)) {
         throw new InputError(`${terminalText(doc.file)}: node ${doc.node}'s input marks secrets (!secret) but the node has no recipient (${terminalText(nodeRecipientsPath(doc.node, doc.file))}): it would be published in plain text`, [

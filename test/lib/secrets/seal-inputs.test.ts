@@ -47,3 +47,11 @@ test('a node whose NAME.pub and the operators make more recipients than a node a
   t.regex(error!.message, /^node web1: 65 recipients \(.*web1\.pub and the operators'\), more than the 64 a node accepts; nothing published$/)
   t.is((await sealNodeDocuments([docs[0]], {operators: many.slice(61)}, () => false))[0].encrypted, 'age')
 })
+
+test("two nodes sharing one recipient (a machine cloned after node-key ran) are refused (65): each could read the other's input", async (t) => {
+  const docs = await documents(t, ['web1', 'db1'])
+  const error = await t.throwsAsync(sealNodeDocuments(docs, {}, () => false), {instanceOf: InputError})
+  t.is(error!.message, `${join(docs[1].file, '..', 'db1.pub')}: node db1's recipient ${RECIPIENT} is also node web1's: each could read the other's input; nothing published`)
+  // An operator recipient on every input is what --recipient is for, not a shared node key.
+  t.is((await sealNodeDocuments(docs.slice(0, 1), {operators: [RECIPIENT]}, () => false))[0].encrypted, 'age')
+})
