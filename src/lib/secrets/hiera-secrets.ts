@@ -100,7 +100,10 @@ export async function openRunSecrets(sealedPath: string, stateDir: string): Prom
     throw describeFsError(error, `secrets ${sealedPath}`)
   }
 
-  const {text} = await openNodeDocument(bytes.toString('latin1'), `secrets ${sealedPath}`, stateDir, {encrypted: true})
+  const {text} = await openNodeDocument(bytes.toString('latin1'), `secrets ${sealedPath}`, stateDir, {
+    encrypted: true,
+    notForThisKey: {why: 'that run kept them for the key the node had then (re-keyed since)', hint: "that run cannot be replayed with this key: apply the node's current input instead"},
+  })
   let parsed: unknown
   try {
     parsed = JSON.parse(text)
