@@ -88,7 +88,8 @@ test('a secret typed Sensitive reaches the module as Sensitive from an encrypted
   await rm(ci, {recursive: true})
 
   const puppet = isolatePuppet(dir)
-  const applied = await run(['apply', '--fetch', '--', ...puppet, '--show_diff'], web1.env)
+  // --debug: Puppet explains each automatic parameter lookup with the value it found (in puppet.log too).
+  const applied = await run(['apply', '--fetch', '--', ...puppet, '--show_diff', '--debug'], web1.env)
   t.is(applied.exitCode, 0, applied.stderr)
   t.regex(applied.stdout + applied.stderr, /db: port 5432, password Sensitive\[String\]/)
   t.regex(applied.stdout + applied.stderr, /Sensitive \[value redacted\]/)

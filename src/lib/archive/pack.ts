@@ -68,6 +68,7 @@ export async function packRelease(options: PackOptions): Promise<PackResult> {
     throw new ImmutabilityError(`pack ${options.ref}: ${app.release} ${why}${app.linkedTo ? ' can change;' : ''} archives carry tags`, ['tag a release, or pass --allow-mutable'])
   }
 
+  await (await import('../secrets/seal-inputs.js')).refuseReleaseLayerSecrets(resolution.modulepath.map((entry) => ({release: entry.release, path: entry.path})))
   const key = options.signingKey ? await loadSigningKey(options.signingKey) : null
   const sources = resolution.modulepath.map((entry) => ({release: entry.release, root: entry.path, entries: packable(entry.release, treeEntries(entry.path, entry.release))}))
 

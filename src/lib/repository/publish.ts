@@ -16,7 +16,7 @@ import {type PublishedTag, REPOSITORY_INDEX, archivePathFor} from './repository-
 import {type PublishedLayerResult, addLayers, assertInputLayersPublished, checkLayersDir, computeNodeInputs} from '../layers/published-layers.js'
 import {checkStoredCopy} from './stored-copy.js'
 import {own} from '../util/own.js'
-import {type SealOptions, assertNoPlainAmongSealed, sealNodeDocuments} from '../secrets/seal-inputs.js'
+import {type SealOptions, assertNoPlainAmongSealed, refuseLayerSecrets, sealNodeDocuments} from '../secrets/seal-inputs.js'
 import {marksSecrets} from '../secrets/secret-values.js'
 import {removeTree} from '../util/remove-tree.js'
 
@@ -103,7 +103,10 @@ async function publishInspected(options: PublishOptions, repo: string, now: () =
   // With --computed, what a node receives is its document with its layers merged in: that is what is validated and sealed.
   const plainInputs = options.computed ? await computeNodeInputs(checked, options.layers) : checked
   const inputs = await sealNodeDocuments(plainInputs, options.seal ?? {}, (input) => marksSecrets(input.bytes, input.file))
-  const layers = options.layers && !options.computed ? await checkLayersDir(options.layers) : []
+  // A layer is published in clear (or merged into documents stored for many nodes): no secret may be in one.
+  const given = options.layers ? await checkLayersDir(options.layers) : []
+  refuseLayerSecrets(given)
+  const layers = options.computed ? [] : given
   const seen = new Map<string, string>()
   for (const candidate of candidates) {
     const other = seen.get(candidate.release)

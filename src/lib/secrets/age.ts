@@ -6,7 +6,9 @@ import * as age from 'age-encryption'
 
 import {InputError} from '../errors.js'
 
-export {AGE_ARMOR_HEADER, isAgeArmored, isRecipient} from './age-format.js'
+import {refusedAgeHeader} from './age-format.js'
+
+export {AGE_ARMOR_HEADER, MAX_AGE_RECIPIENTS, isAgeArmored, isRecipient} from './age-format.js'
 
 /**
  * age (https://age-encryption.org/v1) through `age-encryption`, the implementation by
@@ -29,6 +31,16 @@ export async function recipientOf(identity: string, where: string): Promise<stri
   }
 }
 
+/** Whether age takes a recipient of the right form (`isRecipient`): its Bech32 checksum, which age checks only when encrypting. */
+export function recipientChecksumOk(recipient: string): boolean {
+  try {
+    new age.Encrypter().addRecipient(recipient)
+    return true
+  } catch {
+    return false
+  }
+}
+
 /**
  * Document in, ciphertext out: the one function publish calls on whatever it stores for
  * a node (its input today; its computed document once inputs are layered). Encrypted to
@@ -43,8 +55,8 @@ export async function encryptDocument(document: Uint8Array, recipients: readonly
   return Buffer.from(age.armor.encode(sealed), 'utf8')
 }
 
-/** Why a ciphertext could not be opened: not age at all, or age for other keys / damaged. */
-export type DecryptFailure = 'not age' | 'not for this key' | 'damaged'
+/** Why a ciphertext could not be opened: not age at all, or age for other keys / damaged, or a header refused unread (`refused`, with the reason). */
+export type DecryptFailure = 'not age' | 'not for this key' | 'damaged' | 'refused'
 
 /**
  * Opens an armored age file with one identity. Fails (returns the reason, never the
@@ -52,7 +64,7 @@ export type DecryptFailure = 'not age' | 'not for this key' | 'damaged'
  * authenticate (any byte changed): age checks every chunk's tag, so nothing of a
  * tampered file is returned.
  */
-export async function decryptDocument(ciphertext: Uint8Array, identity: string): Promise<{ok: true; plain: Buffer} | {ok: false; why: DecryptFailure}> {
+export async function decryptDocument(ciphertext: Uint8Array, identity: string): Promise<{ok: true; plain: Buffer} | {ok: false; why: DecryptFailure; detail?: string}> {
   let binary: Uint8Array
   try {
     binary = age.armor.decode(Buffer.from(ciphertext).toString('latin1'))
@@ -60,6 +72,9 @@ export async function decryptDocument(ciphertext: Uint8Array, identity: string):
     return {ok: false, why: 'not age'}
   }
 
+  // Before any key is tried: the header's cost is bounded, and a passphrase never asked for.
+  const refused = refusedAgeHeader(binary)
+  if (refused) return {ok: false, why: 'refused', detail: refused}
   const decrypter = new age.Decrypter()
   decrypter.addIdentity(identity)
   try {

@@ -16,9 +16,12 @@ import {readBoundedFile} from '../util/bounded-read.js'
  * run with secrets gets a global Hiera layer (`--hiera_config`) whose one backend is a
  * data_hash function (a small module in the run directory, on the modulepath) that asks
  * localpuppet (`node-key --hiera FILE`) to open the run's secrets, kept encrypted to the
- * node's own key, and returns them with that conversion. The plain values exist only in
- * the pipe between the two processes and in Puppet's memory; Puppet prints a Sensitive
- * value as [redacted] in its logs, reports and show_diff.
+ * node's own key, and returns each already wrapped in Sensitive. Not lookup_options'
+ * `convert_to`: that converts after Hiera has found the value, and under `--debug` Puppet
+ * explains every automatic parameter lookup ("Found key: "db::password" value: ...")
+ * with the value found, in clear, on the screen and in the run's puppet.log. The plain
+ * values exist only in the pipe between the two processes and in Puppet's memory; Puppet
+ * prints a Sensitive value as [redacted] in its logs, reports, show_diff and explanations.
  */
 
 /** Where a run keeps its secrets and the Hiera layer that delivers them. */
@@ -40,7 +43,14 @@ Puppet::Functions.create_function(:'localpuppet_secrets::data') do
     return context.cached_value('data') if context.cache_has_key('data')
     out, status = Open3.capture2(*options['command'])
     raise Puppet::DataBinding::LookupError, "localpuppet secrets: #{options['command'].join(' ')} exited #{status.exitstatus}" unless status.success?
-    context.cache('data', JSON.parse(out))
+    begin
+      data = JSON.parse(out)
+    rescue JSON::ParserError
+      # Its message quotes the text, which holds the secrets.
+      raise Puppet::DataBinding::LookupError, "localpuppet secrets: #{options['command'].join(' ')} printed no JSON"
+    end
+    # Sensitive before Hiera sees them: its explanation (--debug) prints what it found.
+    context.cache('data', data.to_h { |key, value| [key, Puppet::Pops::Types::PSensitiveType::Sensitive.new(value)] })
   end
 end
 `
@@ -90,24 +100,33 @@ export async function openRunSecrets(sealedPath: string, stateDir: string): Prom
     throw describeFsError(error, `secrets ${sealedPath}`)
   }
 
-  const {text} = await openNodeDocument(bytes.toString('latin1'), `secrets ${sealedPath}`, stateDir, {encrypted: true})
-  const parsed: unknown = JSON.parse(text)
+  const {text} = await openNodeDocument(bytes.toString('latin1'), `secrets ${sealedPath}`, stateDir, {
+    encrypted: true,
+    notForThisKey: {why: 'that run kept them for the key the node had then (re-keyed since)', hint: "that run cannot be replayed with this key: apply the node's current input instead"},
+  })
+  let parsed: unknown
+  try {
+    parsed = JSON.parse(text)
+  } catch {
+    // JSON.parse's message quotes the text: the secrets.
+    parsed = null
+  }
+
   if (!isMapping(parsed) || Object.values(parsed).some((value) => typeof value !== 'string')) throw new InputError(`secrets ${sealedPath}: not what a run writes`)
   return parsed as Record<string, string>
 }
 
 /**
- * `node-key --hiera FILE`: what the Hiera backend returns, the secrets each converted to
- * Sensitive by lookup_options. FILE must be a run's `secrets.age` inside the state dir,
+ * `node-key --hiera FILE`: the run's secrets by Hiera key, which the Hiera backend wraps
+ * in Sensitive. FILE must be a run's `secrets.age` inside the state dir,
  * trusted as the run's files are (77 otherwise).
  */
-export async function hieraDataOfRun(sealedPath: string, stateDir: string): Promise<Record<string, unknown>> {
+export async function hieraDataOfRun(sealedPath: string, stateDir: string): Promise<Record<string, string>> {
   const {runsDir} = await import('../state/state-dir.js')
   const {UsageError} = await import('../errors.js')
   const {findTrustProblem, isInside, refuseUnlessAllowed} = await import('../util/trusted-path.js')
   const path = resolve(sealedPath)
   if (basename(path) !== 'secrets.age' || !isInside(path, runsDir(resolve(stateDir)))) throw new UsageError(`--hiera ${sealedPath}: not a run's secrets.age in ${runsDir(stateDir)}`)
   refuseUnlessAllowed(findTrustProblem(path, {what: "run's secrets", overridable: false}), {allow: false, overridable: false})
-  const secrets = await openRunSecrets(path, stateDir)
-  return {...secrets, lookup_options: Object.fromEntries(Object.keys(secrets).map((key) => [key, {convert_to: 'Sensitive'}]))}
+  return openRunSecrets(path, stateDir)
 }

@@ -1,5 +1,6 @@
 import {constants} from 'node:fs'
-import {mkdir, open} from 'node:fs/promises'
+import {randomBytes} from 'node:crypto'
+import {link, mkdir, open, rm} from 'node:fs/promises'
 import {join, resolve} from 'node:path'
 
 import {LocalpuppetError, UntrustedPathError, describeFsError} from '../errors.js'
@@ -41,24 +42,29 @@ export async function ensureNodeKey(stateDir: string): Promise<{path: string; re
   // Made now: judged again as it is (an existing one may have been made by another user).
   refuseUnlessAllowed(findTrustProblem(dir, {what: 'node key directory', overridable: false}), {allow: false, overridable: false})
   const {identity, recipient} = await newIdentity()
+  // Written whole beside it, then linked into place (link never replaces): a node-key
+  // stopped or out of disk midway leaves no node.key, and one run at the same time never
+  // reads a key half written.
+  const temp = join(dir, `.node.key.${randomBytes(6).toString('hex')}.tmp`)
   let handle
   try {
-    handle = await open(path, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, 0o600)
+    handle = await open(temp, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, 0o600)
+    try {
+      // The form age-keygen writes, so `age --decrypt -i node.key` reads it.
+      await handle.writeFile(`# created: ${new Date().toISOString()}\n# public key: ${recipient}\n${identity}\n`)
+      await handle.sync()
+    } finally {
+      await handle.close()
+    }
+
+    await link(temp, path)
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code === 'EEXIST') return {path, recipient: (await readNodeKey(stateDir)).recipient, created: false}
     throw describeFsError(error, `node key ${path}`)
+  } finally {
+    await rm(temp, {force: true})
   }
 
-  try {
-    // The form age-keygen writes, so `age --decrypt -i node.key` reads it.
-    await handle.writeFile(`# created: ${new Date().toISOString()}\n# public key: ${recipient}\n${identity}\n`)
-    await handle.sync()
-  } catch (error) {
-    await handle.close()
-    throw describeFsError(error, `node key ${path}`)
-  }
-
-  await handle.close()
   return {path, recipient, created: true}
 }
 
@@ -95,6 +101,8 @@ export async function readNodeKey(stateDir: string): Promise<{path: string; iden
 
     if (info.size > MAX_KEY_BYTES) throw new NodeKeyError(`node key ${displayPath(path)}: larger than ${MAX_KEY_BYTES} bytes, not a key`, fix)
     const text = (await handle.readFile()).toString('utf8')
+    // What a node-key stopped between creating and writing the file left (before keys were linked into place whole).
+    if (info.size === 0) throw new NodeKeyError(`node key ${displayPath(path)}: empty (a node-key stopped while writing it); no key was ever in it`, [`remove it and run localpuppet node-key again: rm ${displayPath(path)}`])
     const keys = text.split('\n').map((line) => line.trim()).filter((line) => line.startsWith('AGE-SECRET-KEY-1'))
     if (keys.length !== 1) throw new NodeKeyError(`node key ${displayPath(path)}: ${keys.length === 0 ? 'holds no' : 'holds more than one'} age identity (AGE-SECRET-KEY-1...)`, fix)
     let recipient: string

@@ -13,7 +13,12 @@ import {isAgeArmored} from './age-format.js'
  * can read (77), a ciphertext not for this key (another node's, or re-encrypted without
  * it) or one that does not authenticate (tampered): 65 naming the input, nothing opened.
  */
-export async function openNodeDocument(text: string, label: string, stateDir: string, options: {encrypted?: boolean} = {}): Promise<{text: string; encrypted: boolean}> {
+export async function openNodeDocument(
+  text: string,
+  label: string,
+  stateDir: string,
+  options: {encrypted?: boolean; /** What to say when it is not for this key (a run's kept secrets are not a published input). */ notForThisKey?: {why: string; hint: string}} = {},
+): Promise<{text: string; encrypted: boolean}> {
   if (!isAgeArmored(text)) {
     if (options.encrypted) throw new InputError(`${terminalText(label)}: the signed index says it is encrypted, but it is not an age file; refused`)
     return {text, encrypted: false}
@@ -26,12 +31,14 @@ export async function openNodeDocument(text: string, label: string, stateDir: st
   if (!opened.ok) {
     const why =
       opened.why === 'not for this key'
-        ? `not encrypted to this node's key (${key.recipient}): another node's input, or published before this node was re-keyed`
+        ? `not encrypted to this node's key (${key.recipient}): ${options.notForThisKey?.why ?? "another node's input, or published before this node was re-keyed"}`
         : opened.why === 'not age'
           ? 'not a readable age file'
-          : 'does not authenticate (damaged or tampered)'
+          : opened.why === 'refused'
+            ? `${opened.detail}, not opened`
+            : 'does not authenticate (damaged or tampered)'
     throw new InputError(`${terminalText(label)}: encrypted input ${why}; refused, nothing applied`, [
-      opened.why === 'not for this key' ? `publish the node's input again with its recipient (${key.recipient}) in NAME.pub` : 'publish the input again',
+      opened.why === 'not for this key' ? (options.notForThisKey?.hint ?? `publish the node's input again with its recipient (${key.recipient}) in NAME.pub`) : 'publish the input again',
     ])
   }
 

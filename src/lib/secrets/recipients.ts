@@ -28,8 +28,9 @@ export async function readRecipientsFile(path: string, what: string, missing: 'r
   for (const [i, raw] of bytes.toString('utf8').split('\n').entries()) {
     const line = raw.trim()
     if (line === '' || line.startsWith('#')) continue
-    if (!isRecipient(line)) {
-      throw new InputError(`${terminalText(what)} ${terminalText(path)}:${i + 1}: ${terminalText(JSON.stringify(line.slice(0, 80)))} is not an age recipient (age1..., as localpuppet node-key prints it)`)
+    const wrong = await recipientProblem(line)
+    if (wrong) {
+      throw new InputError(`${terminalText(what)} ${terminalText(path)}:${i + 1}: ${terminalText(JSON.stringify(line.slice(0, 80)))} is not an age recipient (${wrong}, as localpuppet node-key prints it)`)
     }
 
     recipients.push(line)
@@ -42,10 +43,22 @@ export async function readRecipientsFile(path: string, what: string, missing: 'r
 /** Operator recipients (`--recipient age1...`, `--recipients-file FILE`): checked, joined, in order, once each. */
 export async function operatorRecipients(given: readonly string[], files: readonly string[]): Promise<string[]> {
   for (const recipient of given) {
-    if (!isRecipient(recipient)) throw new InputError(`--recipient ${terminalText(JSON.stringify(recipient.slice(0, 80)))}: not an age recipient (age1...)`)
+    const wrong = await recipientProblem(recipient)
+    if (wrong) throw new InputError(`--recipient ${terminalText(JSON.stringify(recipient.slice(0, 80)))}: not an age recipient (${wrong})`)
   }
 
   const fromFiles: string[] = []
   for (const file of files) fromFiles.push(...((await readRecipientsFile(file, '--recipients-file')) ?? []))
   return [...new Set([...given, ...fromFiles])]
+}
+
+/**
+ * Why text is not an X25519 recipient, or null when it is: the form (`age1...`), then its
+ * Bech32 checksum, which one mistyped character breaks (age refuses it only when
+ * encrypting, which would be a crash, not a refusal naming the line).
+ */
+async function recipientProblem(text: string): Promise<string | null> {
+  if (!isRecipient(text)) return 'age1...'
+  const {recipientChecksumOk} = await import('./age.js')
+  return recipientChecksumOk(text) ? null : 'age1..., but its checksum is wrong: a character mistyped'
 }

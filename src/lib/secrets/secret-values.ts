@@ -23,6 +23,17 @@ export function marksSecrets(document: Uint8Array | string, source: string): boo
   return Object.keys(splitSecrets({classes: doc.classes, parameters, source}).secrets).length > 0
 }
 
+/**
+ * Where a layer (published in plain text, shared by every node that names it) marks a
+ * secret: the path of its first `!secret`, or null. A layer can hold no secret: what it
+ * holds is served to anyone who can read the web server.
+ */
+export function layerSecretPath(document: Uint8Array | string, source: string): string[] | null {
+  const text = typeof document === 'string' ? document : Buffer.from(document).toString('utf8')
+  if (!text.includes(SECRET_TAG)) return null
+  return findSecrets(parseYaml(text, source))[0]?.path ?? null
+}
+
 function findSecrets(value: unknown, path: string[] = []): Array<{path: string[]; secret: Secret}> {
   if (value instanceof Secret) return [{path, secret: value}]
   if (Array.isArray(value)) return value.flatMap((item, i) => findSecrets(item, [...path, String(i)]))
@@ -39,8 +50,8 @@ export function secretKey(className: string, parameter: string): string {
  * An input's classes with the secret parameters taken out, and the secrets by Hiera key.
  * Puppet gives a class parameter set by the ENC exactly the value the ENC printed (a String
  * never becomes Sensitive: Puppet refuses it for a Sensitive parameter), while a value
- * found by automatic parameter lookup is converted by `lookup_options: convert_to:
- * Sensitive`; so a secret must not be in the ENC. A `!secret` anywhere else (a top-scope
+ * found by automatic parameter lookup can be Sensitive (the run's Hiera backend returns it
+ * so); so a secret must not be in the ENC. A `!secret` anywhere else (a top-scope
  * parameter, inside a hash or list, a whole class) is refused (65) naming it.
  */
 export function splitSecrets<T extends {classes?: unknown; parameters?: Record<string, unknown>; source: string}>(input: T): {input: T; secrets: Record<string, Secret>} {

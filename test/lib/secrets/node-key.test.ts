@@ -1,5 +1,5 @@
 import {execFileSync} from 'node:child_process'
-import {chmod, mkdir, readFile, stat, symlink, writeFile} from 'node:fs/promises'
+import {chmod, mkdir, readFile, readdir, stat, symlink, writeFile} from 'node:fs/promises'
 import {join} from 'node:path'
 
 import test from 'ava'
@@ -72,15 +72,22 @@ test('a key directory others can write is refused (77) before any key is made in
   await t.throwsAsync(stat(nodeKeyPath(state)))
 })
 
-test("node-key --hiera opens only a run's secrets.age in the state dir, and only one encrypted to this node", async (t) => {
-  const {hieraDataOfRun, writeSecretFiles, secretRunFiles} = await import('../../../src/lib/secrets/hiera-secrets.js')
+/** A state dir with a node key and a run R1 whose secrets (db::password: hunter2) were kept for it. */
+async function runWithSecrets(t: import('ava').ExecutionContext): Promise<{state: string; run: string}> {
+  const {writeSecretFiles} = await import('../../../src/lib/secrets/hiera-secrets.js')
   const {Secret} = await import('../../../src/lib/util/secret.js')
   const state = await tempDir(t)
   await ensureNodeKey(state)
   const run = join(state, 'runs', 'R1')
   await mkdir(run, {recursive: true, mode: 0o700})
   await writeSecretFiles(run, state, {'db::password': new Secret('hunter2')}, ['/bin/false'])
-  t.deepEqual(await hieraDataOfRun(secretRunFiles(run).sealed, state), {'db::password': 'hunter2', lookup_options: {'db::password': {convert_to: 'Sensitive'}}})
+  return {state, run}
+}
+
+test("node-key --hiera opens only a run's secrets.age in the state dir, and only one encrypted to this node", async (t) => {
+  const {hieraDataOfRun, secretRunFiles} = await import('../../../src/lib/secrets/hiera-secrets.js')
+  const {state, run} = await runWithSecrets(t)
+  t.deepEqual(await hieraDataOfRun(secretRunFiles(run).sealed, state), {'db::password': 'hunter2'})
   t.false((await readFile(secretRunFiles(run).sealed, 'utf8')).includes('hunter2'))
   t.false((await readFile(secretRunFiles(run).hiera, 'utf8')).includes('hunter2'))
 
@@ -97,4 +104,41 @@ test("node-key --hiera opens only a run's secrets.age in the state dir, and only
   const foreign = await t.throwsAsync(hieraDataOfRun(join(other, 'runs', 'R1', 'secrets.age'), other))
   t.is((foreign as {exitCode?: number}).exitCode, 65)
   t.regex(foreign!.message, /not encrypted to this node's key/)
+})
+
+test("a run's secrets.age that opens but holds no JSON is refused (65) without quoting what it holds", async (t) => {
+  const {openRunSecrets, secretRunFiles} = await import('../../../src/lib/secrets/hiera-secrets.js')
+  const state = await tempDir(t)
+  const {recipient} = await ensureNodeKey(state)
+  const run = join(state, 'runs', 'R1')
+  await mkdir(run, {recursive: true, mode: 0o700})
+  await writeFile(secretRunFiles(run).sealed, await encryptDocument(Buffer.from('hunter2 is not JSON'), [recipient]), {mode: 0o600})
+  const error = await t.throwsAsync(openRunSecrets(secretRunFiles(run).sealed, state))
+  t.is((error as {exitCode?: number}).exitCode, 65)
+  t.is(error!.message, `secrets ${secretRunFiles(run).sealed}: not what a run writes`)
+})
+
+test('an empty node.key (a node-key stopped before it wrote the key) is 78 saying to remove it, not to run node-key, which would stop at it again; a key is made whole beside it and linked into place', async (t) => {
+  const state = join(await tempDir(t), 'state')
+  await mkdir(join(state, 'keys'), {recursive: true, mode: 0o700})
+  await writeFile(nodeKeyPath(state), '', {mode: 0o600})
+  const error = await t.throwsAsync(ensureNodeKey(state), {instanceOf: NodeKeyError})
+  t.is(error!.exitCode, 78)
+  t.is(error!.message, `node key ${nodeKeyPath(state)}: empty (a node-key stopped while writing it); no key was ever in it`)
+  t.deepEqual(error!.suggestions, [`remove it and run localpuppet node-key again: rm ${nodeKeyPath(state)}`])
+  const fresh = join(await tempDir(t), 'state')
+  await ensureNodeKey(fresh)
+  t.deepEqual(await readdir(join(fresh, 'keys')), ['node.key'])
+})
+
+test("a run's secrets kept before the node was re-keyed are refused (65) saying so, with a hint that works (not: publish again)", async (t) => {
+  const {openRunSecrets, secretRunFiles} = await import('../../../src/lib/secrets/hiera-secrets.js')
+  const {rm} = await import('node:fs/promises')
+  const {state, run} = await runWithSecrets(t)
+  await rm(nodeKeyPath(state))
+  const {recipient} = await ensureNodeKey(state)
+  const error = await t.throwsAsync(openRunSecrets(secretRunFiles(run).sealed, state))
+  t.is((error as {exitCode?: number}).exitCode, 65)
+  t.is(error!.message, `secrets ${secretRunFiles(run).sealed}: encrypted input not encrypted to this node's key (${recipient}): that run kept them for the key the node had then (re-keyed since); refused, nothing applied`)
+  t.deepEqual((error as {suggestions?: string[]}).suggestions, ["that run cannot be replayed with this key: apply the node's current input instead"])
 })

@@ -37,3 +37,21 @@ test('an input marking secrets with no NAME.pub is refused (65), whatever is all
   const error = await t.throwsAsync(sealNodeDocuments(await documents(t, []), {allowPlain: true}, () => true), {instanceOf: InputError})
   t.regex(error!.message, /node web1's input marks secrets \(!secret\) but the node has no recipient .*web1\.pub\): it would be published in plain text$/)
 })
+
+test('a node whose NAME.pub and the operators make more recipients than a node accepts is refused (65) at publish', async (t) => {
+  const {newIdentity} = await import('../../../src/lib/secrets/age.js')
+  const docs = await documents(t, [])
+  const many = await Promise.all(Array.from({length: 65}, async () => (await newIdentity()).recipient))
+  await writeFile(join(docs[0].file, '..', 'web1.pub'), many.slice(0, 60).join('\n') + '\n')
+  const error = await t.throwsAsync(sealNodeDocuments([docs[0]], {operators: many.slice(60)}, () => false), {instanceOf: InputError})
+  t.regex(error!.message, /^node web1: 65 recipients \(.*web1\.pub and the operators'\), more than the 64 a node accepts; nothing published$/)
+  t.is((await sealNodeDocuments([docs[0]], {operators: many.slice(61)}, () => false))[0].encrypted, 'age')
+})
+
+test("two nodes sharing one recipient (a machine cloned after node-key ran) are refused (65): each could read the other's input", async (t) => {
+  const docs = await documents(t, ['web1', 'db1'])
+  const error = await t.throwsAsync(sealNodeDocuments(docs, {}, () => false), {instanceOf: InputError})
+  t.is(error!.message, `${join(docs[1].file, '..', 'db1.pub')}: node db1's recipient ${RECIPIENT} is also node web1's: each could read the other's input; nothing published`)
+  // An operator recipient on every input is what --recipient is for, not a shared node key.
+  t.is((await sealNodeDocuments(docs.slice(0, 1), {operators: [RECIPIENT]}, () => false))[0].encrypted, 'age')
+})
