@@ -203,3 +203,17 @@ test('repository list --source reads the repository as a node does: the key that
   await writeFile(other, generateKeyPairSync('ed25519').publicKey.export({type: 'spki', format: 'pem'}))
   await refused(t, listServedRepository({source: repo, trust: [other]}), 65, /does not verify with any trusted key/)
 })
+
+test('a yank that would leave a node input\'s range with no tag to take is refused (73 naming the node), as one named exactly is: the node would refuse every run', async (t) => {
+  const {repo} = await repository(t)
+  // The inputs as publish lists them (their files are not read by a yank).
+  const index = await indexOf(repo)
+  const input = (node: string, app: string) => ({input: inputPathFor(node, SHA), size: 1, sha256: SHA, app, publishedAt: '2026-11-25T00:00:00.000Z'})
+  index.nodes = {web1: input('web1', 'foo@~1.1'), web2: input('web2', 'foo@^1')}
+  await writeFile(join(repo, 'index.json'), serializeRepositoryIndex(index))
+  const before = await readFile(join(repo, 'index.json'))
+  await refused(t, yankTag({repo, release: 'foo/tags/1.1.0', reason: 'breaks nginx'}), 73, /foo\/tags\/1\.1\.0 is not yanked: node web1's input \(foo@~1\.1\) would have no tag left/)
+  t.deepEqual(await readFile(join(repo, 'index.json')), before, 'nothing written')
+  // web2's range has other tags: the yank goes through, and web2 takes the newest that is not yanked.
+  t.like(await yankTag({repo, release: 'foo/tags/1.2.0', reason: 'breaks nginx'}), {changed: true})
+})
