@@ -52,11 +52,35 @@ export async function setChannelPolicy(options: SetPolicyOptions): Promise<SetPo
       ])
     }
 
+    const loop = policyLoop(records.policies[app] ?? {}, channel, options.policy.requireHealthy)
+    if (loop !== null) {
+      throw new UsageError(`--require-healthy ${options.policy.requireHealthy}: ${app}'s policies would go round in a loop (${loop.join(' -> ')}): no new tag could reach any of these channels without --override-policy`, [
+        `remove or change one of them first: localpuppet channel policy ${app}/channels/NAME --clear --repo ${options.repo}`,
+      ])
+    }
+
     const policy: ChannelPolicy = {...options.policy, setAt: at, setBy: by}
     entry.policies = {...entry.policies, [channel]: policy}
     return {policy, previous}
   })
   return {repo, channel: `${app}/channels/${channel}`, ...updated}
+}
+
+/**
+ * The loop `channel` requiring health on `requires` would close among the app's other
+ * policies (`[channel, requires, ..., channel]`), or null. Each policy names one channel,
+ * so following them from `requires` either ends or comes back.
+ */
+function policyLoop(policies: Record<string, ChannelPolicy>, channel: string, requires: string): string[] | null {
+  const path = [channel, requires]
+  for (let next = requires; next !== channel; ) {
+    const policy = own(policies, next)
+    if (policy === undefined || path.indexOf(policy.requireHealthy) > 0) return null
+    next = policy.requireHealthy
+    path.push(next)
+  }
+
+  return path
 }
 
 /** What a channel's policy says of one promote, before the index is touched. */

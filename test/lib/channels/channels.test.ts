@@ -217,3 +217,16 @@ test('a yank that would leave a node input\'s range with no tag to take is refus
   // web2's range has other tags: the yank goes through, and web2 takes the newest that is not yanked.
   t.like(await yankTag({repo, release: 'foo/tags/1.2.0', reason: 'breaks nginx'}), {changed: true})
 })
+
+test('a channel policy that would close a loop of policies (stable needs canary, canary needs beta, beta needs stable) is refused (64 naming the loop), nothing written: no new tag could reach any of them without an override', async (t) => {
+  const {repo} = await repository(t)
+  for (const channel of ['beta', 'canary', 'stable']) await promoteChannel({repo, release: 'foo/tags/1.0.0', channel})
+  await setChannelPolicy({repo, channel: 'foo/channels/stable', policy: {requireHealthy: 'canary', forMs: 0, minNodes: 1}})
+  await setChannelPolicy({repo, channel: 'foo/channels/canary', policy: {requireHealthy: 'beta', forMs: 0, minNodes: 1}})
+  const before = await readFile(join(repo, 'index.json'))
+  await refused(t, setChannelPolicy({repo, channel: 'foo/channels/beta', policy: {requireHealthy: 'stable', forMs: 0, minNodes: 1}}), 64, /beta -> stable -> canary -> beta/)
+  t.deepEqual(await readFile(join(repo, 'index.json')), before, 'nothing written')
+  // Once canary no longer needs beta, the same policy closes no loop.
+  await setChannelPolicy({repo, channel: 'foo/channels/canary', policy: null})
+  t.like(await setChannelPolicy({repo, channel: 'foo/channels/beta', policy: {requireHealthy: 'stable', forMs: 0, minNodes: 1}}), {policy: {requireHealthy: 'stable'}})
+})
