@@ -10,7 +10,7 @@ import {ConflictError, ReleaseError, UsageError, describeFsError} from '../error
 import {readArchiveHead} from './archive-head.js'
 import {type IndexUpdate, hasIndex, updateIndex} from './index-update.js'
 import {type NodeInputFile, type PublishedNodeInput, addNodeInputs, checkNodeInputs} from './publish-inputs.js'
-import {nodesToPrune, pruneIndex} from '../publish-check/prune-inputs.js'
+import {assertNoStrayInputs, nodesToPrune, pruneIndex} from '../publish-check/prune-inputs.js'
 import {type PublishedTag, REPOSITORY_INDEX, archivePathFor} from './repository-index.js'
 import {type PublishedLayerResult, addLayers, assertInputLayersPublished, checkLayersDir} from '../layers/published-layers.js'
 import {checkStoredCopy} from './stored-copy.js'
@@ -104,6 +104,7 @@ export async function publishArchives(options: PublishOptions): Promise<PublishR
   const updated = await updateIndex({repo, key, lockWaitMs: options.lockWaitMs, expiresInMs: options.expiresInMs, now, afterIndex}, async (index) => {
     // Decided and checked before anything is written: a refused prune or input publishes nothing.
     if (options.prune) pruned = nodesToPrune(index, inputs.map((input) => input.node), options.pruneFrom ?? 'the inputs given')
+    if (options.pruneFrom !== undefined) await assertNoStrayInputs(options.pruneFrom, pruned)
     if (inputs.length > 0) await (await import('../publish-check/validate-published.js')).validatePublishedInputs({repo, index, archives: candidates, inputs: plainInputs, puppet: options.puppet ?? null})
     const releases: PublishedEntry[] = []
     const toAdd: typeof candidates = []

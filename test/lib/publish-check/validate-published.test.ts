@@ -7,6 +7,7 @@ import {packRelease} from '../../../src/lib/archive/pack.js'
 import type {LocalpuppetError} from '../../../src/lib/errors.js'
 import type {RefusedInputsError} from '../../../src/lib/publish-check/validate-published.js'
 import {promoteChannel} from '../../../src/lib/repository/promote.js'
+import {nodeInputsIn} from '../../../src/lib/repository/publish-inputs.js'
 import {publishArchives} from '../../../src/lib/repository/publish.js'
 import {exists, tempDir, writeTree} from '../../helpers/temp.js'
 
@@ -166,4 +167,15 @@ test('--prune removes the inputs of nodes not given, from the index and the repo
   const renamed = await publishArchives({repo: f.repo, archives: [], nodes: [await f.input('web1-new', good)], prune: true})
   t.deepEqual(renamed.pruned, ['web1'])
   t.deepEqual(await readdir(join(f.repo, 'inputs')), ['web1-new'])
+})
+
+test('--prune refuses (64, nothing published) to remove a node whose input is in DIR under a name publish does not read (web2.yml, web3.YAML): a renamed file would otherwise cost that node its input', async (t) => {
+  const f = await fixture(t)
+  await publishArchives({repo: f.repo, archives: [], nodes: [await f.input('web1', good), await f.input('web2', good), await f.input('web3', good)]})
+  const before = await f.indexBytes()
+  const dir = join(f.dir, 'nodes')
+  await writeTree(dir, {'web1.yaml': good, 'web2.yml': good, 'web3.YAML': good, 'notes.txt': 'web3'})
+  const error = await refused(t, publishArchives({repo: f.repo, archives: [], nodes: await nodeInputsIn(dir), prune: true, pruneFrom: dir}), 64)
+  t.regex(error.message, /--prune would remove the input of node web2 \(DIR has web2\.yml\) and of node web3 \(DIR has web3\.YAML\).*nothing published/)
+  t.is(await f.indexBytes(), before)
 })
