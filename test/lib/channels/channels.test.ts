@@ -15,6 +15,7 @@ import {promoteChannel} from '../../../src/lib/repository/promote.js'
 import {publishArchives} from '../../../src/lib/repository/publish.js'
 import {inputPathFor, serializeRepositoryIndex} from '../../../src/lib/repository/repository-index.js'
 import {fetchReleases} from '../../../src/lib/source/fetch.js'
+import {testServer} from '../../helpers/repository.js'
 import {tempDir} from '../../helpers/temp.js'
 
 const SHA = 'c'.repeat(64)
@@ -229,4 +230,15 @@ test('a channel policy that would close a loop of policies (stable needs canary,
   // Once canary no longer needs beta, the same policy closes no loop.
   await setChannelPolicy({repo, channel: 'foo/channels/canary', policy: null})
   t.like(await setChannelPolicy({repo, channel: 'foo/channels/beta', policy: {requireHealthy: 'stable', forMs: 0, minNodes: 1}}), {policy: {requireHealthy: 'stable'}})
+})
+
+test('repository list --source http://user:pass@host lists the repository without the credentials (--json keeps URLs without them, as everywhere)', async (t) => {
+  const {dir, repo, key} = await repository(t)
+  await promoteChannel({repo, release: 'foo/tags/1.0.0', channel: 'canary', signingKey: key})
+  const server = await testServer(repo)
+  t.teardown(() => server.close())
+  const listing = await listServedRepository({source: `http://ops:s3cret@127.0.0.1:${server.port}/`, trust: [join(dir, 'key.pub.pem')]})
+  t.like(listing, {signature: 'verified', version: 2})
+  t.is(listing.repo, `http://127.0.0.1:${server.port}/`)
+  t.notRegex(JSON.stringify(listing), /s3cret/)
 })
