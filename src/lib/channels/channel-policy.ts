@@ -6,7 +6,8 @@ import {type IndexUpdate, readCurrentIndex} from '../repository/index-update.js'
 import {REPOSITORY_INDEX} from '../repository/repository-index.js'
 import {closest} from '../util/did-you-mean.js'
 import {own} from '../util/own.js'
-import {type ChannelPolicy, describePolicy, readChannelRecords, usageReason} from '../repository/channel-records.js'
+import {type ChannelPolicy, MAX_POLICY_FOR_MS, MAX_POLICY_NODES, describePolicy, readChannelRecords, usageReason} from '../repository/channel-records.js'
+import {formatAge} from '../util/duration.js'
 import {parseChannelRef} from './channel-ref.js'
 import {type RecordsUpdateOptions, updateRecords} from './records-update.js'
 
@@ -34,6 +35,9 @@ export async function setChannelPolicy(options: SetPolicyOptions): Promise<SetPo
   const repo = resolve(options.repo)
   const {app, channel} = parseChannelRef(options.channel)
   if (options.policy?.requireHealthy === channel) throw new UsageError(`--require-healthy ${channel}: a channel's policy names another channel (the one it promotes from)`)
+  // What the index would not read back (readChannelRecords) is never written: it would stop every later change of the records.
+  if (options.policy && options.policy.forMs > MAX_POLICY_FOR_MS) throw new UsageError(`--for: ${formatAge(options.policy.forMs)} is longer than a year (at most ${formatAge(MAX_POLICY_FOR_MS)})`)
+  if (options.policy && options.policy.minNodes > MAX_POLICY_NODES) throw new UsageError(`--min-nodes: ${options.policy.minNodes} is more than ${MAX_POLICY_NODES}`)
   const updated = await updateRecords({...options, repo}, ({index, records, by, at}) => {
     const entry = own(index.apps, app)
     if (entry === undefined) throw new NotFoundError(`${app} has no tags in ${repo}`, [`publish one first: localpuppet publish ${app}-TAG.tar.gz --repo ${options.repo}`])

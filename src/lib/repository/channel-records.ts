@@ -48,7 +48,9 @@ export interface ChannelRecords {
 }
 
 /** A policy asking more than a year of health is a typo. */
-const MAX_POLICY_FOR_MS = 366 * 86_400_000
+export const MAX_POLICY_FOR_MS = 366 * 86_400_000
+/** The most nodes a policy may require. */
+export const MAX_POLICY_NODES = 1_000_000
 
 /** The tag's yank record, if it is yanked. */
 export function yankOf(index: RepositoryIndex, app: string, tag: string): YankRecord | undefined {
@@ -125,7 +127,7 @@ function channelPolicyProblem(policy: unknown, channel: string): string | null {
   if (typeof policy.requireHealthy !== 'string' || !isValidChannelName(policy.requireHealthy)) return `requireHealthy ${JSON.stringify(policy.requireHealthy)} is not a channel name`
   if (policy.requireHealthy === channel) return 'requires health on the channel itself'
   if (!Number.isSafeInteger(policy.forMs) || (policy.forMs as number) < 0 || (policy.forMs as number) > MAX_POLICY_FOR_MS) return `forMs ${JSON.stringify(policy.forMs)} is not a duration`
-  if (!Number.isSafeInteger(policy.minNodes) || (policy.minNodes as number) < 1 || (policy.minNodes as number) > 1_000_000) return `minNodes ${JSON.stringify(policy.minNodes)} is not a count from 1`
+  if (!Number.isSafeInteger(policy.minNodes) || (policy.minNodes as number) < 1 || (policy.minNodes as number) > MAX_POLICY_NODES) return `minNodes ${JSON.stringify(policy.minNodes)} is not a count from 1`
   if (!isRecordTime(policy.setAt)) return `setAt ${JSON.stringify(policy.setAt)} is not an ISO 8601 time`
   if (!isSigner(policy.setBy)) return `setBy ${JSON.stringify(policy.setBy)} is not a key id or null`
   return null

@@ -242,3 +242,14 @@ test('repository list --source http://user:pass@host lists the repository withou
   t.is(listing.repo, `http://127.0.0.1:${server.port}/`)
   t.notRegex(JSON.stringify(listing), /s3cret/)
 })
+
+test('a policy the index could not read back (--for over a year, --min-nodes over a million) is refused (64) before it is written: written, it stopped every promote, back, policy and yank of the repository (65), --clear included', async (t) => {
+  const {repo} = await repository(t)
+  for (const channel of ['canary', 'stable']) await promoteChannel({repo, release: 'foo/tags/1.0.0', channel})
+  const before = await readFile(join(repo, 'index.json'))
+  await refused(t, setChannelPolicy({repo, channel: 'foo/channels/stable', policy: {requireHealthy: 'canary', forMs: 400 * 86_400_000, minNodes: 1}}), 64, /--for: 400d is longer than a year/)
+  await refused(t, setChannelPolicy({repo, channel: 'foo/channels/stable', policy: {requireHealthy: 'canary', forMs: 0, minNodes: 2_000_000}}), 64, /--min-nodes: 2000000 is more than 1000000/)
+  t.deepEqual(await readFile(join(repo, 'index.json')), before, 'nothing written')
+  await setChannelPolicy({repo, channel: 'foo/channels/stable', policy: {requireHealthy: 'canary', forMs: 366 * 86_400_000, minNodes: 1_000_000}})
+  t.like(await channelHistory(repo, 'foo/channels/stable'), {policy: {minNodes: 1_000_000}})
+})
