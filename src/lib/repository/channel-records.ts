@@ -3,6 +3,7 @@ import {type ReleaseRef, isValidChannelName, isValidVersionName} from '../releas
 import {formatAge} from '../util/duration.js'
 import {isMapping} from '../util/json.js'
 import {own} from '../util/own.js'
+import {needsEscaping, terminalText} from '../util/terminal-text.js'
 import {type RepositoryIndex, tagInIndex} from './repository-index.js'
 import {MAX_REASON_CHARS, type YankRecord, isReason, isRecordTime, isSigner} from './yank-record.js'
 
@@ -160,8 +161,8 @@ export function usageReason(reason: string, flag: string): string {
   const trimmed = reason.trim()
   if (trimmed.length === 0) throw new UsageError(`${flag}: give a reason (it is recorded in the signed index)`)
   if (trimmed.length > MAX_REASON_CHARS) throw new UsageError(`${flag}: the reason is ${trimmed.length} characters; at most ${MAX_REASON_CHARS}`)
-  // eslint-disable-next-line no-control-regex
-  if (/[\u0000-\u001F\u007F-\u009F]/.test(trimmed)) throw new UsageError(`${flag}: the reason must be one line of text, without control characters`)
+  // Control characters, and the invisible ones that reorder or hide text (a bidi override, U+2028): the reason is read in a terminal by others.
+  if (needsEscaping(trimmed)) throw new UsageError(`${flag}: the reason must be one line of text, without control characters or invisible formatting characters (${terminalText(trimmed, 80)})`)
   return trimmed
 }
 

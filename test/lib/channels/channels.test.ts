@@ -253,3 +253,14 @@ test('a policy the index could not read back (--for over a year, --min-nodes ove
   await setChannelPolicy({repo, channel: 'foo/channels/stable', policy: {requireHealthy: 'canary', forMs: 366 * 86_400_000, minNodes: 1_000_000}})
   t.like(await channelHistory(repo, 'foo/channels/stable'), {policy: {minNodes: 1_000_000}})
 })
+
+test('a yank or override reason that would reorder or hide text in a terminal (a bidi override, a line separator, a zero-width space) is refused (64) as a newline is, nothing written', async (t) => {
+  const {repo} = await repository(t)
+  const before = await readFile(join(repo, 'index.json'))
+  for (const reason of ['fixed in \u202E0.2.1 ', 'one\u2028two', 'safe\u200B']) {
+    await refused(t, yankTag({repo, release: 'foo/tags/1.1.0', reason}), 64, /--reason: the reason must be one line of text, without control characters or invisible formatting characters \(.*\\u(202e|2028|200b)/)
+  }
+
+  t.deepEqual(await readFile(join(repo, 'index.json')), before, 'nothing written')
+  t.like(await yankTag({repo, release: 'foo/tags/1.1.0', reason: 'casse nginx — «port 8080»'}), {yanked: {reason: 'casse nginx — «port 8080»'}})
+})
