@@ -37,6 +37,12 @@ async function repository(t: any): Promise<{dir: string; repo: string; key: stri
 }
 
 const indexOf = async (repo: string) => JSON.parse(await readFile(join(repo, 'index.json'), 'utf8'))
+/** Node inputs listed in the (unsigned) index as publish lists them, by node and app: their files are never read here. */
+async function listInputs(repo: string, apps: Record<string, string>): Promise<void> {
+  const index = await indexOf(repo)
+  index.nodes = Object.fromEntries(Object.entries(apps).map(([node, app]) => [node, {input: inputPathFor(node, SHA), size: 1, sha256: SHA, app, publishedAt: '2026-11-25T00:00:00.000Z'}]))
+  await writeFile(join(repo, 'index.json'), serializeRepositoryIndex(index))
+}
 async function refused(t: any, promise: Promise<unknown>, code: number, pattern: RegExp): Promise<void> {
   const error = (await t.throwsAsync(promise)) as LocalpuppetError
   t.is(error.exitCode, code, error.message)
@@ -116,17 +122,15 @@ test('a yanked tag stays listed with when and why; no channel, back or node inpu
   const {dir, repo} = await repository(t)
   await promoteChannel({repo, release: 'foo/tags/1.1.0', channel: 'stable'})
   await promoteChannel({repo, release: 'foo/tags/1.2.0', channel: 'stable'})
-  await writeFile(join(dir, 'web1.yaml'), 'app: foo/tags/1.1.0\n')
-  await writeFile(join(dir, 'web2.yaml'), 'app: foo@^1\n')
-  await publishArchives({repo, archives: [], nodes: [{node: 'web1', file: join(dir, 'web1.yaml')}, {node: 'web2', file: join(dir, 'web2.yaml')}]})
+  // The inputs as publish lists them (publish itself validates them against archives this index has not got; a yank reads only the index).
+  await listInputs(repo, {web1: 'foo/tags/1.1.0', web2: 'foo@^1'})
   // Named by a channel or an input: refused, naming them.
   await refused(t, yankTag({repo, release: 'foo/tags/1.2.0', reason: 'breaks nginx'}), 73, /foo\/tags\/1\.2\.0 is not yanked: foo\/channels\/stable names it/)
   await refused(t, yankTag({repo, release: 'foo/tags/1.1.0', reason: 'breaks nginx'}), 73, /foo\/tags\/1\.1\.0 is not yanked: node web1's input names it/)
   await refused(t, yankTag({repo, release: 'foo/tags/1.1.0', reason: 'line one\nline two'}), 64, /one line of text/)
   await refused(t, yankTag({repo, release: 'foo@^1', reason: 'x'}), 64, /name an exact tag/)
 
-  await writeFile(join(dir, 'web1.yaml'), 'app: foo/channels/stable\n')
-  await publishArchives({repo, archives: [], nodes: [{node: 'web1', file: join(dir, 'web1.yaml')}]})
+  await listInputs(repo, {web1: 'foo/channels/stable', web2: 'foo@^1'})
   const yanked = await yankTag({repo, release: 'foo/tags/1.1.0', reason: 'breaks nginx', now: () => Date.parse('2026-11-28T02:00:00Z')})
   t.deepEqual(yanked.yanked, {at: '2026-11-28T02:00:00.000Z', reason: 'breaks nginx', by: null})
   t.like(await yankTag({repo, release: 'foo/tags/1.1.0', reason: 'again'}), {changed: false, yanked: {reason: 'breaks nginx'}})
@@ -207,11 +211,7 @@ test('repository list --source reads the repository as a node does: the key that
 
 test('a yank that would leave a node input\'s range with no tag to take is refused (73 naming the node), as one named exactly is: the node would refuse every run', async (t) => {
   const {repo} = await repository(t)
-  // The inputs as publish lists them (their files are not read by a yank).
-  const index = await indexOf(repo)
-  const input = (node: string, app: string) => ({input: inputPathFor(node, SHA), size: 1, sha256: SHA, app, publishedAt: '2026-11-25T00:00:00.000Z'})
-  index.nodes = {web1: input('web1', 'foo@~1.1'), web2: input('web2', 'foo@^1')}
-  await writeFile(join(repo, 'index.json'), serializeRepositoryIndex(index))
+  await listInputs(repo, {web1: 'foo@~1.1', web2: 'foo@^1'})
   const before = await readFile(join(repo, 'index.json'))
   await refused(t, yankTag({repo, release: 'foo/tags/1.1.0', reason: 'breaks nginx'}), 73, /foo\/tags\/1\.1\.0 is not yanked: node web1's input \(foo@~1\.1\) would have no tag left/)
   t.deepEqual(await readFile(join(repo, 'index.json')), before, 'nothing written')
