@@ -179,3 +179,13 @@ test('--prune refuses (64, nothing published) to remove a node whose input is in
   t.regex(error.message, /--prune would remove the input of node web2 \(DIR has web2\.yml\) and of node web3 \(DIR has web3\.YAML\).*nothing published/)
   t.is(await f.indexBytes(), before)
 })
+
+test('an input of 3,000 misspelt classes is refused with each one on its own line, every problem listed (each problem parsed the whole input again for its line: quadratic, minutes for this one)', async (t) => {
+  const f = await fixture(t)
+  const count = 3000
+  const text = `app: web/tags/1.0.0\nclasses:\n${Array.from({length: count}, (_, i) => `  nc4sit${i}: {}\n`).join('')}`
+  const error = await refused(t, publishArchives({repo: f.repo, archives: [], nodes: [await f.input('web1', text)]}), 65)
+  t.is(error.problems!.length, count)
+  t.deepEqual(error.problems!.map((problem) => problem.line), Array.from({length: count}, (_, i) => i + 3))
+  t.regex(error.problems![0].message, /web1\.yaml:3: .*nc4sit0/)
+})
