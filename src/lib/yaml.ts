@@ -160,14 +160,29 @@ function assertBounded(root: unknown, file: string): void {
 }
 
 /**
+ * The last text lineOfKey parsed, kept: its callers ask for the lines of many keys of one
+ * document in a row (each problem of a node input, each key of a module's data), and parsing
+ * it again for each made validating an input of n misspelt classes O(n²) (2,000 took 60 s).
+ */
+let lastParsed: {text: string; doc: ReturnType<typeof parseDocument>; lineCounter: LineCounter} | null = null
+
+function parsedForLines(text: string): {doc: ReturnType<typeof parseDocument>; lineCounter: LineCounter} {
+  if (lastParsed?.text !== text) {
+    const lineCounter = new LineCounter()
+    lastParsed = {text, lineCounter, doc: parseDocument(text, {lineCounter, uniqueKeys: false, strict: false, prettyErrors: false})}
+  }
+
+  return lastParsed
+}
+
+/**
  * Finds the 1-based line of a key, following a path of keys (`['classes', 'foo']`), in
  * block or flow style and whatever the key holds (`nova::db::mysql:`, quoted keys). In a
  * sequence, a path element names an item (`classes: [a, b]`). A document the parser
  * refuses falls back to a scan of block-style lines.
  */
 export function lineOfKey(text: string, path: string[]): number | undefined {
-  const lineCounter = new LineCounter()
-  const doc = parseDocument(text, {lineCounter, uniqueKeys: false, strict: false, prettyErrors: false})
+  const {doc, lineCounter} = parsedForLines(text)
   if (doc.errors.length > 0) return lineOfKeyByScan(text, path)
   let node: unknown = doc.contents
   let line: number | undefined

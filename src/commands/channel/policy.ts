@@ -15,7 +15,7 @@ export default class ChannelPolicyCommand extends BaseCommand {
       'reason recorded in the channel\'s history. The channel named must exist (66): a typo would shut the channel for good.',
     [
       {code: 0, meaning: 'set (or cleared)'},
-      {code: 64, meaning: 'usage error: neither --require-healthy nor --clear, a channel requiring itself, a bad duration; a signed repository without --sign'},
+      {code: 64, meaning: 'usage error: neither --require-healthy nor --clear, a channel requiring itself or closing a loop of policies, a bad duration, --for over a year or --min-nodes over 1000000; a signed repository without --sign'},
       {code: 65, meaning: "the repository's index is invalid, or a channel's history or policy in it does not read"},
       {code: 66, meaning: 'the app is not published, the channel --require-healthy names does not exist, or no repository there'},
       {code: 73, meaning: 'another publisher held the lock too long'},

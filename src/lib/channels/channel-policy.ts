@@ -6,7 +6,8 @@ import {type IndexUpdate, readCurrentIndex} from '../repository/index-update.js'
 import {REPOSITORY_INDEX} from '../repository/repository-index.js'
 import {closest} from '../util/did-you-mean.js'
 import {own} from '../util/own.js'
-import {type ChannelPolicy, describePolicy, readChannelRecords, usageReason} from '../repository/channel-records.js'
+import {type ChannelPolicy, MAX_POLICY_FOR_MS, MAX_POLICY_NODES, describePolicy, readChannelRecords, usageReason} from '../repository/channel-records.js'
+import {formatAge} from '../util/duration.js'
 import {parseChannelRef} from './channel-ref.js'
 import {type RecordsUpdateOptions, updateRecords} from './records-update.js'
 import type {PuppetDbConfig} from '../puppetdb/client.js'
@@ -38,6 +39,9 @@ export async function setChannelPolicy(options: SetPolicyOptions): Promise<SetPo
   const repo = resolve(options.repo)
   const {app, channel} = parseChannelRef(options.channel)
   if (options.policy?.requireHealthy === channel) throw new UsageError(`--require-healthy ${channel}: a channel's policy names another channel (the one it promotes from)`)
+  // What the index would not read back (readChannelRecords) is never written: it would stop every later change of the records.
+  if (options.policy && options.policy.forMs > MAX_POLICY_FOR_MS) throw new UsageError(`--for: ${formatAge(options.policy.forMs)} is longer than a year (at most ${formatAge(MAX_POLICY_FOR_MS)})`)
+  if (options.policy && options.policy.minNodes > MAX_POLICY_NODES) throw new UsageError(`--min-nodes: ${options.policy.minNodes} is more than ${MAX_POLICY_NODES}`)
   const updated = await updateRecords({...options, repo}, ({index, records, by, at}) => {
     const entry = own(index.apps, app)
     if (entry === undefined) throw new NotFoundError(`${app} has no tags in ${repo}`, [`publish one first: localpuppet publish ${app}-TAG.tar.gz --repo ${options.repo}`])
@@ -56,11 +60,35 @@ export async function setChannelPolicy(options: SetPolicyOptions): Promise<SetPo
       ])
     }
 
+    const loop = policyLoop(records.policies[app] ?? {}, channel, options.policy.requireHealthy)
+    if (loop !== null) {
+      throw new UsageError(`--require-healthy ${options.policy.requireHealthy}: ${app}'s policies would go round in a loop (${loop.join(' -> ')}): no new tag could reach any of these channels without --override-policy`, [
+        `remove or change one of them first: localpuppet channel policy ${app}/channels/NAME --clear --repo ${options.repo}`,
+      ])
+    }
+
     const policy: ChannelPolicy = {...options.policy, setAt: at, setBy: by}
     entry.policies = {...entry.policies, [channel]: policy}
     return {policy, previous}
   })
   return {repo, channel: `${app}/channels/${channel}`, ...updated}
+}
+
+/**
+ * The loop `channel` requiring health on `requires` would close among the app's other
+ * policies (`[channel, requires, ..., channel]`), or null. Each policy names one channel,
+ * so following them from `requires` either ends or comes back.
+ */
+function policyLoop(policies: Record<string, ChannelPolicy>, channel: string, requires: string): string[] | null {
+  const path = [channel, requires]
+  for (let next = requires; next !== channel; ) {
+    const policy = own(policies, next)
+    if (policy === undefined || path.indexOf(policy.requireHealthy) > 0) return null
+    next = policy.requireHealthy
+    path.push(next)
+  }
+
+  return path
 }
 
 /** What a channel's policy says of one promote, before the index is touched. */

@@ -8,6 +8,7 @@ import {type WantedIndexOptions, readWantedIndex} from '../source/wanted-now.js'
 import {sortTagsNewestFirst} from '../release/release-ref.js'
 import {isMapping} from '../util/json.js'
 import {own} from '../util/own.js'
+import {redactUrl} from '../util/terminal-text.js'
 import {type ChannelMove, type ChannelPolicy, MAX_CHANNEL_HISTORY, type YankRecord, readChannelRecords} from '../repository/channel-records.js'
 import {parseChannelRef} from './channel-ref.js'
 
@@ -68,7 +69,8 @@ export async function listRepository(repoDir: string, now = Date.now()): Promise
 export async function listServedRepository(options: WantedIndexOptions & {source: string}, now = Date.now()): Promise<RepositoryListing & {warnings: string[]}> {
   const read = await readWantedIndex(options)
   if (read === null) throw new NotFoundError(`--source ${options.source}: no repository`)
-  return {...listIndex(read.index, {repo: read.source, signedBy: read.signedBy, signature: read.signedBy === null ? 'not checked' : 'verified'}, now), warnings: read.warnings}
+  // The source's credentials stay out of the listing, --json included.
+  return {...listIndex(read.index, {repo: redactUrl(read.source), signedBy: read.signedBy, signature: read.signedBy === null ? 'not checked' : 'verified'}, now), warnings: read.warnings}
 }
 
 /** A listing of an index already read: `where` names it, and says who signed it and whether that was verified here. */

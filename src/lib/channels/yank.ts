@@ -1,7 +1,8 @@
 import {resolve} from 'node:path'
 
 import {ConflictError, NotFoundError, UsageError} from '../errors.js'
-import {parseReleaseRef} from '../release/release-ref.js'
+import {type ReleaseRef, parseReleaseRef} from '../release/release-ref.js'
+import {type RepositoryIndex, tagInIndex} from '../repository/repository-index.js'
 import {usageReleaseRef} from './channel-ref.js'
 import type {IndexUpdate} from '../repository/index-update.js'
 import {own} from '../util/own.js'
@@ -45,6 +46,9 @@ export async function yankTag(options: YankOptions): Promise<YankResult> {
       ...Object.entries(index.nodes ?? {})
         .filter(([, input]) => namesExactly(input.app, ref.app, ref.tag))
         .map(([node]) => `node ${node}'s input`),
+      ...Object.entries(index.nodes ?? {})
+        .filter(([, input]) => leftWithNothing(index, input.app, ref.app, ref.tag))
+        .map(([node, input]) => `node ${node}'s input (${input.app}) would have no tag left`),
     ]
     if (namedBy.length > 0) {
       throw new ConflictError(`${options.release} is not yanked: ${namedBy.join(', ')} name${namedBy.length === 1 ? 's' : ''} it; move ${namedBy.length === 1 ? 'it' : 'them'} to another tag first`, [
@@ -57,6 +61,24 @@ export async function yankTag(options: YankOptions): Promise<YankResult> {
     return {yanked, changed: true}
   })
   return {repo, release: `${ref.app}/tags/${ref.tag}`, ...updated}
+}
+
+/**
+ * Whether an input's range resolves to this tag now and to no tag once it is yanked (a range
+ * never resolves to a yanked tag): its node would then refuse every run, whatever it has.
+ */
+function leftWithNothing(index: RepositoryIndex, text: string, app: string, tag: string): boolean {
+  let ref: ReleaseRef
+  try {
+    ref = parseReleaseRef(text, 'input')
+  } catch {
+    return false
+  }
+
+  if (ref.kind !== 'range' || ref.app !== app || ref.range === tag || tagInIndex(index, ref) !== tag) return false
+  const entry = index.apps[app]
+  const view: RepositoryIndex = {...index, apps: {...index.apps, [app]: {...entry, tags: {...entry.tags, [tag]: {...entry.tags[tag], yanked: {at: '', reason: '', by: null}}}}}}
+  return tagInIndex(view, ref) === undefined
 }
 
 /** Whether an input's app (as written) names exactly this tag: the tag itself, or a range that is its name. */

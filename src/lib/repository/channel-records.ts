@@ -3,6 +3,7 @@ import {type ReleaseRef, isValidChannelName, isValidVersionName} from '../releas
 import {formatAge} from '../util/duration.js'
 import {isMapping} from '../util/json.js'
 import {own} from '../util/own.js'
+import {needsEscaping, terminalText} from '../util/terminal-text.js'
 import {type RepositoryIndex, tagInIndex} from './repository-index.js'
 import {MAX_REASON_CHARS, type YankRecord, isReason, isRecordTime, isSigner} from './yank-record.js'
 
@@ -48,7 +49,9 @@ export interface ChannelRecords {
 }
 
 /** A policy asking more than a year of health is a typo. */
-const MAX_POLICY_FOR_MS = 366 * 86_400_000
+export const MAX_POLICY_FOR_MS = 366 * 86_400_000
+/** The most nodes a policy may require. */
+export const MAX_POLICY_NODES = 1_000_000
 
 /** The tag's yank record, if it is yanked. */
 export function yankOf(index: RepositoryIndex, app: string, tag: string): YankRecord | undefined {
@@ -125,7 +128,7 @@ function channelPolicyProblem(policy: unknown, channel: string): string | null {
   if (typeof policy.requireHealthy !== 'string' || !isValidChannelName(policy.requireHealthy)) return `requireHealthy ${JSON.stringify(policy.requireHealthy)} is not a channel name`
   if (policy.requireHealthy === channel) return 'requires health on the channel itself'
   if (!Number.isSafeInteger(policy.forMs) || (policy.forMs as number) < 0 || (policy.forMs as number) > MAX_POLICY_FOR_MS) return `forMs ${JSON.stringify(policy.forMs)} is not a duration`
-  if (!Number.isSafeInteger(policy.minNodes) || (policy.minNodes as number) < 1 || (policy.minNodes as number) > 1_000_000) return `minNodes ${JSON.stringify(policy.minNodes)} is not a count from 1`
+  if (!Number.isSafeInteger(policy.minNodes) || (policy.minNodes as number) < 1 || (policy.minNodes as number) > MAX_POLICY_NODES) return `minNodes ${JSON.stringify(policy.minNodes)} is not a count from 1`
   if (!isRecordTime(policy.setAt)) return `setAt ${JSON.stringify(policy.setAt)} is not an ISO 8601 time`
   if (!isSigner(policy.setBy)) return `setBy ${JSON.stringify(policy.setBy)} is not a key id or null`
   return null
@@ -158,8 +161,8 @@ export function usageReason(reason: string, flag: string): string {
   const trimmed = reason.trim()
   if (trimmed.length === 0) throw new UsageError(`${flag}: give a reason (it is recorded in the signed index)`)
   if (trimmed.length > MAX_REASON_CHARS) throw new UsageError(`${flag}: the reason is ${trimmed.length} characters; at most ${MAX_REASON_CHARS}`)
-  // eslint-disable-next-line no-control-regex
-  if (/[\u0000-\u001F\u007F-\u009F]/.test(trimmed)) throw new UsageError(`${flag}: the reason must be one line of text, without control characters`)
+  // Control characters, and the invisible ones that reorder or hide text (a bidi override, U+2028): the reason is read in a terminal by others.
+  if (needsEscaping(trimmed)) throw new UsageError(`${flag}: the reason must be one line of text, without control characters or invisible formatting characters (${terminalText(trimmed, 80)})`)
   return trimmed
 }
 

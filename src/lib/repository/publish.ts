@@ -11,7 +11,7 @@ import type {IndexSummary} from '../archive/release-index.js'
 import {readArchiveHead} from './archive-head.js'
 import {type IndexUpdate, hasIndex, updateIndex} from './index-update.js'
 import {type NodeInputFile, type PublishedNodeInput, addNodeInputs, checkNodeInputs} from './publish-inputs.js'
-import {nodesToPrune, pruneIndex} from './prune-inputs.js'
+import {assertNoStrayInputs, nodesToPrune, pruneIndex} from './prune-inputs.js'
 import {type PublishedTag, REPOSITORY_INDEX, archivePathFor} from './repository-index.js'
 import {type PublishedLayerResult, addLayers, assertInputLayersPublished, checkLayersDir, computeNodeInputs} from '../layers/published-layers.js'
 import {checkStoredCopy} from './stored-copy.js'
@@ -121,6 +121,7 @@ async function publishInspected(options: PublishOptions, repo: string, now: () =
   const updated = await updateIndex({repo, key, lockWaitMs: options.lockWaitMs, expiresInMs: options.expiresInMs, now, afterIndex}, async (index) => {
     // Decided and checked before anything is written: a refused prune or input publishes nothing.
     if (options.prune) pruned = nodesToPrune(index, inputs.map((input) => input.node), options.pruneFrom ?? 'the inputs given')
+    if (options.pruneFrom !== undefined) await assertNoStrayInputs(options.pruneFrom, pruned)
     // The layers inputs name, in the repository or this publish, before their documents are judged.
     assertInputLayersPublished(plainInputs, {layers: {...index.layers, ...Object.fromEntries(layers.map((layer) => [layer.name, layer]))}} as Parameters<typeof assertInputLayersPublished>[1])
     if (inputs.length > 0) await (await import('../publish-check/validate-published.js')).validatePublishedInputs({repo, index, archives: candidates, inputs: plainInputs, puppet: options.puppet ?? null, layers})

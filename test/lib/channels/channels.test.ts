@@ -16,6 +16,7 @@ import {promoteChannel} from '../../../src/lib/repository/promote.js'
 import {publishArchives} from '../../../src/lib/repository/publish.js'
 import {inputPathFor, serializeRepositoryIndex} from '../../../src/lib/repository/repository-index.js'
 import {fetchReleases} from '../../../src/lib/source/fetch.js'
+import {testServer} from '../../helpers/repository.js'
 import {tempDir} from '../../helpers/temp.js'
 
 const SHA = 'c'.repeat(64)
@@ -45,6 +46,12 @@ async function repository(t: any): Promise<{dir: string; repo: string; key: stri
 }
 
 const indexOf = async (repo: string) => JSON.parse(await readFile(join(repo, 'index.json'), 'utf8'))
+/** Node inputs listed in the (unsigned) index as publish lists them, by node and app: their files are never read here. */
+async function listInputs(repo: string, apps: Record<string, string>): Promise<void> {
+  const index = await indexOf(repo)
+  index.nodes = Object.fromEntries(Object.entries(apps).map(([node, app]) => [node, {input: inputPathFor(node, SHA), size: 1, sha256: SHA, app, publishedAt: '2026-11-25T00:00:00.000Z'}]))
+  await writeFile(join(repo, 'index.json'), serializeRepositoryIndex(index))
+}
 async function refused(t: any, promise: Promise<unknown>, code: number, pattern: RegExp): Promise<void> {
   const error = (await t.throwsAsync(promise)) as LocalpuppetError
   t.is(error.exitCode, code, error.message)
@@ -124,17 +131,15 @@ test('a yanked tag stays listed with when and why; no channel, back or node inpu
   const {dir, repo} = await repository(t)
   await promoteChannel({repo, release: 'foo/tags/1.1.0', channel: 'stable'})
   await promoteChannel({repo, release: 'foo/tags/1.2.0', channel: 'stable'})
-  await writeFile(join(dir, 'web1.yaml'), 'app: foo/tags/1.1.0\n')
-  await writeFile(join(dir, 'web2.yaml'), 'app: foo@^1\n')
-  await publishArchives({repo, archives: [], nodes: [{node: 'web1', file: join(dir, 'web1.yaml')}, {node: 'web2', file: join(dir, 'web2.yaml')}]})
+  // The inputs as publish lists them (publish itself validates them against archives this index has not got; a yank reads only the index).
+  await listInputs(repo, {web1: 'foo/tags/1.1.0', web2: 'foo@^1'})
   // Named by a channel or an input: refused, naming them.
   await refused(t, yankTag({repo, release: 'foo/tags/1.2.0', reason: 'breaks nginx'}), 73, /foo\/tags\/1\.2\.0 is not yanked: foo\/channels\/stable names it/)
   await refused(t, yankTag({repo, release: 'foo/tags/1.1.0', reason: 'breaks nginx'}), 73, /foo\/tags\/1\.1\.0 is not yanked: node web1's input names it/)
   await refused(t, yankTag({repo, release: 'foo/tags/1.1.0', reason: 'line one\nline two'}), 64, /one line of text/)
   await refused(t, yankTag({repo, release: 'foo@^1', reason: 'x'}), 64, /name an exact tag/)
 
-  await writeFile(join(dir, 'web1.yaml'), 'app: foo/channels/stable\n')
-  await publishArchives({repo, archives: [], nodes: [{node: 'web1', file: join(dir, 'web1.yaml')}]})
+  await listInputs(repo, {web1: 'foo/channels/stable', web2: 'foo@^1'})
   const yanked = await yankTag({repo, release: 'foo/tags/1.1.0', reason: 'breaks nginx', now: () => Date.parse('2026-11-28T02:00:00Z')})
   t.deepEqual(yanked.yanked, {at: '2026-11-28T02:00:00.000Z', reason: 'breaks nginx', by: null})
   t.like(await yankTag({repo, release: 'foo/tags/1.1.0', reason: 'again'}), {changed: false, yanked: {reason: 'breaks nginx'}})
@@ -211,4 +216,60 @@ test('repository list --source reads the repository as a node does: the key that
   const other = join(dir, 'other.pub.pem')
   await writeFile(other, generateKeyPairSync('ed25519').publicKey.export({type: 'spki', format: 'pem'}))
   await refused(t, listServedRepository({source: repo, trust: [other]}), 65, /does not verify with any trusted key/)
+})
+
+test('a yank that would leave a node input\'s range with no tag to take is refused (73 naming the node), as one named exactly is: the node would refuse every run', async (t) => {
+  const {repo} = await repository(t)
+  await listInputs(repo, {web1: 'foo@~1.1', web2: 'foo@^1'})
+  const before = await readFile(join(repo, 'index.json'))
+  await refused(t, yankTag({repo, release: 'foo/tags/1.1.0', reason: 'breaks nginx'}), 73, /foo\/tags\/1\.1\.0 is not yanked: node web1's input \(foo@~1\.1\) would have no tag left/)
+  t.deepEqual(await readFile(join(repo, 'index.json')), before, 'nothing written')
+  // web2's range has other tags: the yank goes through, and web2 takes the newest that is not yanked.
+  t.like(await yankTag({repo, release: 'foo/tags/1.2.0', reason: 'breaks nginx'}), {changed: true})
+})
+
+test('a channel policy that would close a loop of policies (stable needs canary, canary needs beta, beta needs stable) is refused (64 naming the loop), nothing written: no new tag could reach any of them without an override', async (t) => {
+  const {repo} = await repository(t)
+  for (const channel of ['beta', 'canary', 'stable']) await promoteChannel({repo, release: 'foo/tags/1.0.0', channel})
+  await setChannelPolicy({repo, channel: 'foo/channels/stable', policy: {requireHealthy: 'canary', forMs: 0, minNodes: 1}})
+  await setChannelPolicy({repo, channel: 'foo/channels/canary', policy: {requireHealthy: 'beta', forMs: 0, minNodes: 1}})
+  const before = await readFile(join(repo, 'index.json'))
+  await refused(t, setChannelPolicy({repo, channel: 'foo/channels/beta', policy: {requireHealthy: 'stable', forMs: 0, minNodes: 1}}), 64, /beta -> stable -> canary -> beta/)
+  t.deepEqual(await readFile(join(repo, 'index.json')), before, 'nothing written')
+  // Once canary no longer needs beta, the same policy closes no loop.
+  await setChannelPolicy({repo, channel: 'foo/channels/canary', policy: null})
+  t.like(await setChannelPolicy({repo, channel: 'foo/channels/beta', policy: {requireHealthy: 'stable', forMs: 0, minNodes: 1}}), {policy: {requireHealthy: 'stable'}})
+})
+
+test('repository list --source http://user:pass@host lists the repository without the credentials (--json keeps URLs without them, as everywhere)', async (t) => {
+  const {dir, repo, key} = await repository(t)
+  await promoteChannel({repo, release: 'foo/tags/1.0.0', channel: 'canary', signingKey: key})
+  const server = await testServer(repo)
+  t.teardown(() => server.close())
+  const listing = await listServedRepository({source: `http://ops:s3cret@127.0.0.1:${server.port}/`, trust: [join(dir, 'key.pub.pem')]})
+  t.like(listing, {signature: 'verified', version: 2})
+  t.is(listing.repo, `http://127.0.0.1:${server.port}/`)
+  t.notRegex(JSON.stringify(listing), /s3cret/)
+})
+
+test('a policy the index could not read back (--for over a year, --min-nodes over a million) is refused (64) before it is written: written, it stopped every promote, back, policy and yank of the repository (65), --clear included', async (t) => {
+  const {repo} = await repository(t)
+  for (const channel of ['canary', 'stable']) await promoteChannel({repo, release: 'foo/tags/1.0.0', channel})
+  const before = await readFile(join(repo, 'index.json'))
+  await refused(t, setChannelPolicy({repo, channel: 'foo/channels/stable', policy: {requireHealthy: 'canary', forMs: 400 * 86_400_000, minNodes: 1}}), 64, /--for: 400d is longer than a year/)
+  await refused(t, setChannelPolicy({repo, channel: 'foo/channels/stable', policy: {requireHealthy: 'canary', forMs: 0, minNodes: 2_000_000}}), 64, /--min-nodes: 2000000 is more than 1000000/)
+  t.deepEqual(await readFile(join(repo, 'index.json')), before, 'nothing written')
+  await setChannelPolicy({repo, channel: 'foo/channels/stable', policy: {requireHealthy: 'canary', forMs: 366 * 86_400_000, minNodes: 1_000_000}})
+  t.like(await channelHistory(repo, 'foo/channels/stable'), {policy: {minNodes: 1_000_000}})
+})
+
+test('a yank or override reason that would reorder or hide text in a terminal (a bidi override, a line separator, a zero-width space) is refused (64) as a newline is, nothing written', async (t) => {
+  const {repo} = await repository(t)
+  const before = await readFile(join(repo, 'index.json'))
+  for (const reason of ['fixed in \u202E0.2.1 ', 'one\u2028two', 'safe\u200B']) {
+    await refused(t, yankTag({repo, release: 'foo/tags/1.1.0', reason}), 64, /--reason: the reason must be one line of text, without control characters or invisible formatting characters \(.*\\u(202e|2028|200b)/)
+  }
+
+  t.deepEqual(await readFile(join(repo, 'index.json')), before, 'nothing written')
+  t.like(await yankTag({repo, release: 'foo/tags/1.1.0', reason: 'casse nginx — «port 8080»'}), {yanked: {reason: 'casse nginx — «port 8080»'}})
 })

@@ -7,6 +7,7 @@ import {packRelease} from '../../../src/lib/archive/pack.js'
 import type {LocalpuppetError} from '../../../src/lib/errors.js'
 import type {RefusedInputsError} from '../../../src/lib/publish-check/validate-published.js'
 import {promoteChannel} from '../../../src/lib/repository/promote.js'
+import {nodeInputsIn} from '../../../src/lib/repository/publish-inputs.js'
 import {publishArchives} from '../../../src/lib/repository/publish.js'
 import {exists, tempDir, writeTree} from '../../helpers/temp.js'
 
@@ -187,4 +188,25 @@ test('a layered input is judged merged with the layers it names, from this publi
   const error = await refused(t, publishArchives({repo: f.repo, archives: [], nodes: [bad], layers}), 65)
   t.regex(error.problems!.map((problem) => problem.message).join('\n'), /site\/dc2/)
   t.is(await f.indexBytes(), before)
+})
+
+test('--prune refuses (64, nothing published) to remove a node whose input is in DIR under a name publish does not read (web2.yml, web3.YAML): a renamed file would otherwise cost that node its input', async (t) => {
+  const f = await fixture(t)
+  await publishArchives({repo: f.repo, archives: [], nodes: [await f.input('web1', good), await f.input('web2', good), await f.input('web3', good)]})
+  const before = await f.indexBytes()
+  const dir = join(f.dir, 'nodes')
+  await writeTree(dir, {'web1.yaml': good, 'web2.yml': good, 'web3.YAML': good, 'notes.txt': 'web3'})
+  const error = await refused(t, publishArchives({repo: f.repo, archives: [], nodes: await nodeInputsIn(dir), prune: true, pruneFrom: dir}), 64)
+  t.regex(error.message, /--prune would remove the input of node web2 \(DIR has web2\.yml\) and of node web3 \(DIR has web3\.YAML\).*nothing published/)
+  t.is(await f.indexBytes(), before)
+})
+
+test('an input of 3,000 misspelt classes is refused with each one on its own line, every problem listed (each problem parsed the whole input again for its line: quadratic, minutes for this one)', async (t) => {
+  const f = await fixture(t)
+  const count = 3000
+  const text = `app: web/tags/1.0.0\nclasses:\n${Array.from({length: count}, (_, i) => `  nc4sit${i}: {}\n`).join('')}`
+  const error = await refused(t, publishArchives({repo: f.repo, archives: [], nodes: [await f.input('web1', text)]}), 65)
+  t.is(error.problems!.length, count)
+  t.deepEqual(error.problems!.map((problem) => problem.line), Array.from({length: count}, (_, i) => i + 3))
+  t.regex(error.problems![0].message, /web1\.yaml:3: .*nc4sit0/)
 })
