@@ -10,7 +10,7 @@ export default class Enc extends BaseCommand {
   static override summary = "Print a node's computed ENC document: its release's layer, its layers and its input, merged."
   static override description = describeWithExitCodes(
     'Computes the document a node receives exactly as plan and apply do (the release\'s own layer.yaml, the layers the ' +
-      'input names in order, then the input itself; see Layers in the README) and prints it as YAML, without what each run ' +
+      'input names in order, then the input itself; see Layers in docs/inputs.md) and prints it as YAML, without what each run ' +
       'adds (localpuppet_release, localpuppet_run_id). --json adds the origin (layer, file, line) of every class and value ' +
       'and each layer\'s digest. With --fetch on a node whose input comes from the repository, its input and layers are ' +
       'the ones the signed index lists. Runs nothing.',

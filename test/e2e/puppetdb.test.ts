@@ -4,7 +4,8 @@ import {setTimeout as sleep} from 'node:timers/promises'
 
 import type {ExecutionContext} from 'ava'
 
-import {REPO, cli, isolatePuppet} from '../helpers/cli.js'
+import {cli, isolatePuppet} from '../helpers/cli.js'
+import {readManual} from '../helpers/manual.js'
 import {testNeeding} from '../helpers/packages.js'
 import {type PuppetDbServer, startPuppetDb} from '../helpers/puppetdb.js'
 import {demoRepository, keyPair} from '../helpers/repository.js'
@@ -40,7 +41,7 @@ async function until<T>(t: ExecutionContext, what: string, check: () => Promise<
 
 /** The README's PQL queries, as written. */
 async function readmeQueries(): Promise<string[]> {
-  const readme = await readFile(join(REPO, 'README.md'), 'utf8')
+  const readme = await readManual()
   const start = readme.indexOf('# which nodes run foo/tags/1.6.0')
   const block = readme.slice(start, readme.indexOf('```', start))
   return block.split('\n').filter((line) => line.trim() !== '' && !line.startsWith('#'))

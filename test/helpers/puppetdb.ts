@@ -6,7 +6,7 @@ import {setTimeout as sleep} from 'node:timers/promises'
 
 import {execa} from 'execa'
 
-import {REPO} from './cli.js'
+import {readManual} from './manual.js'
 import {freePort, portOpen} from './net.js'
 
 /*
@@ -34,7 +34,7 @@ export interface PuppetDbServer {
 
 /** The README's certificate commands, as written, with PuppetDB's name and the node's put in. */
 export async function readmeCertificateCommands(serverName: string, nodeName: string): Promise<string> {
-  const readme = await readFile(join(REPO, 'README.md'), 'utf8')
+  const readme = await readManual()
   const start = readme.indexOf("# once, on the operator's machine: the CA")
   const end = readme.indexOf('```', start)
   if (start === -1 || end === -1) throw new Error("README: the PuppetDB chapter's openssl commands are gone")

@@ -10,7 +10,7 @@ export default class FleetStatus extends BaseCommand {
   static override description = describeWithExitCodes(
     "Per node: wanted (its input's app, and the tag its channel resolved to), applied (the release of its newest run that succeeded " +
       'without --noop: a noop or failed run never counts as applied), whether that is the wanted one, the newest attempt with its ' +
-      "release and age (a failed one with its run id and Puppet's first error line), drift (the newest noop run's out-of-sync count, or the resources the newest run put back with the fingerprint of the run before, which succeeded: see Drift in the README), Puppet disabled; " +
+      "release and age (a failed one with its run id and Puppet's first error line), drift (the newest noop run's out-of-sync count, or the resources the newest run put back with the fingerprint of the run before, which succeeded: see Drift in docs/monitoring.md), Puppet disabled; " +
       'then counts by applied release and state. --via mco asks each node; a node the last discovery with the same filters found ' +
       'that does not answer now is "no answer", never left out. --via ssh asks each node listed (--nodes, --targets, --inventory) over SSH. --prometheus URL reads the node metrics instead (a fleet without ' +
       'MCollective): a node seen within --lookback whose metrics are gone is "stopped reporting". --puppetdb URL reads the nodes\' reports and ' +
