@@ -13,9 +13,11 @@ export type Nginx = StartedServer
 
 /**
  * Debian's nginx serving `root` on 127.0.0.1 with a generated configuration, all its
- * files under `work`; stopped by its PID.
+ * files under `work`; stopped by its PID. `accessLog`: one line per request in
+ * `<work>/access.log`, `METHOD PATH STATUS BYTES_SENT` (headers and body, as sent);
+ * `gzip`: JSON compressed for a client that asks.
  */
-export async function startNginx(root: string, work: string): Promise<Nginx> {
+export async function startNginx(root: string, work: string, options: {accessLog?: boolean; gzip?: boolean} = {}): Promise<Nginx> {
   await mkdir(work, {recursive: true})
   for (let attempt = 0; ; attempt++) {
     const port = await freePort()
@@ -31,7 +33,8 @@ export async function startNginx(root: string, work: string): Promise<Nginx> {
         `error_log ${join(work, 'error.log')} warn;`,
         'events { worker_connections 256; }',
         'http {',
-        '  access_log off;',
+        ...(options.accessLog ? ["  log_format bytes '$request_method $uri $status $bytes_sent';", `  access_log ${join(work, 'access.log')} bytes;`] : ['  access_log off;']),
+        ...(options.gzip ? ['  gzip on;', '  gzip_types application/json;', '  gzip_min_length 256;'] : []),
         `  ${temp('client_body')} ${temp('proxy')} ${temp('fastcgi')} ${temp('uwsgi')} ${temp('scgi')}`,
         '  types { application/json json; application/gzip gz; }',
         '  default_type application/octet-stream;',
