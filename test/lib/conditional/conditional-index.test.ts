@@ -1,5 +1,5 @@
 import {createHash, generateKeyPairSync} from 'node:crypto'
-import {mkdir, readdir, writeFile} from 'node:fs/promises'
+import {mkdir, readFile, readdir, writeFile} from 'node:fs/promises'
 import {type IncomingMessage, type ServerResponse, createServer} from 'node:http'
 import {join} from 'node:path'
 import {gzipSync} from 'node:zlib'
@@ -124,16 +124,20 @@ test('a 304 to a node holding no copy is refused (65), and so is one that would 
 
 test('an expired index is refused on a 304 too: the kept copy is judged against now', async (t) => {
   const files = new Map<string, Buffer>()
-  const soon = new Date(Date.now() + 1500).toISOString()
-  publish(files, index(1, soon))
+  publish(files, index(1))
   const {url, requests} = await server(t, files)
-  const {fetch} = await node(t)
+  const {moduleDir, fetch} = await node(t)
   t.is((await fetch(url)).indexVersion, 1)
-  await new Promise((resolve) => setTimeout(resolve, Date.parse(soon) - Date.now() + 50))
+  // The same version kept as it would be once its expiry passed (the clock is not waited for): signed, of the version accepted.
+  const dir = join(moduleDir, '.localpuppet')
+  const name = (await readdir(dir)).find((n) => n.startsWith('kept-index-'))!
+  const kept = JSON.parse(await readFile(join(dir, name), 'utf8'))
+  const expired = Buffer.from(serializeRepositoryIndex(index(1, '2026-01-01T00:00:00.000Z')))
+  await writeFile(join(dir, name), JSON.stringify({...kept, index: expired.toString('base64'), signature: signIndex(expired, privateKey).toString('base64')}))
   requests.length = 0
-  const expired = await t.throwsAsync(fetch(url))
-  t.is((expired as LocalpuppetError).exitCode, 65)
-  t.regex(expired!.message, /expired/)
+  const refused = await t.throwsAsync(fetch(url))
+  t.is((refused as LocalpuppetError).exitCode, 65)
+  t.regex(refused!.message, /index version 1 of .* expired at 2026-01-01T00:00:00.000Z/)
   t.deepEqual(requests.map((r) => r.status), [304])
 })
 
@@ -157,4 +161,34 @@ test('a gzip bomb is refused like an oversized answer (65), bounded as it inflat
   const other = await t.throwsAsync(fetch(url))
   t.is((other as LocalpuppetError).exitCode, 65)
   t.regex(other!.message, /Content-Encoding br, which was not asked for; refused/)
+})
+
+test('on a 304 the kept copy is verified with the keys trusted now: one no longer trusted is refused (65), after the index is asked for again whole', async (t) => {
+  const files = new Map<string, Buffer>()
+  publish(files, index(1))
+  const {url, requests} = await server(t, files)
+  const {moduleDir, fetch} = await node(t)
+  t.is((await fetch(url)).indexVersion, 1)
+  const other = generateKeyPairSync('ed25519').publicKey
+  const otherPub = join(moduleDir, '..', 'other.pub.pem')
+  await writeFile(otherPub, other.export({type: 'spki', format: 'pem'}))
+  requests.length = 0
+  const refused = await t.throwsAsync(fetchReleases(url, [], {moduleDir, trust: [otherPub], trustDir: null}))
+  t.is((refused as LocalpuppetError).exitCode, 65)
+  t.regex(refused!.message, /does not verify with any trusted key/)
+  t.deepEqual(requests.map((r) => [r.path, r.status]), [['index.json', 304], ['index.json', 200], ['index.json.sig', 200]])
+})
+
+test('gzip that does not decode is refused (65)', async (t) => {
+  const files = new Map<string, Buffer>()
+  publish(files, index(1))
+  const {url} = await server(t, files, (req, res) => {
+    if (req.url !== '/index.json') return false
+    res.writeHead(200, {'content-encoding': 'gzip', 'content-length': 20}).end(Buffer.alloc(20, 7))
+    return true
+  })
+  const {fetch} = await node(t)
+  const refused = await t.throwsAsync(fetch(url))
+  t.is((refused as LocalpuppetError).exitCode, 65)
+  t.regex(refused!.message, /index\.json: gzip that does not decode/)
 })
