@@ -23,12 +23,12 @@ export interface KeptIndex {
   index: RepositoryIndex
 }
 
-/** The largest kept file believed: the largest index and signature, in base64, with room for the rest. */
-const MAX_KEPT_BYTES = Math.ceil(((MAX_REPOSITORY_INDEX_BYTES + 64 * 1024) * 4) / 3) + 64 * 1024
+/** The largest kept file believed: the largest index, its signature in base64, with room for the rest. */
+const MAX_KEPT_BYTES = MAX_REPOSITORY_INDEX_BYTES + 256 * 1024
 
-/** `.localpuppet/kept-index-<sha256 of the repository's key>.json`: one per repository the node reads. */
+/** `.localpuppet/kept-index-<sha256 of the repository's key>`: one per repository the node reads. */
 export function keptIndexPath(moduleDir: string, repositoryKey: string): string {
-  return join(localpuppetDir(moduleDir), `kept-index-${createHash('sha256').update(repositoryKey).digest('hex').slice(0, 32)}.json`)
+  return join(localpuppetDir(moduleDir), `kept-index-${createHash('sha256').update(repositoryKey).digest('hex').slice(0, 32)}`)
 }
 
 /**
@@ -43,17 +43,20 @@ export async function usableKeptIndex(moduleDir: string, repositoryKey: string, 
   if (accepted?.version == null) return null
   const path = keptIndexPath(moduleDir, repositoryKey)
   const trusted = (info: Stats) => openedPathTrustProblem(path, info, {what: 'kept repository index', below: localpuppetDir(moduleDir)}) === null
-  return readTrustedCache(path, MAX_KEPT_BYTES, trusted, (text) => {
-    const doc: unknown = JSON.parse(text)
-    if (!isMapping(doc) || doc.format !== 1 || doc.repository !== repositoryKey || !isMapping(doc.validators)) return null
-    const {etag, lastModified} = doc.validators as Record<string, unknown>
+  return readTrustedCache(path, MAX_KEPT_BYTES, trusted, (file) => {
+    // A line of JSON (what the index is kept with), then the index's bytes as signed: no copy of 3 MB decoded twice on every tick.
+    const end = file.indexOf(0x0a)
+    if (end < 0) return null
+    const head: unknown = JSON.parse(file.subarray(0, end).toString('utf8'))
+    if (!isMapping(head) || head.format !== 2 || head.repository !== repositoryKey || !isMapping(head.validators)) return null
+    const {etag, lastModified} = head.validators as Record<string, unknown>
     const validators: Validators = {...(typeof etag === 'string' ? {etag} : {}), ...(typeof lastModified === 'string' ? {lastModified} : {})}
     if (validators.etag === undefined && validators.lastModified === undefined) return null
-    if (typeof doc.index !== 'string' || !(doc.signature === null || typeof doc.signature === 'string')) return null
-    const bytes = Buffer.from(doc.index, 'base64')
+    if (!(head.signature === null || typeof head.signature === 'string')) return null
+    const bytes = file.subarray(end + 1)
     const index = parseRepositoryIndex(bytes, path)
     if (index.version !== accepted.version || (index.repository ?? null) !== accepted.repository) return null
-    return {validators, bytes, signature: doc.signature === null ? null : Buffer.from(doc.signature, 'base64'), index}
+    return {validators, bytes, signature: head.signature === null ? null : Buffer.from(head.signature, 'base64'), index}
   })
 }
 
@@ -70,8 +73,8 @@ export async function keepIndex(moduleDir: string, repositoryKey: string, read: 
       return
     }
 
-    const doc = {format: 1, repository: repositoryKey, validators: read.validators, signature: read.signature?.toString('base64') ?? null, index: read.bytes.toString('base64')}
-    await writeFileAtomic(path, JSON.stringify(doc) + '\n', 0o644)
+    const head = {format: 2, repository: repositoryKey, validators: read.validators, signature: read.signature?.toString('base64') ?? null}
+    await writeFileAtomic(path, Buffer.concat([Buffer.from(JSON.stringify(head) + '\n'), read.bytes]), 0o644)
   } catch (error) {
     throw describeFsError(error, path)
   }

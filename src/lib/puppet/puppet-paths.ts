@@ -76,8 +76,8 @@ export async function puppetLockPaths(puppet: string, args: string[], stateDir: 
  */
 async function readTrustedCache(path: string): Promise<{key: string; paths: PuppetLockPaths} | null> {
   const ownedByMe = (info: Stats) => info.uid === (process.geteuid?.() ?? 0) && (info.mode & 0o022) === 0
-  return readTrustedCacheFile(path, 64 * 1024, ownedByMe, (text) => {
-    const cached = JSON.parse(text) as {key?: unknown; paths?: Partial<PuppetLockPaths>}
+  return readTrustedCacheFile(path, 64 * 1024, ownedByMe, (bytes) => {
+    const cached = JSON.parse(bytes.toString('utf8')) as {key?: unknown; paths?: Partial<PuppetLockPaths>}
     const {catalogRun, disabled} = cached?.paths ?? {}
     if (typeof cached.key !== 'string' || !isCleanAbsolute(catalogRun) || !isCleanAbsolute(disabled)) return null
     return {key: cached.key, paths: {catalogRun, disabled}}

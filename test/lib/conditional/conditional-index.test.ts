@@ -131,9 +131,9 @@ test('an expired index is refused on a 304 too: the kept copy is judged against 
   // The same version kept as it would be once its expiry passed (the clock is not waited for): signed, of the version accepted.
   const dir = join(moduleDir, '.localpuppet')
   const name = (await readdir(dir)).find((n) => n.startsWith('kept-index-'))!
-  const kept = JSON.parse(await readFile(join(dir, name), 'utf8'))
+  const head = JSON.parse((await readFile(join(dir, name), 'utf8')).split('\n')[0])
   const expired = Buffer.from(serializeRepositoryIndex(index(1, '2026-01-01T00:00:00.000Z')))
-  await writeFile(join(dir, name), JSON.stringify({...kept, index: expired.toString('base64'), signature: signIndex(expired, privateKey).toString('base64')}))
+  await writeFile(join(dir, name), Buffer.concat([Buffer.from(JSON.stringify({...head, signature: signIndex(expired, privateKey).toString('base64')}) + '\n'), expired]))
   requests.length = 0
   const refused = await t.throwsAsync(fetch(url))
   t.is((refused as LocalpuppetError).exitCode, 65)
