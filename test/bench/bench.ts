@@ -37,8 +37,11 @@
  *   pull             apply --fetch on a node following a channel (nothing changed) vs a
  *                    warm fetch, and fleet status --prometheus over 1,000 simulated nodes
  *                    vs curl of the same queries (test/bench/pull.ts)
+ *   tick             apply --fetch --if-changed with nothing published, behind nginx, against
+ *                    10,000 published nodes vs 1: conditional (304) and whole, with nginx's
+ *                    bytes sent per tick, whole processes with farm-bench (test/bench/tick.ts)
  *
- * BENCH=apply, apply-puppet8, apply-real, plan-real, delivery, triggers, validate, validate-scaling, validate-variables, fetch, incremental, deb, status, fleet, ssh, engine, layers or pull runs one
+ * BENCH=apply, apply-puppet8, apply-real, plan-real, delivery, triggers, validate, validate-scaling, validate-variables, fetch, incremental, deb, status, fleet, ssh, engine, layers, pull or tick runs one
  * part; BENCH_SETS, BENCH_FILES and BENCH_FILE_KB choose and size the delivery data sets.
  */
 import {execFileSync, spawnSync} from 'node:child_process'
@@ -156,6 +159,7 @@ try {
   if (!process.env.BENCH || process.env.BENCH === 'fleet') await (await import('./fleet.js')).fleetBench()
   if (!process.env.BENCH || process.env.BENCH === 'ssh') await (await import('./ssh.js')).sshBench()
   if (!process.env.BENCH || process.env.BENCH === 'layers') (await import('./layers.js')).layersBench(dir, BIN)
+  if (!process.env.BENCH || process.env.BENCH === 'tick') await (await import('./tick.js')).tickBench(dir, ROUNDS)
   if (!process.env.BENCH || process.env.BENCH === 'pull') await (await import('./pull.js')).pullBench(dir, {time, compare, peakMb, rounds: ROUNDS})
 } finally {
   rmSync(dir, {recursive: true, force: true})

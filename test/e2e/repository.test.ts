@@ -34,10 +34,14 @@ nginxTest('pack, publish (signed), fetch from nginx into an empty module dir, ve
     repository: JSON.parse(await readFile(join(repo, 'index.json'), 'utf8')).repository,
     indexVersion: 1,
     indexExpires: JSON.parse(await readFile(join(repo, 'index.json'), 'utf8')).expires,
+    indexUnchanged: false,
+    bytesRead: JSON.parse(fetched.stdout).bytesRead,
     untrusted: [],
     warnings: [],
   })
   t.true(JSON.parse(fetched.stdout).releases[0].bytes > 0)
+  // The archive, the index and its signature, as they came over the wire.
+  t.is(JSON.parse(fetched.stdout).bytesRead, JSON.parse(fetched.stdout).releases[0].bytes + (await readFile(join(repo, 'index.json'))).length + (await readFile(join(repo, 'index.json.sig'))).length)
 
   const verified = await cli(['verify', '--module-dir', modules])
   t.is(verified.exitCode, 0, verified.stdout)

@@ -14,9 +14,11 @@ export type Nginx = StartedServer
 /**
  * Debian's nginx serving `root` on 127.0.0.1 with a generated configuration, all its
  * files under `work`; stopped by its PID. `accessLog`: a file that gets one line per
- * request (`<body bytes> <status> <uri>`).
+ * request (`<body bytes> <status> <uri>`); `requestLog`: one line per request in
+ * `<work>/access.log`, `METHOD PATH STATUS BYTES_SENT` (headers and body, as sent);
+ * `gzip`: JSON compressed for a client that asks.
  */
-export async function startNginx(root: string, work: string, options: {accessLog?: string} = {}): Promise<Nginx> {
+export async function startNginx(root: string, work: string, options: {accessLog?: string; requestLog?: boolean; gzip?: boolean} = {}): Promise<Nginx> {
   await mkdir(work, {recursive: true})
   for (let attempt = 0; ; attempt++) {
     const port = await freePort()
@@ -33,7 +35,12 @@ export async function startNginx(root: string, work: string, options: {accessLog
         'events { worker_connections 256; }',
         'http {',
         // The bench counts the bytes each tool downloaded: one line per request, the body's bytes first.
-        options.accessLog ? `  log_format bytes '$body_bytes_sent $status $request_uri'; access_log ${options.accessLog} bytes;` : '  access_log off;',
+        ...(options.accessLog
+          ? [`  log_format bytes '$body_bytes_sent $status $request_uri'; access_log ${options.accessLog} bytes;`]
+          : options.requestLog
+            ? ["  log_format bytes '$request_method $uri $status $bytes_sent';", `  access_log ${join(work, 'access.log')} bytes;`]
+            : ['  access_log off;']),
+        ...(options.gzip ? ['  gzip on;', '  gzip_types application/json;', '  gzip_min_length 256;'] : []),
         `  ${temp('client_body')} ${temp('proxy')} ${temp('fastcgi')} ${temp('uwsgi')} ${temp('scgi')}`,
         '  types { application/json json; application/gzip gz; }',
         '  default_type application/octet-stream;',

@@ -1,11 +1,12 @@
 import {createHash} from 'node:crypto'
-import {constants} from 'node:fs'
-import {open, stat} from 'node:fs/promises'
+import type {Stats} from 'node:fs'
+import {stat} from 'node:fs/promises'
 import {isAbsolute, join, normalize} from 'node:path'
 
 import {PuppetUnavailableError} from '../errors.js'
 import {startChild} from '../util/child.js'
 import {writeFileAtomic} from '../util/atomic-write.js'
+import {readTrustedCache as readTrustedCacheFile} from '../util/trusted-cache.js'
 
 /** Where Puppet keeps the locks that Puppet-aware tooling looks at. */
 export interface PuppetLockPaths {
@@ -74,25 +75,13 @@ export async function puppetLockPaths(puppet: string, args: string[], stateDir: 
  * can write, holding two absolute paths. Anything else is ignored and asked again.
  */
 async function readTrustedCache(path: string): Promise<{key: string; paths: PuppetLockPaths} | null> {
-  let handle
-  try {
-    handle = await open(path, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK)
-  } catch {
-    return null
-  }
-
-  try {
-    const info = await handle.stat()
-    if (!info.isFile() || info.uid !== (process.geteuid?.() ?? 0) || (info.mode & 0o022) !== 0 || info.size > 64 * 1024) return null
-    const cached = JSON.parse(await handle.readFile('utf8')) as {key?: unknown; paths?: Partial<PuppetLockPaths>}
+  const ownedByMe = (info: Stats) => info.uid === (process.geteuid?.() ?? 0) && (info.mode & 0o022) === 0
+  return readTrustedCacheFile(path, 64 * 1024, ownedByMe, (bytes) => {
+    const cached = JSON.parse(bytes.toString('utf8')) as {key?: unknown; paths?: Partial<PuppetLockPaths>}
     const {catalogRun, disabled} = cached?.paths ?? {}
     if (typeof cached.key !== 'string' || !isCleanAbsolute(catalogRun) || !isCleanAbsolute(disabled)) return null
     return {key: cached.key, paths: {catalogRun, disabled}}
-  } catch {
-    return null
-  } finally {
-    await handle.close()
-  }
+  })
 }
 
 function isCleanAbsolute(path: unknown): path is string {

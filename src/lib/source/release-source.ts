@@ -50,6 +50,10 @@ export interface FetchResult {
   /** The repository index's version and expiry (null: an index made before versions); absent for apt. */
   indexVersion?: number | null
   indexExpires?: string | null
+  /** Over http(s): whether the index was the copy this node kept (its server answered 304 to a conditional request). */
+  indexUnchanged?: boolean
+  /** Over http(s): bytes of the bodies read from the repository, as they came over the wire (compressed, when they were). */
+  bytesRead?: number
   /** input_from: repository: the node's input the index listed, and whether the input file changed. */
   nodeInput?: {node: string; sha256: string; status: 'updated' | 'unchanged' | 'not kept'}
   /** For a person, on standard error (an index without a version). */

@@ -25,7 +25,8 @@ import {
 } from '../repository/repository-index.js'
 import {describeYank} from '../repository/channel-records.js'
 import type {FetchOptions, FetchResult, FetchedRelease, IndexRead, NodeInputFetch, ReleaseSource} from './release-source.js'
-import type {Transport} from './readers/reader.js'
+import type {Transport, Validators} from './readers/reader.js'
+import type {KeptIndex} from '../conditional/kept-index.js'
 
 /** A release repository (index.json plus archives) read through a transport. */
 export class RepositorySource implements ReleaseSource {
@@ -83,7 +84,18 @@ export class RepositorySource implements ReleaseSource {
       await rememberInstalledChannels(options.moduleDir, this.label, index, indexChannels(index), {allowUntrusted: options.allowUntrusted})
     }
 
-    return {source: this.label, releases, signedBy, repository: accepted.repository, indexVersion: accepted.version, indexExpires: accepted.expires, untrusted, warnings: [...(accepted.warning ? [accepted.warning] : []), ...warnings]}
+    return {
+      source: this.label,
+      releases,
+      signedBy,
+      repository: accepted.repository,
+      indexVersion: accepted.version,
+      indexExpires: accepted.expires,
+      ...(this.transport.readConditional ? {indexUnchanged: this.indexUnchanged} : {}),
+      ...(this.transport.bytesRead === undefined ? {} : {bytesRead: this.transport.bytesRead}),
+      untrusted,
+      warnings: [...(accepted.warning ? [accepted.warning] : []), ...warnings],
+    }
   }
 
   /**
@@ -149,15 +161,31 @@ export class RepositorySource implements ReleaseSource {
   }
 
   private accepted?: Promise<IndexRead>
+  /** Whether the index was the copy this node kept, its server having answered 304. */
+  private indexUnchanged = false
 
   private async readAccepted(options: FetchOptions): Promise<IndexRead> {
-    const {index, signedBy, untrusted} = await this.readTrusted(options)
+    // The copy kept of the index accepted last, asked about with its validators (conditional/).
+    const kept = this.transport.readConditional ? await this.keptIndex(options) : null
+    const {index, signedBy, untrusted, fresh} = await this.readTrusted(options, kept)
     // Before anything is resolved or installed: an index older than one this node accepted,
-    // or expired, is a refusal (65), never a reason to fall back.
-    const {acceptIndex} = await import('./accepted-versions.js')
+    // or expired, is a refusal (65), never a reason to fall back. A kept copy is judged again, as a fresh one.
+    const {acceptIndex, repositoryKey} = await import('./accepted-versions.js')
     const accepted = await acceptIndex(options.moduleDir, this.label, index, {allowUntrusted: options.allowUntrusted, channels: indexChannels(index), acceptRepository: options.acceptRepository, expectedRepository: options.expectedRepository})
     untrusted.push(...accepted.untrusted)
+    if (fresh) await (await import('../conditional/kept-index.js')).keepIndex(options.moduleDir, repositoryKey(this.label), fresh)
     return {index, signedBy, accepted, untrusted}
+  }
+
+  /** The kept copy of this repository's index, only when it is of the version and id this node accepted last (see usableKeptIndex). */
+  private async keptIndex(options: FetchOptions): Promise<KeptIndex | null> {
+    const [{readAcceptedVersions, repositoryKey}, {usableKeptIndex}] = await Promise.all([import('./accepted-versions.js'), import('../conditional/kept-index.js')])
+    const key = repositoryKey(this.label)
+    const memory = await readAcceptedVersions(options.moduleDir, options.allowUntrusted).then(
+      ({memory}) => memory,
+      () => null,
+    )
+    return memory === null ? null : usableKeptIndex(options.moduleDir, key, memory.repositories[key])
   }
 
   /**
@@ -176,7 +204,7 @@ export class RepositorySource implements ReleaseSource {
   }
 
   /** index.json, with its signature verified when keys are trusted; refused unsigned over plain http or from a place others can write. */
-  private async readTrusted(options: FetchOptions): Promise<Omit<IndexRead, 'accepted'>> {
+  private async readTrusted(options: FetchOptions, kept: KeptIndex | null = null): Promise<Omit<IndexRead, 'accepted'> & {fresh: FreshIndex | null}> {
     const keys = await loadTrustedKeys(options.trust ?? [], options.trustDir)
     if (keys.length === 0 && this.transport.kind === 'http' && !options.insecure) {
       throw new UsageError(`source ${this.label}: plain http with no trusted key; anyone on the path could substitute releases`, [
@@ -189,21 +217,46 @@ export class RepositorySource implements ReleaseSource {
     const placeProblem = keys.length === 0 ? (this.transport.trustProblem?.() ?? null) : null
     refuseUnlessAllowed(placeProblem, {allow: options.allowUntrusted, content: true, hints: [UNSIGNED_HINT]})
     const untrusted: string[] = placeProblem ? [placeProblem.message] : []
-    const {index, signedBy} = await this.readIndex(keys)
-    return {index, signedBy, untrusted}
+    const {index, signedBy, fresh} = await this.readIndex(keys, kept)
+    return {index, signedBy, untrusted, fresh}
   }
 
-  /** index.json (and, when keys are trusted, its signature, which must verify). */
-  private async readIndex(keys: Awaited<ReturnType<typeof loadTrustedKeys>>): Promise<{index: RepositoryIndex; signedBy: string | null}> {
+  /**
+   * index.json (and, when keys are trusted, its signature, which must verify). With a kept
+   * copy, asked for conditionally: on a 304 the kept bytes and signature are verified again
+   * with the keys trusted now (its signature is not asked for again: one request per tick).
+   * `fresh`: what was read, to keep once accepted, when the transport can ask conditionally.
+   */
+  private async readIndex(keys: Awaited<ReturnType<typeof loadTrustedKeys>>, kept: KeptIndex | null): Promise<{index: RepositoryIndex; signedBy: string | null; fresh: FreshIndex | null}> {
     const where = this.transport.locate(REPOSITORY_INDEX)
     // A publisher replaces the signature, then the index: a reader caught in between sees
-    // them disagree, so one more read of both settles it.
+    // them disagree, so one more read of both settles it (without the kept copy).
     for (let attempt = 0; ; attempt++) {
-      const bytes = await this.transport.read(REPOSITORY_INDEX, MAX_REPOSITORY_INDEX_BYTES)
+      const ask = attempt === 0 ? kept : null
+      let bytes: Buffer | null
+      let validators: Validators | null = null
+      let signature: Buffer | null = null
+      this.indexUnchanged = false
+      if (this.transport.readConditional) {
+        const answer = await this.transport.readConditional(REPOSITORY_INDEX, MAX_REPOSITORY_INDEX_BYTES, ask?.validators ?? null)
+        if (answer?.status === 'unchanged') {
+          bytes = ask!.bytes
+          signature = ask!.signature
+          this.indexUnchanged = true
+        } else {
+          bytes = answer?.bytes ?? null
+          validators = answer?.validators ?? null
+        }
+      } else {
+        bytes = await this.transport.read(REPOSITORY_INDEX, MAX_REPOSITORY_INDEX_BYTES)
+      }
+
       if (bytes === null) throw new RepositoryUnavailableError(`no release repository at ${this.label}: ${where} not found`, ['check the source; publish creates the repository'])
       let signedBy: string | null = null
       if (keys.length > 0) {
-        const signature = await this.transport.read(REPOSITORY_SIGNATURE, 64 * 1024)
+        if (!this.indexUnchanged) signature = await this.transport.read(REPOSITORY_SIGNATURE, 64 * 1024)
+        // A copy kept while no key was trusted has no signature: asked for again, whole.
+        if (signature === null && this.indexUnchanged) continue
         if (signature === null) throw new ReleaseError(`${where}: not signed, and trusted keys are configured`, ['publish with --sign KEY.pem'])
         try {
           signedBy = verifyIndexSignature(bytes, signature, keys, where)
@@ -213,7 +266,8 @@ export class RepositorySource implements ReleaseSource {
         }
       }
 
-      return {index: parseRepositoryIndex(bytes, where), signedBy}
+      const index = this.indexUnchanged ? ask!.index : parseRepositoryIndex(bytes, where)
+      return {index, signedBy, fresh: validators ? {bytes, signature, validators} : null}
     }
   }
 
@@ -310,6 +364,12 @@ export class RepositorySource implements ReleaseSource {
 
 /** An install from a repository: how it came, and what it cost. */
 type Delivered = InstallResult & {bytes: number; delivery: 'archive' | 'objects'; files: {shared: number; written: number; downloaded: number}}
+/** An index as read from its server, with the validators it came with: kept once accepted (conditional/kept-index.ts). */
+interface FreshIndex {
+  bytes: Buffer
+  signature: Buffer | null
+  validators: Validators
+}
 
 /**
  * A node input's text, only if it is UTF-8 (65 naming the input and the line otherwise):

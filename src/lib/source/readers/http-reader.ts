@@ -5,7 +5,8 @@ import type {Readable} from 'node:stream'
 import type {Dispatcher} from 'undici'
 
 import {LocalpuppetError, ReleaseError, RepositoryUnavailableError, UsageError} from '../../errors.js'
-import {type Transport, readBounded, writeChecked} from './reader.js'
+import {type ConditionalRead, type Transport, type Validators, writeChecked} from './reader.js'
+import {ACCEPT_ENCODING, readDecoded} from '../../conditional/content-encoding.js'
 import {meterRate} from '../../util/rate-floor.js'
 import {redactUrl, terminalUrl} from '../../util/terminal-text.js'
 import {timerDelay} from '../../util/timer-delay.js'
@@ -94,6 +95,8 @@ export class HttpTransport implements Transport {
   private readonly maxBackoffMs: number
   private nodeHttp?: NodeHttp
   private proxied?: Dispatcher
+  /** Bytes of the bodies received so far, as they came over the wire (compressed, when they were). */
+  bytesRead = 0
 
   constructor(url: string, options: HttpOptions = {}) {
     try {
@@ -126,18 +129,33 @@ export class HttpTransport implements Transport {
   }
 
   async read(path: string, maxBytes: number): Promise<Buffer | null> {
+    const answer = await this.readConditional(path, maxBytes, null)
+    return answer === null || answer.status === 'unchanged' ? null : answer.bytes
+  }
+
+  /**
+   * A small file read whole, compressed in transit when the server offers it (bounded as
+   * it is decoded: readDecoded), and conditionally when `kept` holds the validators of the
+   * copy the caller keeps: `unchanged` on a 304. A 304 to a request that named no copy is
+   * the server's lie (65): this node holds nothing it could stand for.
+   */
+  async readConditional(path: string, maxBytes: number, kept: Validators | null): Promise<ConditionalRead | null> {
+    const headers: Record<string, string> = {'accept-encoding': ACCEPT_ENCODING}
+    if (kept?.etag) headers['if-none-match'] = kept.etag
+    if (kept?.lastModified) headers['if-modified-since'] = kept.lastModified
     return this.withRetries(path, async (url) => {
-      const body = await this.get(url, true)
-      if (body === null) return null
-      return readBounded(body, redactUrl(url), maxBytes).catch((error: unknown) => {
+      const answer = await this.get(url, true, headers)
+      if (answer === null || answer === 'not modified') return answer === null ? null : {status: 'unchanged' as const}
+      const bytes = await readDecoded(answer.body, answer.headers['content-encoding'], redactUrl(url), maxBytes).catch((error: unknown) => {
         throw transient(error) ?? unavailable(error, redactUrl(url))
       })
+      return {status: 'read' as const, bytes, validators: validatorsOf(answer.headers)}
     })
   }
 
   async download(path: string, to: string, expected: {size: number; sha256: string}, onProgress?: (bytes: number) => void): Promise<void> {
     await this.withRetries(path, async (url) => {
-      const body = (await this.get(url, false))!
+      const {body} = (await this.get(url, false)) as Answer
       await writeChecked(body, to, redactUrl(url), expected, onProgress).catch((error: unknown) => {
         throw transient(error) ?? unavailable(error, redactUrl(url))
       })
@@ -164,16 +182,16 @@ export class HttpTransport implements Transport {
   }
 
   /** One GET, no redirect followed: through undici's proxy agent when a proxy applies, else node:http(s). */
-  private async exchange(url: URL): Promise<Answer> {
+  private async exchange(url: URL, headers: Record<string, string>): Promise<Answer> {
     const proxy = this.proxyFor(url)
     if (proxy === null) {
       this.nodeHttp ??= new NodeHttp(this.timeoutMs)
-      return this.nodeHttp.get(url)
+      return this.nodeHttp.get(url, headers)
     }
 
     const {proxyAgent, proxyGet} = await import('./proxy-request.js')
     this.proxied ??= proxyAgent({...proxy, noProxy: this.env.no_proxy ?? this.env.NO_PROXY, timeoutMs: this.timeoutMs})
-    return proxyGet(url, this.proxied, this.timeoutMs)
+    return proxyGet(url, this.proxied, this.timeoutMs, headers)
   }
 
   private async withRetries<T>(path: string, attempt: (url: string) => Promise<T>): Promise<T> {
@@ -194,21 +212,32 @@ export class HttpTransport implements Transport {
     ])
   }
 
-  /** The body of a 200, following redirects; null for a 404 when the file is optional. */
-  private async get(start: string, optional: boolean): Promise<Readable | null> {
+  /** A 200's answer, following redirects; null for a 404 when the file is optional; `not modified` for a 304 to a conditional request. */
+  private async get(start: string, optional: boolean, headers: Record<string, string> = {}): Promise<Answer | 'not modified' | null> {
     let url = new URL(start)
     for (let hop = 0; ; hop++) {
       const shown = redactUrl(url.href)
       let response: Answer
       try {
-        response = await this.exchange(url)
+        response = await this.exchange(url, headers)
       } catch (error) {
         throw transient(error) ?? tlsMistake(error, url, hop === 0 ? this.label : shown) ?? new RepositoryUnavailableError(`${shown}: ${(error as Error).message}`)
       }
 
       const status = response.status
-      if (status === 200) return meterRate(response.body, shown, this.timeoutMs)
+      if (status === 200) {
+        response.body.on('data', (chunk: Buffer) => {
+          this.bytesRead += chunk.length
+        })
+        return {...response, body: meterRate(response.body, shown, this.timeoutMs)}
+      }
+
       await dump(response.body)
+      if (status === 304) {
+        if (headers['if-none-match'] || headers['if-modified-since']) return 'not modified'
+        throw new ReleaseError(`${shown}: 304 Not Modified, though this node named no copy it holds; refused (a server that answers 304 to anything would freeze it)`)
+      }
+
       if (REDIRECTS.has(status)) {
         const location = response.headers.location
         if (typeof location !== 'string') throw new RepositoryUnavailableError(`${shown}: redirect ${status} without a Location`)
@@ -244,7 +273,7 @@ class NodeHttp {
 
   constructor(private readonly timeoutMs: number) {}
 
-  async get(url: URL): Promise<Answer> {
+  async get(url: URL, headers: Record<string, string>): Promise<Answer> {
     // Required when first used (node:https loads tls), not imported: the bundle is CommonJS, where import() of a built-in is not available.
     const client: typeof import('node:http') = url.protocol === 'https:' ? lazyRequire('node:https') : lazyRequire('node:http')
     let agent = this.agents.get(url.protocol)
@@ -254,7 +283,7 @@ class NodeHttp {
     }
 
     return new Promise<Answer>((resolve, reject) => {
-      const request = client.request(url, {method: 'GET', agent})
+      const request = client.request(url, {method: 'GET', agent, headers})
       const fail = (code: string, what: string) => request.destroy(Object.assign(new Error(`${what} timed out after ${this.timeoutMs} ms`), {code}))
       let timer = setTimeout(() => fail('LOCALPUPPET_CONNECT_TIMEOUT', 'connecting'), this.timeoutMs)
       const waitForHeaders = () => {
@@ -373,6 +402,14 @@ function describeNetworkError(code: string, error: Error): string {
   if (code === 'ECONNRESET' || code === 'EPIPE' || code === 'UND_ERR_SOCKET' || code === 'UND_ERR_CLOSED') return `connection reset or closed early (${error.message})`
   if (code.includes('TIMEOUT') || code === 'ETIMEDOUT') return 'timed out'
   return `${code} (${error.message})`
+}
+
+/** The validators a conditional request can send back: a strong or weak ETag, a Last-Modified, each only when it is one short printable line. */
+function validatorsOf(headers: Answer['headers']): Validators {
+  const one = (value: string | string[] | undefined) => (typeof value === 'string' && value.length <= 256 && /^[\x20-\x7e]+$/.test(value) ? value : undefined)
+  const etag = one(headers.etag)
+  const lastModified = one(headers['last-modified'])
+  return {...(etag ? {etag} : {}), ...(lastModified ? {lastModified} : {})}
 }
 
 /** Retry-After in seconds (a date is ignored), capped so a server cannot park the node. */

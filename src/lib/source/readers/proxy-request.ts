@@ -23,11 +23,11 @@ export function proxyAgent(options: {httpProxy?: string; httpsProxy?: string; no
 }
 
 /** One GET through the agent, no redirect followed. */
-export async function proxyGet(url: URL, dispatcher: Dispatcher, timeoutMs: number): Promise<{status: number; headers: Record<string, string | string[] | undefined>; body: Readable}> {
+export async function proxyGet(url: URL, dispatcher: Dispatcher, timeoutMs: number, extra: Record<string, string> = {}): Promise<{status: number; headers: Record<string, string | string[] | undefined>; body: Readable}> {
   // undici, unlike node:http, sends no Authorization for a URL's user and password: a source
   // `https://user:pass@host/repo` must authenticate through a proxy as it does without one.
   const credentials = urlCredentials(url)
-  const headers = credentials ? {authorization: `Basic ${Buffer.from(`${credentials.user}:${credentials.password}`).toString('base64')}`} : {}
+  const headers = credentials ? {...extra, authorization: `Basic ${Buffer.from(`${credentials.user}:${credentials.password}`).toString('base64')}`} : extra
   const response = await request(url, {method: 'GET', dispatcher, headers, headersTimeout: timeoutMs, bodyTimeout: timeoutMs})
   return {status: response.statusCode, headers: response.headers, body: response.body as unknown as Readable}
 }

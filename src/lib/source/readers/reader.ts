@@ -18,9 +18,26 @@ export interface Transport {
   read(path: string, maxBytes: number): Promise<Buffer | null>
   /** Writes a file into `to`, checking its size and sha256 on the way; retries transient faults itself. */
   download(path: string, to: string, expected: {size: number; sha256: string}, onProgress?: (bytes: number) => void): Promise<void>
+  /**
+   * A small file read whole (as `read`), conditionally when `kept` holds the validators of
+   * the copy the caller keeps: `unchanged` when the server says it still is (HTTP 304).
+   * Transports that cannot ask (a directory) do not have it.
+   */
+  readConditional?(path: string, maxBytes: number, kept: Validators | null): Promise<ConditionalRead | null>
+  /** Bytes of the bodies read so far, as they came over the wire; absent for a directory. */
+  readonly bytesRead?: number
   /** A local repository: why its place does not vouch for it (util/trusted-path.ts), or null. Asked when no key is trusted. */
   trustProblem?(): TrustProblem | null
 }
+
+/** What a server said identifies a file's version: sent back as If-None-Match and If-Modified-Since. */
+export interface Validators {
+  etag?: string
+  lastModified?: string
+}
+
+/** A conditional read's answer: the copy kept is still the file (304), or the file as read now with its validators. */
+export type ConditionalRead = {status: 'unchanged'} | {status: 'read'; bytes: Buffer; validators: Validators}
 
 /**
  * Copies a body into a file, refusing it the moment it is longer than the index says and
