@@ -2,7 +2,7 @@ import type {Readable} from 'node:stream'
 import {createGunzip} from 'node:zlib'
 
 import {ReleaseError} from '../errors.js'
-import {readBounded} from '../source/readers/reader.js'
+import {readBounded} from '../util/bounded-read.js'
 import {terminalText} from '../util/terminal-text.js'
 
 /** What a node asks for on the small files it reads whole (index, signature, inputs, layers). */

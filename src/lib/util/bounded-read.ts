@@ -1,7 +1,7 @@
 import {type Stats, constants} from 'node:fs'
 import {open} from 'node:fs/promises'
 
-import type {LocalpuppetError} from '../errors.js'
+import {type LocalpuppetError, ReleaseError} from '../errors.js'
 
 export interface BoundedReadOptions {
   /** Refuse files larger than this many bytes. */
@@ -125,4 +125,21 @@ function describeFileType(info: {isDirectory(): boolean; isFIFO(): boolean; isCh
 
 function formatBytes(bytes: number): string {
   return bytes >= 1024 * 1024 && bytes % (1024 * 1024) === 0 ? `${bytes / 1024 / 1024} MiB` : `${bytes} bytes`
+}
+
+/** Reads a body into memory up to maxBytes; longer is a 65 (an endless or huge body). */
+export async function readBounded(body: NodeJS.ReadableStream & {destroy(): void}, where: string, maxBytes: number): Promise<Buffer> {
+  const chunks: Buffer[] = []
+  let size = 0
+  for await (const chunk of body) {
+    size += (chunk as Buffer).length
+    if (size > maxBytes) {
+      body.destroy()
+      throw new ReleaseError(`${where}: larger than ${maxBytes} bytes; refused`)
+    }
+
+    chunks.push(chunk as Buffer)
+  }
+
+  return Buffer.concat(chunks)
 }

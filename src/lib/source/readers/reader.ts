@@ -5,6 +5,7 @@ import {pipeline} from 'node:stream/promises'
 
 import {ReleaseError} from '../../errors.js'
 import type {TrustProblem} from '../../util/trusted-path.js'
+import type {ConditionalRead, Validators} from '../../conditional/validators.js'
 
 /** How a repository's files are read: over HTTP(S), or from a directory. */
 export interface Transport {
@@ -30,14 +31,7 @@ export interface Transport {
   trustProblem?(): TrustProblem | null
 }
 
-/** What a server said identifies a file's version: sent back as If-None-Match and If-Modified-Since. */
-export interface Validators {
-  etag?: string
-  lastModified?: string
-}
-
-/** A conditional read's answer: the copy kept is still the file (304), or the file as read now with its validators. */
-export type ConditionalRead = {status: 'unchanged'} | {status: 'read'; bytes: Buffer; validators: Validators}
+export type {ConditionalRead, Validators} from '../../conditional/validators.js'
 
 /**
  * Copies a body into a file, refusing it the moment it is longer than the index says and
@@ -72,19 +66,4 @@ export async function writeChecked(body: Readable, to: string, where: string, ex
   await pipeline(body, check, createWriteStream(to, {flags: 'w', mode: 0o600}))
 }
 
-/** Reads a body into memory up to maxBytes; longer is a 65 (an endless or huge body). */
-export async function readBounded(body: Readable, where: string, maxBytes: number): Promise<Buffer> {
-  const chunks: Buffer[] = []
-  let size = 0
-  for await (const chunk of body) {
-    size += (chunk as Buffer).length
-    if (size > maxBytes) {
-      body.destroy()
-      throw new ReleaseError(`${where}: larger than ${maxBytes} bytes; refused`)
-    }
-
-    chunks.push(chunk as Buffer)
-  }
-
-  return Buffer.concat(chunks)
-}
+export {readBounded} from '../../util/bounded-read.js'
