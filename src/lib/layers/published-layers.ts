@@ -92,6 +92,8 @@ export async function checkLayersDir(dir: string): Promise<CheckedLayer[]> {
     const read = (await source.read(name))!
     await resolveNamedLayers(parseLayer(read.text, read.file, name).includes, source)
     const bytes = Buffer.from(read.text, 'utf8')
+    // checkIndexLayers refuses a larger size: listed, it would make every node refuse the whole index.
+    if (bytes.length > MAX_LAYER_BYTES) throw new InputError(`${read.file}: layer ${name} is larger than ${MAX_LAYER_BYTES / 1024 / 1024} MiB, the most a node reads of a layer (nothing published)`)
     checked.push({name, file: read.file, bytes, sha256: createHash('sha256').update(bytes).digest('hex')})
   }
 

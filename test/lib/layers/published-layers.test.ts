@@ -45,3 +45,12 @@ test('a node input naming a layer the repository does not have is refused (66) n
   t.is(error.message, `${join(dir, 'nodes/web1.yaml')}:3: node web1 names layer site/dc1, which the repository does not have`)
   t.false(existsSync(join(dir, 'repo/index.json')))
 })
+
+test('publish --layers refuses a layer larger than a node reads (1 MiB) with 65 naming it, nothing published: the index would list a size every node refuses', async (t) => {
+  const dir = await tempDir(t)
+  await writeTree(dir, {'layers/site/big.yaml': `parameters:\n  blob: "${'x'.repeat(1024 * 1024)}"\n`})
+  const error = await t.throwsAsync(publishArchives({repo: join(dir, 'repo'), archives: [], layers: join(dir, 'layers')}), {instanceOf: LocalpuppetError})
+  t.is(error.exitCode, 65)
+  t.is(error.message, `${join(dir, 'layers/site/big.yaml')}: layer site/big is larger than 1 MiB, the most a node reads of a layer (nothing published)`)
+  t.false(existsSync(join(dir, 'repo/index.json')))
+})
