@@ -4,6 +4,7 @@ import {dirname, join} from 'node:path'
 import {describeFsError} from '../errors.js'
 import type {NodeInput} from '../input/node-input.js'
 import {writeFileAtomic} from '../util/atomic-write.js'
+import {redactUrl} from '../util/terminal-text.js'
 import {findTrustProblem, refuseUnlessAllowed} from '../util/trusted-path.js'
 import {type LayerSource, nodeLayer, resolveNamedLayers} from './resolve-layers.js'
 
@@ -29,7 +30,8 @@ export function keptLayersDir(inputPath: string): string {
 export async function fetchNodeLayers(input: NodeInput, read: (name: string) => Promise<Omit<FetchedLayer, 'name'> | null>, label: string): Promise<{layers: FetchedLayer[]; source: LayerSource}> {
   const fetched = new Map<string, FetchedLayer>()
   const source: LayerSource = {
-    label,
+    // The configured source: its credentials stay out of every message (and so of the run record).
+    label: redactUrl(label),
     async read(name) {
       const got = fetched.get(name) ?? (await read(name).then((layer) => layer && {name, ...layer}))
       if (!got) return null

@@ -27,3 +27,12 @@ test('a node keeps fetched layers only in a directory nobody else can write (77 
   await chmod(join(dir, 'layers'), 0o755)
   t.deepEqual(await keepLayers(join(dir, 'layers'), [layer], false), [])
 })
+
+test("a layer the signed index lacks is refused (65) naming the repository without the source's credentials: the message goes into the run record and the node's reports", async (t) => {
+  const {fetchNodeLayers} = await import('../../../src/lib/layers/fetch-layers.js')
+  const {parseNodeInput} = await import('../../../src/lib/input/node-input.js')
+  const input = parseNodeInput('app: web/tags/1.0.0\nlayers: [site/dc1]\n', 'input.yaml')
+  const error = await t.throwsAsync(fetchNodeLayers(input, async () => null, 'https://deploy:s3cret@repo.example/web/'), {instanceOf: LocalpuppetError})
+  t.is(error.exitCode, 65)
+  t.is(error.message, 'input.yaml:2: layer node: layers: unknown layer site/dc1 (no site/dc1.yaml in https://repo.example/web/)')
+})
