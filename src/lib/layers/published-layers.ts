@@ -74,6 +74,8 @@ export async function checkLayersDir(dir: string): Promise<CheckedLayer[]> {
 
     for (const entry of entries.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))) {
       const path = sub === '' ? entry.name : `${sub}/${entry.name}`
+      // A linked directory would be skipped while the includes it holds were found through it: published, they would name layers the repository lacks.
+      if (entry.isSymbolicLink() && !entry.name.endsWith('.yaml')) throw new InputError(`--layers ${terminalText(dir)}: ${terminalText(path)} is a symbolic link; only regular files and directories are published (nothing published)`)
       if (entry.isDirectory()) await walk(path)
       else if (entry.name.endsWith('.yaml')) {
         const name = path.slice(0, -'.yaml'.length)

@@ -64,3 +64,13 @@ test('publish --computed refuses a computed document larger than a node reads (1
   t.regex(error.message, /^node web1 \(.*nodes\/web1\.yaml\): its document is 1228\d{3} bytes, more than the 1 MiB a node reads of its input \(nothing published\)$/)
   t.false(existsSync(join(dir, 'repo/index.json')))
 })
+
+test('publish --layers refuses a linked directory (65 naming it, nothing published): it was skipped, while the includes it held were found through it, so role/web was published naming a site/dc1 the repository never had', async (t) => {
+  const dir = await tempDir(t)
+  await writeTree(dir, {'layers/role/web.yaml': 'layers: [site/dc1]\n', 'elsewhere/site/dc1.yaml': 'parameters: {a: 1}\n'})
+  await symlink(join(dir, 'elsewhere/site'), join(dir, 'layers/site'))
+  const error = await t.throwsAsync(publishArchives({repo: join(dir, 'repo'), archives: [], layers: join(dir, 'layers')}), {instanceOf: LocalpuppetError})
+  t.is(error.exitCode, 65)
+  t.is(error.message, `--layers ${join(dir, 'layers')}: site is a symbolic link; only regular files and directories are published (nothing published)`)
+  t.false(existsSync(join(dir, 'repo/index.json')))
+})
