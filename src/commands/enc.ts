@@ -3,6 +3,7 @@ import {inputArgs, runFlags} from '../cli/flags.js'
 import {APPLY_EXIT_CODES} from '../lib/exit-codes.js'
 import type {NodeEnc} from '../lib/run/plan-document.js'
 import {runOptions} from '../cli/run-options.js'
+import {terminalText} from '../lib/util/terminal-text.js'
 
 export default class Enc extends BaseCommand {
   static override allowUntrustedHint = 'or pass --allow-untrusted to use it anyway (with a warning)'
@@ -27,8 +28,8 @@ export default class Enc extends BaseCommand {
     const warn = (line: string) => this.warnLines([line])
     const {plan} = await planAttempt(args.input, runOptions(flags, [], false), {}, {stdin: process.stdin, warn})
     const enc = planDocument(plan)
-    // dumpYaml writes every control character escaped, in quotes: safe for a terminal as it is.
-    if (!this.jsonEnabled()) this.log(enc.yaml.trimEnd())
+    // dumpYaml escapes control characters but writes format characters (bidirectional overrides, zero-width) raw: each line made safe, none cut.
+    if (!this.jsonEnabled()) for (const line of enc.yaml.trimEnd().split('\n')) this.log(terminalText(line, Number.POSITIVE_INFINITY))
     return enc
   }
 }

@@ -4,6 +4,8 @@ import {dirname, join} from 'node:path'
 import {describeFsError} from '../errors.js'
 import type {NodeInput} from '../input/node-input.js'
 import {writeFileAtomic} from '../util/atomic-write.js'
+import {redactUrl} from '../util/terminal-text.js'
+import {findTrustProblem, refuseUnlessAllowed} from '../util/trusted-path.js'
 import {type LayerSource, nodeLayer, resolveNamedLayers} from './resolve-layers.js'
 
 /** A layer fetched for a node: its name and the bytes the signed index vouches for. */
@@ -28,7 +30,8 @@ export function keptLayersDir(inputPath: string): string {
 export async function fetchNodeLayers(input: NodeInput, read: (name: string) => Promise<Omit<FetchedLayer, 'name'> | null>, label: string): Promise<{layers: FetchedLayer[]; source: LayerSource}> {
   const fetched = new Map<string, FetchedLayer>()
   const source: LayerSource = {
-    label,
+    // The configured source: its credentials stay out of every message (and so of the run record).
+    label: redactUrl(label),
     async read(name) {
       const got = fetched.get(name) ?? (await read(name).then((layer) => layer && {name, ...layer}))
       if (!got) return null
@@ -40,8 +43,21 @@ export async function fetchNodeLayers(input: NodeInput, read: (name: string) => 
   return {layers: order.map((layer) => fetched.get(layer.name)!), source}
 }
 
-/** Keeps fetched layers where a later run finds them without the repository (each written atomically, only when changed is not worth a read: they are small). */
-export async function keepLayers(dir: string, layers: FetchedLayer[]): Promise<void> {
+/**
+ * Keeps fetched layers where a later run finds them without the repository (each written
+ * atomically, only when changed is not worth a read: they are small). Each one's path must
+ * be one nobody else can change, all judged before a byte is written (77 naming it, unless
+ * `allowUntrusted`, which returns the problems): root writes there, and an offline run
+ * merges what it finds there.
+ */
+export async function keepLayers(dir: string, layers: FetchedLayer[], allowUntrusted: boolean): Promise<string[]> {
+  const untrusted: string[] = []
+  for (const layer of layers) {
+    const problem = findTrustProblem(join(dir, `${layer.name}.yaml`), {what: `kept layer ${layer.name}`, content: true})
+    refuseUnlessAllowed(problem, {allow: allowUntrusted, content: true})
+    if (problem && !untrusted.includes(problem.message)) untrusted.push(problem.message)
+  }
+
   for (const layer of layers) {
     const target = join(dir, `${layer.name}.yaml`)
     try {
@@ -51,4 +67,6 @@ export async function keepLayers(dir: string, layers: FetchedLayer[]): Promise<v
       throw describeFsError(error, `layer ${target}`)
     }
   }
+
+  return untrusted
 }

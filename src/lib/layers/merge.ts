@@ -1,5 +1,6 @@
 import {InputError} from '../errors.js'
 import {isMapping} from '../util/json.js'
+import {Secret} from '../util/secret.js'
 import {type Layer, type Origin, type Placed, at} from './layer-file.js'
 
 /** The classes, parameters and environment a node's layers add up to, as Puppet's ENC receives them. */
@@ -106,5 +107,6 @@ function setChecked(values: Map<string, Placed>, key: string, placed: Placed, pa
 function kind(value: unknown): 'a mapping' | 'a list' | 'a scalar' | null {
   if (value === null || value === undefined) return null
   if (Array.isArray(value)) return 'a list'
-  return isMapping(value) ? 'a mapping' : 'a scalar'
+  // A !secret is a string kept secret: it overrides a layer's plain default.
+  return isMapping(value) && !(value instanceof Secret) ? 'a mapping' : 'a scalar'
 }

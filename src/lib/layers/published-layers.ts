@@ -74,6 +74,8 @@ export async function checkLayersDir(dir: string): Promise<CheckedLayer[]> {
 
     for (const entry of entries.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))) {
       const path = sub === '' ? entry.name : `${sub}/${entry.name}`
+      // A linked directory would be skipped while the includes it holds were found through it: published, they would name layers the repository lacks.
+      if (entry.isSymbolicLink() && !entry.name.endsWith('.yaml')) throw new InputError(`--layers ${terminalText(dir)}: ${terminalText(path)} is a symbolic link; only regular files and directories are published (nothing published)`)
       if (entry.isDirectory()) await walk(path)
       else if (entry.name.endsWith('.yaml')) {
         const name = path.slice(0, -'.yaml'.length)
@@ -92,6 +94,8 @@ export async function checkLayersDir(dir: string): Promise<CheckedLayer[]> {
     const read = (await source.read(name))!
     await resolveNamedLayers(parseLayer(read.text, read.file, name).includes, source)
     const bytes = Buffer.from(read.text, 'utf8')
+    // checkIndexLayers refuses a larger size: listed, it would make every node refuse the whole index.
+    if (bytes.length > MAX_LAYER_BYTES) throw new InputError(`${read.file}: layer ${name} is larger than ${MAX_LAYER_BYTES / 1024 / 1024} MiB, the most a node reads of a layer (nothing published)`)
     checked.push({name, file: read.file, bytes, sha256: createHash('sha256').update(bytes).digest('hex')})
   }
 

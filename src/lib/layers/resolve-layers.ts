@@ -73,11 +73,14 @@ export async function readReleaseLayer(releasePath: string, release: string): Pr
 /**
  * The named layers in merge order: each layer's own `layers:` first (depth first), a layer
  * named twice merged once, where first reached. An unknown layer, or a layer that includes
- * itself through others, is refused (65) naming the layer, file and line that named it.
+ * itself through others, or layers adding up to more than MAX_YAML_BYTES, is refused (65)
+ * naming the layer, file and line that named it.
  */
 export async function resolveNamedLayers(names: ReadonlyArray<Placed<string>>, source: LayerSource | null): Promise<Layer[]> {
   const order: Layer[] = []
   const done = new Set<string>()
+  // Each layer is bounded on its own; together they are bounded as one document is, or 256 of them would be hundreds of MiB to hold and write.
+  let bytes = 0
   const visit = async (ref: Placed<string>, chain: string[]): Promise<void> => {
     if (done.has(ref.value)) return
     if (chain.includes(ref.value)) {
@@ -91,6 +94,8 @@ export async function resolveNamedLayers(names: ReadonlyArray<Placed<string>>, s
     if (order.length + chain.length >= MAX_LAYERS) throw new InputError(`${at(ref.origin)}: layer ${ref.origin.layer}: layers: ${ref.value}: more than ${MAX_LAYERS} layers for one node`)
     const read = await source.read(ref.value)
     if (!read) throw new InputError(`${at(ref.origin)}: layer ${ref.origin.layer}: layers: unknown layer ${ref.value} (no ${ref.value}.yaml in ${source.label})`)
+    bytes += Buffer.byteLength(read.text)
+    if (bytes > MAX_YAML_BYTES) throw new InputError(`${at(ref.origin)}: layer ${ref.origin.layer}: layers: ${ref.value}: the layers of one node add up to more than ${MAX_YAML_BYTES / 1024 / 1024} MiB`)
     const layer = parseLayer(read.text, read.file, ref.value)
     for (const included of layer.includes) await visit(included, [...chain, ref.value])
     done.add(ref.value)

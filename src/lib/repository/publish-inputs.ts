@@ -10,7 +10,7 @@ import {terminalText} from '../util/terminal-text.js'
 import {parseNodeInput} from '../input/node-input.js'
 import {readInputText} from '../input/read-input.js'
 import type {ReleaseRef} from '../release/release-ref.js'
-import {type PublishedInput, type RepositoryIndex, inputPathFor, isValidNodeName, tagInIndex} from './repository-index.js'
+import {MAX_NODE_INPUT_BYTES, type PublishedInput, type RepositoryIndex, inputPathFor, isValidNodeName, tagInIndex} from './repository-index.js'
 import {checkStoredCopy} from './stored-copy.js'
 import {yankNamedBy} from './channel-records.js'
 
@@ -108,6 +108,17 @@ export async function checkNodeInputs(inputs: NodeInputFile[]): Promise<CheckedN
   }
 
   return checked
+}
+
+/**
+ * Each document as stored (computed, sealed) must be one a node reads: the index check
+ * refuses a node entry over MAX_NODE_INPUT_BYTES, so listing it would make every node
+ * refuse the whole index. 65 naming the node, before the repository is touched.
+ */
+export function assertNodeInputSizes(inputs: ReadonlyArray<Pick<CheckedNodeInput, 'node' | 'file' | 'bytes'>>): void {
+  for (const {node, file, bytes} of inputs) {
+    if (bytes.length > MAX_NODE_INPUT_BYTES) throw new InputError(`node ${node} (${terminalText(file)}): its document is ${bytes.length} bytes, more than the ${MAX_NODE_INPUT_BYTES / 1024 / 1024} MiB a node reads of its input (nothing published)`)
+  }
 }
 
 /**

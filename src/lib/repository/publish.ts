@@ -10,7 +10,7 @@ import {ConflictError, ReleaseError, UsageError, describeFsError} from '../error
 import type {IndexSummary} from '../archive/release-index.js'
 import {readArchiveHead} from './archive-head.js'
 import {type IndexUpdate, hasIndex, updateIndex} from './index-update.js'
-import {type NodeInputFile, type PublishedNodeInput, addNodeInputs, checkNodeInputs} from './publish-inputs.js'
+import {type NodeInputFile, type PublishedNodeInput, addNodeInputs, assertNodeInputSizes, checkNodeInputs} from './publish-inputs.js'
 import {assertNoStrayInputs, nodesToPrune, pruneIndex} from './prune-inputs.js'
 import {type PublishedTag, REPOSITORY_INDEX, archivePathFor} from './repository-index.js'
 import {type PublishedLayerResult, addLayers, assertInputLayersPublished, checkLayersDir, computeNodeInputs} from '../layers/published-layers.js'
@@ -103,6 +103,7 @@ async function publishInspected(options: PublishOptions, repo: string, now: () =
   // With --computed, what a node receives is its document with its layers merged in: that is what is validated and sealed.
   const plainInputs = options.computed ? await computeNodeInputs(checked, options.layers) : checked
   const inputs = await sealNodeDocuments(plainInputs, options.seal ?? {}, (input) => marksSecrets(input.bytes, input.file))
+  assertNodeInputSizes(inputs)
   // A layer is published in clear (or merged into documents stored for many nodes): no secret may be in one.
   const given = options.layers ? await checkLayersDir(options.layers) : []
   refuseLayerSecrets(given)

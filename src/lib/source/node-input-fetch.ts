@@ -83,7 +83,7 @@ export async function fetchNodeInput(
     const {fetchNodeLayers, keepLayers, keptLayersDir} = await import('../layers/fetch-layers.js')
     const layers = input.layers?.length && opened.nodeLayer ? await fetchNodeLayers(input, (name) => opened.nodeLayer!(name, fetchOptions), source) : null
     const result = await opened.fetch([input.app.text], fetchOptions)
-    if (layers && options.keep) await keepLayers(keptLayersDir(inputPath), layers.layers)
+    if (layers && options.keep) untrusted.push(...(await keepLayers(keptLayersDir(inputPath), layers.layers, fetch.allowUntrusted === true)))
     let status: FetchedNodeInput['status'] = 'not kept'
     if (options.keep) {
       const same = before !== null && createHash('sha256').update(before).digest('hex') === got.sha256

@@ -207,3 +207,13 @@ test('property: a computed input (named layers merged in, removals kept) merged 
     {numRuns: 200},
   )
 })
+
+test("a node's !secret overrides a layer's plain default as the scalar it is (a string kept secret), and a mapping or list still conflicts with it", async (t) => {
+  const {Secret} = await import('../../../src/lib/util/secret.js')
+  const site = parseLayer('classes:\n  db:\n    password: changeme\n    options: {a: 1}\n', 'site.yaml', 'site/x')
+  const node = parseLayer('app: web/tags/1.0.0\nclasses:\n  db:\n    password: !secret hunter2\n', 'n.yaml', 'node', {extraKeys: ['app']})
+  const password = mergeLayers([site, node]).document.classes!.db.password
+  t.true(password instanceof Secret)
+  const mapping = parseLayer('app: web/tags/1.0.0\nclasses:\n  db:\n    options: !secret x\n', 'm.yaml', 'node', {extraKeys: ['app']})
+  t.is(refusal(() => mergeLayers([site, mapping])).message, 'm.yaml:4: layer node: classes.db.options is a scalar here but a mapping in layer site/x (site.yaml:4); remove it first (remove: [classes.db.options]) to change its kind')
+})

@@ -45,3 +45,32 @@ test('a node input naming a layer the repository does not have is refused (66) n
   t.is(error.message, `${join(dir, 'nodes/web1.yaml')}:3: node web1 names layer site/dc1, which the repository does not have`)
   t.false(existsSync(join(dir, 'repo/index.json')))
 })
+
+test('publish --layers refuses a layer larger than a node reads (1 MiB) with 65 naming it, nothing published: the index would list a size every node refuses', async (t) => {
+  const dir = await tempDir(t)
+  await writeTree(dir, {'layers/site/big.yaml': `parameters:\n  blob: "${'x'.repeat(1024 * 1024)}"\n`})
+  const error = await t.throwsAsync(publishArchives({repo: join(dir, 'repo'), archives: [], layers: join(dir, 'layers')}), {instanceOf: LocalpuppetError})
+  t.is(error.exitCode, 65)
+  t.is(error.message, `${join(dir, 'layers/site/big.yaml')}: layer site/big is larger than 1 MiB, the most a node reads of a layer (nothing published)`)
+  t.false(existsSync(join(dir, 'repo/index.json')))
+})
+
+test('publish --computed refuses a computed document larger than a node reads (1 MiB) with 65 naming the node, nothing published: layers of 600 KB each merge into more', async (t) => {
+  const dir = await tempDir(t)
+  const big = (name: string) => `parameters:\n  ${name}: "${'x'.repeat(600 * 1024)}"\n`
+  await writeTree(dir, {'layers/site/a.yaml': big('a'), 'layers/site/b.yaml': big('b'), 'nodes/web1.yaml': 'app: foo/tags/1.0.0\nlayers: [site/a, site/b]\n'})
+  const error = await t.throwsAsync(publishArchives({repo: join(dir, 'repo'), archives: [], nodes: [{node: 'web1', file: join(dir, 'nodes/web1.yaml')}], layers: join(dir, 'layers'), computed: true}), {instanceOf: LocalpuppetError})
+  t.is(error.exitCode, 65)
+  t.regex(error.message, /^node web1 \(.*nodes\/web1\.yaml\): its document is 1228\d{3} bytes, more than the 1 MiB a node reads of its input \(nothing published\)$/)
+  t.false(existsSync(join(dir, 'repo/index.json')))
+})
+
+test('publish --layers refuses a linked directory (65 naming it, nothing published): it was skipped, while the includes it held were found through it, so role/web was published naming a site/dc1 the repository never had', async (t) => {
+  const dir = await tempDir(t)
+  await writeTree(dir, {'layers/role/web.yaml': 'layers: [site/dc1]\n', 'elsewhere/site/dc1.yaml': 'parameters: {a: 1}\n'})
+  await symlink(join(dir, 'elsewhere/site'), join(dir, 'layers/site'))
+  const error = await t.throwsAsync(publishArchives({repo: join(dir, 'repo'), archives: [], layers: join(dir, 'layers')}), {instanceOf: LocalpuppetError})
+  t.is(error.exitCode, 65)
+  t.is(error.message, `--layers ${join(dir, 'layers')}: site is a symbolic link; only regular files and directories are published (nothing published)`)
+  t.false(existsSync(join(dir, 'repo/index.json')))
+})
