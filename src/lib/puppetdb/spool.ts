@@ -149,11 +149,11 @@ export async function flushSpool(stateDir: string, client: PuppetDbClient, optio
       const path = join(dir, entry.name)
       let command: PuppetDbCommand
       try {
-        command = JSON.parse((await readBoundedFile(path, {maxBytes: MAX_COMMAND_BYTES, label: `spooled command ${path}`, error: (message) => new InputError(message)})).toString('utf8')) as PuppetDbCommand
+        command = spooledCommand(JSON.parse((await readBoundedFile(path, {maxBytes: MAX_COMMAND_BYTES, label: `spooled command ${path}`, error: (message) => new InputError(message)})).toString('utf8')))
       } catch (error) {
         // Gone meanwhile: a newer run's facts or catalog replaced it.
         if ((error as NodeJS.ErrnoException).code === 'ENOENT') continue
-        // A file this process cannot read back (cut short by a crash before its rename cannot be: damaged by hand) is dropped and counted.
+        // A file this process cannot read back or that is no command (cut short by a crash before its rename cannot be: damaged by hand) is dropped and counted.
         await unlink(path).catch(() => {})
         await addDropped(dir, 1)
         result.dropped++
@@ -179,6 +179,25 @@ export async function flushSpool(stateDir: string, client: PuppetDbClient, optio
   } finally {
     await release()
   }
+}
+
+/** A spooled file's JSON as a command, or throws: a file that is not one (null, a field missing) would otherwise stop every later flush at the head of the line. */
+function spooledCommand(data: unknown): PuppetDbCommand {
+  const command = data as Partial<PuppetDbCommand> | null
+  const payload = command?.payload as unknown
+  if (
+    command === null ||
+    typeof command !== 'object' ||
+    !Object.hasOwn(KIND, String(command.command)) ||
+    !Number.isSafeInteger(command.version) ||
+    typeof command.certname !== 'string' ||
+    typeof command.producerTimestamp !== 'string' ||
+    payload === null ||
+    typeof payload !== 'object' ||
+    Array.isArray(payload)
+  )
+    throw new InputError('not a spooled command')
+  return command as PuppetDbCommand
 }
 
 /** How many commands are spooled, and how many reports were ever dropped. */

@@ -169,3 +169,18 @@ test("a newer run spooling its facts while a flush sends the older ones neither 
   // The newer facts wait for the next flush.
   t.deepEqual(await spoolState(dir), {pending: 1, dropped: 0})
 })
+
+test('a spooled file that is JSON but no command (damaged by hand) is dropped and counted, and does not block the commands after it', async (t) => {
+  const dir = await stateDir(t)
+  await spoolCommands(dir, [command('store report', 1)])
+  const {writeFile} = await import('node:fs/promises')
+  // Older than the good one: first in line.
+  await writeFile(join(spoolDir(dir), '000000000000001-1-0000-report.json'), 'null\n')
+  await writeFile(join(spoolDir(dir), '000000000000002-1-0000-report.json'), '{"command": "store report"}\n')
+  const server = await puppetdb(t)
+  server.accept()
+  const flushed = await flushSpool(dir, client(server.url), quick)
+  t.is(flushed.error, null)
+  t.deepEqual(server.received, [{command: 'store_report', n: 1}])
+  t.deepEqual(await spoolState(dir), {pending: 0, dropped: 2})
+})
