@@ -184,3 +184,18 @@ test('a spooled file that is JSON but no command (damaged by hand) is dropped an
   t.deepEqual(server.received, [{command: 'store_report', n: 1}])
   t.deepEqual(await spoolState(dir), {pending: 0, dropped: 2})
 })
+
+test('a puppetdb_key others can read is refused (77) naming the setting and the file, before anything is sent', async (t) => {
+  const dir = await stateDir(t)
+  const {selfSignedCertificate} = await import('../../helpers/tls.js')
+  const {chmod} = await import('node:fs/promises')
+  const {key, cert} = await selfSignedCertificate(dir)
+  await chmod(key, 0o644)
+  const server = await puppetdb(t)
+  server.accept()
+  const leaky = new PuppetDbClient({url: server.url.replace('http:', 'https:'), ca: cert, cert, key})
+  const error = await t.throwsAsync(leaky.query('nodes {}'))
+  t.is((error as {exitCode?: number}).exitCode, 77)
+  t.regex(error!.message, /^puppetdb_key .*key\.pem: mode 0644 lets others read it/)
+  t.deepEqual(server.received, [])
+})
