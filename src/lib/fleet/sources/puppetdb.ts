@@ -23,6 +23,9 @@ export interface PuppetDbFleetOptions {
   now?: number
 }
 
+/** The statuses PuppetDB gives a report. */
+const REPORT_STATUSES = new Set(['changed', 'unchanged', 'failed'])
+
 /** The most characters of Puppet's first error kept per node. */
 const MAX_ERROR_CHARS = 1000
 
@@ -76,11 +79,12 @@ export async function readPuppetDbFleet(config: PuppetDbConfig, options: PuppetD
 
   const reports = new Map<string, Report[]>()
   for (const row of reportRows) {
-    const start = Date.parse(String(row.start_time))
-    const end = Date.parse(String(row.end_time))
-    if (typeof row.certname !== 'string' || typeof row.status !== 'string' || !Number.isFinite(start) || !Number.isFinite(end)) throw refuse('reports', `a row that is not a report: ${JSON.stringify(row).slice(0, 200)}`)
+    // PuppetDB writes times as ISO text and only these statuses: anything else (a status 'ok', a time 0) would be judged a success.
+    const start = typeof row.start_time === 'string' ? Date.parse(row.start_time) : Number.NaN
+    const end = typeof row.end_time === 'string' ? Date.parse(row.end_time) : Number.NaN
+    if (typeof row.certname !== 'string' || !REPORT_STATUSES.has(String(row.status)) || !Number.isFinite(start) || !Number.isFinite(end)) throw refuse('reports', `a row that is not a report: ${JSON.stringify(row).slice(0, 200)}`)
     const list = reports.get(row.certname) ?? []
-    list.push({status: row.status, release: releaseOfCodeId(row.code_id), noop: row.noop === true, start, end})
+    list.push({status: row.status as string, release: releaseOfCodeId(row.code_id), noop: row.noop === true, start, end})
     reports.set(row.certname, list)
   }
 

@@ -99,3 +99,11 @@ test("a code_id that is not localpuppet's names no release: never guessed at", a
   const [web1] = (await readPuppetDbFleet(config, {now: NOW})).nodes
   t.like(web1, {applied: null, release: null, state: 'succeeded'})
 })
+
+test("a report whose status or times are not PuppetDB's (a status it never writes, times as numbers) is refused (69), never judged a success", async (t) => {
+  for (const lie of [{...report('web1', 'foo/tags/1.4.0', 5), status: 'ok'}, {...report('web1', 'foo/tags/1.4.0', 5), start_time: 0, end_time: 1}]) {
+    const config = await puppetdb(t, {reports: [lie], facts: [fact('web1', 'foo/tags/1.4.0')]})
+    const error = await t.throwsAsync(readPuppetDbFleet(config, {now: NOW}), {instanceOf: FleetUnavailableError})
+    t.regex(error!.message, /: reports: a row that is not a report/)
+  }
+})
