@@ -18,7 +18,7 @@ export default class ReportFlush extends BaseCommand {
       {code: 64, meaning: 'no puppetdb setting'},
       {code: 69, meaning: 'PuppetDB could not be reached or refused a command: the rest is still spooled'},
       {code: 73, meaning: 'another flush is sending the spool'},
-      untrustedExit('the state dir'),
+      untrustedExit('the state dir or its PuppetDB spool'),
     ],
   )
 

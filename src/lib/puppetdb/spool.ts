@@ -1,11 +1,12 @@
-import {constants} from 'node:fs'
+import {type Stats, constants} from 'node:fs'
 import {InputError} from '../errors.js'
-import {mkdir, open, readdir, stat, unlink} from 'node:fs/promises'
+import {lstat, mkdir, open, readdir, unlink} from 'node:fs/promises'
 import {join} from 'node:path'
 
 import {writeFileAtomic} from '../util/atomic-write.js'
 import {readBoundedFile} from '../util/bounded-read.js'
 import {isProcessAlive} from '../util/process.js'
+import {findTrustProblem, openedFileTrustProblem, refuseUnlessAllowed} from '../util/trusted-path.js'
 import type {PuppetDbClient, PuppetDbCommand} from './client.js'
 
 /**
@@ -30,6 +31,18 @@ export function spoolDir(stateDir: string): string {
   return join(stateDir, 'puppetdb-spool')
 }
 
+/**
+ * The spool directory, made if missing, refused (77) when another user owns it or others can
+ * write it: root sends what it holds to PuppetDB as this node, so whoever could write there
+ * could report any run, for any node, under this node's certificate.
+ */
+async function trustedSpoolDir(stateDir: string): Promise<string> {
+  const dir = spoolDir(stateDir)
+  await mkdir(dir, {recursive: true, mode: 0o700})
+  refuseUnlessAllowed(findTrustProblem(dir, {what: 'PuppetDB spool', ancestors: false}), {overridable: false})
+  return dir
+}
+
 interface Entry {
   name: string
   kind: string
@@ -47,8 +60,9 @@ async function entries(dir: string): Promise<Entry[]> {
 
   const found: Entry[] = []
   for (const name of names.filter((name) => NAME.test(name)).sort()) {
-    const info = await stat(join(dir, name)).catch(() => null)
-    if (info?.isFile()) found.push({name, kind: NAME.exec(name)![4], size: info.size})
+    // A link is listed (never followed): the flush drops it, and counts it.
+    const info = await lstat(join(dir, name)).catch(() => null)
+    if (info?.isFile() || info?.isSymbolicLink()) found.push({name, kind: NAME.exec(name)![4], size: info.size})
   }
 
   return found
@@ -61,8 +75,7 @@ let sequence = 0
  * one supersedes is removed. Returns how many reports the bound dropped.
  */
 export async function spoolCommands(stateDir: string, commands: PuppetDbCommand[], bound = {count: MAX_SPOOLED, bytes: MAX_SPOOL_BYTES}): Promise<number> {
-  const dir = spoolDir(stateDir)
-  await mkdir(dir, {recursive: true, mode: 0o700})
+  const dir = await trustedSpoolDir(stateDir)
   const now = Date.now()
   for (const command of commands) {
     const kind = KIND[command.command]
@@ -126,9 +139,8 @@ export interface FlushResult {
  * a time: a flush that finds another running (a live pid in the lock) sends nothing.
  */
 export async function flushSpool(stateDir: string, client: PuppetDbClient, options: {deadlineMs: number; timeoutMs: number; signal?: AbortSignal}): Promise<FlushResult> {
-  const dir = spoolDir(stateDir)
+  const dir = await trustedSpoolDir(stateDir)
   const result: FlushResult = {sent: [], pending: 0, dropped: await readDropped(dir), error: null, busy: false}
-  await mkdir(dir, {recursive: true, mode: 0o700})
   const release = await takeLock(dir)
   if (!release) {
     result.busy = true
@@ -149,11 +161,16 @@ export async function flushSpool(stateDir: string, client: PuppetDbClient, optio
       const path = join(dir, entry.name)
       let command: PuppetDbCommand
       try {
-        command = spooledCommand(JSON.parse((await readBoundedFile(path, {maxBytes: MAX_COMMAND_BYTES, label: `spooled command ${path}`, error: (message) => new InputError(message)})).toString('utf8')))
+        const inspect = (info: Stats) => {
+          const problem = openedFileTrustProblem(path, info, 'spooled command')
+          if (problem) throw new InputError(problem.message)
+        }
+
+        command = spooledCommand(JSON.parse((await readBoundedFile(path, {maxBytes: MAX_COMMAND_BYTES, label: `spooled command ${path}`, error: (message) => new InputError(message), noFollow: true, inspect})).toString('utf8')))
       } catch (error) {
         // Gone meanwhile: a newer run's facts or catalog replaced it.
         if ((error as NodeJS.ErrnoException).code === 'ENOENT') continue
-        // A file this process cannot read back or that is no command (cut short by a crash before its rename cannot be: damaged by hand) is dropped and counted.
+        // A file this process cannot read back or that is no command (cut short by a crash before its rename cannot be: damaged by hand), a link, a file others could write: dropped and counted, never sent.
         await unlink(path).catch(() => {})
         await addDropped(dir, 1)
         result.dropped++
