@@ -45,7 +45,8 @@ export async function sendRunToPuppetDb(stateDir: string, moduleDir: string, rec
     await rm(clientDataDir(runFiles(stateDir, record.id).dir), {recursive: true, force: true})
     const client = new PuppetDbClient(config)
     const flushed = await flushSpool(stateDir, client, {deadlineMs: AFTER_RUN_DEADLINE_MS, timeoutMs: AFTER_RUN_TIMEOUT_MS})
-    const lost = dropped > 0 ? `; the spool was full: ${dropped} oldest report(s) dropped` : ''
+    const refused = flushed.refused.length > 0 ? `; PuppetDB refused ${flushed.refused.length} command(s), dropped: ${flushed.refused.join('; ')}` : ''
+    const lost = (dropped > 0 ? `; the spool was full: ${dropped} oldest report(s) dropped` : '') + refused
     if (flushed.error) return `puppetdb: ${flushed.pending} command(s) spooled for later (localpuppet report flush): ${flushed.error}${lost}`
     return lost ? `puppetdb${lost}` : null
   } catch (error) {

@@ -167,7 +167,7 @@ export class PuppetDbClient {
       throw this.unavailable(`${what}: ${terminalText(why, 500)}`)
     }
 
-    if (answer.status !== 200) throw this.unavailable(`${what}: HTTP ${answer.status}: ${terminalText(answer.body.toString('utf8'), 300)}`)
+    if (answer.status !== 200) throw Object.assign(this.unavailable(`${what}: HTTP ${answer.status}: ${terminalText(answer.body.toString('utf8'), 300)}`), {httpStatus: answer.status})
     return answer.body
   }
 

@@ -127,6 +127,8 @@ export interface FlushResult {
   pending: number
   /** Reports the bound ever dropped. */
   dropped: number
+  /** Commands PuppetDB refused for themselves (400, 413: the next one was accepted), dropped and counted: what, and PuppetDB's reason. */
+  refused: string[]
   /** Why the flush stopped before the spool was empty (PuppetDB unreachable, the time given ran out), or null. */
   error: string | null
   /** Another process was flushing: nothing was sent by this one. */
@@ -140,7 +142,7 @@ export interface FlushResult {
  */
 export async function flushSpool(stateDir: string, client: PuppetDbClient, options: {deadlineMs: number; timeoutMs: number; signal?: AbortSignal}): Promise<FlushResult> {
   const dir = await trustedSpoolDir(stateDir)
-  const result: FlushResult = {sent: [], pending: 0, dropped: await readDropped(dir), error: null, busy: false}
+  const result: FlushResult = {sent: [], pending: 0, dropped: await readDropped(dir), refused: [], error: null, busy: false}
   const release = await takeLock(dir)
   if (!release) {
     result.busy = true
@@ -151,6 +153,8 @@ export async function flushSpool(stateDir: string, client: PuppetDbClient, optio
   try {
     const end = Date.now() + options.deadlineMs
     const queue = await entries(dir)
+    // A command PuppetDB refused as a bad request: skipped once, judged by the next one (accepted: it was this command's fault, dropped; refused too: PuppetDB's or the setting's, nothing dropped).
+    let suspect: {path: string; why: string} | null = null
     for (const [index, entry] of queue.entries()) {
       const left = end - Date.now()
       if (left <= 0) {
@@ -180,8 +184,22 @@ export async function flushSpool(stateDir: string, client: PuppetDbClient, optio
       try {
         await client.submit(command, {timeoutMs: Math.min(options.timeoutMs, left), deadlineMs: left}, options.signal)
       } catch (error) {
-        result.error = (error as Error).message
+        const status = (error as {httpStatus?: number}).httpStatus
+        if (suspect === null && (status === 400 || status === 413)) {
+          suspect = {path, why: `${command.command} of ${command.certname} at ${command.producerTimestamp}: ${(error as Error).message}`}
+          continue
+        }
+
+        result.error = (suspect?.why ?? (error as Error).message)
         break
+      }
+
+      if (suspect) {
+        await unlink(suspect.path).catch(() => {})
+        await addDropped(dir, 1)
+        result.dropped++
+        result.refused.push(suspect.why)
+        suspect = null
       }
 
       // A newer run's facts or catalog may have replaced it meanwhile: sent either way.
@@ -191,6 +209,8 @@ export async function flushSpool(stateDir: string, client: PuppetDbClient, optio
       result.sent.push({command: command.command, certname: command.certname, producerTimestamp: command.producerTimestamp})
     }
 
+    // Refused, and nothing after it to tell whose fault: kept, and said.
+    if (suspect && result.error === null) result.error = suspect.why
     result.pending = (await entries(dir)).length
     return result
   } finally {

@@ -226,3 +226,36 @@ test('a spool directory others can write is refused (77) before anything in it i
   t.deepEqual(server.received, [{command: 'store_report', n: 1}])
   t.deepEqual(await spoolState(dir), {pending: 0, dropped: 2})
 })
+
+test('a command PuppetDB refuses for itself (400) does not hold the later ones back for ever: once the next is accepted it is dropped, counted and said; a PuppetDB refusing every command loses none', async (t) => {
+  const dir = await stateDir(t)
+  for (const n of [1, 2, 3]) await spoolCommands(dir, [command('store report', n)])
+  const received: number[] = []
+  let refuseAll = true
+  const server = await testServer('/nonexistent', async (req, res) => {
+    let body = ''
+    for await (const chunk of req) body += chunk
+    const {n} = JSON.parse(body) as {n: number}
+    if (refuseAll || n === 1) {
+      res.writeHead(400)
+      res.end('Supported versions of store report are 8')
+      return true
+    }
+
+    received.push(n)
+    res.writeHead(200, {'content-type': 'application/json'})
+    res.end(JSON.stringify({uuid: `u${n}`}))
+    return true
+  })
+  t.teardown(() => server.close())
+  const stuck = await flushSpool(dir, client(server.url), quick)
+  t.regex(stuck.error ?? '', /HTTP 400/)
+  t.deepEqual(await spoolState(dir), {pending: 3, dropped: 0})
+  refuseAll = false
+  const flushed = await flushSpool(dir, client(server.url), quick)
+  t.is(flushed.error, null)
+  t.deepEqual(received, [2, 3])
+  t.is(flushed.refused.length, 1)
+  t.regex(flushed.refused[0], /store report of web1 at 2026-01-01T00:00:01\.000Z: .*HTTP 400: Supported versions/)
+  t.deepEqual(await spoolState(dir), {pending: 0, dropped: 1})
+})
