@@ -3,7 +3,7 @@ import {InputError} from '../errors.js'
 import {lstat, mkdir, open, readdir, unlink} from 'node:fs/promises'
 import {join} from 'node:path'
 
-import {writeFileAtomic} from '../util/atomic-write.js'
+import {atomicTempWriter, writeFileAtomic} from '../util/atomic-write.js'
 import {readBoundedFile} from '../util/bounded-read.js'
 import {isProcessAlive} from '../util/process.js'
 import {findTrustProblem, openedFileTrustProblem, refuseUnlessAllowed} from '../util/trusted-path.js'
@@ -151,6 +151,7 @@ export async function flushSpool(stateDir: string, client: PuppetDbClient, optio
   }
 
   try {
+    await removeLeftTemps(dir)
     const end = Date.now() + options.deadlineMs
     const queue = await entries(dir)
     // A command PuppetDB refused as a bad request: skipped once, judged by the next one (accepted: it was this command's fault, dropped; refused too: PuppetDB's or the setting's, nothing dropped).
@@ -235,6 +236,14 @@ function spooledCommand(data: unknown): PuppetDbCommand {
   )
     throw new InputError('not a spooled command')
   return command as PuppetDbCommand
+}
+
+/** Removes the temporary files of writers that are gone (a run killed while spooling): uncounted by the bound, they would pile up, one per crash. */
+async function removeLeftTemps(dir: string): Promise<void> {
+  for (const name of await readdir(dir)) {
+    const writer = atomicTempWriter(name)
+    if (writer !== null && writer !== process.pid && !isProcessAlive(writer)) await unlink(join(dir, name)).catch(() => {})
+  }
 }
 
 /** How many commands are spooled, and how many reports were ever dropped. */

@@ -259,3 +259,17 @@ test('a command PuppetDB refuses for itself (400) does not hold the later ones b
   t.regex(flushed.refused[0], /store report of web1 at 2026-01-01T00:00:01\.000Z: .*HTTP 400: Supported versions/)
   t.deepEqual(await spoolState(dir), {pending: 0, dropped: 1})
 })
+
+test("what a run stopped midway through spooling left (writeFileAtomic's temporary file of a process gone) is removed by the next flush, so crashes do not grow the spool past its bound", async (t) => {
+  const dir = await stateDir(t)
+  await spoolCommands(dir, [command('store report', 1)])
+  const {writeFile} = await import('node:fs/promises')
+  const gone = 2 ** 22 + 12_345
+  const left = `.000000000000001-${gone}-0000-report.json.${gone}.0123abcd.tmp`
+  await writeFile(join(spoolDir(dir), left), Buffer.alloc(4096))
+  const server = await puppetdb(t)
+  server.accept()
+  await flushSpool(dir, client(server.url), quick)
+  t.deepEqual(server.received, [{command: 'store_report', n: 1}])
+  t.false((await readdir(spoolDir(dir))).includes(left))
+})
