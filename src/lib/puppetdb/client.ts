@@ -164,7 +164,7 @@ export class PuppetDbClient {
       answer = await boundedRequest(target, {...request, tls})
     } catch (error) {
       const why = error instanceof BoundedHttpError ? error.message : (error as Error).message
-      throw this.unavailable(`${what}: ${terminalText(why, 500)}`)
+      throw Object.assign(this.unavailable(`${what}: ${terminalText(why, 500)}`), {kind: error instanceof BoundedHttpError ? error.kind : 'network'})
     }
 
     if (answer.status !== 200) throw Object.assign(this.unavailable(`${what}: HTTP ${answer.status}: ${terminalText(answer.body.toString('utf8'), 300)}`), {httpStatus: answer.status})

@@ -75,7 +75,14 @@ export async function readPuppetDbFleet(config: PuppetDbConfig, options: PuppetD
   const reportsQuery = `reports[certname, code_id, status, noop, start_time, end_time] { producer_timestamp > "${since}" }`
   const failedQuery = 'reports[certname, logs] { latest_report? = true and status = "failed" }'
   const factsQuery = 'facts[certname, value] { name = "localpuppet" }'
-  const [reportRows, failedRows, factRows] = await Promise.all([client.query(reportsQuery), client.query(failedQuery), client.query(factsQuery)])
+  // The failed reports' logs are the one answer that grows with how much failed (every line of each run): too large, they cost the first errors, not the fleet's status.
+  let logsUnread: string | null = null
+  const failedLogs = client.query(failedQuery).catch((error: Error & {kind?: string}) => {
+    if (error.kind !== 'size') throw error
+    logsUnread = `Puppet's first error not read: ${error.message}`
+    return []
+  })
+  const [reportRows, failedRows, factRows] = await Promise.all([client.query(reportsQuery), failedLogs, client.query(factsQuery)])
 
   const reports = new Map<string, Report[]>()
   for (const row of reportRows) {
@@ -102,7 +109,7 @@ export async function readPuppetDbFleet(config: PuppetDbConfig, options: PuppetD
   }
 
   const names = [...new Set([...reports.keys(), ...facts.keys()])].sort()
-  const nodes = names.map((name) => nodeOf(name, reports.get(name) ?? [], facts.get(name), firstErrors.get(name) ?? null))
+  const nodes = names.map((name) => nodeOf(name, reports.get(name) ?? [], facts.get(name), firstErrors.get(name) ?? logsUnread))
   return {nodes, at: now, url: client.url}
 }
 

@@ -107,3 +107,30 @@ test("a report whose status or times are not PuppetDB's (a status it never write
     t.regex(error!.message, /: reports: a row that is not a report/)
   }
 })
+
+test("failed reports' logs too large to read (a fleet failing at once, each report thousands of lines) cost the first errors, not the fleet's status: each failed node says why its error is missing", async (t) => {
+  const server = await testServer('/nonexistent', async (req, res) => {
+    let body = ''
+    for await (const chunk of req) body += chunk
+    res.writeHead(200, {'content-type': 'application/json'})
+    if (body.includes('logs')) {
+      // An endless list, as fast as it is read.
+      const chunk = Buffer.alloc(1024 * 1024, 32)
+      res.write('[')
+      const pump = () => {
+        while (!res.destroyed && res.write(chunk));
+        if (!res.destroyed) res.once('drain', pump)
+      }
+
+      pump()
+      return true
+    }
+
+    res.end(JSON.stringify(body.includes('facts') ? [fact('web1', 'foo/tags/1.4.0')] : [report('web1', 'foo/tags/1.4.0', 5, 'failed')]))
+    return true
+  })
+  t.teardown(() => server.close())
+  const fleet = await readPuppetDbFleet({url: server.url, ca: null, cert: null, key: null}, {now: NOW})
+  t.like(fleet.nodes[0], {node: 'web1', state: 'failed'})
+  t.regex(fleet.nodes[0].message ?? '', /Puppet's first error not read: .*larger than/)
+})
