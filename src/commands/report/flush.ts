@@ -44,7 +44,7 @@ export default class ReportFlush extends BaseCommand {
     const config = await puppetDbConfig(flags.puppetdb)
     if (!config) throw new UsageError('no PuppetDB to send to: set puppetdb in the configuration (or LOCALPUPPET_PUPPETDB), or pass --puppetdb URL')
     const result = await flushSpool(stateDir, new PuppetDbClient(config), {deadlineMs: flags.timeout * 1000, timeoutMs: 10_000})
-    if (result.busy) throw new LocalpuppetError('busy', ExitCode.locked, `another report flush is sending the spool (${result.pending} waiting)`)
+    if (result.busy) throw new LocalpuppetError('busy', ExitCode.locked, `${result.error} (${result.pending} waiting)`)
     if (result.dropped > 0) this.warnLines([`${result.dropped} command(s) were dropped: over the spool's bound while PuppetDB was away, damaged, or refused by PuppetDB`])
     if (result.refused.length > 0) this.warnLines(result.refused.map((why) => `PuppetDB refused (dropped): ${why}`))
     this.log(`sent ${result.sent.length} command(s) to ${terminalUrl(config.url)}; ${result.pending} still spooled`)

@@ -47,6 +47,7 @@ export async function sendRunToPuppetDb(stateDir: string, moduleDir: string, rec
     const flushed = await flushSpool(stateDir, client, {deadlineMs: AFTER_RUN_DEADLINE_MS, timeoutMs: AFTER_RUN_TIMEOUT_MS})
     const refused = flushed.refused.length > 0 ? `; PuppetDB refused ${flushed.refused.length} command(s), dropped: ${flushed.refused.join('; ')}` : ''
     const lost = (dropped > 0 ? `; the spool was full: ${dropped} oldest report(s) dropped` : '') + refused
+    if (flushed.busy) return `puppetdb: ${flushed.pending} command(s) spooled for later: ${flushed.error}${lost}`
     if (flushed.error) return `puppetdb: ${flushed.pending} command(s) spooled for later (localpuppet report flush): ${flushed.error}${lost}`
     return lost ? `puppetdb${lost}` : null
   } catch (error) {

@@ -5,7 +5,7 @@ import {join} from 'node:path'
 
 import {atomicTempWriter, writeFileAtomic} from '../util/atomic-write.js'
 import {readBoundedFile} from '../util/bounded-read.js'
-import {isProcessAlive} from '../util/process.js'
+import {isProcessAlive, processStartTime} from '../util/process.js'
 import {findTrustProblem, openedFileTrustProblem, refuseUnlessAllowed} from '../util/trusted-path.js'
 import type {PuppetDbClient, PuppetDbCommand} from './client.js'
 
@@ -144,8 +144,9 @@ export async function flushSpool(stateDir: string, client: PuppetDbClient, optio
   const dir = await trustedSpoolDir(stateDir)
   const result: FlushResult = {sent: [], pending: 0, dropped: await readDropped(dir), refused: [], error: null, busy: false}
   const release = await takeLock(dir)
-  if (!release) {
+  if (typeof release === 'number') {
     result.busy = true
+    result.error = `another flush (pid ${release}) is sending; if no localpuppet runs as pid ${release}, remove ${join(dir, 'flush.lock')}`
     result.pending = (await entries(dir)).length
     return result
   }
@@ -252,22 +253,29 @@ export async function spoolState(stateDir: string): Promise<{pending: number; dr
   return {pending: (await entries(dir)).length, dropped: await readDropped(dir)}
 }
 
-/** The flush lock: a file holding the flushing pid, taken over when that process is gone. */
-async function takeLock(dir: string): Promise<(() => Promise<void>) | null> {
+/**
+ * The flush lock: a file holding the flushing pid and its start time, taken over when that
+ * process is gone (a pid reused after a reboot is another process: its start time differs).
+ * Returns the release, or the pid of the live holder.
+ */
+async function takeLock(dir: string): Promise<(() => Promise<void>) | number> {
   const path = join(dir, 'flush.lock')
+  let holder = 0
   for (let tries = 0; tries < 2; tries++) {
     try {
       const handle = await open(path, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, 0o600)
-      await handle.writeFile(`${process.pid}\n`)
+      await handle.writeFile(`${process.pid} ${processStartTime(process.pid) ?? ''}\n`)
       await handle.close()
       return () => unlink(path).catch(() => {})
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error
-      const pid = Number((await readBoundedFile(path, {maxBytes: 64, label: 'flush lock', error: (message) => new InputError(message)}).catch(() => Buffer.from(''))).toString('utf8').trim())
-      if (Number.isSafeInteger(pid) && pid > 0 && isProcessAlive(pid)) return null
+      const [pidText, start] = (await readBoundedFile(path, {maxBytes: 64, label: 'flush lock', error: (message) => new InputError(message)}).catch(() => Buffer.from(''))).toString('utf8').trim().split(/\s+/)
+      holder = Number(pidText)
+      const now = Number.isSafeInteger(holder) && holder > 0 ? processStartTime(holder) : null
+      if (Number.isSafeInteger(holder) && holder > 0 && isProcessAlive(holder) && (!start || now === null || now === start)) return holder
       await unlink(path).catch(() => {})
     }
   }
 
-  return null
+  return holder
 }
