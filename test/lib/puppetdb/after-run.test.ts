@@ -1,4 +1,4 @@
-import {mkdir, mkdtemp, readdir, readFile, rm, writeFile} from 'node:fs/promises'
+import {chmod, mkdir, mkdtemp, readdir, readFile, rm, writeFile} from 'node:fs/promises'
 import {tmpdir} from 'node:os'
 import {join} from 'node:path'
 
@@ -87,4 +87,15 @@ test.serial("a run that finds the spool's flush lock taken says so (a lock of a 
   // This pid, but a process that started at another time: not the holder.
   await writeFile(join(spoolDir(state), 'flush.lock'), `${process.pid} 1\n`)
   t.regex((await sendRunToPuppetDb(state, join(state, 'modules'), {...record, id: '20261128T004100Z-ab12'})) ?? '', /store report: /)
+})
+
+test.serial("Puppet's catalog cache (secrets in clear) is removed even when the run's commands cannot be spooled (a spool others can write, a full disk)", async (t) => {
+  const {state, record} = await refusedAttempt(t)
+  const cache = join(state, 'runs', record.id, 'client_data')
+  await mkdir(join(cache, 'catalog'), {recursive: true})
+  await writeFile(join(cache, 'catalog', 'vm.json'), JSON.stringify({name: 'vm', version: 1, resources: [{type: 'User', title: 'bob', parameters: {password: 'pw123'}, sensitive_parameters: ['password']}], edges: []}))
+  await mkdir(spoolDir(state), {recursive: true})
+  await chmod(spoolDir(state), 0o777)
+  t.regex((await sendRunToPuppetDb(state, join(state, 'modules'), record)) ?? '', /^puppetdb: this run's report was not spooled: .*puppetdb-spool/)
+  await t.throwsAsync(readdir(cache), {code: 'ENOENT'})
 })
