@@ -39,13 +39,19 @@ export async function sendRunToPuppetDb(stateDir: string, moduleDir: string, rec
   try {
     const config = await puppetDbConfig()
     if (!config) return null
-    const commands = await runCommands(stateDir, moduleDir, record)
-    const dropped = await spoolCommands(stateDir, commands)
-    // Puppet's catalog cache holds Sensitive values in clear (the commands do not): not kept past the run.
-    await rm(clientDataDir(runFiles(stateDir, record.id).dir), {recursive: true, force: true})
+    let dropped: number
+    try {
+      dropped = await spoolCommands(stateDir, await runCommands(stateDir, moduleDir, record))
+    } finally {
+      // Puppet's catalog cache holds Sensitive values in clear (the commands do not): not kept past the run, spooled or not.
+      await rm(clientDataDir(runFiles(stateDir, record.id).dir), {recursive: true, force: true})
+    }
+
     const client = new PuppetDbClient(config)
     const flushed = await flushSpool(stateDir, client, {deadlineMs: AFTER_RUN_DEADLINE_MS, timeoutMs: AFTER_RUN_TIMEOUT_MS})
-    const lost = dropped > 0 ? `; the spool was full: ${dropped} oldest report(s) dropped` : ''
+    const refused = flushed.refused.length > 0 ? `; PuppetDB refused ${flushed.refused.length} command(s), dropped: ${flushed.refused.join('; ')}` : ''
+    const lost = (dropped > 0 ? `; the spool was full: ${dropped} oldest report(s) dropped` : '') + refused
+    if (flushed.busy) return `puppetdb: ${flushed.pending} command(s) spooled for later: ${flushed.error}${lost}`
     if (flushed.error) return `puppetdb: ${flushed.pending} command(s) spooled for later (localpuppet report flush): ${flushed.error}${lost}`
     return lost ? `puppetdb${lost}` : null
   } catch (error) {

@@ -1,6 +1,9 @@
-import {FleetUnavailableError, InputError, UsageError} from '../errors.js'
+import type {Stats} from 'node:fs'
+
+import {FleetUnavailableError, InputError, UntrustedPathError, UsageError} from '../errors.js'
 import {BoundedHttpError, type ClientTls, boundedRequest} from '../util/bounded-http.js'
 import {readBoundedFile} from '../util/bounded-read.js'
+import {displayPath} from '../util/shell-quote.js'
 import {redactUrl, terminalText, terminalUrl} from '../util/terminal-text.js'
 
 /** Where PuppetDB is and how to reach it: the puppetdb setting and its TLS files. */
@@ -89,12 +92,20 @@ export class PuppetDbClient {
     this.maxRows = times.maxRows ?? MAX_QUERY_ROWS
   }
 
-  /** The TLS files, read once (66/65 naming the setting when one cannot be read). */
+  /** The TLS files, read once (66/65 naming the setting when one cannot be read; 77 for a key others can read). */
   private async loadTls(): Promise<ClientTls | undefined> {
     if (this.tls !== undefined || this.base.protocol !== 'https:') return this.tls
     const read = async (path: string | null, key: string) => {
       if (path === null) return undefined
-      const bytes = await readBoundedFile(path, {maxBytes: 1024 * 1024, label: `${key} ${path}`, error: (message) => new InputError(message)})
+      // A private key others can read is no longer this node's alone: whoever reads it speaks to PuppetDB as this node.
+      const inspect = (info: Stats) => {
+        if (key !== 'puppetdb_key' || (info.mode & 0o077) === 0) return
+        throw new UntrustedPathError(`puppetdb_key ${displayPath(path)}: mode ${(info.mode & 0o777).toString(8).padStart(4, '0')} lets others read it; a key others could read is not this node's alone`, [
+          `chmod 600 ${displayPath(path)}, and make the node a new certificate if others may have read it`,
+        ])
+      }
+
+      const bytes = await readBoundedFile(path, {maxBytes: 1024 * 1024, label: `${key} ${path}`, error: (message) => new InputError(message), inspect})
       return bytes.toString('utf8')
     }
 
@@ -153,10 +164,10 @@ export class PuppetDbClient {
       answer = await boundedRequest(target, {...request, tls})
     } catch (error) {
       const why = error instanceof BoundedHttpError ? error.message : (error as Error).message
-      throw this.unavailable(`${what}: ${terminalText(why, 500)}`)
+      throw Object.assign(this.unavailable(`${what}: ${terminalText(why, 500)}`), {kind: error instanceof BoundedHttpError ? error.kind : 'network'})
     }
 
-    if (answer.status !== 200) throw this.unavailable(`${what}: HTTP ${answer.status}: ${terminalText(answer.body.toString('utf8'), 300)}`)
+    if (answer.status !== 200) throw Object.assign(this.unavailable(`${what}: HTTP ${answer.status}: ${terminalText(answer.body.toString('utf8'), 300)}`), {httpStatus: answer.status})
     return answer.body
   }
 

@@ -1,11 +1,12 @@
-import {constants} from 'node:fs'
+import {type Stats, constants} from 'node:fs'
 import {InputError} from '../errors.js'
-import {mkdir, open, readdir, stat, unlink} from 'node:fs/promises'
+import {lstat, mkdir, open, readdir, unlink} from 'node:fs/promises'
 import {join} from 'node:path'
 
-import {writeFileAtomic} from '../util/atomic-write.js'
+import {atomicTempWriter, writeFileAtomic} from '../util/atomic-write.js'
 import {readBoundedFile} from '../util/bounded-read.js'
-import {isProcessAlive} from '../util/process.js'
+import {isProcessAlive, processStartTime} from '../util/process.js'
+import {findTrustProblem, openedFileTrustProblem, refuseUnlessAllowed} from '../util/trusted-path.js'
 import type {PuppetDbClient, PuppetDbCommand} from './client.js'
 
 /**
@@ -30,6 +31,18 @@ export function spoolDir(stateDir: string): string {
   return join(stateDir, 'puppetdb-spool')
 }
 
+/**
+ * The spool directory, made if missing, refused (77) when another user owns it or others can
+ * write it: root sends what it holds to PuppetDB as this node, so whoever could write there
+ * could report any run, for any node, under this node's certificate.
+ */
+async function trustedSpoolDir(stateDir: string): Promise<string> {
+  const dir = spoolDir(stateDir)
+  await mkdir(dir, {recursive: true, mode: 0o700})
+  refuseUnlessAllowed(findTrustProblem(dir, {what: 'PuppetDB spool', ancestors: false}), {overridable: false})
+  return dir
+}
+
 interface Entry {
   name: string
   kind: string
@@ -47,8 +60,9 @@ async function entries(dir: string): Promise<Entry[]> {
 
   const found: Entry[] = []
   for (const name of names.filter((name) => NAME.test(name)).sort()) {
-    const info = await stat(join(dir, name)).catch(() => null)
-    if (info?.isFile()) found.push({name, kind: NAME.exec(name)![4], size: info.size})
+    // A link is listed (never followed): the flush drops it, and counts it.
+    const info = await lstat(join(dir, name)).catch(() => null)
+    if (info?.isFile() || info?.isSymbolicLink()) found.push({name, kind: NAME.exec(name)![4], size: info.size})
   }
 
   return found
@@ -61,8 +75,7 @@ let sequence = 0
  * one supersedes is removed. Returns how many reports the bound dropped.
  */
 export async function spoolCommands(stateDir: string, commands: PuppetDbCommand[], bound = {count: MAX_SPOOLED, bytes: MAX_SPOOL_BYTES}): Promise<number> {
-  const dir = spoolDir(stateDir)
-  await mkdir(dir, {recursive: true, mode: 0o700})
+  const dir = await trustedSpoolDir(stateDir)
   const now = Date.now()
   for (const command of commands) {
     const kind = KIND[command.command]
@@ -114,6 +127,8 @@ export interface FlushResult {
   pending: number
   /** Reports the bound ever dropped. */
   dropped: number
+  /** Commands PuppetDB refused for themselves (400, 413: the next one was accepted), dropped and counted: what, and PuppetDB's reason. */
+  refused: string[]
   /** Why the flush stopped before the spool was empty (PuppetDB unreachable, the time given ran out), or null. */
   error: string | null
   /** Another process was flushing: nothing was sent by this one. */
@@ -126,19 +141,22 @@ export interface FlushResult {
  * a time: a flush that finds another running (a live pid in the lock) sends nothing.
  */
 export async function flushSpool(stateDir: string, client: PuppetDbClient, options: {deadlineMs: number; timeoutMs: number; signal?: AbortSignal}): Promise<FlushResult> {
-  const dir = spoolDir(stateDir)
-  const result: FlushResult = {sent: [], pending: 0, dropped: await readDropped(dir), error: null, busy: false}
-  await mkdir(dir, {recursive: true, mode: 0o700})
+  const dir = await trustedSpoolDir(stateDir)
+  const result: FlushResult = {sent: [], pending: 0, dropped: await readDropped(dir), refused: [], error: null, busy: false}
   const release = await takeLock(dir)
-  if (!release) {
+  if (typeof release === 'number') {
     result.busy = true
+    result.error = `another flush (pid ${release}) is sending; if no localpuppet runs as pid ${release}, remove ${join(dir, 'flush.lock')}`
     result.pending = (await entries(dir)).length
     return result
   }
 
   try {
+    await removeLeftTemps(dir)
     const end = Date.now() + options.deadlineMs
     const queue = await entries(dir)
+    // A command PuppetDB refused as a bad request: skipped once, judged by the next one (accepted: it was this command's fault, dropped; refused too: PuppetDB's or the setting's, nothing dropped).
+    let suspect: {path: string; why: string} | null = null
     for (const [index, entry] of queue.entries()) {
       const left = end - Date.now()
       if (left <= 0) {
@@ -149,11 +167,16 @@ export async function flushSpool(stateDir: string, client: PuppetDbClient, optio
       const path = join(dir, entry.name)
       let command: PuppetDbCommand
       try {
-        command = JSON.parse((await readBoundedFile(path, {maxBytes: MAX_COMMAND_BYTES, label: `spooled command ${path}`, error: (message) => new InputError(message)})).toString('utf8')) as PuppetDbCommand
+        const inspect = (info: Stats) => {
+          const problem = openedFileTrustProblem(path, info, 'spooled command')
+          if (problem) throw new InputError(problem.message)
+        }
+
+        command = spooledCommand(JSON.parse((await readBoundedFile(path, {maxBytes: MAX_COMMAND_BYTES, label: `spooled command ${path}`, error: (message) => new InputError(message), noFollow: true, inspect})).toString('utf8')))
       } catch (error) {
         // Gone meanwhile: a newer run's facts or catalog replaced it.
         if ((error as NodeJS.ErrnoException).code === 'ENOENT') continue
-        // A file this process cannot read back (cut short by a crash before its rename cannot be: damaged by hand) is dropped and counted.
+        // A file this process cannot read back or that is no command (cut short by a crash before its rename cannot be: damaged by hand), a link, a file others could write: dropped and counted, never sent.
         await unlink(path).catch(() => {})
         await addDropped(dir, 1)
         result.dropped++
@@ -163,8 +186,22 @@ export async function flushSpool(stateDir: string, client: PuppetDbClient, optio
       try {
         await client.submit(command, {timeoutMs: Math.min(options.timeoutMs, left), deadlineMs: left}, options.signal)
       } catch (error) {
-        result.error = (error as Error).message
+        const status = (error as {httpStatus?: number}).httpStatus
+        if (suspect === null && (status === 400 || status === 413)) {
+          suspect = {path, why: `${command.command} of ${command.certname} at ${command.producerTimestamp}: ${(error as Error).message}`}
+          continue
+        }
+
+        result.error = (suspect?.why ?? (error as Error).message)
         break
+      }
+
+      if (suspect) {
+        await unlink(suspect.path).catch(() => {})
+        await addDropped(dir, 1)
+        result.dropped++
+        result.refused.push(suspect.why)
+        suspect = null
       }
 
       // A newer run's facts or catalog may have replaced it meanwhile: sent either way.
@@ -174,10 +211,39 @@ export async function flushSpool(stateDir: string, client: PuppetDbClient, optio
       result.sent.push({command: command.command, certname: command.certname, producerTimestamp: command.producerTimestamp})
     }
 
+    // Refused, and nothing after it to tell whose fault: kept, and said.
+    if (suspect && result.error === null) result.error = suspect.why
     result.pending = (await entries(dir)).length
     return result
   } finally {
     await release()
+  }
+}
+
+/** A spooled file's JSON as a command, or throws: a file that is not one (null, a field missing) would otherwise stop every later flush at the head of the line. */
+function spooledCommand(data: unknown): PuppetDbCommand {
+  const command = data as Partial<PuppetDbCommand> | null
+  const payload = command?.payload as unknown
+  if (
+    command === null ||
+    typeof command !== 'object' ||
+    !Object.hasOwn(KIND, String(command.command)) ||
+    !Number.isSafeInteger(command.version) ||
+    typeof command.certname !== 'string' ||
+    typeof command.producerTimestamp !== 'string' ||
+    payload === null ||
+    typeof payload !== 'object' ||
+    Array.isArray(payload)
+  )
+    throw new InputError('not a spooled command')
+  return command as PuppetDbCommand
+}
+
+/** Removes the temporary files of writers that are gone (a run killed while spooling): uncounted by the bound, they would pile up, one per crash. */
+async function removeLeftTemps(dir: string): Promise<void> {
+  for (const name of await readdir(dir)) {
+    const writer = atomicTempWriter(name)
+    if (writer !== null && writer !== process.pid && !isProcessAlive(writer)) await unlink(join(dir, name)).catch(() => {})
   }
 }
 
@@ -187,22 +253,29 @@ export async function spoolState(stateDir: string): Promise<{pending: number; dr
   return {pending: (await entries(dir)).length, dropped: await readDropped(dir)}
 }
 
-/** The flush lock: a file holding the flushing pid, taken over when that process is gone. */
-async function takeLock(dir: string): Promise<(() => Promise<void>) | null> {
+/**
+ * The flush lock: a file holding the flushing pid and its start time, taken over when that
+ * process is gone (a pid reused after a reboot is another process: its start time differs).
+ * Returns the release, or the pid of the live holder.
+ */
+async function takeLock(dir: string): Promise<(() => Promise<void>) | number> {
   const path = join(dir, 'flush.lock')
+  let holder = 0
   for (let tries = 0; tries < 2; tries++) {
     try {
       const handle = await open(path, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, 0o600)
-      await handle.writeFile(`${process.pid}\n`)
+      await handle.writeFile(`${process.pid} ${processStartTime(process.pid) ?? ''}\n`)
       await handle.close()
       return () => unlink(path).catch(() => {})
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error
-      const pid = Number((await readBoundedFile(path, {maxBytes: 64, label: 'flush lock', error: (message) => new InputError(message)}).catch(() => Buffer.from(''))).toString('utf8').trim())
-      if (Number.isSafeInteger(pid) && pid > 0 && isProcessAlive(pid)) return null
+      const [pidText, start] = (await readBoundedFile(path, {maxBytes: 64, label: 'flush lock', error: (message) => new InputError(message)}).catch(() => Buffer.from(''))).toString('utf8').trim().split(/\s+/)
+      holder = Number(pidText)
+      const now = Number.isSafeInteger(holder) && holder > 0 ? processStartTime(holder) : null
+      if (Number.isSafeInteger(holder) && holder > 0 && isProcessAlive(holder) && (!start || now === null || now === start)) return holder
       await unlink(path).catch(() => {})
     }
   }
 
-  return null
+  return holder
 }

@@ -197,10 +197,22 @@ function parseRef(ref: unknown): {type: string; title: string} | null {
   return match ? {type: match[1], title: match[2]} : null
 }
 
+/**
+ * A parameter's value with every Sensitive in it redacted as Puppet shows one: Puppet lists in
+ * sensitive_parameters only a parameter whose whole value is Sensitive, and writes one inside a
+ * hash or a list as rich data, `{"__ptype": "Sensitive", "__pvalue": <in clear>}`.
+ */
+function withoutSensitive(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map((element) => withoutSensitive(element))
+  if (!isMap(value)) return value
+  if (value.__ptype === 'Sensitive') return 'Sensitive [value redacted]'
+  return Object.fromEntries(Object.entries(value).map(([key, element]) => [key, withoutSensitive(element)]))
+}
+
 /** replace catalog v9 from Puppet's catalog cache; `transactionUuid`: the report's, linking the two. */
 export function catalogCommand(catalog: Json, stamp: RunStamp, transactionUuid: string | null): PuppetDbCommand {
   const resources = (Array.isArray(catalog.resources) ? catalog.resources.filter(isMap) : []).map((resource) => {
-    const parameters = isMap(resource.parameters) ? {...resource.parameters} : {}
+    const parameters = isMap(resource.parameters) ? (withoutSensitive(resource.parameters) as Json) : {}
     // Never in PuppetDB: what Puppet marked Sensitive.
     if (Array.isArray(resource.sensitive_parameters)) for (const name of resource.sensitive_parameters) delete parameters[String(name)]
     return {

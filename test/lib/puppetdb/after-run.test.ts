@@ -1,7 +1,8 @@
-import {mkdir, mkdtemp, readdir, readFile, rm, writeFile} from 'node:fs/promises'
+import {chmod, mkdir, mkdtemp, readdir, readFile, rm, writeFile} from 'node:fs/promises'
 import {tmpdir} from 'node:os'
 import {join} from 'node:path'
 
+import type {ExecutionContext} from 'ava'
 import test from 'ava'
 
 import {clearConfigCache} from '../../../src/lib/config/settings.js'
@@ -14,7 +15,8 @@ import {newRunRecord} from '../../../src/lib/state/run-record.js'
  * could not be sent is spooled, and a refused attempt is a failed report carrying why.
  */
 
-test.serial('an attempt refused while PuppetDB is unreachable: a warning, and its failed report spooled with the refusal', async (t) => {
+/** A state dir, PuppetDB unreachable, and an attempt refused before Puppet ran. */
+async function refusedAttempt(t: ExecutionContext) {
   const state = await mkdtemp(join(tmpdir(), 'lp-after-run-'))
   t.teardown(() => rm(state, {recursive: true, force: true}))
   const saved = {...process.env}
@@ -32,6 +34,11 @@ test.serial('an attempt refused while PuppetDB is unreachable: a warning, and it
     finishedAt: '2026-11-28T00:40:01.000Z',
     error: 'input.yaml: app: no tag of foo fits ^9',
   }
+  return {state, record}
+}
+
+test.serial('an attempt refused while PuppetDB is unreachable: a warning, and its failed report spooled with the refusal', async (t) => {
+  const {state, record} = await refusedAttempt(t)
   const warning = await sendRunToPuppetDb(state, join(state, 'modules'), record)
   t.regex(warning ?? '', /^puppetdb: 1 command\(s\) spooled for later \(localpuppet report flush\): puppetdb http:\/\/127\.0\.0\.1:1\/?: store report: /)
   const files = (await readdir(spoolDir(state))).filter((name) => name.endsWith('.json'))
@@ -68,5 +75,27 @@ test.serial("a run's catalog reaches the spool without what Puppet marked Sensit
   const texts = await Promise.all((await readdir(spoolDir(state))).filter((name) => name.endsWith('.json')).map((name) => readFile(join(spoolDir(state), name), 'utf8')))
   t.true(texts.some((text) => text.includes('"replace catalog"') && text.includes('/bin/sh')))
   t.false(texts.some((text) => text.includes('pw123')))
+  await t.throwsAsync(readdir(cache), {code: 'ENOENT'})
+})
+
+test.serial("a run that finds the spool's flush lock taken says so (a lock of a process gone whose pid was reused held every run's report back without a word); a lock whose holder started at another time is not believed", async (t) => {
+  const {state, record} = await refusedAttempt(t)
+  await mkdir(spoolDir(state), {recursive: true, mode: 0o700})
+  // Written as a flush of an older localpuppet wrote it: a live pid, no start time.
+  await writeFile(join(spoolDir(state), 'flush.lock'), `${process.pid}\n`)
+  t.regex((await sendRunToPuppetDb(state, join(state, 'modules'), record)) ?? '', new RegExp(`^puppetdb: 1 command\\(s\\) spooled for later: another flush \\(pid ${process.pid}\\) is sending; if no localpuppet runs as pid ${process.pid}, remove .*flush\\.lock`))
+  // This pid, but a process that started at another time: not the holder.
+  await writeFile(join(spoolDir(state), 'flush.lock'), `${process.pid} 1\n`)
+  t.regex((await sendRunToPuppetDb(state, join(state, 'modules'), {...record, id: '20261128T004100Z-ab12'})) ?? '', /store report: /)
+})
+
+test.serial("Puppet's catalog cache (secrets in clear) is removed even when the run's commands cannot be spooled (a spool others can write, a full disk)", async (t) => {
+  const {state, record} = await refusedAttempt(t)
+  const cache = join(state, 'runs', record.id, 'client_data')
+  await mkdir(join(cache, 'catalog'), {recursive: true})
+  await writeFile(join(cache, 'catalog', 'vm.json'), JSON.stringify({name: 'vm', version: 1, resources: [{type: 'User', title: 'bob', parameters: {password: 'pw123'}, sensitive_parameters: ['password']}], edges: []}))
+  await mkdir(spoolDir(state), {recursive: true})
+  await chmod(spoolDir(state), 0o777)
+  t.regex((await sendRunToPuppetDb(state, join(state, 'modules'), record)) ?? '', /^puppetdb: this run's report was not spooled: .*puppetdb-spool/)
   await t.throwsAsync(readdir(cache), {code: 'ENOENT'})
 })

@@ -169,3 +169,107 @@ test("a newer run spooling its facts while a flush sends the older ones neither 
   // The newer facts wait for the next flush.
   t.deepEqual(await spoolState(dir), {pending: 1, dropped: 0})
 })
+
+test('a spooled file that is JSON but no command (damaged by hand) is dropped and counted, and does not block the commands after it', async (t) => {
+  const dir = await stateDir(t)
+  await spoolCommands(dir, [command('store report', 1)])
+  const {writeFile} = await import('node:fs/promises')
+  // Older than the good one: first in line.
+  await writeFile(join(spoolDir(dir), '000000000000001-1-0000-report.json'), 'null\n')
+  await writeFile(join(spoolDir(dir), '000000000000002-1-0000-report.json'), '{"command": "store report"}\n')
+  const server = await puppetdb(t)
+  server.accept()
+  const flushed = await flushSpool(dir, client(server.url), quick)
+  t.is(flushed.error, null)
+  t.deepEqual(server.received, [{command: 'store_report', n: 1}])
+  t.deepEqual(await spoolState(dir), {pending: 0, dropped: 2})
+})
+
+test('a puppetdb_key others can read is refused (77) naming the setting and the file, before anything is sent', async (t) => {
+  const dir = await stateDir(t)
+  const {selfSignedCertificate} = await import('../../helpers/tls.js')
+  const {chmod} = await import('node:fs/promises')
+  const {key, cert} = await selfSignedCertificate(dir)
+  await chmod(key, 0o644)
+  const server = await puppetdb(t)
+  server.accept()
+  const leaky = new PuppetDbClient({url: server.url.replace('http:', 'https:'), ca: cert, cert, key})
+  const error = await t.throwsAsync(leaky.query('nodes {}'))
+  t.is((error as {exitCode?: number}).exitCode, 77)
+  t.regex(error!.message, /^puppetdb_key .*key\.pem: mode 0644 lets others read it/)
+  t.deepEqual(server.received, [])
+})
+
+test('a spool directory others can write is refused (77) before anything in it is sent; a spooled file others can write or a link is dropped and counted, never sent', async (t) => {
+  const {chmod, symlink, writeFile} = await import('node:fs/promises')
+  const server = await puppetdb(t)
+  server.accept()
+  const open = await stateDir(t)
+  await spoolCommands(open, [command('store report', 1)])
+  await chmod(spoolDir(open), 0o777)
+  const error = await t.throwsAsync(flushSpool(open, client(server.url), quick))
+  t.is((error as {exitCode?: number}).exitCode, 77)
+  t.regex(error!.message, /puppetdb-spool/)
+  await t.throwsAsync(spoolCommands(open, [command('store report', 2)]), {message: /puppetdb-spool/})
+  t.deepEqual(server.received, [])
+
+  const dir = await stateDir(t)
+  await spoolCommands(dir, [command('store report', 1)])
+  const forged = join(spoolDir(dir), '000000000000001-1-0000-report.json')
+  await writeFile(forged, JSON.stringify(command('store report', 66)) + '\n')
+  await chmod(forged, 0o666)
+  const elsewhere = join(dir, 'elsewhere.json')
+  await writeFile(elsewhere, JSON.stringify(command('store report', 67)) + '\n', {mode: 0o600})
+  await symlink(elsewhere, join(spoolDir(dir), '000000000000002-1-0000-report.json'))
+  const flushed = await flushSpool(dir, client(server.url), quick)
+  t.is(flushed.error, null)
+  t.deepEqual(server.received, [{command: 'store_report', n: 1}])
+  t.deepEqual(await spoolState(dir), {pending: 0, dropped: 2})
+})
+
+test('a command PuppetDB refuses for itself (400) does not hold the later ones back for ever: once the next is accepted it is dropped, counted and said; a PuppetDB refusing every command loses none', async (t) => {
+  const dir = await stateDir(t)
+  for (const n of [1, 2, 3]) await spoolCommands(dir, [command('store report', n)])
+  const received: number[] = []
+  let refuseAll = true
+  const server = await testServer('/nonexistent', async (req, res) => {
+    let body = ''
+    for await (const chunk of req) body += chunk
+    const {n} = JSON.parse(body) as {n: number}
+    if (refuseAll || n === 1) {
+      res.writeHead(400)
+      res.end('Supported versions of store report are 8')
+      return true
+    }
+
+    received.push(n)
+    res.writeHead(200, {'content-type': 'application/json'})
+    res.end(JSON.stringify({uuid: `u${n}`}))
+    return true
+  })
+  t.teardown(() => server.close())
+  const stuck = await flushSpool(dir, client(server.url), quick)
+  t.regex(stuck.error ?? '', /HTTP 400/)
+  t.deepEqual(await spoolState(dir), {pending: 3, dropped: 0})
+  refuseAll = false
+  const flushed = await flushSpool(dir, client(server.url), quick)
+  t.is(flushed.error, null)
+  t.deepEqual(received, [2, 3])
+  t.is(flushed.refused.length, 1)
+  t.regex(flushed.refused[0], /store report of web1 at 2026-01-01T00:00:01\.000Z: .*HTTP 400: Supported versions/)
+  t.deepEqual(await spoolState(dir), {pending: 0, dropped: 1})
+})
+
+test("what a run stopped midway through spooling left (writeFileAtomic's temporary file of a process gone) is removed by the next flush, so crashes do not grow the spool past its bound", async (t) => {
+  const dir = await stateDir(t)
+  await spoolCommands(dir, [command('store report', 1)])
+  const {writeFile} = await import('node:fs/promises')
+  const gone = 2 ** 22 + 12_345
+  const left = `.000000000000001-${gone}-0000-report.json.${gone}.0123abcd.tmp`
+  await writeFile(join(spoolDir(dir), left), Buffer.alloc(4096))
+  const server = await puppetdb(t)
+  server.accept()
+  await flushSpool(dir, client(server.url), quick)
+  t.deepEqual(server.received, [{command: 'store_report', n: 1}])
+  t.false((await readdir(spoolDir(dir))).includes(left))
+})

@@ -75,3 +75,22 @@ test('facts carry the localpuppet fact; a catalog loses its sensitive parameters
     {source: {type: 'Class', title: 'main'}, target: {type: 'User', title: 'bob'}, relationship: 'required-by'},
   ])
 })
+
+test('a Sensitive value inside a parameter (a hash or list holding one: Puppet marks only a parameter whose whole value is Sensitive) never reaches PuppetDB in clear', (t) => {
+  const sensitive = (value: unknown) => ({__ptype: 'Sensitive', __pvalue: value})
+  const catalog = catalogCommand(
+    {
+      name: 'vm',
+      version: 1,
+      resources: [{type: 'Class', title: 'Db', tags: ['class'], parameters: {config: {user: 'app', password: sensitive('hunter2')}, keys: ['a', sensitive({deep: 'sekrit'})]}}],
+      edges: [],
+    },
+    stamp,
+    null,
+  )
+  const text = JSON.stringify(catalog)
+  t.false(text.includes('hunter2'))
+  t.false(text.includes('sekrit'))
+  const parameters = (catalog.payload as {resources: Array<{parameters: Record<string, unknown>}>}).resources[0].parameters
+  t.deepEqual(parameters, {config: {user: 'app', password: 'Sensitive [value redacted]'}, keys: ['a', 'Sensitive [value redacted]']})
+})

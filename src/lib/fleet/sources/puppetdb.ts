@@ -23,6 +23,9 @@ export interface PuppetDbFleetOptions {
   now?: number
 }
 
+/** The statuses PuppetDB gives a report. */
+const REPORT_STATUSES = new Set(['changed', 'unchanged', 'failed'])
+
 /** The most characters of Puppet's first error kept per node. */
 const MAX_ERROR_CHARS = 1000
 
@@ -72,15 +75,23 @@ export async function readPuppetDbFleet(config: PuppetDbConfig, options: PuppetD
   const reportsQuery = `reports[certname, code_id, status, noop, start_time, end_time] { producer_timestamp > "${since}" }`
   const failedQuery = 'reports[certname, logs] { latest_report? = true and status = "failed" }'
   const factsQuery = 'facts[certname, value] { name = "localpuppet" }'
-  const [reportRows, failedRows, factRows] = await Promise.all([client.query(reportsQuery), client.query(failedQuery), client.query(factsQuery)])
+  // The failed reports' logs are the one answer that grows with how much failed (every line of each run): too large, they cost the first errors, not the fleet's status.
+  let logsUnread: string | null = null
+  const failedLogs = client.query(failedQuery).catch((error: Error & {kind?: string}) => {
+    if (error.kind !== 'size') throw error
+    logsUnread = `Puppet's first error not read: ${error.message}`
+    return []
+  })
+  const [reportRows, failedRows, factRows] = await Promise.all([client.query(reportsQuery), failedLogs, client.query(factsQuery)])
 
   const reports = new Map<string, Report[]>()
   for (const row of reportRows) {
-    const start = Date.parse(String(row.start_time))
-    const end = Date.parse(String(row.end_time))
-    if (typeof row.certname !== 'string' || typeof row.status !== 'string' || !Number.isFinite(start) || !Number.isFinite(end)) throw refuse('reports', `a row that is not a report: ${JSON.stringify(row).slice(0, 200)}`)
+    // PuppetDB writes times as ISO text and only these statuses: anything else (a status 'ok', a time 0) would be judged a success.
+    const start = typeof row.start_time === 'string' ? Date.parse(row.start_time) : Number.NaN
+    const end = typeof row.end_time === 'string' ? Date.parse(row.end_time) : Number.NaN
+    if (typeof row.certname !== 'string' || !REPORT_STATUSES.has(String(row.status)) || !Number.isFinite(start) || !Number.isFinite(end)) throw refuse('reports', `a row that is not a report: ${JSON.stringify(row).slice(0, 200)}`)
     const list = reports.get(row.certname) ?? []
-    list.push({status: row.status, release: releaseOfCodeId(row.code_id), noop: row.noop === true, start, end})
+    list.push({status: row.status as string, release: releaseOfCodeId(row.code_id), noop: row.noop === true, start, end})
     reports.set(row.certname, list)
   }
 
@@ -98,7 +109,7 @@ export async function readPuppetDbFleet(config: PuppetDbConfig, options: PuppetD
   }
 
   const names = [...new Set([...reports.keys(), ...facts.keys()])].sort()
-  const nodes = names.map((name) => nodeOf(name, reports.get(name) ?? [], facts.get(name), firstErrors.get(name) ?? null))
+  const nodes = names.map((name) => nodeOf(name, reports.get(name) ?? [], facts.get(name), firstErrors.get(name) ?? logsUnread))
   return {nodes, at: now, url: client.url}
 }
 

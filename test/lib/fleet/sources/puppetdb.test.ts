@@ -99,3 +99,38 @@ test("a code_id that is not localpuppet's names no release: never guessed at", a
   const [web1] = (await readPuppetDbFleet(config, {now: NOW})).nodes
   t.like(web1, {applied: null, release: null, state: 'succeeded'})
 })
+
+test("a report whose status or times are not PuppetDB's (a status it never writes, times as numbers) is refused (69), never judged a success", async (t) => {
+  for (const lie of [{...report('web1', 'foo/tags/1.4.0', 5), status: 'ok'}, {...report('web1', 'foo/tags/1.4.0', 5), start_time: 0, end_time: 1}]) {
+    const config = await puppetdb(t, {reports: [lie], facts: [fact('web1', 'foo/tags/1.4.0')]})
+    const error = await t.throwsAsync(readPuppetDbFleet(config, {now: NOW}), {instanceOf: FleetUnavailableError})
+    t.regex(error!.message, /: reports: a row that is not a report/)
+  }
+})
+
+test("failed reports' logs too large to read (a fleet failing at once, each report thousands of lines) cost the first errors, not the fleet's status: each failed node says why its error is missing", async (t) => {
+  const server = await testServer('/nonexistent', async (req, res) => {
+    let body = ''
+    for await (const chunk of req) body += chunk
+    res.writeHead(200, {'content-type': 'application/json'})
+    if (body.includes('logs')) {
+      // An endless list, as fast as it is read.
+      const chunk = Buffer.alloc(1024 * 1024, 32)
+      res.write('[')
+      const pump = () => {
+        while (!res.destroyed && res.write(chunk));
+        if (!res.destroyed) res.once('drain', pump)
+      }
+
+      pump()
+      return true
+    }
+
+    res.end(JSON.stringify(body.includes('facts') ? [fact('web1', 'foo/tags/1.4.0')] : [report('web1', 'foo/tags/1.4.0', 5, 'failed')]))
+    return true
+  })
+  t.teardown(() => server.close())
+  const fleet = await readPuppetDbFleet({url: server.url, ca: null, cert: null, key: null}, {now: NOW})
+  t.like(fleet.nodes[0], {node: 'web1', state: 'failed'})
+  t.regex(fleet.nodes[0].message ?? '', /Puppet's first error not read: .*larger than/)
+})
