@@ -8,3 +8,13 @@ import {webcrypto} from 'node:crypto'
  */
 const global = globalThis as {crypto?: unknown}
 global.crypto ??= webcrypto
+
+// Node 18 and 20.19 (Debian's) call X25519 in Web Crypto experimental and say so on stderr at
+// every node key and every input opened: a warning about Node's API, not about the node. It
+// alone is kept quiet; every other warning still shows.
+const emitWarning = process.emitWarning.bind(process)
+process.emitWarning = ((warning: string | Error, ...rest: unknown[]) => {
+  const text = typeof warning === 'string' ? warning : warning.message
+  if (/X25519 Web Crypto API algorithm is an experimental feature/.test(text)) return
+  ;(emitWarning as (...args: unknown[]) => void)(warning, ...rest)
+}) as typeof process.emitWarning
