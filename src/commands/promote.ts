@@ -5,7 +5,6 @@ import {BaseCommand, describeWithExitCodes} from '../cli/base-command.js'
 import type {PromoteResult} from '../lib/repository/promote.js'
 import type {ChannelHealth} from '../lib/fleet/channel-health.js'
 import type {PolicyVerdict} from '../lib/channels/channel-policy.js'
-import type {PuppetDbConfig} from '../lib/puppetdb/client.js'
 import {UsageError} from '../lib/errors.js'
 import {terminalText} from '../lib/util/terminal-text.js'
 
@@ -59,26 +58,16 @@ export default class Promote extends BaseCommand {
 
   async run(): Promise<(PromoteResult & {promoted: true; health?: ChannelHealth; policy?: PolicyVerdict}) | {promoted: false; health: ChannelHealth; policy?: PolicyVerdict}> {
     const {args, flags} = await this.parse(Promote)
-    const [{promoteChannel, parsePromotion}, {parseDuration}, {checkChannelPolicy}, {settingString}, {renderChannelHealth}] = await Promise.all([
+    const [{promoteChannel, parsePromotion}, {parseDuration}, {checkChannelPolicy}, {renderChannelHealth}] = await Promise.all([
       import('../lib/repository/promote.js'),
       import('../lib/util/duration.js'),
       import('../lib/channels/channel-policy.js'),
-      import('../lib/config/settings.js'),
       import('../cli/render/fleet-text.js'),
     ])
     const expiresInMs = flags.expires === undefined ? undefined : parseDuration(flags.expires, '--expires')
     const {app, tag} = parsePromotion(args.release, flags.channel)
     const where = `${app}/channels/${flags.channel}`
-    // The fleet's source, read only by a gate: --prometheus or --puppetdb, else the prometheus setting, else the puppetdb setting (env, then the config file).
-    if (flags.prometheus !== undefined && flags.puppetdb !== undefined) throw new UsageError('--prometheus and --puppetdb: give one source of the fleet')
-    const source = async (): Promise<string | PuppetDbConfig | null> => {
-      const prometheus = flags.puppetdb === undefined ? await settingString('prometheus', flags.prometheus) : null
-      return prometheus ?? (await import('../lib/puppetdb/client.js')).puppetDbConfig(flags.puppetdb)
-    }
-    const bounds = {
-      deadlineMs: flags['prometheus-timeout'] === undefined ? undefined : parseDuration(flags['prometheus-timeout'], '--prometheus-timeout'),
-      staleAfterMs: flags['stale-after'] === undefined ? undefined : parseDuration(flags['stale-after'], '--stale-after'),
-    }
+    const {source, bounds} = (await import('../cli/gate-source.js')).gateSource(flags)
     /** A gate's table is the command's output (a CI step keeping stdout keeps why it refused); a refusal is one line on stderr. */
     const refused = (why: string) => {
       process.exitCode = 1
