@@ -18,7 +18,7 @@ export function replyTimeoutFlag(description: string) {
  * as `mco` spells them, and passed to it as given; `mco localpuppet` hands its command line
  * over unchanged.
  */
-export const mcoFlags = {
+export const fleetFlags = {
   via: Flags.string({description: 'how to reach the fleet [default: ssh with --targets or --inventory, else mco]', options: [...TRANSPORTS]}),
   'with-identity': Flags.string({char: 'I', aliases: ['wi'], description: 'mco discovery: nodes with this identity (repeatable)', multiple: true, helpValue: 'IDENT'}),
   with: Flags.string({char: 'W', description: 'mco discovery: combined classes and facts filter (repeatable)', multiple: true, helpValue: 'FILTER'}),
@@ -44,7 +44,7 @@ export const mcoFlags = {
 const MCO_ONLY = ['with-identity', 'with', 'with-fact', 'with-class', 'with-agent', 'select', 'dt', 'target', 'mco-config'] as const
 const SSH_ONLY = ['targets', 'inventory', 'ssh-config', 'known-hosts', 'connect-timeout', 'node-localpuppet'] as const
 
-export type McoFlagValues = {
+export type FleetFlagValues = {
   via: string
   'with-identity'?: string[]
   with?: string[]
@@ -68,7 +68,7 @@ export type McoFlagValues = {
 }
 
 /** How the flags reach the fleet: mco's discovery, or ssh to the nodes listed (a flag of the other is 64). */
-export async function transportSpec(flags: McoFlagValues): Promise<TransportSpec> {
+export async function transportSpec(flags: FleetFlagValues): Promise<TransportSpec> {
   const via = flags.via ?? (flags.targets !== undefined || flags.inventory !== undefined ? 'ssh' : 'mco')
   const wrong = (via === 'ssh' ? MCO_ONLY : SSH_ONLY).find((name) => flags[name] !== undefined)
   if (wrong !== undefined) throw new UsageError(`--${wrong} is for --via ${via === 'ssh' ? 'mco' : 'ssh'}, not --via ${via}`)
@@ -93,7 +93,7 @@ export async function transportSpec(flags: McoFlagValues): Promise<TransportSpec
   return {via: 'mco', mco: flags.mco, connection, discovery, replyTimeout: flags['reply-timeout'] ?? null, discoveryTimeout: flags.dt ?? null}
 }
 
-async function sshSpec(flags: McoFlagValues): Promise<TransportSpec> {
+async function sshSpec(flags: FleetFlagValues): Promise<TransportSpec> {
   const given = (['nodes', 'targets', 'inventory'] as const).filter((name) => flags[name] !== undefined)
   if (given.length !== 1) throw new UsageError(`--via ssh reaches the nodes listed: give one of --nodes FILE, --targets LIST or --inventory FILE${given.length > 1 ? `, not ${given.map((name) => `--${name}`).join(' and ')}` : ''}`)
   const {parseTargetList, readInventory, readNodesFile} = await import('../lib/rollout/transports/ssh-targets.js')
@@ -123,7 +123,7 @@ async function sshSpec(flags: McoFlagValues): Promise<TransportSpec> {
 }
 
 /** fleet status's flags. */
-export type FleetSourceFlagValues = Omit<McoFlagValues, 'via'> & {
+export type FleetSourceFlagValues = Omit<FleetFlagValues, 'via'> & {
   via?: string
   prometheus?: string
   puppetdb?: string

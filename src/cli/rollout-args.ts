@@ -1,5 +1,5 @@
 import {UsageError} from '../lib/errors.js'
-import {mcoFlags} from './fleet-flags.js'
+import {fleetFlags} from './fleet-flags.js'
 
 /** Flags that decide a rollout: a resumed one keeps those it was started with. */
 const SETTING_FLAGS = ['canary', 'batch', 'window', 'max-failures', 'soak', 'deadline', 'revert', 'only-outdated', 'noop', 'fetch', 'save', 'timeout', 'source', 'trust', 'insecure'] as const
@@ -16,7 +16,7 @@ export function flagsGiven(raw: Array<{type: string}>): Set<string> {
  */
 export function judgeRolloutArgs(args: {ref?: string; extra?: string}, resume: string | undefined, given: Set<string>, checkRefSyntax: (ref: string) => void): void {
   if (resume !== undefined) {
-    const extra = [...SETTING_FLAGS, ...Object.keys(mcoFlags)].filter((name) => given.has(name))
+    const extra = [...SETTING_FLAGS, ...Object.keys(fleetFlags)].filter((name) => given.has(name))
     if (args.ref !== undefined || extra.length > 0) {
       throw new UsageError(`--resume continues a rollout with the settings and nodes it was recorded with: ${args.ref === undefined ? '' : 'REF, '}${extra.map((name) => `--${name}`).join(', ')} cannot be given with it`)
     }

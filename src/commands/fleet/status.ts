@@ -1,7 +1,7 @@
 import {Flags} from '@oclif/core'
 
 import {BaseCommand, describeWithExitCodes, untrustedExit} from '../../cli/base-command.js'
-import {fleetSourceSpec, mcoFlags, replyTimeoutFlag} from '../../cli/fleet-flags.js'
+import {fleetSourceSpec, fleetFlags, replyTimeoutFlag} from '../../cli/fleet-flags.js'
 import {sourceFlags, stateFlags} from '../../cli/flags.js'
 import {defaultStateDir} from '../../lib/state/state-dir.js'
 
@@ -39,7 +39,7 @@ export default class FleetStatus extends BaseCommand {
   ]
 
   static override flags = {
-    ...mcoFlags,
+    ...fleetFlags,
     'reply-timeout': replyTimeoutFlag('seconds each node has to answer the status request (mco -t) [default: 20]'),
     via: Flags.string({description: 'how to reach the fleet [default: ssh with --targets or --inventory, prometheus with --prometheus or the prometheus setting, puppetdb with --puppetdb or the puppetdb setting, else mco]', options: ['mco', 'ssh', 'prometheus', 'puppetdb']}),
     puppetdb: Flags.string({description: "read the fleet from the nodes' reports and localpuppet facts in this PuppetDB (https://host:8081; puppetdb_ca, puppetdb_cert, puppetdb_key) [default: the puppetdb setting, when no prometheus setting] (env LOCALPUPPET_PUPPETDB, config puppetdb)", helpValue: 'URL'}),

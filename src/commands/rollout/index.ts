@@ -1,7 +1,7 @@
 import {Args, Flags} from '@oclif/core'
 
 import {BaseCommand, describeWithExitCodes} from '../../cli/base-command.js'
-import {type McoFlagValues, mcoFlags, transportSpec} from '../../cli/fleet-flags.js'
+import {type FleetFlagValues, fleetFlags, transportSpec} from '../../cli/fleet-flags.js'
 import {flagsGiven, judgeRolloutArgs} from '../../cli/rollout-args.js'
 import {sourceFlags, stateFlags, trustFlags} from '../../cli/flags.js'
 import {ROLLOUT_EXIT_CODES} from '../../lib/exit-codes.js'
@@ -38,7 +38,7 @@ export default class Rollout extends BaseCommand {
   }
 
   static override flags = {
-    ...mcoFlags,
+    ...fleetFlags,
     canary: Flags.integer({description: 'run the first N nodes on their own first', min: 1, helpValue: 'N'}),
     batch: Flags.string({description: 'batch sizes in turn, the last repeated: N, N% (of the nodes after the canaries) or a list (1,5,25%,100%) [default: all at once]', exclusive: ['window'], helpValue: 'LIST'}),
     window: Flags.integer({description: 'keep N nodes running, starting the next as one finishes', min: 1, helpValue: 'N'}),
@@ -82,7 +82,7 @@ export default class Rollout extends BaseCommand {
     }
 
     // The nodes and how to reach them are judged before anything is asked of them, too.
-    const spec = flags.resume === undefined ? await transportSpec(flags as McoFlagValues) : null
+    const spec = flags.resume === undefined ? await transportSpec(flags as FleetFlagValues) : null
     const tty = !this.jsonEnabled() && process.stderr.isTTY
     let shown = false
     const io = {

@@ -8,6 +8,7 @@ import {capture} from '../../util/capture.js'
 import type {NodeReport, RunReport, StartAnswer} from '../engine.js'
 import type {RolloutSettings} from '../settings.js'
 import {type FleetTransport, NODE_NAME} from './transport.js'
+import {type NodeReply, nodeFromReply, num, runFromReply, str} from './node-reply.js'
 
 /*
  * The rollout's MCollective transport: one `mco rpc localpuppet ACTION ... --json` process
@@ -37,50 +38,11 @@ export function mcoOptions(spec: McoSpec): McoOptions {
   return {mco: spec.mco, connection: spec.connection, discovery: spec.discovery, replyTimeout: spec.replyTimeout, discoveryTimeout: spec.discoveryTimeout}
 }
 
-/** One node's reply, as `mco rpc --json` prints it. */
-export interface McoReply {
-  sender: string
-  statuscode: number
-  statusmsg: string
-  data: Record<string, unknown>
-}
-
 const MAX_OUTPUT = 256 * 1024 * 1024
 /** How long a node the survey found silent has to answer when its turn comes. */
 const PROBE_SECONDS = 3
 /** The agent's `status wait=` range. */
 const MAX_WAIT_SECONDS = 50
-const str = (value: unknown): string | null => (typeof value === 'string' && value !== '' ? value : null)
-const num = (value: unknown): number | null => (typeof value === 'number' && Number.isFinite(value) ? value : null)
-
-/** A run as the agent's status action reports it. */
-export function runFromReply(reply: McoReply): RunReport | null {
-  const {data} = reply
-  const runId = str(data.run_id)
-  const state = str(data.state)
-  if (runId === null || state === null) return null
-  const changed = num(data.changed)
-  const failed = num(data.failed)
-  const outOfSync = num(data.out_of_sync)
-  return {
-    runId,
-    state,
-    release: str(data.release),
-    ref: str(data.ref),
-    noop: data.noop === true,
-    startedAt: str(data.started_at),
-    durationMs: num(data.duration_ms),
-    exitCode: num(data.exit_code),
-    resources: changed === null && failed === null && outOfSync === null ? null : {changed: changed ?? 0, failed: failed ?? 0, outOfSync: outOfSync ?? 0},
-    message: str(data.first_error) ?? str(data.error) ?? str(data.reason) ?? (reply.statuscode === 0 ? null : str(reply.statusmsg)),
-  }
-}
-
-/** How a node is, from the agent's status action with no run id. */
-export function nodeFromReply(reply: McoReply): NodeReport {
-  return {pointer: str(reply.data.pointer), applied: str(reply.data.applied), newest: runFromReply(reply), disabled: str(reply.data.puppet_disabled), drift: num(reply.data.drift)}
-}
-
 export class McoTransport implements FleetTransport {
   private dir: string | null = null
   readonly fleetKey: string
@@ -105,7 +67,7 @@ export class McoTransport implements FleetTransport {
    * `mco rpc localpuppet ACTION ARGS`: each node's first reply, only from the nodes asked (a
    * reply from any other is not believed). `nodes` null: the operator's discovery decides.
    */
-  async call(action: string, args: string[], nodes: string[] | null, timeoutSeconds: number, signal?: AbortSignal): Promise<Map<string, McoReply>> {
+  async call(action: string, args: string[], nodes: string[] | null, timeoutSeconds: number, signal?: AbortSignal): Promise<Map<string, NodeReply>> {
     const addressing = nodes === null ? [...this.options.discovery, ...(this.options.discoveryTimeout === null ? [] : ['--dt', String(this.options.discoveryTimeout)])] : ['--nodes', await this.writeNodesFile(nodes)]
     // mco takes `-t 5` for its own default and waits the DDL's 120 s instead (rpc/client.rb): never pass 5.
     const seconds = Math.max(1, Math.ceil(timeoutSeconds))
@@ -127,7 +89,7 @@ export class McoTransport implements FleetTransport {
 
     if (!Array.isArray(parsed)) throw new FleetUnavailableError(`mco rpc localpuppet ${action}: its JSON is not a list of replies`)
     const asked = nodes === null ? null : new Set(nodes)
-    const replies = new Map<string, McoReply>()
+    const replies = new Map<string, NodeReply>()
     for (const entry of parsed as unknown[]) {
       if (entry === null || typeof entry !== 'object') continue
       const {sender, statuscode, statusmsg, data} = entry as Record<string, unknown>
@@ -202,7 +164,7 @@ export class McoTransport implements FleetTransport {
     return this.options.replyTimeout ?? (settings.fetch ? 120 : 30)
   }
 
-  private starts(replies: Map<string, McoReply>): Record<string, StartAnswer> {
+  private starts(replies: Map<string, NodeReply>): Record<string, StartAnswer> {
     const answers: Record<string, StartAnswer> = {}
     for (const [node, reply] of replies) {
       const runId = str(reply.data.run_id)

@@ -10,7 +10,7 @@ import {capture} from '../../util/capture.js'
 import {shellQuote} from '../../util/shell-quote.js'
 import type {NodeReport, RunReport, StartAnswer} from '../engine.js'
 import type {RolloutSettings} from '../settings.js'
-import {type McoReply, nodeFromReply, runFromReply} from './mco.js'
+import {type NodeReply, nodeFromReply, runFromReply} from './node-reply.js'
 import type {SshTarget} from './ssh-targets.js'
 import type {FleetTransport} from './transport.js'
 
@@ -130,7 +130,7 @@ const configLine = (text: string): string | null => /^[^\n]*: line \d+: [^\n]*$/
 const lastLine = (text: string): string => stripVTControlCharacters(text).trim().split('\n').filter(Boolean).at(-1)?.trim() ?? ''
 
 /** A status record (`localpuppet status --json`) in the shape of the agent's status reply, so both transports read it alike. */
-export function statusReply(node: string, json: Record<string, unknown>, exitCode: number): McoReply {
+export function statusReply(node: string, json: Record<string, unknown>, exitCode: number): NodeReply {
   const resources = record(json.resources)
   const data: Record<string, unknown> = {
     run_id: json.id,
