@@ -71,17 +71,31 @@ async function entries(dir: string): Promise<Entry[]> {
 let sequence = 0
 
 /**
- * Adds a run's commands to the spool, in order; a spooled facts or catalog command the new
- * one supersedes is removed. Returns how many reports the bound dropped.
+ * Adds a run's commands to the spool, in order, all or none: one that cannot be written (a
+ * full disk) takes back those of the run already written and throws, the commands spooled
+ * before left as they were. A spooled facts or catalog command the new one supersedes is
+ * removed only once the new one is in place. Returns how many reports the bound dropped.
  */
 export async function spoolCommands(stateDir: string, commands: PuppetDbCommand[], bound = {count: MAX_SPOOLED, bytes: MAX_SPOOL_BYTES}): Promise<number> {
   const dir = await trustedSpoolDir(stateDir)
   const now = Date.now()
-  for (const command of commands) {
-    const kind = KIND[command.command]
-    if (kind !== 'report') for (const old of (await entries(dir)).filter((entry) => entry.kind === kind)) await unlink(join(dir, old.name)).catch(() => {})
-    const name = `${String(now).padStart(15, '0')}-${process.pid}-${String(sequence++ % 10_000).padStart(4, '0')}-${kind}.json`
-    await writeFileAtomic(join(dir, name), JSON.stringify(command) + '\n')
+  const written: Entry[] = []
+  try {
+    for (const command of commands) {
+      const kind = KIND[command.command]
+      const name = `${String(now).padStart(15, '0')}-${process.pid}-${String(sequence++ % 10_000).padStart(4, '0')}-${kind}.json`
+      await writeFileAtomic(join(dir, name), JSON.stringify(command) + '\n')
+      written.push({name, kind, size: 0})
+    }
+  } catch (error) {
+    for (const entry of written) await unlink(join(dir, entry.name)).catch(() => {})
+    throw error
+  }
+
+  const superseded = new Map(written.filter((entry) => entry.kind !== 'report').map((entry) => [entry.kind, entry.name]))
+  for (const old of await entries(dir)) {
+    const newer = superseded.get(old.kind)
+    if (newer !== undefined && old.name < newer) await unlink(join(dir, old.name)).catch(() => {})
   }
 
   return enforceBound(dir, bound)
