@@ -4,6 +4,7 @@ import {lstat, mkdir, open, readdir, unlink} from 'node:fs/promises'
 import {join} from 'node:path'
 
 import {atomicTempWriter, writeFileAtomic} from '../util/atomic-write.js'
+import {asIoError} from '../util/io-error.js'
 import {readBoundedFile} from '../util/bounded-read.js'
 import {isProcessAlive, processStartTime} from '../util/process.js'
 import {findTrustProblem, openedFileTrustProblem, refuseUnlessAllowed} from '../util/trusted-path.js'
@@ -278,7 +279,15 @@ async function takeLock(dir: string): Promise<(() => Promise<void>) | number> {
   for (let tries = 0; tries < 2; tries++) {
     try {
       const handle = await open(path, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, 0o600)
-      await handle.writeFile(`${process.pid} ${processStartTime(process.pid) ?? ''}\n`)
+      try {
+        await handle.writeFile(`${process.pid} ${processStartTime(process.pid) ?? ''}\n`)
+      } catch (error) {
+        // A full disk: no empty lock left behind, and the lock named (74).
+        await handle.close()
+        await unlink(path).catch(() => {})
+        throw asIoError(error, `PuppetDB spool lock ${path}`) ?? error
+      }
+
       await handle.close()
       return () => unlink(path).catch(() => {})
     } catch (error) {

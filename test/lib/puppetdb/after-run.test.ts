@@ -6,8 +6,10 @@ import type {ExecutionContext} from 'ava'
 import test from 'ava'
 
 import {clearConfigCache} from '../../../src/lib/config/settings.js'
+import {IoError} from '../../../src/lib/errors.js'
 import {sendRunToPuppetDb} from '../../../src/lib/puppetdb/after-run.js'
-import {spoolCommands, spoolDir} from '../../../src/lib/puppetdb/spool.js'
+import {PuppetDbClient} from '../../../src/lib/puppetdb/client.js'
+import {flushSpool, spoolCommands, spoolDir} from '../../../src/lib/puppetdb/spool.js'
 import {newRunRecord} from '../../../src/lib/state/run-record.js'
 import {smallFileSystem} from '../../helpers/full-disk.js'
 
@@ -123,4 +125,16 @@ test.serial("a full disk while spooling: the run's report is said lost in one cl
   t.false((warning ?? '').includes('ENOSPC'), 'our words, not Node\'s')
   t.deepEqual(await readdir(spoolDir(state)), before, 'no temporary file, none of this run\'s commands')
   t.deepEqual(await Promise.all(before.map((name) => readFile(join(spoolDir(state), name), 'utf8'))), texts, 'the earlier facts and report intact')
+})
+
+test.serial('report flush on a full disk: 74 naming the spool lock, no empty lock left behind (the next flush is not held back), the spooled commands intact', async (t) => {
+  const {mount: state, fill} = await smallFileSystem(t, 64)
+  await spoolCommands(state, [{command: 'store report', version: 8, certname: 'web1', producerTimestamp: '2026-11-28T00:00:01.000Z', payload: {n: 1}}])
+  const before = await readdir(spoolDir(state))
+  await fill()
+  const client = new PuppetDbClient({url: 'http://127.0.0.1:1', ca: null, cert: null, key: null})
+  const error = await t.throwsAsync(flushSpool(state, client, {deadlineMs: 1000, timeoutMs: 500}), {instanceOf: IoError})
+  t.is(error!.exitCode, 74)
+  t.is(error!.message, `PuppetDB spool lock ${join(spoolDir(state), 'flush.lock')}: no space left on the device`)
+  t.deepEqual(await readdir(spoolDir(state)), before)
 })
