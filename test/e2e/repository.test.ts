@@ -209,7 +209,7 @@ asRoot('publish onto a full disk: 74 naming the repository or the archive being 
   for (const archive of archives) {
     const full = await cli(['publish', archive, '--repo', repo, '--sign', key])
     t.is(full.exitCode, 74, full.stderr)
-    t.regex(full.stderr, new RegExp(`^localpuppet: (repository ${repo}|archive ${repo}/archives/foo/foo-1\\.[34]\\.0\\.tar\\.gz): no space left on the device`, 'm'))
+    t.regex(full.stderr, new RegExp(`^localpuppet: (repository ${repo}|lock ${repo}/\\.localpuppet-publish\\.lock|archive ${repo}/archives/foo/foo-1\\.[34]\\.0\\.tar\\.gz): no space left on the device`, 'm'))
     t.deepEqual(await listing(), before, 'no temporary file left')
     t.deepEqual(await readFile(join(repo, 'index.json')), index)
   }

@@ -142,6 +142,51 @@ test('a source URL with a password: config, fetch (output, --json, errors), the 
   t.is(written.status, 1, `no file the node wrote holds the password: ${written.stdout}`)
 })
 
+test('a URL with a credential in its query (?token=, ?access_token=): config, fetch (output, --json, errors), the node\'s records and fleet status --puppetdb (message and --json) show it redacted', async (t) => {
+  const dir = await tempDir(t)
+  const {key, pub} = await keyPair(dir, 'release')
+  const {repo} = await demoRepository(join(dir, 'made'), key)
+  const server = await testServer(repo, () => false)
+  t.teardown(() => server.close())
+  const modules = join(dir, 'modules')
+  const state = join(dir, 'state')
+  const config = join(dir, 'config.yaml')
+  await writeTree(dir, {'config.yaml': `source: http://127.0.0.1:${server.port}/?token=S3CRET&Access_Token=S3CRET\ntrust:\n  - ${pub}\nmodule_dir: ${modules}\nstate_dir: ${state}\n`})
+  await mkdir(modules)
+  const env = {LOCALPUPPET_CONFIG: config, LOCALPUPPET_SOURCE: undefined}
+  const shownSource = `http://127.0.0.1:${server.port}/?token=redacted&Access_Token=redacted`
+  const seen: string[] = []
+  const run = async (args: string[]) => {
+    const result = await cli(args, {env})
+    seen.push(result.stdout, result.stderr)
+    return result
+  }
+
+  t.true((await run(['config'])).stdout.includes(shownSource))
+  t.is(JSON.parse((await run(['config', '--json'])).stdout).settings.source.value, shownSource)
+  const fetched = await run(['fetch', 'foo@^1.4'])
+  t.is(fetched.exitCode, 0, fetched.stderr)
+  t.true(fetched.stdout.includes(`from ${shownSource} `), fetched.stdout)
+  t.is(JSON.parse((await run(['fetch', 'foo/tags/1.4.0', '--json'])).stdout).source, shownSource)
+  const missing = await run(['fetch', 'foo/tags/9.9.9', '--json'])
+  t.is(missing.exitCode, 66)
+  t.true(JSON.parse(missing.stdout).error.message.includes(shownSource), missing.stdout)
+  const unreachable = await run(['repository', 'list', '--source', 'http://127.0.0.1:1/repo/?X-Amz-Signature=S3CRET', '--insecure'])
+  t.is(unreachable.exitCode, 69)
+  t.regex(unreachable.stderr, /^localpuppet: repository http:\/\/127\.0\.0\.1:1\/repo\/\?X-Amz-Signature=redacted /)
+
+  for (const json of [false, true]) {
+    const fleet = await run(['fleet', 'status', '--puppetdb', 'http://127.0.0.1:1/?token=S3CRET', ...(json ? ['--json'] : [])])
+    t.is(fleet.exitCode, 69, fleet.stderr)
+    t.true((json ? JSON.parse(fleet.stdout).error.message : fleet.stderr).includes('http://127.0.0.1:1/?token=redacted '), fleet.stdout + fleet.stderr)
+  }
+
+  for (const output of seen) t.false(output.includes('S3CRET'), output)
+  // fetch writes under the module directory only (no state directory yet).
+  const written = spawnSync('grep', ['-rl', 'S3CRET', modules], {encoding: 'utf8'})
+  t.is(written.status, 1, `no file the node wrote holds the token: ${written.stdout}`)
+})
+
 test('plan shows an input value with a bidi override and a fact with an escape sequence escaped, each on its line; plan --json keeps them exact', async (t) => {
   const dir = await tempDir(t)
   await writeTree(dir, {'input.yaml': 'app: foo@^1.4\nclasses:\n  foo:\n    port: "80\\u202E\\e]0;owned\\a"\n'})

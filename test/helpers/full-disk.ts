@@ -1,5 +1,5 @@
 import {execFileSync} from 'node:child_process'
-import {mkdtemp, rm, writeFile} from 'node:fs/promises'
+import {mkdtemp, rm, statfs, writeFile} from 'node:fs/promises'
 import {tmpdir} from 'node:os'
 import {join} from 'node:path'
 
@@ -17,4 +17,10 @@ export async function smallFileSystem(t: ExecutionContext, sizeKb = 64): Promise
     await rm(mount, {recursive: true, force: true})
   })
   return {mount, fill: () => writeFile(join(mount, 'filler'), Buffer.alloc(sizeKb * 1024)).catch(() => {})}
+}
+
+/** Fills a file system but for about `kb` KiB (a file named `filler2`): small writes still fit, a large one does not. */
+export async function fillLeaving(mount: string, kb: number): Promise<void> {
+  const {bavail, bsize} = await statfs(mount)
+  await writeFile(join(mount, 'filler2'), Buffer.alloc(Math.max(0, bavail * bsize - kb * 1024)))
 }

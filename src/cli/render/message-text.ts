@@ -14,8 +14,9 @@ export function shownMessage(message: string): string {
   return terminalText(redactUrls(message), MESSAGE_MAX)
 }
 
-/** Each word of a text that is a URL with credentials, without them (a whole message is no URL, and `new URL` would re-encode its spaces). */
+/** Each word of a text that is a URL with credentials (user info, or a `?token=`-like parameter), without them (a whole message is no URL, and `new URL` would re-encode its spaces). */
 export function redactUrls(text: string): string {
-  return text.includes('@') ? text.split(/(\s+)/).map((word) => (word.includes('@') ? redactUrl(word) : word)).join('') : text
+  const suspect = (word: string) => word.includes('@') || word.includes('=')
+  return suspect(text) ? text.split(/(\s+)/).map((word) => (suspect(word) ? redactUrl(word) : word)).join('') : text
 }
 

@@ -76,6 +76,6 @@ export async function keepIndex(moduleDir: string, repositoryKey: string, read: 
     const head = {format: 2, repository: repositoryKey, validators: read.validators, signature: read.signature?.toString('base64') ?? null}
     await writeFileAtomic(path, Buffer.concat([Buffer.from(JSON.stringify(head) + '\n'), read.bytes]), 0o644)
   } catch (error) {
-    throw describeFsError(error, path)
+    throw describeFsError(error, `kept repository index ${path}`)
   }
 }

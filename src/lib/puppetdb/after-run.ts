@@ -3,6 +3,7 @@ import {InputError} from '../errors.js'
 import {join} from 'node:path'
 
 import {readBoundedFile} from '../util/bounded-read.js'
+import {asIoError} from '../util/io-error.js'
 import type {RunRecord} from '../state/run-record.js'
 import {runFiles} from '../state/state-dir.js'
 import {type PuppetDbCommand, PuppetDbClient, puppetDbConfig} from './client.js'
@@ -55,7 +56,11 @@ export async function sendRunToPuppetDb(stateDir: string, moduleDir: string, rec
     if (flushed.error) return `puppetdb: ${flushed.pending} command(s) spooled for later (localpuppet report flush): ${flushed.error}${lost}`
     return lost ? `puppetdb${lost}` : null
   } catch (error) {
-    return `puppetdb: this run's report was not spooled: ${(error as Error).message}`
+    // A full disk (or another I/O failure) said in a line of our own, not Node's: nothing of this run was spooled, what was spooled before is kept.
+    const io = asIoError(error, 'PuppetDB spool')
+    return io
+      ? `puppetdb: this run's report was not spooled, it is lost (PuppetDB will not have it): ${io.message}; what was spooled before is kept`
+      : `puppetdb: this run's report was not spooled: ${(error as Error).message}`
   }
 }
 

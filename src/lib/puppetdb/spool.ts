@@ -4,6 +4,7 @@ import {lstat, mkdir, open, readdir, unlink} from 'node:fs/promises'
 import {join} from 'node:path'
 
 import {atomicTempWriter, writeFileAtomic} from '../util/atomic-write.js'
+import {asIoError} from '../util/io-error.js'
 import {readBoundedFile} from '../util/bounded-read.js'
 import {isProcessAlive, processStartTime} from '../util/process.js'
 import {findTrustProblem, openedFileTrustProblem, refuseUnlessAllowed} from '../util/trusted-path.js'
@@ -71,17 +72,31 @@ async function entries(dir: string): Promise<Entry[]> {
 let sequence = 0
 
 /**
- * Adds a run's commands to the spool, in order; a spooled facts or catalog command the new
- * one supersedes is removed. Returns how many reports the bound dropped.
+ * Adds a run's commands to the spool, in order, all or none: one that cannot be written (a
+ * full disk) takes back those of the run already written and throws, the commands spooled
+ * before left as they were. A spooled facts or catalog command the new one supersedes is
+ * removed only once the new one is in place. Returns how many reports the bound dropped.
  */
 export async function spoolCommands(stateDir: string, commands: PuppetDbCommand[], bound = {count: MAX_SPOOLED, bytes: MAX_SPOOL_BYTES}): Promise<number> {
   const dir = await trustedSpoolDir(stateDir)
   const now = Date.now()
-  for (const command of commands) {
-    const kind = KIND[command.command]
-    if (kind !== 'report') for (const old of (await entries(dir)).filter((entry) => entry.kind === kind)) await unlink(join(dir, old.name)).catch(() => {})
-    const name = `${String(now).padStart(15, '0')}-${process.pid}-${String(sequence++ % 10_000).padStart(4, '0')}-${kind}.json`
-    await writeFileAtomic(join(dir, name), JSON.stringify(command) + '\n')
+  const written: Entry[] = []
+  try {
+    for (const command of commands) {
+      const kind = KIND[command.command]
+      const name = `${String(now).padStart(15, '0')}-${process.pid}-${String(sequence++ % 10_000).padStart(4, '0')}-${kind}.json`
+      await writeFileAtomic(join(dir, name), JSON.stringify(command) + '\n')
+      written.push({name, kind, size: 0})
+    }
+  } catch (error) {
+    for (const entry of written) await unlink(join(dir, entry.name)).catch(() => {})
+    throw error
+  }
+
+  const superseded = new Map(written.filter((entry) => entry.kind !== 'report').map((entry) => [entry.kind, entry.name]))
+  for (const old of await entries(dir)) {
+    const newer = superseded.get(old.kind)
+    if (newer !== undefined && old.name < newer) await unlink(join(dir, old.name)).catch(() => {})
   }
 
   return enforceBound(dir, bound)
@@ -264,7 +279,15 @@ async function takeLock(dir: string): Promise<(() => Promise<void>) | number> {
   for (let tries = 0; tries < 2; tries++) {
     try {
       const handle = await open(path, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, 0o600)
-      await handle.writeFile(`${process.pid} ${processStartTime(process.pid) ?? ''}\n`)
+      try {
+        await handle.writeFile(`${process.pid} ${processStartTime(process.pid) ?? ''}\n`)
+      } catch (error) {
+        // A full disk: no empty lock left behind, and the lock named (74).
+        await handle.close()
+        await unlink(path).catch(() => {})
+        throw asIoError(error, `PuppetDB spool lock ${path}`) ?? error
+      }
+
       await handle.close()
       return () => unlink(path).catch(() => {})
     } catch (error) {

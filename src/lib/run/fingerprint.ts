@@ -1,9 +1,10 @@
-import {createHash} from 'node:crypto'
+import {createHash, randomUUID} from 'node:crypto'
 import {readFile} from 'node:fs/promises'
 
 import {readRecordHead} from '../install/install-record.js'
 import {readReleaseTree, treeDigest} from '../tree/release-tree.js'
 import {stringifyJson} from '../util/json.js'
+import {NO_SECRET_DIGEST} from '../util/secret.js'
 import type {RunPlan} from './run-plan.js'
 
 /**
@@ -29,7 +30,8 @@ export async function runFingerprint(plan: RunPlan): Promise<string> {
   // A layered input: every layer's digest too (the computed document is in enc already); a flat input's fingerprint is as before.
   const layers = plan.layers ? {layers: plan.layers.layers.map((layer) => [layer.name, layer.digest])} : {}
   // Secrets are out of the ENC: their digests (what a Secret serialises to) stand for them, so a changed password runs.
-  const secrets = plan.secrets ? {secrets: plan.secrets} : {}
+  // One with no keyed digest (the node key unreadable: the run stops at 78 before Puppet) matches no earlier run, so --if-changed never skips it.
+  const secrets = plan.secrets ? {secrets: Object.fromEntries(Object.entries(plan.secrets).map(([key, secret]) => [key, secret.digest === NO_SECRET_DIGEST ? `unkeyed ${randomUUID()}` : secret]))} : {}
   const data = {releases, enc: {...plan.enc, parameters}, facts: plan.facts, manifest, noop: plan.noop, puppetArgs: plan.puppetArgs, languageMode: {strict, strictVariables}, puppet, ...layers, ...secrets}
   return `sha256:${createHash('sha256').update(stringifyJson(data)).digest('hex')}`
 }

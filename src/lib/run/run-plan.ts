@@ -169,6 +169,12 @@ export async function buildRunPlan(input: NodeInput, options: PlanOptions, runId
   const {splitSecrets} = await import('../secrets/secret-values.js')
   const {input: encInput, secrets} = splitSecrets(input)
   const hasSecrets = Object.keys(secrets).length > 0
+  // Their digests keyed by the node's key (shown as `hidden` where there is none): plan, run.json, hooks and the fingerprint alike.
+  if (hasSecrets) {
+    const {keySecretDigests, secretDigestKey} = await import('../secrets/secret-digest.js')
+    keySecretDigests(await secretDigestKey(stateDir), secrets, given, input)
+  }
+
   const secretArgs = hasSecrets ? (await import('../secrets/hiera-secrets.js')).secretPuppetArgs(files.dir) : null
   const enc = buildEncDocument(encInput, {release: app.release, runId})
   const environment = input.environment ?? 'production'

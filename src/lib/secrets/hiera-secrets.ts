@@ -1,4 +1,4 @@
-import {mkdir, writeFile} from 'node:fs/promises'
+import {mkdir, rm, writeFile} from 'node:fs/promises'
 import {basename, join, resolve} from 'node:path'
 
 import {InputError, describeFsError} from '../errors.js'
@@ -85,6 +85,8 @@ export async function writeSecretFiles(runDir: string, stateDir: string, secrets
     await mkdir(functions, {recursive: true, mode: 0o700})
     await writeFile(join(functions, 'data.rb'), DATA_FUNCTION, {mode: 0o600})
   } catch (error) {
+    // A full disk midway: none of them left (a secrets.age cut short would later read as tampered, a hiera.yaml without its backend as Puppet's error).
+    await Promise.all([files.sealed, files.hiera, files.modules].map((path) => rm(path, {recursive: true, force: true}).catch(() => {})))
     throw describeFsError(error, `secrets of run ${runDir}`)
   }
 }

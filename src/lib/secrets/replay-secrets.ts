@@ -14,6 +14,7 @@ export async function replaySecrets<T extends {classes?: unknown; raw: Record<st
   if (!marked) return input
   const {openRunSecrets} = await import('./hiera-secrets.js')
   const kept = await openRunSecrets(secretRunFiles(runDir).sealed, stateDir)
-  const restored = restoreSecrets({classes: input.classes}, kept, label)
+  const {secretDigestKey} = await import('./secret-digest.js')
+  const restored = restoreSecrets({classes: input.classes}, kept, label, await secretDigestKey(stateDir))
   return {...input, classes: restored.classes, raw: {...input.raw, classes: restored.classes}}
 }

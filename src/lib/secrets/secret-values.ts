@@ -90,9 +90,10 @@ export function splitSecrets<T extends {classes?: unknown; parameters?: Record<s
 /**
  * A recorded document (secrets redacted to their markers) with its secrets put back, for
  * --replay and rollback: each marker of a class parameter must find its value, with the
- * same digest, among the secrets that run kept encrypted (65 otherwise, naming it).
+ * same digest (keyed by `digestKey`, the node's: secret-digest.ts; or the unkeyed `sha256:`
+ * of a run recorded before), among the secrets that run kept encrypted (65 otherwise, naming it).
  */
-export function restoreSecrets(document: Record<string, unknown>, kept: Record<string, string>, label: string): Record<string, unknown> {
+export function restoreSecrets(document: Record<string, unknown>, kept: Record<string, string>, label: string, digestKey: Uint8Array | null = null): Record<string, unknown> {
   if (!isMapping(document.classes)) return document
   const classes: Record<string, unknown> = {}
   for (const [name, params] of Object.entries(document.classes)) {
@@ -105,8 +106,8 @@ export function restoreSecrets(document: Record<string, unknown>, kept: Record<s
       Object.entries(params).map(([param, value]) => {
         if (!isSecretMarker(value)) return [param, value]
         const key = secretKey(name, param)
-        const secret = Object.hasOwn(kept, key) ? new Secret(kept[key]) : undefined
-        if (!secret || secret.digest !== value.localpuppet_secret) throw new InputError(`${label}: the secret ${key} (${value.localpuppet_secret}) is not among the secrets that run kept; it cannot be replayed`)
+        const secret = Object.hasOwn(kept, key) ? new Secret(kept[key], digestKey) : undefined
+        if (!secret || !secret.matchesDigest(value.localpuppet_secret, digestKey)) throw new InputError(`${label}: the secret ${key} (${value.localpuppet_secret}) is not among the secrets that run kept; it cannot be replayed`)
         return [param, secret]
       }),
     )

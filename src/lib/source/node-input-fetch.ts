@@ -6,7 +6,7 @@ import {settingList} from '../config/settings.js'
 import type {NodeIdentity} from '../config/node-identity.js'
 import {UsageError, describeFsError} from '../errors.js'
 import {type NodeInput, parseNodeInput} from '../input/node-input.js'
-import {writeFileAtomic} from '../util/atomic-write.js'
+import {prepareFileAtomic} from '../util/atomic-write.js'
 import {findTrustProblem, refuseUnlessAllowed} from '../util/trusted-path.js'
 import {configuredRepositoryId, configuredSource, openSource, type ConfiguredFetch} from './fetch.js'
 import type {FetchOptions, FetchResult} from './release-source.js'
@@ -80,20 +80,26 @@ export async function fetchNodeInput(
     const input = parseNodeInput(text, label)
     options.onInput?.(input)
     // The layers it names, from the same signed index, verified, before anything is kept.
-    const {fetchNodeLayers, keepLayers, keptLayersDir} = await import('../layers/fetch-layers.js')
+    const {abortAll, commitAll, fetchNodeLayers, prepareKeptLayers, keptLayersDir} = await import('../layers/fetch-layers.js')
     const layers = input.layers?.length && opened.nodeLayer ? await fetchNodeLayers(input, (name) => opened.nodeLayer!(name, fetchOptions), source) : null
     const result = await opened.fetch([input.app.text], fetchOptions)
-    if (layers && options.keep) untrusted.push(...(await keepLayers(keptLayersDir(inputPath), layers.layers, fetch.allowUntrusted === true)))
     let status: FetchedNodeInput['status'] = 'not kept'
     if (options.keep) {
+      // The layers and the input written whole beside their kept copies, then renamed in together: a full disk keeps the last ones, never a mix.
+      const kept = layers ? await prepareKeptLayers(keptLayersDir(inputPath), layers.layers, fetch.allowUntrusted === true) : {untrusted: [], files: []}
+      untrusted.push(...kept.untrusted)
       const same = before !== null && createHash('sha256').update(before).digest('hex') === got.sha256
       if (!same) {
         // The signed bytes themselves: the kept copy matches the index, so the next run downloads nothing.
-        await writeFileAtomic(inputPath, got.bytes, 0o644).catch((error: unknown) => {
-          throw describeFsError(error, `input file ${inputPath}`)
-        })
+        kept.files.push(
+          await prepareFileAtomic(inputPath, got.bytes, 0o644).catch(async (error: unknown) => {
+            await abortAll(kept.files)
+            throw describeFsError(error, `input file ${inputPath}`)
+          }),
+        )
       }
 
+      commitAll(kept.files)
       status = same ? 'unchanged' : 'updated'
     }
 

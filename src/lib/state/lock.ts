@@ -4,6 +4,7 @@ import {join} from 'node:path'
 import {setTimeout as delay} from 'node:timers/promises'
 
 import {LockHeldError} from '../errors.js'
+import {asIoError} from '../util/io-error.js'
 import {writeFileAtomic} from '../util/atomic-write.js'
 import {isProcessAlive, processStartTime} from '../util/process.js'
 
@@ -49,7 +50,10 @@ export class RunLock {
     const temp = `${path}.${process.pid}.${content.token}`
     try {
       // Inside the try: a full disk creates the file and then fails to write it.
-      await writeFile(temp, JSON.stringify(content) + '\n', {mode: 0o600})
+      await writeFile(temp, JSON.stringify(content) + '\n', {mode: 0o600}).catch((error: unknown) => {
+        // A full disk names the lock it could not take (74), not just "no space".
+        throw asIoError(error, `lock ${path}`) ?? error
+      })
       // Enough rounds to wait out another process's takeover of a stale lock.
       for (let attempt = 0; attempt < 100; attempt++) {
         try {

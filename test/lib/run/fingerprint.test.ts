@@ -2,6 +2,7 @@ import test from 'ava'
 
 import {runFingerprint} from '../../../src/lib/run/fingerprint.js'
 import type {RunPlan} from '../../../src/lib/run/run-plan.js'
+import {digestKeyOf} from '../../../src/lib/secrets/secret-digest.js'
 import {Secret} from '../../../src/lib/util/secret.js'
 
 /** The parts of a plan the fingerprint reads, for a release-less plan (nothing on disk to hash). */
@@ -32,9 +33,13 @@ test('the fingerprint changes with the language mode and with the Puppet, not wi
 })
 
 test('issue 37: the fingerprint changes when a secret (kept out of the ENC) changes, and not when the same secret is given again', async (t) => {
-  const withSecret = (value: string) => runFingerprint(plan({secrets: {'db::password': new Secret(value)}}))
+  const key = digestKeyOf('AGE-SECRET-KEY-1QQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQ')
+  const withSecret = (value: string) => runFingerprint(plan({secrets: {'db::password': new Secret(value, key)}}))
   const base = await withSecret('hunter2')
   t.is(await withSecret('hunter2'), base)
   t.not(await withSecret('hunter3'), base)
   t.not(await runFingerprint(plan()), base)
+  // With no node key to key the digest, no two fingerprints match: --if-changed never skips a changed secret.
+  const unkeyed = plan({secrets: {'db::password': new Secret('hunter2')}})
+  t.not(await runFingerprint(unkeyed), await runFingerprint(unkeyed))
 })

@@ -47,3 +47,39 @@ test('URLs lose their credentials', (t) => {
   t.is(redactUrl('http://ops:p@[s/s@x and http://u:p@h/'), 'http://x and http://h/')
   t.is(terminalUrl('http://u:p@h/\u001B[2J'), 'http://h/%1B[2J')
 })
+
+test('URLs lose credential-like query and fragment parameters, whatever their case; the rest stays exactly as written', (t) => {
+  t.is(redactUrl('https://pdb:8081/?token=SECRET'), 'https://pdb:8081/?token=redacted')
+  t.is(redactUrl('https://h/x?a=1&Access_Token=S1&b=two%20words&API_KEY=S2'), 'https://h/x?a=1&Access_Token=redacted&b=two%20words&API_KEY=redacted')
+  t.is(
+    redactUrl('https://bucket.s3.amazonaws.com/r.tar?X-Amz-Credential=AK%2F1&X-Amz-Signature=abc&X-Amz-Security-Token=t&X-Amz-Expires=60'),
+    'https://bucket.s3.amazonaws.com/r.tar?X-Amz-Credential=redacted&X-Amz-Signature=redacted&X-Amz-Security-Token=redacted&X-Amz-Expires=60',
+  )
+  for (const name of ['password', 'passwd', 'secret', 'key', 'apikey', 'auth', 'sig', 'signature', 'client_secret', 'api-key']) {
+    t.is(redactUrl(`http://h/?${name}=S`), `http://h/?${name}=redacted`, name)
+  }
+
+  t.is(redactUrl('http://u:p@h/#access_token=S&state=1'), 'http://h/#access_token=redacted&state=1')
+  // Names that only end like a credential's short names are kept: a monkey is no key.
+  t.is(redactUrl('http://h/?monkey=1&page=2&q=token'), 'http://h/?monkey=1&page=2&q=token')
+  // Inside a message (not a URL as a whole) too.
+  t.is(redactUrl("fetch 'http://h/i.json?sig=S': failed"), "fetch 'http://h/i.json?sig=redacted': failed")
+})
+
+test('a cut never splits a surrogate pair (an emoji)', (t) => {
+  t.is(terminalText('ab😀cd', 3), 'ab…')
+  t.is(terminalText('ab😀cd', 4), 'ab😀…')
+})
+
+test('terminalText never leaves half of a surrogate pair that its input had whole (property)', (t) => {
+  const lone = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/u
+  // Seed 1046252975 split an emoji before the fix.
+  for (const seed of [1046252975, undefined]) fc.assert(
+    fc.property(fc.string({unit: 'grapheme', maxLength: 60}), fc.integer({min: 1, max: 80}), (value, max) => {
+      const shown = terminalText(value, max)
+      return !lone.test(shown) && shown.replace(/…$/u, '').length <= max
+    }),
+    {seed},
+  )
+  t.pass()
+})
