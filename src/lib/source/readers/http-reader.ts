@@ -100,7 +100,12 @@ export class HttpTransport implements Transport {
 
   constructor(url: string, options: HttpOptions = {}) {
     try {
-      this.base = new URL(url.endsWith('/') ? url : `${url}/`)
+      // The path gets its closing slash, so files resolve beneath it; a query (a token a
+      // server wants on every request) and no fragment are kept for every file's request.
+      const base = new URL(url)
+      if (!base.pathname.endsWith('/')) base.pathname += '/'
+      base.hash = ''
+      this.base = base
     } catch {
       throw new UsageError(`source ${terminalUrl(url)}: not a URL (https://host/path, with any / or @ in a user or password written %2F, %40)`)
     }
@@ -125,7 +130,9 @@ export class HttpTransport implements Transport {
 
   /** A file's URL as requested: with them. */
   private address(path: string): string {
-    return new URL(path, this.base).href
+    const url = new URL(path, this.base)
+    if (this.base.search !== '') url.search = this.base.search
+    return url.href
   }
 
   async read(path: string, maxBytes: number): Promise<Buffer | null> {
