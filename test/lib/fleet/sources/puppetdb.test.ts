@@ -23,12 +23,12 @@ const report = (certname: string, release: string, minutesAgo: number, status = 
   end_time: at(minutesAgo - 1),
 })
 
-async function puppetdb(t: ExecutionContext, answers: {reports: unknown; failed?: unknown; facts?: unknown}) {
+async function puppetdb(t: ExecutionContext, answers: {reports: unknown; failed?: unknown; facts?: unknown; metrics?: unknown}) {
   const server = await testServer('/nonexistent', async (req, res) => {
     let body = ''
     for await (const chunk of req) body += chunk
     const query = (JSON.parse(body) as {query: string}).query
-    const answer = query.startsWith('facts') ? (answers.facts ?? []) : query.includes('logs') ? (answers.failed ?? []) : answers.reports
+    const answer = query.startsWith('facts') ? (answers.facts ?? []) : query.includes('logs') ? (answers.failed ?? []) : query.includes('metrics') ? (answers.metrics ?? []) : answers.reports
     res.writeHead(200, {'content-type': 'application/json'})
     res.end(typeof answer === 'string' ? answer : JSON.stringify(answer))
     return true
@@ -60,6 +60,19 @@ test('applied is the newest report neither failed nor noop; healthy since the ol
   t.false(health.ok)
   t.is(health.source, 'PuppetDB')
   t.regex(health.nodes.find((node) => node.node === 'web2')!.reason, /newest attempt failed on foo\/tags\/1\.4\.0: Evaluation Error: boom/)
+})
+
+test("drift is the newest report's corrective changes, as Prometheus has it (unknown after a noop run or without the metric); a count that is none is refused (69)", async (t) => {
+  const metrics = (certname: string, value: unknown) => ({certname, metrics: {data: [{category: 'resources', name: 'changed', value: 3}, {category: 'resources', name: 'corrective_change', value}]}})
+  const answers = {
+    reports: [report('web1', 'foo/tags/1.4.0', 30, 'changed'), report('web2', 'foo/tags/1.4.0', 30), report('web3', 'foo/tags/1.4.0', 30)],
+    metrics: [metrics('web1', 2), metrics('web2', 0), {certname: 'web3', metrics: {data: [{category: 'time', name: 'total', value: 1}]}}],
+    facts: [fact('web1', 'foo/tags/1.4.0'), fact('web2', 'foo/tags/1.4.0'), fact('web3', 'foo/tags/1.4.0')],
+  }
+  const fleet = await readPuppetDbFleet(await puppetdb(t, answers), {now: NOW})
+  t.deepEqual(fleet.nodes.map((node) => [node.node, node.drift]), [['web1', 2], ['web2', 0], ['web3', null]])
+  const lying = await puppetdb(t, {...answers, metrics: [metrics('web1', -1)]})
+  await t.throwsAsync(readPuppetDbFleet(lying, {now: NOW}), {instanceOf: FleetUnavailableError, message: /web1: a corrective_change that is not a count of resources: -1/})
 })
 
 test('a row that is not a report is refused (69), naming PuppetDB and what came', async (t) => {
