@@ -231,7 +231,7 @@ puppetDbTest('puppetdb: three nodes\' reports, facts and catalogs in PuppetDB wi
   const health = (JSON.parse(gate.stdout) as {health: {source: string; nodes: Array<{node: string; state: string; reason: string}>}}).health
   t.is(health.source, 'PuppetDB')
   t.deepEqual(health.nodes.map((node) => [node.node, node.state]), [['node1', 'healthy'], ['node2', 'healthy'], ['node3', 'failed']])
-  t.regex(health.nodes[2].reason, /newest attempt failed on foo\/tags\/1\.4\.0: .*expects an Integer value/)
+  t.regex(health.nodes[2].reason, new RegExp(`^newest attempt failed on foo/tags/1\\.4\\.0, run ${runs.node3.record.id}: .*expects an Integer value`))
   const stable = async () => (JSON.parse(await readFile(join(repo, 'index.json'), 'utf8')) as {apps: {foo: {channels: Record<string, string>}}}).apps.foo.channels.stable
   t.is(await stable(), '1.3.0', 'the shut gate moved nothing')
 
@@ -241,7 +241,7 @@ puppetDbTest('puppetdb: three nodes\' reports, facts and catalogs in PuppetDB wi
   t.is(promGate.exitCode, 1, promGate.stderr)
   const promHealth = (JSON.parse(promGate.stdout) as {health: {source: string; nodes: Array<{node: string; state: string; reason: string}>}}).health
   t.deepEqual(promHealth.nodes.map((node) => [node.node, node.state]), [['node1', 'healthy'], ['node2', 'healthy'], ['node3', 'failed']])
-  t.regex(promHealth.nodes[2].reason, /expects an Integer value/)
+  t.regex(promHealth.nodes[2].reason, new RegExp(`^newest attempt failed \\(exit 1\\) on foo/tags/1\\.4\\.0, run ${runs.node3.record.id}: Error: .*expects an Integer value`))
   t.is(await stable(), '1.3.0')
 
   // node3's input fixed: it applies 1.4.0, and each gate opens (stable moved back between the two).
@@ -313,7 +313,7 @@ puppetDbTest('puppetdb: three nodes\' reports, facts and catalogs in PuppetDB wi
 
 /**
  * fleet status --prometheus and --puppetdb, once Prometheus has scraped each node's newest run (`runs`): the same
- * desired, applied, state, drift and first error per node (Prometheus' is Puppet's line as the node's metrics
+ * desired, applied, state, drift, newest run and first error per node (Prometheus' is Puppet's line as the node's metrics
  * carry it, `Error: ` and at most 300 characters; PuppetDB's the report's err log line).
  */
 async function compareSources(t: ExecutionContext, {prometheus, puppetDbUrl, env, runs}: {prometheus: PrometheusServer; puppetDbUrl: string; env: Record<string, string>; runs: Record<string, string>}): Promise<void> {
@@ -328,7 +328,7 @@ async function compareSources(t: ExecutionContext, {prometheus, puppetDbUrl, env
     return Object.entries(runs).every(([name, id]) => scraped.nodes.find((node) => node.node === name)?.runId === id) ? scraped : undefined
   }, 60_000)
   const fromPuppetDb = await status(['--puppetdb', puppetDbUrl])
-  const verdicts = (nodes: Row[]) => nodes.map((node) => [node.node, node.desired, node.applied, node.state, node.onWanted, node.drift])
+  const verdicts = (nodes: Row[]) => nodes.map((node) => [node.node, node.desired, node.applied, node.state, node.onWanted, node.drift, node.runId])
   t.log(`fleet status --prometheus: ${JSON.stringify(verdicts(fromPrometheus.nodes))}`)
   t.deepEqual(verdicts(fromPuppetDb.nodes), verdicts(fromPrometheus.nodes), 'the same verdicts from PuppetDB as from Prometheus')
   t.is(fromPuppetDb.exitCode, fromPrometheus.exitCode)

@@ -28,11 +28,15 @@ const REPORT_STATUSES = new Set(['changed', 'unchanged', 'failed'])
 
 /** The most characters of Puppet's first error kept per node. */
 const MAX_ERROR_CHARS = 1000
+/** The longest run id (a report's job_id) kept, as of a node's metrics. */
+const MAX_RUN_ID_CHARS = 64
 
 interface Report {
   status: string
   release: string | null
   noop: boolean
+  /** The run id localpuppet gave it (job_id), or null. */
+  runId: string | null
   start: number
   end: number
 }
@@ -72,7 +76,7 @@ export async function readPuppetDbFleet(config: PuppetDbConfig, options: PuppetD
   const now = options.now ?? Date.now()
   const since = new Date(now - (options.lookbackMs ?? 86_400_000)).toISOString()
   const refuse = (query: string, why: string) => new FleetUnavailableError(`puppetdb ${terminalUrl(client.url)}: ${query}: ${why}`)
-  const reportsQuery = `reports[certname, code_id, status, noop, start_time, end_time] { producer_timestamp > "${since}" }`
+  const reportsQuery = `reports[certname, code_id, job_id, status, noop, start_time, end_time] { producer_timestamp > "${since}" }`
   const failedQuery = 'reports[certname, logs] { latest_report? = true and status = "failed" }'
   const factsQuery = 'facts[certname, value] { name = "localpuppet" }'
   // Drift as Prometheus has it: the corrective changes of the newest report, unless it was a noop run.
@@ -98,7 +102,8 @@ export async function readPuppetDbFleet(config: PuppetDbConfig, options: PuppetD
     const end = typeof row.end_time === 'string' ? Date.parse(row.end_time) : Number.NaN
     if (typeof row.certname !== 'string' || !REPORT_STATUSES.has(String(row.status)) || !Number.isFinite(start) || !Number.isFinite(end)) throw refuse('reports', `a row that is not a report: ${JSON.stringify(row).slice(0, 200)}`)
     const list = reports.get(row.certname) ?? []
-    list.push({status: row.status as string, release: releaseOfCodeId(row.code_id), noop: row.noop === true, start, end})
+    const runId = typeof row.job_id === 'string' && row.job_id !== '' ? row.job_id.slice(0, MAX_RUN_ID_CHARS) : null
+    list.push({status: row.status as string, release: releaseOfCodeId(row.code_id), noop: row.noop === true, runId, start, end})
     reports.set(row.certname, list)
   }
 
@@ -171,6 +176,7 @@ function nodeOf(name: string, reports: Report[], fact: Record<string, unknown> |
     healthySince: isoOf(healthySince),
     lastRunSuccess: newest === undefined ? null : !failed,
     exitCode: null,
+    runId: newest?.runId ?? null,
     stopped: false,
   }
 }
