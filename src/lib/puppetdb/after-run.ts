@@ -91,6 +91,8 @@ export async function runCommands(stateDir: string, moduleDir: string, record: R
     finishedAt: record.finishedAt ?? now.toISOString(),
     error: record.error,
     firstError: record.firstError ?? null,
+    correctiveChange: record.resources?.correctiveChange ?? null,
+    corrected: record.corrected?.resources ?? [],
     producedAt: now.toISOString(),
   }
   const report = await readPuppetYaml(files.report)

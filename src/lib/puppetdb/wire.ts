@@ -31,6 +31,13 @@ export interface RunStamp {
   /** Why the attempt failed, when Puppet wrote no report (a catalog that did not compile, a refusal): Puppet's first error, else localpuppet's. */
   error: string | null
   firstError: string | null
+  /**
+   * localpuppet's drift (see drift/; Puppet computes none under `puppet apply`): how many
+   * resources the run corrected, and (some of) which, as `Type[title]`. Absent or null: not
+   * known (a noop run, a run Puppet reported nothing of).
+   */
+  correctiveChange?: number | null
+  corrected?: string[]
   /** When the commands were made: their producer_timestamp. */
   producedAt: string
 }
@@ -71,6 +78,14 @@ function fromPuppetReport(report: Json, stamp: RunStamp): Json {
     }
   }
 
+  // localpuppet's drift where an agent's report has Puppet's: the resources metric, the report's and each resource's flag.
+  const drift = typeof stamp.correctiveChange === 'number' && !stamp.noop ? stamp.correctiveChange : null
+  const corrected = new Set(stamp.corrected ?? [])
+  if (drift !== null) {
+    const kept = metrics.filter((metric) => !(metric.category === 'resources' && metric.name === 'corrective_change'))
+    metrics.splice(0, metrics.length, ...kept, {category: 'resources', name: 'corrective_change', value: drift})
+  }
+
   const start = time(report.time, stamp.startedAt)
   const statuses = isMap(report.resource_statuses) ? Object.values(report.resource_statuses).filter(isMap) : []
   const resources = statuses
@@ -82,7 +97,7 @@ function fromPuppetReport(report: Json, stamp: RunStamp): Json {
       file: text(status.file),
       line: typeof status.line === 'number' ? status.line : null,
       containment_path: Array.isArray(status.containment_path) ? status.containment_path.map((part) => String(part)) : [],
-      corrective_change: typeof status.corrective_change === 'boolean' ? status.corrective_change : null,
+      corrective_change: drift === null ? (typeof status.corrective_change === 'boolean' ? status.corrective_change : null) : corrected.has(`${text(status.resource_type)}[${text(status.title)}]`),
       events: (Array.isArray(status.events) ? status.events.filter(isMap) : []).map((event) => ({
         status: text(event.status) ?? 'success',
         timestamp: time(event.time, start),
@@ -127,7 +142,7 @@ function fromPuppetReport(report: Json, stamp: RunStamp): Json {
     // The run's verdict wins: a run localpuppet judged failed is failed in PuppetDB too.
     status: stamp.state === 'succeeded' ? (text(report.status) === 'failed' ? 'failed' : (text(report.status) ?? 'unchanged')) : 'failed',
     noop: typeof report.noop === 'boolean' ? report.noop : stamp.noop,
-    corrective_change: typeof report.corrective_change === 'boolean' ? report.corrective_change : null,
+    corrective_change: drift === null ? (typeof report.corrective_change === 'boolean' ? report.corrective_change : null) : drift > 0,
     noop_pending: typeof report.noop_pending === 'boolean' ? report.noop_pending : null,
     type: 'agent',
   }

@@ -43,6 +43,27 @@ test("a report from Puppet's keeps its uuids, gets the release as code_id and th
   t.deepEqual((payload.resources as Array<{resource_title: string}>).map((resource) => resource.resource_title), ['/x'])
 })
 
+test("localpuppet's drift is in the report where an agent's has Puppet's (puppet apply computes none): the resources metric corrective_change, the report's flag and each corrected resource's", (t) => {
+  const puppetReport = {
+    status: 'changed',
+    corrective_change: false,
+    metrics: {resources: {name: 'resources', values: [['changed', 'Changed', 2], ['corrective_change', 'Corrective change', 0]]}},
+    resource_statuses: {
+      'File[/etc/motd]': {title: '/etc/motd', resource_type: 'File', events: [{status: 'success', property: 'content'}]},
+      'Notify[hello]': {title: 'hello', resource_type: 'Notify', events: [{status: 'success', property: 'message'}]},
+    },
+  }
+  const {payload} = reportCommand(puppetReport, {...stamp, correctiveChange: 1, corrected: ['File[/etc/motd]']})
+  const corrective = (report: Record<string, unknown>) => (report.metrics as Array<{category: string; name: string; value: number}>).filter((metric) => metric.name === 'corrective_change')
+  t.deepEqual(corrective(payload), [{category: 'resources', name: 'corrective_change', value: 1}])
+  t.true(payload.corrective_change)
+  t.deepEqual((payload.resources as Array<{resource_title: string; corrective_change: boolean | null}>).map((resource) => [resource.resource_title, resource.corrective_change]), [['/etc/motd', true], ['hello', false]])
+  // No drift: the flag is false and the count 0; a noop run's is not known (Prometheus has none either).
+  t.deepEqual(corrective(reportCommand(puppetReport, {...stamp, correctiveChange: 0}).payload), [{category: 'resources', name: 'corrective_change', value: 0}])
+  t.false(reportCommand(puppetReport, {...stamp, correctiveChange: 0}).payload.corrective_change)
+  t.deepEqual(corrective(reportCommand(puppetReport, {...stamp, noop: true, correctiveChange: 3}).payload), [{category: 'resources', name: 'corrective_change', value: 0}])
+})
+
 test("a run localpuppet judged failed is failed in PuppetDB, and one without Puppet's report carries Puppet's first error", (t) => {
   t.is(reportCommand({status: 'changed'}, {...stamp, state: 'failed'}).payload.status, 'failed')
   const {payload} = reportCommand(null, {...stamp, state: 'failed', error: 'puppet run failed (exit 1)', firstError: 'Error: Evaluation Error: Unknown variable: $nope'})

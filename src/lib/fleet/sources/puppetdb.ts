@@ -1,7 +1,7 @@
 import {FleetUnavailableError} from '../../errors.js'
 import {type PuppetDbConfig, PuppetDbClient} from '../../puppetdb/client.js'
 import {type ReleaseRef, parseReleaseRef} from '../../release/release-ref.js'
-import {terminalUrl} from '../../util/terminal-text.js'
+import {terminalText, terminalUrl} from '../../util/terminal-text.js'
 import type {WantedIndex} from '../../source/wanted-now.js'
 import type {FleetStatus, WantedFrom} from '../fleet-rows.js'
 import {type PromFleet, type PromNode, fleetStatusOf} from './prometheus.js'
@@ -28,11 +28,15 @@ const REPORT_STATUSES = new Set(['changed', 'unchanged', 'failed'])
 
 /** The most characters of Puppet's first error kept per node. */
 const MAX_ERROR_CHARS = 1000
+/** The longest run id (a report's job_id) kept, as of a node's metrics. */
+const MAX_RUN_ID_CHARS = 64
 
 interface Report {
   status: string
   release: string | null
   noop: boolean
+  /** The run id localpuppet gave it (job_id), or null. */
+  runId: string | null
   start: number
   end: number
 }
@@ -63,8 +67,8 @@ function refOf(ref: unknown): ReleaseRef | null {
 }
 
 /**
- * Reads the fleet from PuppetDB: three PQL queries (the reports within the lookback, the
- * latest failed reports' logs, the localpuppet facts), each bounded by the client. Any row
+ * Reads the fleet from PuppetDB: four PQL queries (the reports within the lookback, the
+ * latest failed reports' logs, the latest reports' metrics for drift, the localpuppet facts), each bounded by the client. Any row
  * whose fields are not what PuppetDB writes is refused (69), never guessed at.
  */
 export async function readPuppetDbFleet(config: PuppetDbConfig, options: PuppetDbFleetOptions = {}): Promise<PromFleet> {
@@ -72,9 +76,11 @@ export async function readPuppetDbFleet(config: PuppetDbConfig, options: PuppetD
   const now = options.now ?? Date.now()
   const since = new Date(now - (options.lookbackMs ?? 86_400_000)).toISOString()
   const refuse = (query: string, why: string) => new FleetUnavailableError(`puppetdb ${terminalUrl(client.url)}: ${query}: ${why}`)
-  const reportsQuery = `reports[certname, code_id, status, noop, start_time, end_time] { producer_timestamp > "${since}" }`
+  const reportsQuery = `reports[certname, code_id, job_id, status, noop, start_time, end_time] { producer_timestamp > "${since}" }`
   const failedQuery = 'reports[certname, logs] { latest_report? = true and status = "failed" }'
   const factsQuery = 'facts[certname, value] { name = "localpuppet" }'
+  // Drift as Prometheus has it: the corrective changes of the newest report, unless it was a noop run.
+  const driftQuery = 'reports[certname, metrics] { latest_report? = true and noop = false }'
   // The failed reports' logs are the one answer that grows with how much failed (every line of each run): too large, they cost the first errors, not the fleet's status.
   let logsUnread: string | null = null
   const failedLogs = client.query(failedQuery).catch((error: Error & {kind?: string}) => {
@@ -82,7 +88,12 @@ export async function readPuppetDbFleet(config: PuppetDbConfig, options: PuppetD
     logsUnread = `Puppet's first error not read: ${error.message}`
     return []
   })
-  const [reportRows, failedRows, factRows] = await Promise.all([client.query(reportsQuery), failedLogs, client.query(factsQuery)])
+  // Each node's metrics are some 30 numbers: a fleet too large for one answer loses its drift (shown unknown), not its status.
+  const metricRows = client.query(driftQuery).catch((error: Error & {kind?: string}) => {
+    if (error.kind !== 'size') throw error
+    return []
+  })
+  const [reportRows, failedRows, factRows, driftRows] = await Promise.all([client.query(reportsQuery), failedLogs, client.query(factsQuery), metricRows])
 
   const reports = new Map<string, Report[]>()
   for (const row of reportRows) {
@@ -91,7 +102,8 @@ export async function readPuppetDbFleet(config: PuppetDbConfig, options: PuppetD
     const end = typeof row.end_time === 'string' ? Date.parse(row.end_time) : Number.NaN
     if (typeof row.certname !== 'string' || !REPORT_STATUSES.has(String(row.status)) || !Number.isFinite(start) || !Number.isFinite(end)) throw refuse('reports', `a row that is not a report: ${JSON.stringify(row).slice(0, 200)}`)
     const list = reports.get(row.certname) ?? []
-    list.push({status: row.status as string, release: releaseOfCodeId(row.code_id), noop: row.noop === true, start, end})
+    const runId = typeof row.job_id === 'string' && row.job_id !== '' ? row.job_id.slice(0, MAX_RUN_ID_CHARS) : null
+    list.push({status: row.status as string, release: releaseOfCodeId(row.code_id), noop: row.noop === true, runId, start, end})
     reports.set(row.certname, list)
   }
 
@@ -103,17 +115,27 @@ export async function readPuppetDbFleet(config: PuppetDbConfig, options: PuppetD
     if (typeof error?.message === 'string') firstErrors.set(row.certname, error.message.slice(0, MAX_ERROR_CHARS))
   }
 
+  const drift = new Map<string, number>()
+  for (const row of driftRows) {
+    const metrics = (row.metrics as {data?: unknown} | undefined)?.data
+    if (typeof row.certname !== 'string' || !Array.isArray(metrics)) continue
+    const corrective = metrics.find((metric) => (metric as {category?: unknown}).category === 'resources' && (metric as {name?: unknown}).name === 'corrective_change') as {value?: unknown} | undefined
+    if (corrective === undefined) continue
+    if (!Number.isSafeInteger(corrective.value) || (corrective.value as number) < 0) throw refuse('reports', `${terminalText(row.certname, 200)}: a corrective_change that is not a count of resources: ${JSON.stringify(corrective.value)?.slice(0, 50)}`)
+    drift.set(row.certname, corrective.value as number)
+  }
+
   const facts = new Map<string, Record<string, unknown>>()
   for (const row of factRows) {
     if (typeof row.certname === 'string' && row.value !== null && typeof row.value === 'object') facts.set(row.certname, row.value as Record<string, unknown>)
   }
 
   const names = [...new Set([...reports.keys(), ...facts.keys()])].sort()
-  const nodes = names.map((name) => nodeOf(name, reports.get(name) ?? [], facts.get(name), firstErrors.get(name) ?? logsUnread))
+  const nodes = names.map((name) => nodeOf(name, reports.get(name) ?? [], facts.get(name), firstErrors.get(name) ?? logsUnread, drift.get(name) ?? null))
   return {nodes, at: now, url: client.url}
 }
 
-function nodeOf(name: string, reports: Report[], fact: Record<string, unknown> | undefined, firstError: string | null): PromNode {
+function nodeOf(name: string, reports: Report[], fact: Record<string, unknown> | undefined, firstError: string | null, drift: number | null): PromNode {
   // Newest first, by when each run started.
   reports.sort((a, b) => b.start - a.start)
   const newest = reports[0]
@@ -146,7 +168,7 @@ function nodeOf(name: string, reports: Report[], fact: Record<string, unknown> |
     release: newest?.release ?? null,
     at: isoOf(newest?.start),
     noop: newest?.noop ?? false,
-    drift: null,
+    drift,
     disabled: null,
     message: failed ? firstError : null,
     onWanted: desired ? applied === desired : null,
@@ -154,6 +176,7 @@ function nodeOf(name: string, reports: Report[], fact: Record<string, unknown> |
     healthySince: isoOf(healthySince),
     lastRunSuccess: newest === undefined ? null : !failed,
     exitCode: null,
+    runId: newest?.runId ?? null,
     stopped: false,
   }
 }

@@ -19,16 +19,17 @@ const report = (certname: string, release: string, minutesAgo: number, status = 
   code_id: `${release}@sha256:${'a'.repeat(64)}`,
   status,
   noop,
+  job_id: `run-${certname}-${minutesAgo}`,
   start_time: at(minutesAgo),
   end_time: at(minutesAgo - 1),
 })
 
-async function puppetdb(t: ExecutionContext, answers: {reports: unknown; failed?: unknown; facts?: unknown}) {
+async function puppetdb(t: ExecutionContext, answers: {reports: unknown; failed?: unknown; facts?: unknown; metrics?: unknown}) {
   const server = await testServer('/nonexistent', async (req, res) => {
     let body = ''
     for await (const chunk of req) body += chunk
     const query = (JSON.parse(body) as {query: string}).query
-    const answer = query.startsWith('facts') ? (answers.facts ?? []) : query.includes('logs') ? (answers.failed ?? []) : answers.reports
+    const answer = query.startsWith('facts') ? (answers.facts ?? []) : query.includes('logs') ? (answers.failed ?? []) : query.includes('metrics') ? (answers.metrics ?? []) : answers.reports
     res.writeHead(200, {'content-type': 'application/json'})
     res.end(typeof answer === 'string' ? answer : JSON.stringify(answer))
     return true
@@ -56,10 +57,24 @@ test('applied is the newest report neither failed nor noop; healthy since the ol
   const [web1, web2] = fleet.nodes
   t.like(web1, {node: 'web1', app: 'foo', channel: 'canary', applied: 'foo/tags/1.4.0', release: 'foo/tags/1.5.0', noop: true, healthySince: at(119), lastRunSuccess: true, onWanted: true})
   t.like(web2, {node: 'web2', applied: 'foo/tags/1.4.0', state: 'failed', message: 'Evaluation Error: boom', healthySince: null, lastRunSuccess: false})
+  t.is(web2.runId, 'run-web2-10', "the newest report's job_id: which run failed")
   const health = await channelHealth(config, {app: 'foo', release: 'foo/tags/1.4.0', channel: 'canary', forMs: 0, minNodes: 1, staleAfterMs: 10 * 86_400_000})
   t.false(health.ok)
   t.is(health.source, 'PuppetDB')
-  t.regex(health.nodes.find((node) => node.node === 'web2')!.reason, /newest attempt failed on foo\/tags\/1\.4\.0: Evaluation Error: boom/)
+  t.regex(health.nodes.find((node) => node.node === 'web2')!.reason, /newest attempt failed on foo\/tags\/1\.4\.0, run run-web2-10: Evaluation Error: boom/)
+})
+
+test("drift is the newest report's corrective changes, as Prometheus has it (unknown after a noop run or without the metric); a count that is none is refused (69)", async (t) => {
+  const metrics = (certname: string, value: unknown) => ({certname, metrics: {data: [{category: 'resources', name: 'changed', value: 3}, {category: 'resources', name: 'corrective_change', value}]}})
+  const answers = {
+    reports: [report('web1', 'foo/tags/1.4.0', 30, 'changed'), report('web2', 'foo/tags/1.4.0', 30), report('web3', 'foo/tags/1.4.0', 30)],
+    metrics: [metrics('web1', 2), metrics('web2', 0), {certname: 'web3', metrics: {data: [{category: 'time', name: 'total', value: 1}]}}],
+    facts: [fact('web1', 'foo/tags/1.4.0'), fact('web2', 'foo/tags/1.4.0'), fact('web3', 'foo/tags/1.4.0')],
+  }
+  const fleet = await readPuppetDbFleet(await puppetdb(t, answers), {now: NOW})
+  t.deepEqual(fleet.nodes.map((node) => [node.node, node.drift]), [['web1', 2], ['web2', 0], ['web3', null]])
+  const lying = await puppetdb(t, {...answers, metrics: [metrics('web1', -1)]})
+  await t.throwsAsync(readPuppetDbFleet(lying, {now: NOW}), {instanceOf: FleetUnavailableError, message: /web1: a corrective_change that is not a count of resources: -1/})
 })
 
 test('a row that is not a report is refused (69), naming PuppetDB and what came', async (t) => {
@@ -108,13 +123,13 @@ test("a report whose status or times are not PuppetDB's (a status it never write
   }
 })
 
-test("failed reports' logs too large to read (a fleet failing at once, each report thousands of lines) cost the first errors, not the fleet's status: each failed node says why its error is missing", async (t) => {
+/** A PuppetDB answering the query that names `field` with an endless list, as fast as it is read; the others with web1's failed report and fact. */
+async function flooding(t: ExecutionContext, field: string) {
   const server = await testServer('/nonexistent', async (req, res) => {
     let body = ''
     for await (const chunk of req) body += chunk
     res.writeHead(200, {'content-type': 'application/json'})
-    if (body.includes('logs')) {
-      // An endless list, as fast as it is read.
+    if (body.includes(field)) {
       const chunk = Buffer.alloc(1024 * 1024, 32)
       res.write('[')
       const pump = () => {
@@ -130,7 +145,16 @@ test("failed reports' logs too large to read (a fleet failing at once, each repo
     return true
   })
   t.teardown(() => server.close())
-  const fleet = await readPuppetDbFleet({url: server.url, ca: null, cert: null, key: null}, {now: NOW})
+  return readPuppetDbFleet({url: server.url, ca: null, cert: null, key: null}, {now: NOW})
+}
+
+test("failed reports' logs too large to read (a fleet failing at once, each report thousands of lines) cost the first errors, not the fleet's status: each failed node says why its error is missing", async (t) => {
+  const fleet = await flooding(t, 'logs')
   t.like(fleet.nodes[0], {node: 'web1', state: 'failed'})
   t.regex(fleet.nodes[0].message ?? '', /Puppet's first error not read: .*larger than/)
+})
+
+test("the newest reports' metrics too large to read (a fleet of tens of thousands) cost the drift column, not the fleet's status", async (t) => {
+  const fleet = await flooding(t, 'metrics')
+  t.like(fleet.nodes[0], {node: 'web1', state: 'failed', drift: null})
 })
