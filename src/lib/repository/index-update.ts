@@ -4,8 +4,9 @@ import {join} from 'node:path'
 
 import {keyId, type loadSigningKey, signIndex} from '../archive/signature.js'
 import {UsageError, asIoError, describeFsError} from '../errors.js'
+import {writeNodeDocuments} from '../node-documents/publish-documents.js'
 import {RunLock} from '../state/lock.js'
-import {atomicTempWriter, prepareFileAtomic} from '../util/atomic-write.js'
+import {atomicTempWriter, writeSignedFileAtomic} from '../util/atomic-write.js'
 import {isProcessAlive} from '../util/process.js'
 import {
   DEFAULT_INDEX_EXPIRY_MS,
@@ -76,6 +77,8 @@ async function updateIndexLocked<T>(options: IndexUpdateOptions, now: () => numb
     await clearDebris(options.repo)
     const {index, signed} = await readCurrentIndex(options.repo)
     if (signed && !key) throw new UsageError(`${options.repo} is a signed repository (${REPOSITORY_SIGNATURE}); publish with --sign KEY.pem`, ['an index without a fresh signature would be refused by every node'])
+    // The index as read, to find which node documents the change touches (node-documents/).
+    const before = structuredClone(index)
     const result = await change(index)
     // Under the lock, from the index just read: two publishers never write the same version.
     // A new repository (or one whose publishers were older than identities) gets its identity
@@ -83,26 +86,13 @@ async function updateIndexLocked<T>(options: IndexUpdateOptions, now: () => numb
     index.repository ??= randomBytes(16).toString('hex')
     index.version = (index.version ?? 0) + 1
     index.expires = new Date(now() + expiresInMs).toISOString()
+    // Each changed node's document before the index (node-documents/): what a node reads instead of it.
+    const documents = await writeNodeDocuments(options.repo, before, index, key, now())
     const bytes = serializeRepositoryIndex(index)
-    // The signature first: a reader that gets the new signature with the old index retries
-    // once and then sees both new. Then the index, the last thing written. Both written and
-    // flushed first, then renamed back to back: a publisher killed between the two renames
-    // (a reader's signature over another index until the next publish) is down to
-    // microseconds. The next publish always writes a matching pair.
-    const signature = key ? await prepareFileAtomic(join(options.repo, REPOSITORY_SIGNATURE), signIndex(bytes, key), 0o644) : null
-    const indexFile = await prepareFileAtomic(join(options.repo, REPOSITORY_INDEX), bytes, 0o644).catch(async (error: unknown) => {
-      await signature?.abort()
-      throw error
-    })
-    try {
-      signature?.commit()
-      indexFile.commit()
-    } finally {
-      await signature?.abort()
-      await indexFile.abort()
-    }
-
+    // The signature first, then the index, the last thing written (writeSignedFileAtomic). The next publish always writes a matching pair.
+    await writeSignedFileAtomic(join(options.repo, REPOSITORY_INDEX), bytes, key ? {path: join(options.repo, REPOSITORY_SIGNATURE), bytes: signIndex(bytes, key)} : null)
     await syncDir(options.repo)
+    await documents.removeStale()
     await options.afterIndex?.().catch(() => {})
     return {...result, repository: index.repository, signedBy: key ? keyId(key) : null, version: index.version, expires: index.expires}
   } finally {
@@ -118,7 +108,7 @@ async function updateIndexLocked<T>(options: IndexUpdateOptions, now: () => numb
  */
 async function clearDebris(repo: string): Promise<void> {
   const below = async (sub: string) => (await readdir(join(repo, sub)).catch(() => [] as string[])).map((name) => join(repo, sub, name))
-  const dirs = [repo, ...(await below('archives')), ...(await below('inputs')), ...(await below('objects'))]
+  const dirs = [repo, ...(await below('archives')), ...(await below('inputs')), ...(await below('objects')), join(repo, 'nodes')]
   for (const dir of dirs) {
     for (const name of await readdir(dir).catch(() => [] as string[])) {
       const pid = atomicTempWriter(name) ?? (dir === repo ? lockTempHolder(name) : null)

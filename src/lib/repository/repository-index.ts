@@ -115,6 +115,8 @@ export interface RepositoryIndex {
   nodes?: Record<string, PublishedInput>
   /** Layers node inputs name, by name (`publish --layers DIR`; see layers/). Optional: older nodes ignore it. */
   layers?: Record<string, PublishedLayer>
+  /** Each node's document is published under `nodes/` (node-documents/): a node reads its own instead of this index. Optional: older nodes ignore it. */
+  nodeDocuments?: true
 }
 
 export function emptyRepositoryIndex(): RepositoryIndex {
@@ -138,7 +140,8 @@ export function serializeRepositoryIndex(index: RepositoryIndex): Buffer {
   const versioned = index.version === undefined ? {} : {version: index.version, expires: index.expires}
   const nodes = index.nodes && Object.keys(index.nodes).length > 0 ? {nodes: sorted(index.nodes)} : {}
   const layers = index.layers && Object.keys(index.layers).length > 0 ? {layers: sorted(index.layers)} : {}
-  return Buffer.from(JSON.stringify({format: index.format, ...identity, ...versioned, apps, ...nodes, ...layers}, null, 1) + '\n')
+  const documents = index.nodeDocuments === true ? {nodeDocuments: true} : {}
+  return Buffer.from(JSON.stringify({format: index.format, ...identity, ...versioned, apps, ...nodes, ...layers, ...documents}, null, 1) + '\n')
 }
 
 const SHA256 = /^[0-9a-f]{64}$/
@@ -167,6 +170,9 @@ export function parseRepositoryIndex(bytes: Buffer, label: string): RepositoryIn
 
   const index = doc as RepositoryIndex
   if (!isMapping(index)) fail('not a repository index (expected an object)')
+  // A node's document (node-documents/) served as the index: it would stand for a whole repository.
+  if ((index as {kind?: unknown}).kind !== undefined) fail(`kind ${JSON.stringify((index as {kind?: unknown}).kind)}: a node's document, not a repository index`)
+  if (index.nodeDocuments !== undefined && index.nodeDocuments !== true) fail(`invalid nodeDocuments ${JSON.stringify(index.nodeDocuments)} (expected true)`)
   if (index.format !== REPOSITORY_FORMAT) fail(`format ${JSON.stringify(index.format)} is not supported (this localpuppet reads format ${REPOSITORY_FORMAT})`)
   // Both or neither: an index made before versions has neither; one of the two alone is no index localpuppet wrote.
   if (index.version !== undefined || index.expires !== undefined) {

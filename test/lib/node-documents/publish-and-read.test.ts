@@ -1,0 +1,226 @@
+import {createHash, generateKeyPairSync} from 'node:crypto'
+import {mkdir, readFile, readdir, rm, writeFile} from 'node:fs/promises'
+import {type IncomingMessage, type ServerResponse, createServer} from 'node:http'
+import {join} from 'node:path'
+
+import test, {type ExecutionContext} from 'ava'
+
+import {LocalpuppetError} from '../../../src/lib/errors.js'
+import {nodeDocumentPath, verifyNodeDocumentSignature} from '../../../src/lib/node-documents/document.js'
+import {updateIndex} from '../../../src/lib/repository/index-update.js'
+import {type RepositoryIndex, inputPathFor} from '../../../src/lib/repository/repository-index.js'
+import {openSource} from '../../../src/lib/source/fetch.js'
+import {tempDir} from '../../helpers/temp.js'
+
+const {privateKey, publicKey} = generateKeyPairSync('ed25519')
+const DIGEST = `sha256:${'d'.repeat(64)}`
+const tag = (name: string) => ({
+  archive: `archives/foo/foo-${name}.tar.gz`,
+  size: 1,
+  sha256: 'c'.repeat(64),
+  digest: DIGEST,
+  modulepath: [`foo/tags/${name}`],
+  digests: {[`foo/tags/${name}`]: DIGEST},
+  signedBy: null,
+  publishedAt: '2026-11-25T00:00:00.000Z',
+})
+
+/** A static web server as nginx is for these files: an ETag on each, 304 when If-None-Match names it; `hostile` answers first. */
+async function server(t: ExecutionContext, root: string, hostile?: (path: string, res: ServerResponse) => Promise<boolean>) {
+  const requests: Array<{path: string; status: number}> = []
+  const http = createServer(async (req: IncomingMessage, res: ServerResponse) => {
+    const path = req.url!.slice(1)
+    const seen = {path, status: 0}
+    requests.push(seen)
+    if (await hostile?.(path, res)) return void (seen.status = res.statusCode)
+    const body = await readFile(join(root, path)).catch(() => undefined)
+    if (body === undefined) return void res.writeHead((seen.status = 404)).end()
+    const etag = `"${createHash('sha256').update(body).digest('hex').slice(0, 16)}"`
+    if (req.headers['if-none-match'] === etag) return void res.writeHead((seen.status = 304), {etag}).end()
+    res.writeHead((seen.status = 200), {etag, 'content-length': body.length}).end(body)
+  })
+  await new Promise<void>((resolve) => http.listen(0, '127.0.0.1', resolve))
+  http.on('connection', (socket) => t.teardown(() => void socket.destroy()))
+  t.teardown(() => new Promise<void>((resolve) => http.close(() => resolve())))
+  return {url: `http://127.0.0.1:${(http.address() as {port: number}).port}/`, requests}
+}
+
+async function setup(t: ExecutionContext) {
+  const dir = await tempDir(t)
+  const repo = join(dir, 'repo')
+  const moduleDir = join(dir, 'modules')
+  await mkdir(moduleDir, {mode: 0o755})
+  const pub = join(dir, 'release.pub.pem')
+  await writeFile(pub, publicKey.export({type: 'spki', format: 'pem'}))
+  /** Publishes node inputs (text by node; null removes the node) and app changes, as publish and promote do through updateIndex. */
+  const publish = (inputs: Record<string, string | null>, change: (index: RepositoryIndex) => void = () => {}, expiresInMs?: number) =>
+    updateIndex({repo, key: privateKey, expiresInMs}, async (index) => {
+      index.apps.foo ??= {tags: {'1.0.0': tag('1.0.0'), '1.1.0': tag('1.1.0')}, channels: {stable: '1.0.0'}}
+      for (const [node, text] of Object.entries(inputs)) {
+        if (text === null) {
+          delete index.nodes![node]
+          continue
+        }
+
+        const sha256 = createHash('sha256').update(text).digest('hex')
+        await mkdir(join(repo, 'inputs', node), {recursive: true})
+        await writeFile(join(repo, inputPathFor(node, sha256)), text)
+        index.nodes = {...index.nodes, [node]: {input: inputPathFor(node, sha256), size: Buffer.byteLength(text), sha256, app: 'foo/channels/stable', publishedAt: '2026-11-25T00:00:00.000Z'}}
+      }
+
+      change(index)
+      return {}
+    })
+  const options = {moduleDir, trust: [pub], trustDir: null}
+  /** One tick of a node: its input read through a fresh source, as apply --fetch does. */
+  const tick = async (url: string, node = 'web1') => {
+    const source = await openSource(url, {})
+    try {
+      return await source.nodeInput!(node, options)
+    } finally {
+      await source.close()
+    }
+  }
+
+  return {dir, repo, moduleDir, publish, tick}
+}
+
+const documentOf = async (repo: string, node: string) => {
+  const index = JSON.parse(await readFile(join(repo, 'index.json'), 'utf8')) as RepositoryIndex
+  const path = join(repo, nodeDocumentPath(index.repository!, node))
+  return {path, bytes: await readFile(path), signature: await readFile(`${path}.sig`), json: JSON.parse(await readFile(path, 'utf8'))}
+}
+
+test("publishing writes each node's signed document; publishing one node's input rewrites only its document; a removed node's document is removed; a renewal re-signs them all", async (t) => {
+  const {repo, publish} = await setup(t)
+  await publish({web1: 'app: foo/channels/stable\n', web2: 'app: foo/channels/stable\n'})
+  const index = JSON.parse(await readFile(join(repo, 'index.json'), 'utf8'))
+  t.true(index.nodeDocuments)
+  const web1 = await documentOf(repo, 'web1')
+  t.regex(verifyNodeDocumentSignature(web1.bytes, web1.signature, [publicKey], web1.path), /^sha256:/)
+  t.is(web1.json.node, 'web1')
+  t.false(web1.bytes.toString().includes('web2'))
+  const web2 = await documentOf(repo, 'web2')
+
+  await publish({web2: 'app: foo/channels/stable\nclasses: [x]\n'})
+  t.deepEqual((await documentOf(repo, 'web1')).bytes, web1.bytes, "web1's document is not rewritten when web2's input changes")
+  t.true((await documentOf(repo, 'web2')).json.version > web2.json.version)
+
+  // A promote reaches the followers of the channel.
+  await publish({}, (i) => (i.apps.foo.channels!.stable = '1.1.0'))
+  const promoted = await documentOf(repo, 'web1')
+  t.deepEqual(promoted.json.apps.foo.channels, {stable: '1.1.0'})
+  t.true(promoted.json.version > web1.json.version)
+
+  // A publish of nothing (re-signing, renewing expiry): every document again, with the new expiry.
+  await publish({})
+  const renewed = await documentOf(repo, 'web1')
+  t.true(renewed.json.version > promoted.json.version)
+  t.is(renewed.json.expires, JSON.parse(await readFile(join(repo, 'index.json'), 'utf8')).expires)
+
+  await publish({web2: null})
+  t.deepEqual((await readdir(join(repo, 'nodes'))).sort(), [nodeDocumentPath(index.repository, 'web1').slice('nodes/'.length), `${nodeDocumentPath(index.repository, 'web1').slice('nodes/'.length)}.sig`].sort())
+})
+
+test("a node's quiet tick is one conditional request for its own document, answered 304; another node's publish does not change that; its own publish reaches it", async (t) => {
+  const {repo, publish, tick} = await setup(t)
+  await publish({web1: 'app: foo/channels/stable\n', web2: 'app: foo/channels/stable\n'})
+  const {url, requests} = await server(t, repo)
+  const document = (await documentOf(repo, 'web1')).path.slice(repo.length + 1)
+  // First contact: the index gives the repository's id (and lists the node); from then on, the document.
+  t.is((await tick(url)).text, 'app: foo/channels/stable\n')
+  t.deepEqual(requests.map((r) => r.path).slice(0, 2), ['index.json', 'index.json.sig'])
+  requests.length = 0
+  await tick(url)
+  t.deepEqual(requests.map((r) => `${r.path} ${r.status}`).slice(0, 2), [`${document} 200`, `${document}.sig 200`])
+  t.false(requests.some((r) => r.path.startsWith('index.json')))
+  /** What a tick asked of the repository besides the input (which the node's kept copy would spare it: apply --fetch passes it). */
+  const asked = async () => {
+    requests.length = 0
+    await tick(url)
+    return requests.filter((r) => !r.path.startsWith('inputs/')).map((r) => `${r.path} ${r.status}`)
+  }
+
+  t.deepEqual(await asked(), [`${document} 304`])
+  await publish({web2: 'app: foo/channels/stable\nclasses: [x]\n'})
+  t.deepEqual(await asked(), [`${document} 304`])
+
+  await publish({web1: 'app: foo/channels/stable\nclasses: [y]\n'})
+  requests.length = 0
+  const got = await tick(url)
+  t.is(got.text, 'app: foo/channels/stable\nclasses: [y]\n')
+  t.deepEqual(requests.slice(0, 2).map((r) => `${r.path} ${r.status}`), [`${document} 200`, `${document}.sig 200`])
+})
+
+/** Answers a request itself (a hostile server). */
+function answered(answer: () => void): boolean {
+  answer()
+  return true
+}
+
+async function refusal(t: ExecutionContext, promise: Promise<unknown>, message: RegExp) {
+  const error = await t.throwsAsync(promise)
+  t.true(error instanceof LocalpuppetError, error?.stack)
+  t.is((error as LocalpuppetError).exitCode, 65)
+  t.regex(error!.message, message)
+}
+
+test('a node whose document would be larger than a node reads (a range matching thousands of tags) is refused (65) before any document or the index is written', async (t) => {
+  const {repo, publish} = await setup(t)
+  await publish({web1: 'app: foo/channels/stable\n'})
+  const before = await readFile(join(repo, 'index.json'))
+  const error = await t.throwsAsync(
+    publish({db1: 'app: foo@^1\n'}, (i) => {
+      for (let n = 0; n < 6000; n++) i.apps.foo.tags[`1.2.${n}`] = tag(`1.2.${n}`)
+      i.nodes!.db1.app = 'foo@^1'
+    }),
+  )
+  t.is((error as LocalpuppetError).exitCode, 65)
+  t.regex(error!.message, /^node db1: its document would be \d+ bytes, over the 2097152 a node reads/)
+  t.deepEqual(await readFile(join(repo, 'index.json')), before)
+  t.is((await readdir(join(repo, 'nodes'))).length, 2)
+})
+
+test("another node's document in this node's place, an older document replayed, or an expired one is refused (65); a repository without documents is read through index.json", async (t) => {
+  const {repo, publish, tick} = await setup(t)
+  await publish({web1: 'app: foo/channels/stable\n', web2: 'app: foo/channels/stable\n'})
+  const old = await documentOf(repo, 'web1')
+  let serve: ((path: string, res: ServerResponse) => Promise<boolean>) | undefined
+  const {url} = await server(t, repo, async (path, res) => serve?.(path, res) ?? false)
+  await tick(url)
+  await tick(url)
+
+  // web2's genuine, signed document served at web1's path.
+  const other = await documentOf(repo, 'web2')
+  const mine = old.path.slice(repo.length + 1)
+  serve = async (path, res) => {
+    if (path === mine) return answered(() => res.writeHead(200).end(other.bytes))
+    if (path === `${mine}.sig`) return answered(() => res.writeHead(200).end(other.signature))
+    return false
+  }
+
+  await refusal(t, tick(url), /node: the document of node "web2", not of web1/)
+
+  // After a publish of web1 is accepted, its older document replayed.
+  serve = undefined
+  await publish({web1: 'app: foo/channels/stable\nclasses: [y]\n'})
+  t.is((await tick(url)).text, 'app: foo/channels/stable\nclasses: [y]\n')
+  serve = async (path, res) => {
+    if (path === mine) return answered(() => res.writeHead(200, {etag: '"old"'}).end(old.bytes))
+    if (path === `${mine}.sig`) return answered(() => res.writeHead(200).end(old.signature))
+    return false
+  }
+
+  await refusal(t, tick(url), /older than version .* a replay/)
+
+  // Expired: published to last 1 ms.
+  serve = undefined
+  await publish({web1: 'app: foo/channels/stable\nclasses: [z]\n'}, () => {}, 1)
+  await new Promise((resolve) => setTimeout(resolve, 5))
+  await refusal(t, tick(url), /expired at/)
+
+  // A repository without documents (published before them): the index, as before.
+  await publish({web1: 'app: foo/channels/stable\nclasses: [w]\n'})
+  await rm(join(repo, 'nodes'), {recursive: true})
+  t.is((await tick(url)).text, 'app: foo/channels/stable\nclasses: [w]\n')
+})
