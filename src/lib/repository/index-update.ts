@@ -4,7 +4,8 @@ import {join} from 'node:path'
 
 import {keyId, type loadSigningKey, signIndex} from '../archive/signature.js'
 import {UsageError, asIoError, describeFsError} from '../errors.js'
-import {writeNodeDocuments} from '../node-documents/publish-documents.js'
+import {onlyNodesChanged, writeNodeDocuments} from '../node-documents/publish-documents.js'
+import {openNodeTable} from '../node-documents/node-table.js'
 import {RunLock} from '../state/lock.js'
 import {atomicTempWriter, writeSignedFileAtomic} from '../util/atomic-write.js'
 import {isProcessAlive} from '../util/process.js'
@@ -77,24 +78,31 @@ async function updateIndexLocked<T>(options: IndexUpdateOptions, now: () => numb
     await clearDebris(options.repo)
     const {index, signed} = await readCurrentIndex(options.repo)
     if (signed && !key) throw new UsageError(`${options.repo} is a signed repository (${REPOSITORY_SIGNATURE}); publish with --sign KEY.pem`, ['an index without a fresh signature would be refused by every node'])
-    // The index as read, to find which node documents the change touches (node-documents/).
+    // The index as read, to find which node documents the change touches; its nodes read from their documents when index.json lists none (node-documents/).
     const before = structuredClone(index)
+    const table = openNodeTable(options.repo, index)
     const result = await change(index)
     // Under the lock, from the index just read: two publishers never write the same version.
     // A new repository (or one whose publishers were older than identities) gets its identity
     // now; every later publish keeps it, so nodes can tell this repository from another.
     index.repository ??= randomBytes(16).toString('hex')
-    index.version = (index.version ?? 0) + 1
-    index.expires = new Date(now() + expiresInMs).toISOString()
+    const expires = new Date(now() + expiresInMs).toISOString()
+    // Node entries alone changed, and index.json lists none: it stays as it is (publishing one node writes that node's input and document).
+    const indexToo = !onlyNodesChanged(before, index, table)
+    if (indexToo) {
+      index.version = (index.version ?? 0) + 1
+      index.expires = expires
+    }
+
     // Each changed node's document before the index (node-documents/): what a node reads instead of it.
-    const documents = await writeNodeDocuments(options.repo, before, index, key, now())
-    const bytes = serializeRepositoryIndex(index)
+    const documents = await writeNodeDocuments(options.repo, before, index, key, now(), {expires, table})
+    const bytes = indexToo ? serializeRepositoryIndex(index) : null
     // The signature first, then the index, the last thing written (writeSignedFileAtomic). The next publish always writes a matching pair.
-    await writeSignedFileAtomic(join(options.repo, REPOSITORY_INDEX), bytes, key ? {path: join(options.repo, REPOSITORY_SIGNATURE), bytes: signIndex(bytes, key)} : null)
+    if (bytes) await writeSignedFileAtomic(join(options.repo, REPOSITORY_INDEX), bytes, key ? {path: join(options.repo, REPOSITORY_SIGNATURE), bytes: signIndex(bytes, key)} : null)
     await syncDir(options.repo)
     await documents.removeStale()
     await options.afterIndex?.().catch(() => {})
-    return {...result, repository: index.repository, signedBy: key ? keyId(key) : null, version: index.version, expires: index.expires}
+    return {...result, repository: index.repository, signedBy: key ? keyId(key) : null, version: index.version!, expires: index.expires!}
   } finally {
     await lock.release()
   }

@@ -44,6 +44,8 @@ export interface PublishOptions {
   /** --prune (with --inputs DIR, `pruneFrom`): the inputs of nodes not among `nodes` leave the index and the repository. */
   prune?: boolean
   pruneFrom?: string
+  /** --node-documents-only: index.json lists no nodes from now on, each node's entry is in its document (node-documents/); kept by later publishes. */
+  nodeDocumentsOnly?: boolean
 }
 
 export interface PublishedEntry {
@@ -177,6 +179,7 @@ async function publishInspected(options: PublishOptions, repo: string, now: () =
     assertNoPlainAmongSealed(inputs, index.nodes, options.seal ?? {})
     const nodes = await addNodeInputs(repo, index, inputs, now)
     pruneIndex(index, pruned)
+    if (options.nodeDocumentsOnly) index.nodesInDocuments = true
     return {releases, nodes, layers: published, pruned}
   })
   return {repo, ...updated}

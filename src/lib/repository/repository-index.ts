@@ -117,6 +117,11 @@ export interface RepositoryIndex {
   layers?: Record<string, PublishedLayer>
   /** Each node's document is published under `nodes/` (node-documents/): a node reads its own instead of this index. Optional: older nodes ignore it. */
   nodeDocuments?: true
+  /**
+   * `publish --node-documents-only`: `nodes` is not in index.json, each node's entry is in its
+   * document only. A node older than documents finds no input for its name (66).
+   */
+  nodesInDocuments?: true
 }
 
 export function emptyRepositoryIndex(): RepositoryIndex {
@@ -138,9 +143,9 @@ export function serializeRepositoryIndex(index: RepositoryIndex): Buffer {
   )
   const identity = index.repository === undefined ? {} : {repository: index.repository}
   const versioned = index.version === undefined ? {} : {version: index.version, expires: index.expires}
-  const nodes = index.nodes && Object.keys(index.nodes).length > 0 ? {nodes: sorted(index.nodes)} : {}
+  const nodes = index.nodesInDocuments !== true && index.nodes && Object.keys(index.nodes).length > 0 ? {nodes: sorted(index.nodes)} : {}
   const layers = index.layers && Object.keys(index.layers).length > 0 ? {layers: sorted(index.layers)} : {}
-  const documents = index.nodeDocuments === true ? {nodeDocuments: true} : {}
+  const documents = {...(index.nodeDocuments === true ? {nodeDocuments: true} : {}), ...(index.nodesInDocuments === true ? {nodesInDocuments: true} : {})}
   return Buffer.from(JSON.stringify({format: index.format, ...identity, ...versioned, apps, ...nodes, ...layers, ...documents}, null, 1) + '\n')
 }
 
@@ -173,6 +178,7 @@ export function parseRepositoryIndex(bytes: Buffer, label: string): RepositoryIn
   // A node's document (node-documents/) served as the index: it would stand for a whole repository.
   if ((index as {kind?: unknown}).kind !== undefined) fail(`kind ${JSON.stringify((index as {kind?: unknown}).kind)}: a node's document, not a repository index`)
   if (index.nodeDocuments !== undefined && index.nodeDocuments !== true) fail(`invalid nodeDocuments ${JSON.stringify(index.nodeDocuments)} (expected true)`)
+  if (index.nodesInDocuments !== undefined && (index.nodesInDocuments !== true || index.nodes !== undefined)) fail(`invalid nodesInDocuments ${JSON.stringify(index.nodesInDocuments)} (expected true, and no nodes)`)
   if (index.format !== REPOSITORY_FORMAT) fail(`format ${JSON.stringify(index.format)} is not supported (this localpuppet reads format ${REPOSITORY_FORMAT})`)
   // Both or neither: an index made before versions has neither; one of the two alone is no index localpuppet wrote.
   if (index.version !== undefined || index.expires !== undefined) {

@@ -168,7 +168,7 @@ export class RepositorySource implements ReleaseSource {
   private indexUnchanged = false
   /** The node whose input is fetched (nodeInput): its document is read instead of the index. */
   private node?: string
-  /** The replay track (`<source>#node`) of the node's document, when the fetch runs on one. */
+  /** The replay track (`<source>#node:<name>`) of the node's document, when the fetch runs on one. */
   private track?: string
 
   private async readAccepted(options: FetchOptions): Promise<IndexRead> {
@@ -176,8 +176,8 @@ export class RepositorySource implements ReleaseSource {
     const {readViaDocument} = await import('../node-documents/node-source.js')
     const via = (repository: string | null) => readViaDocument({transport: this.transport, label: this.label, node: this.node!, keys: (o) => this.trustedKeys(o)}, options, repository)
     const read = (await via(null)) ?? (await this.readAcceptedIndex(options))
-    // First contact with a repository whose index lists nodes only in their documents: the index gave its id, the document follows.
-    const document = !('track' in read) && read.index.nodeDocuments === true && read.index.repository !== undefined && own(read.index.nodes, this.node) === undefined ? await via(read.index.repository) : null
+    // First contact with a repository of documents: the index gave its id, the document follows (kept, so the next tick is a 304).
+    const document = !('track' in read) && read.index.nodeDocuments === true && read.index.repository !== undefined ? await via(read.index.repository) : null
     const chosen: IndexRead & {track?: string; unchanged?: boolean} = document ?? read
     if (chosen.track !== undefined) {
       this.track = chosen.track

@@ -65,7 +65,8 @@ async function setup(t: ExecutionContext) {
         const sha256 = createHash('sha256').update(text).digest('hex')
         await mkdir(join(repo, 'inputs', node), {recursive: true})
         await writeFile(join(repo, inputPathFor(node, sha256)), text)
-        index.nodes = {...index.nodes, [node]: {input: inputPathFor(node, sha256), size: Buffer.byteLength(text), sha256, app: 'foo/channels/stable', publishedAt: '2026-11-25T00:00:00.000Z'}}
+        // As publish sets an entry (publish-inputs.ts): the table of an index without nodes reads only what is asked.
+        ;(index.nodes ??= {})[node] = {input: inputPathFor(node, sha256), size: Buffer.byteLength(text), sha256, app: text.match(/^app: (\S+)/)![1], publishedAt: '2026-11-25T00:00:00.000Z'}
       }
 
       change(index)
@@ -73,10 +74,11 @@ async function setup(t: ExecutionContext) {
     })
   const options = {moduleDir, trust: [pub], trustDir: null}
   /** One tick of a node: its input read through a fresh source, as apply --fetch does. */
-  const tick = async (url: string, node = 'web1') => {
+  const tick = async (url: string, node = 'web1', elsewhere?: string) => {
     const source = await openSource(url, {})
+    if (elsewhere) await mkdir(elsewhere, {mode: 0o755})
     try {
-      return await source.nodeInput!(node, options)
+      return await source.nodeInput!(node, elsewhere ? {...options, moduleDir: elsewhere} : options)
     } finally {
       await source.close()
     }
@@ -127,13 +129,9 @@ test("a node's quiet tick is one conditional request for its own document, answe
   await publish({web1: 'app: foo/channels/stable\n', web2: 'app: foo/channels/stable\n'})
   const {url, requests} = await server(t, repo)
   const document = (await documentOf(repo, 'web1')).path.slice(repo.length + 1)
-  // First contact: the index gives the repository's id (and lists the node); from then on, the document.
+  // First contact: the index gives the repository's id, then the document; from then on, the document alone.
   t.is((await tick(url)).text, 'app: foo/channels/stable\n')
-  t.deepEqual(requests.map((r) => r.path).slice(0, 2), ['index.json', 'index.json.sig'])
-  requests.length = 0
-  await tick(url)
-  t.deepEqual(requests.map((r) => `${r.path} ${r.status}`).slice(0, 2), [`${document} 200`, `${document}.sig 200`])
-  t.false(requests.some((r) => r.path.startsWith('index.json')))
+  t.deepEqual(requests.map((r) => `${r.path} ${r.status}`).slice(0, 4), ['index.json 200', 'index.json.sig 200', `${document} 200`, `${document}.sig 200`])
   /** What a tick asked of the repository besides the input (which the node's kept copy would spare it: apply --fetch passes it). */
   const asked = async () => {
     requests.length = 0
@@ -181,8 +179,8 @@ test('a node whose document would be larger than a node reads (a range matching 
   t.is((await readdir(join(repo, 'nodes'))).length, 2)
 })
 
-test("another node's document in this node's place, an older document replayed, or an expired one is refused (65); a repository without documents is read through index.json", async (t) => {
-  const {repo, publish, tick} = await setup(t)
+test("another node's document in this node's place, an older document replayed, or an expired one is refused (65), and one withheld once accepted is unavailable (69: the node keeps what it has); a repository without documents is read through index.json by a node that never read one", async (t) => {
+  const {dir, repo, publish, tick} = await setup(t)
   await publish({web1: 'app: foo/channels/stable\n', web2: 'app: foo/channels/stable\n'})
   const old = await documentOf(repo, 'web1')
   let serve: ((path: string, res: ServerResponse) => Promise<boolean>) | undefined
@@ -219,8 +217,61 @@ test("another node's document in this node's place, an older document replayed, 
   await new Promise((resolve) => setTimeout(resolve, 5))
   await refusal(t, tick(url), /expired at/)
 
-  // A repository without documents (published before them): the index, as before.
+  // Its documents withheld (404) once this node accepted one: no going back to the index, which could be an older one replayed.
   await publish({web1: 'app: foo/channels/stable\nclasses: [w]\n'})
   await rm(join(repo, 'nodes'), {recursive: true})
-  t.is((await tick(url)).text, 'app: foo/channels/stable\nclasses: [w]\n')
+  const withheld = await t.throwsAsync(tick(url))
+  t.is((withheld as LocalpuppetError).exitCode, 69)
+  t.regex(withheld!.message, /nodes\/[0-9a-f]{64}\.json: not found, though this node accepted its document version \d+ from \S+; nothing taken from the repository's index$/)
+  // A repository without documents (published before them), to a node that never read one: the index, as before.
+  t.is((await tick(url, 'web1', join(dir, 'fresh'))).text, 'app: foo/channels/stable\nclasses: [w]\n')
+})
+
+test("--node-documents-only: index.json lists no nodes; publishing one node's input writes that input and document only, not index.json; a promote, a removal, a renewal and repository list read the node table from the documents; a node's tick still works", async (t) => {
+  const {repo, publish, tick} = await setup(t)
+  await publish({web1: 'app: foo/channels/stable\n', web2: 'app: foo/channels/stable\n', db1: 'app: foo/tags/1.0.0\n'})
+  await publish({}, (i) => (i.nodesInDocuments = true))
+  const indexBytes = await readFile(join(repo, 'index.json'))
+  const index = JSON.parse(indexBytes.toString())
+  t.like(index, {nodeDocuments: true, nodesInDocuments: true})
+  t.is(index.nodes, undefined)
+  const web1 = await documentOf(repo, 'web1')
+
+  // One node's input: its input and its document, nothing else.
+  const updated = await publish({web2: 'app: foo/channels/stable\nclasses: [x]\n'})
+  t.deepEqual(await readFile(join(repo, 'index.json')), indexBytes, 'index.json not rewritten')
+  t.is(updated.version, index.version)
+  t.deepEqual((await documentOf(repo, 'web1')).bytes, web1.bytes)
+  t.is((await documentOf(repo, 'web2')).json.input.sha256, createHash('sha256').update('app: foo/channels/stable\nclasses: [x]\n').digest('hex'))
+
+  // A node reads its document: on first contact the index (no nodes) gives the id.
+  const {url} = await server(t, repo)
+  t.is((await tick(url, 'web2')).text, 'app: foo/channels/stable\nclasses: [x]\n')
+  // A name without a document: the index has no input for it, which is what a node older than documents says for every name (66).
+  const none = await t.throwsAsync(tick(url, 'web3'))
+  t.is((none as LocalpuppetError).exitCode, 66)
+  t.regex(none!.message, /^node web3 has no input in the repository \S+; it lists no node inputs$/)
+
+  // A promote: the index, and the documents of the channel's followers (read from the documents).
+  await publish({}, (i) => (i.apps.foo.channels!.stable = '1.1.0'))
+  t.notDeepEqual(await readFile(join(repo, 'index.json')), indexBytes)
+  t.deepEqual((await documentOf(repo, 'web1')).json.apps.foo.channels, {stable: '1.1.0'})
+  t.deepEqual(Object.keys((await documentOf(repo, 'db1')).json.apps.foo.tags), ['1.0.0'])
+  t.is(JSON.parse(await readFile(join(repo, 'index.json'), 'utf8')).nodes, undefined)
+
+  // A node removed: its document goes, the index stays.
+  const beforeRemoval = await readFile(join(repo, 'index.json'))
+  await publish({db1: null})
+  t.deepEqual(await readFile(join(repo, 'index.json')), beforeRemoval)
+  await t.throwsAsync(documentOf(repo, 'db1'), {code: 'ENOENT'})
+
+  // repository list: the nodes, from their documents.
+  const {listRepository} = await import('../../../src/lib/channels/repository-listing.js')
+  t.deepEqual((await listRepository(repo)).nodes.map((n: {node: string}) => n.node), ['web1', 'web2'])
+
+  // A renewal: the index and every document, with the new expiry.
+  const renewedFrom = (await documentOf(repo, 'web2')).json.version
+  await publish({})
+  t.true((await documentOf(repo, 'web2')).json.version > renewedFrom)
+  t.is((await documentOf(repo, 'web2')).json.expires, JSON.parse(await readFile(join(repo, 'index.json'), 'utf8')).expires)
 })
