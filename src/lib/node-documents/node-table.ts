@@ -132,3 +132,20 @@ export function openNodeTable(repo: string, index: RepositoryIndex): NodeTable |
     },
   }
 }
+
+/**
+ * The node entries a check of the whole table reads (publish's refusal of a plain input
+ * among encrypted ones): the index's own, or, when its nodes are in their documents, none at
+ * all unless the index says some input is encrypted (`encryptedInputs`), so that publishing
+ * a plain input does not read every document.
+ */
+export function nodesForSealCheck(index: RepositoryIndex): Record<string, PublishedInput> | undefined {
+  return index.nodesInDocuments === true && index.encryptedInputs !== true ? {} : index.nodes
+}
+
+/** Marks an index whose nodes are in their documents when an encrypted input is among them (`encryptedInputs`, never unmarked: a later plain input is then checked against every document). */
+export function markEncryptedInputs(index: RepositoryIndex, table: NodeTable | null): void {
+  if (index.nodesInDocuments !== true || index.encryptedInputs === true) return
+  const entries = table === null ? Object.values(index.nodes ?? {}) : table.touched().map((node) => index.nodes?.[node])
+  if (entries.some((entry) => entry?.encrypted !== undefined)) index.encryptedInputs = true
+}

@@ -5,7 +5,7 @@ import {join} from 'node:path'
 import {keyId, type loadSigningKey, signIndex} from '../archive/signature.js'
 import {UsageError, asIoError, describeFsError} from '../errors.js'
 import {onlyNodesChanged, writeNodeDocuments} from '../node-documents/publish-documents.js'
-import {openNodeTable} from '../node-documents/node-table.js'
+import {markEncryptedInputs, openNodeTable} from '../node-documents/node-table.js'
 import {RunLock} from '../state/lock.js'
 import {atomicTempWriter, writeSignedFileAtomic} from '../util/atomic-write.js'
 import {isProcessAlive} from '../util/process.js'
@@ -86,6 +86,7 @@ async function updateIndexLocked<T>(options: IndexUpdateOptions, now: () => numb
     // A new repository (or one whose publishers were older than identities) gets its identity
     // now; every later publish keeps it, so nodes can tell this repository from another.
     index.repository ??= randomBytes(16).toString('hex')
+    markEncryptedInputs(index, table)
     const expires = new Date(now() + expiresInMs).toISOString()
     // Node entries alone changed, and index.json lists none: it stays as it is (publishing one node writes that node's input and document).
     const indexToo = !onlyNodesChanged(before, index, table)

@@ -6,6 +6,7 @@ import {basename, dirname, join, resolve} from 'node:path'
 
 import {installArchive} from '../install/install-archive.js'
 import {loadSigningKey} from '../archive/signature.js'
+import {nodesForSealCheck} from '../node-documents/node-table.js'
 import {ConflictError, ReleaseError, UsageError, describeFsError} from '../errors.js'
 import type {IndexSummary} from '../archive/release-index.js'
 import {readArchiveHead} from './archive-head.js'
@@ -176,7 +177,7 @@ async function publishInspected(options: PublishOptions, repo: string, now: () =
 
     const published = await addLayers(repo, index, layers, now)
     assertInputLayersPublished(plainInputs, index)
-    assertNoPlainAmongSealed(inputs, index.nodes, options.seal ?? {})
+    assertNoPlainAmongSealed(inputs, nodesForSealCheck(index), options.seal ?? {})
     const nodes = await addNodeInputs(repo, index, inputs, now)
     pruneIndex(index, pruned)
     if (options.nodeDocumentsOnly) index.nodesInDocuments = true

@@ -269,6 +269,14 @@ test("--node-documents-only: index.json lists no nodes; publishing one node's in
   const {listRepository} = await import('../../../src/lib/channels/repository-listing.js')
   t.deepEqual((await listRepository(repo)).nodes.map((n: {node: string}) => n.node), ['web1', 'web2'])
 
+  // Publishing a plain input reads no document to look for encrypted ones, until one is encrypted: then the index says so (rewritten once).
+  const {nodesForSealCheck} = await import('../../../src/lib/node-documents/node-table.js')
+  const current = () => readFile(join(repo, 'index.json'), 'utf8').then((text) => JSON.parse(text) as RepositoryIndex)
+  t.deepEqual(nodesForSealCheck(await current()), {})
+  await publish({}, (i) => (i.nodes!.web2 = {...i.nodes!.web2, encrypted: 'age'}))
+  t.true((await current()).encryptedInputs)
+  t.is((await documentOf(repo, 'web2')).json.input.encrypted, 'age')
+
   // A renewal: the index and every document, with the new expiry.
   const renewedFrom = (await documentOf(repo, 'web2')).json.version
   await publish({})
