@@ -283,3 +283,20 @@ test("--node-documents-only: index.json lists no nodes; publishing one node's in
   t.true((await documentOf(repo, 'web2')).json.version > renewedFrom)
   t.is((await documentOf(repo, 'web2')).json.expires, JSON.parse(await readFile(join(repo, 'index.json'), 'utf8')).expires)
 })
+
+test("a publisher killed at work leaves its marker: the next publish removes its temporary files in inputs/ and nodes/ as well; without one it looks no deeper than the root (a look into every node's directory would cost in proportion to the fleet)", async (t) => {
+  const {repo, publish} = await setup(t)
+  await publish({web1: 'app: foo/channels/stable\n'})
+  const {spawnSync} = await import('node:child_process')
+  const gone = spawnSync('true').pid
+  const web1 = (await documentOf(repo, 'web1')).path
+  const debris = [join(repo, 'inputs/web1', `.x.yaml.${gone}.0123abcd.tmp`), join(repo, 'nodes', `.${web1.split('/').pop()}.${gone}.0123abcd.tmp`), join(repo, `.index.json.${gone}.0123abcd.tmp`)]
+  for (const file of debris) await writeFile(file, 'half')
+  await publish({})
+  const {existsSync} = await import('node:fs')
+  t.deepEqual(debris.map((file) => existsSync(file)), [true, true, false], 'only the root is looked at')
+  await writeFile(join(repo, `.localpuppet-publishing.${gone}`), '')
+  await publish({})
+  t.deepEqual(debris.map((file) => existsSync(file)), [false, false, false])
+  t.deepEqual((await readdir(repo)).filter((name) => name.startsWith('.localpuppet-publishing')), [], 'the markers gone, the dead one and each publisher its own')
+})
