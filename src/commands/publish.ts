@@ -60,6 +60,7 @@ export default class Publish extends BaseCommand {
     'allow-plain-input': Flags.boolean({description: 'publish a node input that has no recipient (NAME.pub) in plain text, to a repository that has encrypted ones'}),
     prune: Flags.boolean({description: 'with --inputs: remove the inputs of nodes not in DIR from the index and the repository (not every node\'s: refused)', dependsOn: ['inputs']}),
     puppet: settingFlag('puppet', {description: "the puppet executable for the inputs' syntax and variable checks; none skips those two", helpValue: 'PATH', defaultHelp: 'puppet on PATH, else /opt/puppetlabs/bin/puppet'}),
+    'node-documents-only': Flags.boolean({description: "from now on index.json lists no node inputs: each node reads its entry in its own signed document (nodes/), and publishing one node's input writes that input and document only; a node older than documents then finds no input (66). Kept by later publishes"}),
     computed: Flags.boolean({description: "publish each node's input with its layers (--layers DIR, else layers/ beside it) merged in, so a node receives only its own document; no layer is published"}),
   }
 
@@ -87,6 +88,7 @@ export default class Publish extends BaseCommand {
       puppet,
       prune: flags.prune,
       pruneFrom: flags.inputs,
+      nodeDocumentsOnly: flags['node-documents-only'],
     }).catch((error: unknown) => {
       // Every refused input's problem, one line each, before the refusal's own line.
       if (!this.jsonEnabled()) for (const problem of (error as {problems?: Array<{message: string}>}).problems ?? []) this.note(problem.message)

@@ -7,6 +7,7 @@ import test from 'ava'
 import {FAKE_PUPPET, cli, statusJson} from '../helpers/cli.js'
 import {demoRepository, keyPair} from '../helpers/repository.js'
 import {exists, tempDir} from '../helpers/temp.js'
+import {nodeDocument, writeNodeDocument} from '../helpers/node-documents.js'
 import {loadSigningKey, signIndex} from '../../src/lib/archive/signature.js'
 
 /*
@@ -127,6 +128,9 @@ test("a node refuses (65) another node's ciphertext and a tampered one whose dig
   const bytes = Buffer.from(JSON.stringify({...index, version: index.version + 1}))
   await writeFile(join(f.repo, 'index.json.sig'), signIndex(bytes, await loadSigningKey(f.key)))
   await writeFile(join(f.repo, 'index.json'), bytes)
+  // And its own document (what web2 reads once it accepted one), re-signed to match.
+  const document = await nodeDocument(f.repo, 'web2')
+  await writeNodeDocument(f.repo, 'web2', {json: {...document.json, version: document.json.version + 1, input: index.nodes.web2}}, f.key)
   const bad = await web2.apply()
   t.is(bad.exitCode, 65, bad.stderr)
   t.regex(JSON.parse(bad.stdout).error.message, /encrypted input (does not authenticate \(damaged or tampered\)|not a readable age file); refused, nothing applied$/)

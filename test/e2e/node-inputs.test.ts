@@ -8,6 +8,7 @@ import {FAKE_PUPPET, cli, statusJson} from '../helpers/cli.js'
 import {DEMO_MODULES, demoRepository, keyPair} from '../helpers/repository.js'
 import {smallFileSystem} from '../helpers/full-disk.js'
 import {exists, tempDir} from '../helpers/temp.js'
+import {nodeDocument, writeNodeDocument} from '../helpers/node-documents.js'
 import {loadSigningKey, signIndex} from '../../src/lib/archive/signature.js'
 
 /*
@@ -131,6 +132,9 @@ test('issue 35: an expired index gives a node with input_from: repository nothin
   const bytes = Buffer.from(JSON.stringify({...index, version: index.version + 1, expires: '2026-01-01T00:00:00.000Z'}))
   await writeFile(join(node.repo, 'index.json.sig'), signIndex(bytes, await loadSigningKey(node.key)))
   await writeFile(join(node.repo, 'index.json'), bytes)
+  // And web1's own document (what it reads once it accepted one), lapsed the same way.
+  const document = await nodeDocument(node.repo, 'web1')
+  await writeNodeDocument(node.repo, 'web1', {json: {...document.json, version: document.json.version + 1, expires: '2026-01-01T00:00:00.000Z'}}, node.key)
   await rm(join(node.fake, 'args'), {force: true})
   const expired = await node.apply()
   t.is(expired.exitCode, 0, expired.stderr)
@@ -207,7 +211,7 @@ test("an index entry pointing node A at node B's input is refused by the index p
 test('a replayed older index, naming an older input for web1, is refused (65): the newer input kept, nothing applied, the attempt recorded as refused', async (t) => {
   const node = await publishedWeb1(t, 'web1')
   // The attacker keeps the index (and signature) that names the input with port 8080.
-  const old = {index: await readFile(join(node.repo, 'index.json')), sig: await readFile(join(node.repo, 'index.json.sig'))}
+  const old = {index: await readFile(join(node.repo, 'index.json')), sig: await readFile(join(node.repo, 'index.json.sig')), document: await nodeDocument(node.repo, 'web1')}
   const first = await node.apply()
   t.is(first.exitCode, 0, first.stderr)
   await node.publish(inputFor('foo/tags/1.4.0', 9090))
@@ -219,6 +223,8 @@ test('a replayed older index, naming an older input for web1, is refused (65): t
   // The old index and signature served again (the old input file is still in the repository, stored by content).
   await writeFile(join(node.repo, 'index.json.sig'), old.sig)
   await writeFile(join(node.repo, 'index.json'), old.index)
+  // And web1's own document of then (what it reads once it accepted one).
+  await writeNodeDocument(node.repo, 'web1', old.document)
   t.true(await exists(join(node.repo, JSON.parse(old.index.toString()).nodes.web1.input)), 'the old input is there to be served')
   await assertRefused(t, node, /^index version \d+ of .* is older than version \d+ already accepted from it: a replay \(rollback attack\)\?$/, {
     input: inputFor('foo/tags/1.4.0', 9090),

@@ -1,6 +1,7 @@
-// Issue 40: a node's timer tick where nothing was published costs one conditional request
-// that Debian's nginx answers 304, headers only; a hostile server's 304 or gzip bomb is refused.
-import {chmod, mkdir, readFile, writeFile} from 'node:fs/promises'
+// Issue 40: a node's timer tick where nothing was published for it costs one conditional request
+// for its own document that Debian's nginx answers 304, headers only, whatever else is published;
+// a hostile server's 304 or gzip bomb is refused.
+import {chmod, cp, mkdir, readFile, rename, rm, writeFile} from 'node:fs/promises'
 import {join} from 'node:path'
 import {gzipSync} from 'node:zlib'
 
@@ -9,66 +10,132 @@ import test from 'ava'
 import {cli, isolatePuppet, statusJson} from '../helpers/cli.js'
 import {startNginx} from '../helpers/nginx.js'
 import {keyPair, testServer} from '../helpers/repository.js'
-import {tempDir, writeTree} from '../helpers/temp.js'
+import {exists, tempDir, writeTree} from '../helpers/temp.js'
+import {nodeDocument, writeNodeDocument} from '../helpers/node-documents.js'
+import {loadSigningKey, signIndex} from '../../src/lib/archive/signature.js'
+import {nodeDocumentPath} from '../../src/lib/node-documents/document.js'
 
 const WEB = {'web/tags/1.0.0/web/manifests/init.pp': 'class web(String $out) {\n  file { $out: content => "tick\\n" }\n}\n'}
 
-/** `<dir>/repo`: web 1.0.0 and the input of node web1, signed. */
+/** `<dir>/repo`: web 1.0.0 and the inputs of nodes web1 and web2, signed. */
 async function repository(dir: string, out: string) {
   await writeTree(join(dir, 'build'), WEB)
   const {key, pub} = await keyPair(dir, 'release')
   const archive = join(dir, 'web-1.0.0.tar.gz')
   const packed = await cli(['pack', 'web/tags/1.0.0', '--module-dir', join(dir, 'build'), '-o', archive, '--sign', key])
   if (packed.exitCode !== 0) throw new Error(packed.stderr)
-  await writeTree(dir, {'git/nodes/web1.yaml': `app: web/tags/1.0.0\nclasses:\n  web:\n    out: ${out}\n`})
+  await writeTree(dir, {'git/nodes/web1.yaml': inputFor(out), 'git/nodes/web2.yaml': inputFor(join(dir, 'web2.txt'))})
   const repo = join(dir, 'repo')
   const published = await cli(['publish', archive, '--inputs', join(dir, 'git/nodes'), '--repo', repo, '--sign', key])
   if (published.exitCode !== 0) throw new Error(published.stderr)
   return {repo, key, pub}
 }
 
-test('behind nginx, a second apply --fetch --if-changed tick reads the index as a 304 of headers only, and runs nothing; a new publish is read again', async (t) => {
+const inputFor = (out: string) => `app: web/tags/1.0.0\nclasses:\n  web:\n    out: ${out}\n`
+
+/** A node of `source` (web1 unless named), its files under `<dir>/<name>`: `apply --fetch --if-changed` as its timer runs it. */
+async function node(dir: string, name: string, source: string, pub: string) {
+  await mkdir(join(dir, name, 'etc'), {recursive: true, mode: 0o755})
+  await mkdir(join(dir, name, 'modules'), {mode: 0o755})
+  const config = join(dir, name, 'config.yaml')
+  const state = join(dir, name, 'state')
+  const settings = {module_dir: join(dir, name, 'modules'), state_dir: state, source, trust: pub, input: join(dir, name, 'etc/input.yaml'), input_from: 'repository', node_name: 'web1'}
+  await writeFile(config, Object.entries(settings).map(([k, v]) => `${k}: ${JSON.stringify(v)}\n`).join(''))
+  const env = {LOCALPUPPET_CONFIG: config}
+  return {env, state, apply: (...flags: string[]) => cli(['apply', '--fetch', '--if-changed', ...flags, '--', ...isolatePuppet(dir)], {env})}
+}
+
+test("behind nginx, a node's quiet tick is one conditional request for its own document, a 304 of headers only, whoever else is published; its own publish reaches it; another node's, an older or an expired document is refused; fetches without a node read the index; a repository without documents still works", async (t) => {
   const dir = await tempDir(t)
   await chmod(dir, 0o755)
   const out = join(dir, 'out.txt')
   const {repo, key, pub} = await repository(dir, out)
+  // A repository published before documents: the same, without nodes/ and the index's mark, re-signed.
+  await cp(repo, join(dir, 'legacy'), {recursive: true})
+  await rm(join(dir, 'legacy/nodes'), {recursive: true})
+  const {nodeDocuments: _, ...legacyIndex} = JSON.parse(await readFile(join(dir, 'legacy/index.json'), 'utf8'))
+  const legacyBytes = Buffer.from(JSON.stringify(legacyIndex))
+  await writeFile(join(dir, 'legacy/index.json.sig'), signIndex(legacyBytes, await loadSigningKey(key)))
+  await writeFile(join(dir, 'legacy/index.json'), legacyBytes)
+  await rename(join(dir, 'legacy'), join(repo, 'legacy'))
+
   const nginx = await startNginx(repo, join(dir, 'nginx'), {requestLog: true, gzip: true})
   t.teardown(() => nginx.stop())
-  const log = async () => (await readFile(join(dir, 'nginx/access.log'), 'utf8')).trim().split('\n').map((line) => line.split(' '))
+  const log = async () => (await readFile(join(dir, 'nginx/access.log'), 'utf8').catch(() => '')).split('\n').filter(Boolean).map((line) => line.split(' '))
+  /** What `run` asked of nginx: method, path and status of each request. */
+  const asked = async <R extends {exitCode: number; stderr: string}>(run: () => Promise<R>, exitCode = 0) => {
+    const before = (await log()).length
+    const result = await run()
+    t.is(result.exitCode, exitCode, result.stderr)
+    return {result, requests: (await log()).slice(before)}
+  }
 
-  await mkdir(join(dir, 'node/etc'), {recursive: true, mode: 0o755})
-  await mkdir(join(dir, 'modules'), {mode: 0o755})
-  const config = join(dir, 'node/config.yaml')
-  const settings = {module_dir: join(dir, 'modules'), state_dir: join(dir, 'state'), source: nginx.url, trust: pub, input: join(dir, 'node/etc/input.yaml'), input_from: 'repository', node_name: 'web1'}
-  await writeFile(config, Object.entries(settings).map(([k, v]) => `${k}: ${JSON.stringify(v)}\n`).join(''))
-  const env = {LOCALPUPPET_CONFIG: config}
-  const apply = () => cli(['apply', '--fetch', '--if-changed', '--', ...isolatePuppet(dir)], {env})
-
-  const first = await apply()
-  t.is(first.exitCode, 0, first.stderr)
+  const web1 = await node(dir, 'node', nginx.url, pub)
+  const document = `/${nodeDocumentPath(JSON.parse(await readFile(join(repo, 'index.json'), 'utf8')).repository, 'web1')}`
+  const first = await asked(() => web1.apply())
   t.is(await readFile(out, 'utf8'), 'tick\n')
-  const before = (await log()).length
+  // First contact: the index gives the repository's id; then the node's document.
+  t.deepEqual(first.requests.slice(0, 4).map(([, path, status]) => [path, status]), [['/index.json', '200'], ['/index.json.sig', '200'], [document, '200'], [`${document}.sig`, '200']])
 
-  const tick = await apply()
-  t.is(tick.exitCode, 0, tick.stderr)
-  t.is((await statusJson(join(dir, 'state'))).record.state, 'skipped')
-  const requests = (await log()).slice(before)
-  t.deepEqual(requests.map(([method, path, status]) => [method, path, status]), [['GET', '/index.json', '304']])
+  const tick = await asked(() => web1.apply())
+  t.is((await statusJson(web1.state)).record.state, 'skipped')
+  t.deepEqual(tick.requests.map(([method, path, status]) => [method, path, status]), [['GET', document, '304']])
   // Headers only: nginx's $bytes_sent for the whole answer.
-  t.true(Number(requests[0][3]) < 1024, requests[0][3])
+  t.true(Number(tick.requests[0][3]) < 1024, tick.requests[0][3])
 
-  const fetched = await cli(['fetch', 'web/tags/1.0.0', '--json'], {env})
-  t.is(fetched.exitCode, 0, fetched.stderr)
-  t.like(JSON.parse(fetched.stdout), {indexUnchanged: true, bytesRead: 0, indexVersion: 1})
+  // Another node's input published: this node's document is as it was, its tick still one 304.
+  await writeFile(join(dir, 'git/nodes/web2.yaml'), inputFor(join(dir, 'web2-moved.txt')))
+  t.is((await cli(['publish', '--inputs', join(dir, 'git/nodes'), '--repo', repo, '--sign', key])).exitCode, 0)
+  t.deepEqual((await asked(() => web1.apply())).requests.map(([, path, status]) => [path, status]), [[document, '304']])
+
+  // Its own input published: the next tick reads its document and input, and runs it.
+  const before = await nodeDocument(repo, 'web1')
+  const out2 = join(dir, 'out2.txt')
+  await writeFile(join(dir, 'git/nodes/web1.yaml'), inputFor(out2))
+  t.is((await cli(['publish', '--inputs', join(dir, 'git/nodes'), '--repo', repo, '--sign', key])).exitCode, 0)
+  const moved = await asked(() => web1.apply())
+  t.deepEqual(moved.requests.slice(0, 3).map(([, path, status]) => [path, status.replace(/^2\d\d$/, '2xx')]), [[document, '2xx'], [`${document}.sig`, '2xx'], [moved.requests[2][1], '2xx']])
+  t.regex(moved.requests[2][1], /^\/inputs\/web1\/[0-9a-f]{64}\.yaml$/)
+  t.is(await readFile(out2, 'utf8'), 'tick\n')
+  const genuine = await nodeDocument(repo, 'web1')
+
+  // Refused (65), nothing applied: web2's genuine document served as web1's; web1's older one replayed.
+  await rm(out2)
+  await writeNodeDocument(repo, 'web1', await nodeDocument(repo, 'web2'))
+  const other = await asked(() => web1.apply(), 65)
+  t.regex(other.result.stderr, /nodes\/[0-9a-f]{64}\.json: node: the document of node "web2", not of web1 \(another node's document served in its place\); refused/)
+  await writeNodeDocument(repo, 'web1', before)
+  const replayed = await asked(() => web1.apply(), 65)
+  t.regex(replayed.result.stderr, /index version \d+ of \S+#node:web1 is older than version \d+ already accepted from it: a replay/)
+  t.false(await exists(out2), 'nothing applied')
+  t.like((await statusJson(web1.state)).record, {state: 'refused', exitCode: 65})
+
+  // Expired (its publisher's renewal broke), naming another input: nothing new taken, the node keeps enforcing what it has.
+  await writeNodeDocument(repo, 'web1', {json: {...genuine.json, version: genuine.json.version + 1, expires: '2026-01-01T00:00:00.000Z', input: before.json.input}}, key)
+  const expired = await asked(() => web1.apply('--json'))
+  t.regex(expired.result.stderr, /expired at 2026-01-01T00:00:00\.000Z.*nothing new is taken from it/)
+  t.is(await readFile(join(dir, 'node/etc/input.yaml'), 'utf8'), inputFor(out2), 'the input it had is kept')
+  await writeNodeDocument(repo, 'web1', genuine)
+
+  // A fetch without a node reads the index (published twice since the first apply), then a 304 of the copy kept.
+  const fetch = () => cli(['fetch', 'web/tags/1.0.0', '--json'], {env: web1.env})
+  t.like(JSON.parse((await asked(fetch)).result.stdout), {indexUnchanged: false, indexVersion: 3})
+  const again = await asked(fetch)
+  t.like(JSON.parse(again.result.stdout), {indexUnchanged: true, bytesRead: 0, indexVersion: 3})
+  t.deepEqual(again.requests.map(([, path, status]) => [path, status]), [['/index.json', '304']])
 
   // Published again (a re-signing: a new version): read whole, gzipped by nginx, and accepted.
   t.is((await cli(['publish', '--repo', repo, '--sign', key])).exitCode, 0)
-  const mark = (await log()).length
-  const renewed = await cli(['fetch', 'web/tags/1.0.0', '--json'], {env})
-  t.is(renewed.exitCode, 0, renewed.stderr)
-  t.like(JSON.parse(renewed.stdout), {indexUnchanged: false, indexVersion: 2})
-  t.deepEqual((await log()).slice(mark).map(([, path, status]) => [path, status]), [['/index.json', '200'], ['/index.json.sig', '200']])
-  t.true(JSON.parse(renewed.stdout).bytesRead < (await readFile(join(repo, 'index.json'))).length, 'the index came gzipped')
+  const renewed = await asked(fetch)
+  t.like(JSON.parse(renewed.result.stdout), {indexUnchanged: false, indexVersion: 4})
+  t.deepEqual(renewed.requests.map(([, path, status]) => [path, status]), [['/index.json', '200'], ['/index.json.sig', '200']])
+  t.true(JSON.parse(renewed.result.stdout).bytesRead < (await readFile(join(repo, 'index.json'))).length, 'the index came gzipped')
+
+  // A repository published before documents: a node reads its index, as before.
+  const legacy = await node(dir, 'legacy-node', `${nginx.url}/legacy/`, pub)
+  const old = await asked(() => legacy.apply())
+  t.deepEqual(old.requests.slice(0, 2).map(([, path, status]) => [path, status]), [['/legacy/index.json', '200'], ['/legacy/index.json.sig', '200']])
+  t.false(old.requests.some(([, path]) => path.startsWith('/legacy/nodes/')))
 })
 
 test('a server answering 304 to a node holding no copy, or a gzip bomb for the index, is refused (65) with nothing installed', async (t) => {

@@ -39,7 +39,13 @@ export function keptIndexPath(moduleDir: string, repositoryKey: string): string 
  * the node does not hold. Anything else, damaged or missing, is no copy (null): the node
  * then asks for the index as a node without a copy does. Never throws.
  */
-export async function usableKeptIndex(moduleDir: string, repositoryKey: string, accepted: {version: number | null; repository: string | null} | undefined): Promise<KeptIndex | null> {
+export async function usableKeptIndex(
+  moduleDir: string,
+  repositoryKey: string,
+  accepted: {version: number | null; repository: string | null} | undefined,
+  /** How the kept bytes are parsed: as an index, or (node-documents/) as a node's document. */
+  parse: (bytes: Buffer, where: string) => RepositoryIndex = parseRepositoryIndex,
+): Promise<KeptIndex | null> {
   if (accepted?.version == null) return null
   const path = keptIndexPath(moduleDir, repositoryKey)
   const trusted = (info: Stats) => openedPathTrustProblem(path, info, {what: 'kept repository index', below: localpuppetDir(moduleDir)}) === null
@@ -54,7 +60,7 @@ export async function usableKeptIndex(moduleDir: string, repositoryKey: string, 
     if (validators.etag === undefined && validators.lastModified === undefined) return null
     if (!(head.signature === null || typeof head.signature === 'string')) return null
     const bytes = file.subarray(end + 1)
-    const index = parseRepositoryIndex(bytes, path)
+    const index = parse(bytes, path)
     if (index.version !== accepted.version || (index.repository ?? null) !== accepted.repository) return null
     return {validators, bytes, signature: head.signature === null ? null : Buffer.from(head.signature, 'base64'), index}
   })

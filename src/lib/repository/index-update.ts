@@ -1,11 +1,13 @@
 import {randomBytes} from 'node:crypto'
-import {mkdir, open, readFile, readdir, stat, unlink} from 'node:fs/promises'
+import {mkdir, open, readFile, readdir, stat, unlink, writeFile} from 'node:fs/promises'
 import {join} from 'node:path'
 
 import {keyId, type loadSigningKey, signIndex} from '../archive/signature.js'
 import {UsageError, asIoError, describeFsError} from '../errors.js'
+import {onlyNodesChanged, writeNodeDocuments} from '../node-documents/publish-documents.js'
+import {markEncryptedInputs, openNodeTable} from '../node-documents/node-table.js'
 import {RunLock} from '../state/lock.js'
-import {atomicTempWriter, prepareFileAtomic} from '../util/atomic-write.js'
+import {atomicTempWriter, writeSignedFileAtomic} from '../util/atomic-write.js'
 import {isProcessAlive} from '../util/process.js'
 import {
   DEFAULT_INDEX_EXPIRY_MS,
@@ -74,57 +76,79 @@ async function updateIndexLocked<T>(options: IndexUpdateOptions, now: () => numb
   const lock = await RunLock.acquireFileWaiting(join(options.repo, LOCK_FILE), options.lockWaitMs ?? 120_000)
   try {
     await clearDebris(options.repo)
-    const {index, signed} = await readCurrentIndex(options.repo)
-    if (signed && !key) throw new UsageError(`${options.repo} is a signed repository (${REPOSITORY_SIGNATURE}); publish with --sign KEY.pem`, ['an index without a fresh signature would be refused by every node'])
-    const result = await change(index)
-    // Under the lock, from the index just read: two publishers never write the same version.
-    // A new repository (or one whose publishers were older than identities) gets its identity
-    // now; every later publish keeps it, so nodes can tell this repository from another.
-    index.repository ??= randomBytes(16).toString('hex')
-    index.version = (index.version ?? 0) + 1
-    index.expires = new Date(now() + expiresInMs).toISOString()
-    const bytes = serializeRepositoryIndex(index)
-    // The signature first: a reader that gets the new signature with the old index retries
-    // once and then sees both new. Then the index, the last thing written. Both written and
-    // flushed first, then renamed back to back: a publisher killed between the two renames
-    // (a reader's signature over another index until the next publish) is down to
-    // microseconds. The next publish always writes a matching pair.
-    const signature = key ? await prepareFileAtomic(join(options.repo, REPOSITORY_SIGNATURE), signIndex(bytes, key), 0o644) : null
-    const indexFile = await prepareFileAtomic(join(options.repo, REPOSITORY_INDEX), bytes, 0o644).catch(async (error: unknown) => {
-      await signature?.abort()
-      throw error
-    })
+    const working = join(options.repo, `${WORKING}.${process.pid}`)
+    await writeFile(working, '', {mode: 0o600})
     try {
-      signature?.commit()
-      indexFile.commit()
+      return await updateUnderLock(options, now, expiresInMs, key, change)
     } finally {
-      await signature?.abort()
-      await indexFile.abort()
+      await unlink(working).catch(() => {})
     }
-
-    await syncDir(options.repo)
-    await options.afterIndex?.().catch(() => {})
-    return {...result, repository: index.repository, signedBy: key ? keyId(key) : null, version: index.version, expires: index.expires}
   } finally {
     await lock.release()
   }
 }
 
+async function updateUnderLock<T>(options: IndexUpdateOptions, now: () => number, expiresInMs: number, key: SigningKey | null, change: (index: RepositoryIndex) => Promise<T>): Promise<T & IndexUpdate> {
+  const {index, signed} = await readCurrentIndex(options.repo)
+  if (signed && !key) throw new UsageError(`${options.repo} is a signed repository (${REPOSITORY_SIGNATURE}); publish with --sign KEY.pem`, ['an index without a fresh signature would be refused by every node'])
+  // The index as read, to find which node documents the change touches; its nodes read from their documents when index.json lists none (node-documents/).
+  const before = structuredClone(index)
+  const table = openNodeTable(options.repo, index)
+  const result = await change(index)
+  // Under the lock, from the index just read: two publishers never write the same version.
+  // A new repository (or one whose publishers were older than identities) gets its identity
+  // now; every later publish keeps it, so nodes can tell this repository from another.
+  index.repository ??= randomBytes(16).toString('hex')
+  markEncryptedInputs(index, table)
+  const expires = new Date(now() + expiresInMs).toISOString()
+  // Node entries alone changed, and index.json lists none: it stays as it is (publishing one node writes that node's input and document).
+  const indexToo = !onlyNodesChanged(before, index, table)
+  if (indexToo) {
+    index.version = (index.version ?? 0) + 1
+    index.expires = expires
+  }
+
+  // Each changed node's document before the index (node-documents/): what a node reads instead of it.
+  const documents = await writeNodeDocuments(options.repo, before, index, key, now(), {expires, table})
+  const bytes = indexToo ? serializeRepositoryIndex(index) : null
+  // The signature first, then the index, the last thing written (writeSignedFileAtomic). The next publish always writes a matching pair.
+  if (bytes) await writeSignedFileAtomic(join(options.repo, REPOSITORY_INDEX), bytes, key ? {path: join(options.repo, REPOSITORY_SIGNATURE), bytes: signIndex(bytes, key)} : null)
+  await syncDir(options.repo)
+  await documents.removeStale()
+  await options.afterIndex?.().catch(() => {})
+  return {...result, repository: index.repository, signedBy: key ? keyId(key) : null, version: index.version!, expires: index.expires!}
+}
+
+/** Marks a publisher at work (`.localpuppet-publishing.<pid>`, beside the lock): one that died leaves it, and the next looks for its temporary files everywhere. */
+const WORKING = '.localpuppet-publishing'
+
 /**
  * Removes what publishers killed mid-way left in the repository (a directory a web server
- * serves): their temporary archive, input, object, index and signature files and their lock's temp
- * file. Called under the lock, so no living publisher is writing any of them; a file whose
- * writer's pid is alive is left anyway (that pid is unrelated now, or the lock was wrong).
+ * serves): their temporary archive, input, object, document, index and signature files and
+ * their lock's temp file. Below the root (archives/, inputs/ and objects/ per app, node and
+ * prefix, nodes/), only when a publisher died at work (its marker left): a look into every
+ * node's directory at every publish would cost in proportion to the fleet. Called under the
+ * lock, so no living publisher is writing any of them; a file whose writer's pid is alive is
+ * left anyway (that pid is unrelated now, or the lock was wrong).
  */
 async function clearDebris(repo: string): Promise<void> {
   const below = async (sub: string) => (await readdir(join(repo, sub)).catch(() => [] as string[])).map((name) => join(repo, sub, name))
-  const dirs = [repo, ...(await below('archives')), ...(await below('inputs')), ...(await below('objects'))]
+  const dead = (pid: number | null): pid is number => pid !== null && pid !== process.pid && !isProcessAlive(pid)
+  const markers = (await readdir(repo).catch(() => [] as string[])).filter((name) => dead(workingPublisher(name)))
+  const dirs = [repo, ...(markers.length === 0 ? [] : [...(await below('archives')), ...(await below('inputs')), ...(await below('objects')), join(repo, 'nodes')])]
   for (const dir of dirs) {
     for (const name of await readdir(dir).catch(() => [] as string[])) {
-      const pid = atomicTempWriter(name) ?? (dir === repo ? lockTempHolder(name) : null)
-      if (pid !== null && pid !== process.pid && !isProcessAlive(pid)) await unlink(join(dir, name)).catch(() => {})
+      if (dead(atomicTempWriter(name) ?? (dir === repo ? lockTempHolder(name) : null))) await unlink(join(dir, name)).catch(() => {})
     }
   }
+
+  for (const name of markers) await unlink(join(repo, name)).catch(() => {})
+}
+
+/** The pid in the name of a publisher's marker (`.localpuppet-publishing.<pid>`), or null. */
+function workingPublisher(name: string): number | null {
+  const match = new RegExp(`^${WORKING.replaceAll('.', '\\.')}\\.(\\d+)$`).exec(name)
+  return match ? Number(match[1]) : null
 }
 
 /** The pid in the name of a lock's temp file (`.localpuppet-publish.lock.<pid>.<token>`), or null. */

@@ -6,6 +6,7 @@ import {basename, dirname, join, resolve} from 'node:path'
 
 import {installArchive} from '../install/install-archive.js'
 import {loadSigningKey} from '../archive/signature.js'
+import {nodesForSealCheck} from '../node-documents/node-table.js'
 import {ConflictError, ReleaseError, UsageError, describeFsError} from '../errors.js'
 import type {IndexSummary} from '../archive/release-index.js'
 import {readArchiveHead} from './archive-head.js'
@@ -44,6 +45,8 @@ export interface PublishOptions {
   /** --prune (with --inputs DIR, `pruneFrom`): the inputs of nodes not among `nodes` leave the index and the repository. */
   prune?: boolean
   pruneFrom?: string
+  /** --node-documents-only: index.json lists no nodes from now on, each node's entry is in its document (node-documents/); kept by later publishes. */
+  nodeDocumentsOnly?: boolean
 }
 
 export interface PublishedEntry {
@@ -174,9 +177,10 @@ async function publishInspected(options: PublishOptions, repo: string, now: () =
 
     const published = await addLayers(repo, index, layers, now)
     assertInputLayersPublished(plainInputs, index)
-    assertNoPlainAmongSealed(inputs, index.nodes, options.seal ?? {})
+    assertNoPlainAmongSealed(inputs, nodesForSealCheck(index), options.seal ?? {})
     const nodes = await addNodeInputs(repo, index, inputs, now)
     pruneIndex(index, pruned)
+    if (options.nodeDocumentsOnly) index.nodesInDocuments = true
     return {releases, nodes, layers: published, pruned}
   })
   return {repo, ...updated}

@@ -115,6 +115,15 @@ export interface RepositoryIndex {
   nodes?: Record<string, PublishedInput>
   /** Layers node inputs name, by name (`publish --layers DIR`; see layers/). Optional: older nodes ignore it. */
   layers?: Record<string, PublishedLayer>
+  /** Each node's document is published under `nodes/` (node-documents/): a node reads its own instead of this index. Optional: older nodes ignore it. */
+  nodeDocuments?: true
+  /**
+   * `publish --node-documents-only`: `nodes` is not in index.json, each node's entry is in its
+   * document only. A node older than documents finds no input for its name (66).
+   */
+  nodesInDocuments?: true
+  /** With `nodesInDocuments`: some node's input is (or was) encrypted, so a plain one is refused without reading every document (secrets/). */
+  encryptedInputs?: true
 }
 
 export function emptyRepositoryIndex(): RepositoryIndex {
@@ -136,9 +145,10 @@ export function serializeRepositoryIndex(index: RepositoryIndex): Buffer {
   )
   const identity = index.repository === undefined ? {} : {repository: index.repository}
   const versioned = index.version === undefined ? {} : {version: index.version, expires: index.expires}
-  const nodes = index.nodes && Object.keys(index.nodes).length > 0 ? {nodes: sorted(index.nodes)} : {}
+  const nodes = index.nodesInDocuments !== true && index.nodes && Object.keys(index.nodes).length > 0 ? {nodes: sorted(index.nodes)} : {}
   const layers = index.layers && Object.keys(index.layers).length > 0 ? {layers: sorted(index.layers)} : {}
-  return Buffer.from(JSON.stringify({format: index.format, ...identity, ...versioned, apps, ...nodes, ...layers}, null, 1) + '\n')
+  const documents = {...(index.nodeDocuments === true ? {nodeDocuments: true} : {}), ...(index.nodesInDocuments === true ? {nodesInDocuments: true} : {}), ...(index.nodesInDocuments === true && index.encryptedInputs === true ? {encryptedInputs: true} : {})}
+  return Buffer.from(JSON.stringify({format: index.format, ...identity, ...versioned, apps, ...nodes, ...layers, ...documents}, null, 1) + '\n')
 }
 
 const SHA256 = /^[0-9a-f]{64}$/
@@ -167,6 +177,11 @@ export function parseRepositoryIndex(bytes: Buffer, label: string): RepositoryIn
 
   const index = doc as RepositoryIndex
   if (!isMapping(index)) fail('not a repository index (expected an object)')
+  // A node's document (node-documents/) served as the index: it would stand for a whole repository.
+  if ((index as {kind?: unknown}).kind !== undefined) fail(`kind ${JSON.stringify((index as {kind?: unknown}).kind)}: a node's document, not a repository index`)
+  if (index.nodeDocuments !== undefined && index.nodeDocuments !== true) fail(`invalid nodeDocuments ${JSON.stringify(index.nodeDocuments)} (expected true)`)
+  if (index.nodesInDocuments !== undefined && (index.nodesInDocuments !== true || index.nodes !== undefined)) fail(`invalid nodesInDocuments ${JSON.stringify(index.nodesInDocuments)} (expected true, and no nodes)`)
+  if (index.encryptedInputs !== undefined && index.encryptedInputs !== true) fail(`invalid encryptedInputs ${JSON.stringify(index.encryptedInputs)} (expected true)`)
   if (index.format !== REPOSITORY_FORMAT) fail(`format ${JSON.stringify(index.format)} is not supported (this localpuppet reads format ${REPOSITORY_FORMAT})`)
   // Both or neither: an index made before versions has neither; one of the two alone is no index localpuppet wrote.
   if (index.version !== undefined || index.expires !== undefined) {

@@ -81,7 +81,7 @@ export class RepositorySource implements ReleaseSource {
     // A channel that moved is remembered only once its tag is here (see acceptIndex): now it is.
     if (releases.some((r) => r.status === 'installed')) {
       const {rememberInstalledChannels} = await import('./accepted-versions.js')
-      await rememberInstalledChannels(options.moduleDir, this.label, index, indexChannels(index), {allowUntrusted: options.allowUntrusted})
+      await rememberInstalledChannels(options.moduleDir, this.track ?? this.label, index, indexChannels(index), {allowUntrusted: options.allowUntrusted})
     }
 
     return {
@@ -92,6 +92,7 @@ export class RepositorySource implements ReleaseSource {
       indexVersion: accepted.version,
       indexExpires: accepted.expires,
       ...(this.transport.readConditional ? {indexUnchanged: this.indexUnchanged} : {}),
+      ...(this.track === undefined ? {} : {nodeDocument: true}),
       ...(this.transport.bytesRead === undefined ? {} : {bytesRead: this.transport.bytesRead}),
       untrusted,
       warnings: [...(accepted.warning ? [accepted.warning] : []), ...warnings],
@@ -105,6 +106,8 @@ export class RepositorySource implements ReleaseSource {
    * node's. 66 when the index lists no input for the node.
    */
   async nodeInput(node: string, options: FetchOptions, have?: Buffer | null): Promise<NodeInputFetch> {
+    // Named before the first read: the node reads its own document, when the repository has one.
+    this.node ??= node
     const {index, signedBy, accepted} = await this.acceptedIndex(options)
     const published = own(index.nodes, node)
     if (published === undefined) {
@@ -163,8 +166,28 @@ export class RepositorySource implements ReleaseSource {
   private accepted?: Promise<IndexRead>
   /** Whether the index was the copy this node kept, its server having answered 304. */
   private indexUnchanged = false
+  /** The node whose input is fetched (nodeInput): its document is read instead of the index. */
+  private node?: string
+  /** The replay track (`<source>#node:<name>`) of the node's document, when the fetch runs on one. */
+  private track?: string
 
   private async readAccepted(options: FetchOptions): Promise<IndexRead> {
+    if (this.node === undefined) return this.readAcceptedIndex(options)
+    const {readViaDocument} = await import('../node-documents/node-source.js')
+    const via = (repository: string | null) => readViaDocument({transport: this.transport, label: this.label, node: this.node!, keys: (o) => this.trustedKeys(o)}, options, repository)
+    const read = (await via(null)) ?? (await this.readAcceptedIndex(options))
+    // First contact with a repository of documents: the index gave its id, the document follows (kept, so the next tick is a 304).
+    const document = !('track' in read) && read.index.nodeDocuments === true && read.index.repository !== undefined ? await via(read.index.repository) : null
+    const chosen: IndexRead & {track?: string; unchanged?: boolean} = document ?? read
+    if (chosen.track !== undefined) {
+      this.track = chosen.track
+      this.indexUnchanged = chosen.unchanged === true
+    }
+
+    return chosen
+  }
+
+  private async readAcceptedIndex(options: FetchOptions): Promise<IndexRead> {
     // The copy kept of the index accepted last, asked about with its validators (conditional/).
     const kept = this.transport.readConditional ? await this.keptIndex(options) : null
     const {index, signedBy, untrusted, fresh} = await this.readTrusted(options, kept)
@@ -205,6 +228,13 @@ export class RepositorySource implements ReleaseSource {
 
   /** index.json, with its signature verified when keys are trusted; refused unsigned over plain http or from a place others can write. */
   private async readTrusted(options: FetchOptions, kept: KeptIndex | null = null): Promise<Omit<IndexRead, 'accepted'> & {fresh: FreshIndex | null}> {
+    const {keys, untrusted} = await this.trustedKeys(options)
+    const {index, signedBy, fresh} = await this.readIndex(keys, kept)
+    return {index, signedBy, untrusted, fresh}
+  }
+
+  /** The keys trusted now; refused unsigned over plain http or from a place others can write (what --allow-untrusted let through in `untrusted`). */
+  private async trustedKeys(options: FetchOptions): Promise<{keys: Awaited<ReturnType<typeof loadTrustedKeys>>; untrusted: string[]}> {
     const keys = await loadTrustedKeys(options.trust ?? [], options.trustDir)
     if (keys.length === 0 && this.transport.kind === 'http' && !options.insecure) {
       throw new UsageError(`source ${this.label}: plain http with no trusted key; anyone on the path could substitute releases`, [
@@ -216,9 +246,7 @@ export class RepositorySource implements ReleaseSource {
     // it, they can substitute releases, as anyone on the path can with plain http.
     const placeProblem = keys.length === 0 ? (this.transport.trustProblem?.() ?? null) : null
     refuseUnlessAllowed(placeProblem, {allow: options.allowUntrusted, content: true, hints: [UNSIGNED_HINT]})
-    const untrusted: string[] = placeProblem ? [placeProblem.message] : []
-    const {index, signedBy, fresh} = await this.readIndex(keys, kept)
-    return {index, signedBy, untrusted, fresh}
+    return {keys, untrusted: placeProblem ? [placeProblem.message] : []}
   }
 
   /**

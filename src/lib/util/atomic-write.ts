@@ -65,3 +65,24 @@ export function atomicTempWriter(name: string): number | null {
   const match = /^\..+\.(\d+)\.[0-9a-f]{8}\.tmp$/.exec(name)
   return match ? Number(match[1]) : null
 }
+
+/**
+ * A file and its detached signature (none: `signature` null), both written and flushed, then
+ * renamed back to back, the signature first and the file last: a reader that gets the new
+ * signature with the old file retries once and then sees both new, and a writer killed
+ * between the two renames leaves them disagreeing for microseconds, until the next write.
+ */
+export async function writeSignedFileAtomic(path: string, bytes: Buffer, signature: {path: string; bytes: Buffer} | null, mode = 0o644): Promise<void> {
+  const signed = signature ? await prepareFileAtomic(signature.path, signature.bytes, mode) : null
+  const file = await prepareFileAtomic(path, bytes, mode).catch(async (error: unknown) => {
+    await signed?.abort()
+    throw error
+  })
+  try {
+    signed?.commit()
+    file.commit()
+  } finally {
+    await signed?.abort()
+    await file.abort()
+  }
+}
