@@ -28,7 +28,9 @@ import {PuppetDbClient} from '../../src/lib/puppetdb/client.js'
  * real Prometheus (Debian's node exporter, textfile collector): fleet status and the gate
  * give the same verdicts from either source. And one node runs Debian 13's Puppet 8.10 in
  * the bin/debian13 chroot (as root; the chroot built here if it is not current, which
- * `bin/debian13 test` then reuses) against the same PuppetDB 7.12.
+ * `bin/debian13 test` then reuses) against the same PuppetDB 7.12. bin/puppetdb8 test runs the file
+ * again with LOCALPUPPET_PUPPETDB_ROOT: PuppetDB 8.4.1 and PostgreSQL 17 from Debian 13 (that chroot
+ * built here, beside this run, when it is not current).
  */
 
 const puppetDbTest = await testNeeding(['postgresql-15', 'puppetdb', 'puppet-agent', 'prometheus', 'prometheus-node-exporter'])
@@ -83,10 +85,14 @@ puppetDbTest('puppetdb: three nodes\' reports, facts and catalogs in PuppetDB wi
   t.regex(both.stderr, /--prometheus and --puppetdb: give one source of the fleet/)
 
   // PuppetDB's JVM takes the longest: the node exporters and Prometheus start meanwhile.
-  const starting = startPuppetDb(join(dir, 'puppetdb'), 'web1')
+  // bin/puppetdb8 test runs this file again against Debian 13's PuppetDB 8.4.1 (its chroot named here).
+  const starting = startPuppetDb(join(dir, 'puppetdb'), 'web1', {root: process.env.LOCALPUPPET_PUPPETDB_ROOT || undefined})
   // The Debian 13 chroot for the Puppet 8 node, built meanwhile when it is not current (the suite's later bin/debian13 test reuses it).
   const chroot = process.getuid?.() === 0 ? buildChroot() : null
+  // And PuppetDB 8's, for bin/puppetdb8 test, which runs this file again after it in npm test (not judged here: that run says).
+  const puppetDb8 = process.getuid?.() === 0 && !process.env.LOCALPUPPET_PUPPETDB_ROOT ? buildChroot(join(REPO, 'bin', 'puppetdb8')) : null
   t.teardown(async () => void (await chroot))
+  t.teardown(async () => void (await puppetDb8))
   t.teardown(() => starting.then((started) => started.stop(), () => {}))
   const exporters = new Map<string, NodeName>()
   const metricsFiles = {} as Record<NodeName, string>
@@ -101,7 +107,8 @@ puppetDbTest('puppetdb: three nodes\' reports, facts and catalogs in PuppetDB wi
   const prometheus: PrometheusServer = await startPrometheus(join(dir, 'prometheus'), [...exporters.keys()])
   t.teardown(() => prometheus.stop())
   const server: PuppetDbServer = await starting
-  t.log(`PostgreSQL and PuppetDB ready in ${(server.startMs / 1000).toFixed(1)} s`)
+  t.log(`PostgreSQL and PuppetDB ${server.version} ready in ${(server.startMs / 1000).toFixed(1)} s`)
+  if (process.env.LOCALPUPPET_PUPPETDB_ROOT) t.regex(server.version, /^8\./, "the chroot's PuppetDB is Debian 13's 8.x")
   const puppetdb = new PuppetDbClient({url: server.url, ca: server.ca, cert: server.cert, key: server.key}, {timeoutMs: 30_000, deadlineMs: 60_000})
 
   const configs = {} as Record<NodeName, string>
@@ -312,6 +319,10 @@ puppetDbTest('puppetdb: three nodes\' reports, facts and catalogs in PuppetDB wi
   t.is((await puppetdb.query(`reports[job_id] { certname = "node2" and job_id = "${refusedRecord.id}" }`)).length, 1, 'sent once')
 
   await puppet8(t, {dir, repo, pub, server, puppetdb, chroot})
+  const built = await puppetDb8
+  if (built) t.log(`${built.said.split('\n').at(-1)} (${built.seconds.toFixed(1)} s, beside this test, for bin/puppetdb8 test)`)
+  // What PuppetDB itself said of it all (shown, not judged: a stopped PuppetDB and closed connections are part of the test).
+  for (const line of await server.warnings()) t.log(`PuppetDB ${server.version}: ${line.slice(0, 300)}`)
 })
 
 /**
@@ -349,10 +360,10 @@ async function compareSources(t: ExecutionContext, {prometheus, puppetDbUrl, env
  */
 const DEBIAN13 = join(REPO, 'bin', 'debian13')
 
-/** `bin/debian13 build` (reusing a current chroot): its exit code, its last words and how long it took. */
-async function buildChroot(): Promise<{exitCode: number | undefined; said: string; seconds: number}> {
+/** `bin/debian13 build` or `bin/puppetdb8 build` (reusing a current chroot): its exit code, its last words and how long it took. */
+async function buildChroot(script = DEBIAN13): Promise<{exitCode: number | undefined; said: string; seconds: number}> {
   const began = Date.now()
-  const build = await execa(DEBIAN13, ['build'], {reject: false, all: true})
+  const build = await execa(script, ['build'], {reject: false, all: true})
   return {exitCode: build.exitCode, said: String(build.all).trim().slice(-2000), seconds: (Date.now() - began) / 1000}
 }
 
