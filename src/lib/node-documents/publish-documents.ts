@@ -9,6 +9,7 @@ import {writeSignedFileAtomic} from '../util/atomic-write.js'
 import {isMapping} from '../util/json.js'
 import {type DocumentChanges, changedDocuments, canonicalJson} from './changed.js'
 import type {NodeTable} from './node-table.js'
+import {removeOrphanDocuments} from './orphans.js'
 import {own} from '../util/own.js'
 import {MAX_NODE_DOCUMENT_BYTES, NODE_DOCUMENTS_DIR, buildNodeDocument, nodeDocumentPath, serializeNodeDocument, signNodeDocument} from './document.js'
 
@@ -127,6 +128,9 @@ export async function writeNodeDocuments(
         await rm(path, {force: true})
         await rm(`${path}.sig`, {force: true})
       }
+
+      // index.json lists the nodes: any other document is a removed node's left behind (orphans.ts).
+      if (options.table === null) await removeOrphanDocuments(repo, repository, Object.keys(after.nodes ?? {}))
     },
   }
 }

@@ -1,0 +1,79 @@
+import {createHash, generateKeyPairSync} from 'node:crypto'
+import {copyFile, mkdir, readFile, readdir, writeFile} from 'node:fs/promises'
+import {join} from 'node:path'
+
+import test, {type ExecutionContext} from 'ava'
+
+import {nodeDocumentPath} from '../../../src/lib/node-documents/document.js'
+import {updateIndex} from '../../../src/lib/repository/index-update.js'
+import {signIndex} from '../../../src/lib/archive/signature.js'
+import {type RepositoryIndex, inputPathFor, serializeRepositoryIndex} from '../../../src/lib/repository/repository-index.js'
+import {tempDir} from '../../helpers/temp.js'
+
+const {privateKey} = generateKeyPairSync('ed25519')
+const DIGEST = `sha256:${'d'.repeat(64)}`
+const TAG = {archive: 'archives/foo/foo-1.0.0.tar.gz', size: 1, sha256: 'c'.repeat(64), digest: DIGEST, modulepath: ['foo/tags/1.0.0'], digests: {'foo/tags/1.0.0': DIGEST}, signedBy: null, publishedAt: '2026-11-25T00:00:00.000Z'}
+
+/** A repository that publish and promote would write, driven through updateIndex: `set` node inputs by name (null removes). */
+async function repository(t: ExecutionContext) {
+  const repo = join(await tempDir(t), 'repo')
+  /** Sets (or with null removes) one node's input as publish does: its file under inputs/, its entry. */
+  const setInput = async (index: RepositoryIndex, node: string, text: string | null) => {
+    if (text === null) return void delete index.nodes![node]
+    const sha256 = createHash('sha256').update(text).digest('hex')
+    const input = inputPathFor(node, sha256)
+    await mkdir(join(repo, 'inputs', node), {recursive: true})
+    await writeFile(join(repo, input), text)
+    index.nodes = {...index.nodes, [node]: {input, size: text.length, sha256, app: 'foo/channels/stable', publishedAt: '2026-11-25T00:00:00.000Z'}}
+  }
+
+  const publish = (set: Record<string, string | null>, change: (index: RepositoryIndex) => void = () => {}) =>
+    updateIndex({repo, key: privateKey}, async (index) => {
+      index.apps.foo ??= {tags: {'1.0.0': TAG}, channels: {stable: '1.0.0'}}
+      for (const [node, text] of Object.entries(set)) await setInput(index, node, text)
+      change(index)
+      return {}
+    })
+  const id = async () => (JSON.parse(await readFile(join(repo, 'index.json'), 'utf8')) as RepositoryIndex).repository!
+  const documents = async () => (await readdir(join(repo, 'nodes'))).sort()
+  /** The file names under nodes/ of these nodes' documents and signatures. */
+  const named = async (...nodes: string[]) => {
+    const repository = await id()
+    return nodes.flatMap((node) => [nodeDocumentPath(repository, node).slice('nodes/'.length)]).flatMap((name) => [name, `${name}.sig`]).sort()
+  }
+
+  return {repo, publish, id, documents, named}
+}
+
+test("a removed node's document left behind by a publisher killed between index.json and the documents' removal (or by a publisher older than documents pruning it) is removed by the next publish: no stale signed document stays readable", async (t) => {
+  const {repo, publish, id, documents, named} = await repository(t)
+  await publish({web1: 'app: foo/channels/stable\n', web2: 'app: foo/channels/stable\n'})
+  const web2 = join(repo, nodeDocumentPath(await id(), 'web2'))
+  const kept = join(repo, 'kept')
+  await copyFile(web2, kept)
+  await copyFile(`${web2}.sig`, `${kept}.sig`)
+  await publish({web2: null})
+  t.deepEqual(await documents(), await named('web1'))
+  // What a kill -9 after index.json's rename and before removeStale leaves: web2 gone from the index, its signed document still served.
+  await copyFile(kept, web2)
+  await copyFile(`${kept}.sig`, `${web2}.sig`)
+  await publish({}, (index) => (index.apps.foo.channels!.stable = '1.0.0'))
+  t.deepEqual(await documents(), await named('web1'), "web2's stale document is removed by the next publish")
+
+  // The same with a publish of one node's input (not all documents rewritten).
+  await copyFile(kept, web2)
+  await copyFile(`${kept}.sig`, `${web2}.sig`)
+  await publish({web1: 'app: foo/channels/stable\nclasses: [x]\n'})
+  t.deepEqual(await documents(), await named('web1'))
+
+  // A publisher older than documents prunes web2: it rewrites index.json without it (and without nodeDocuments, which it does not know), re-signed.
+  await publish({web2: 'app: foo/channels/stable\n'})
+  const index = JSON.parse(await readFile(join(repo, 'index.json'), 'utf8')) as RepositoryIndex
+  delete index.nodes!.web2
+  delete index.nodeDocuments
+  const bytes = serializeRepositoryIndex(index)
+  await writeFile(join(repo, 'index.json.sig'), signIndex(bytes, privateKey))
+  await writeFile(join(repo, 'index.json'), bytes)
+  await publish({web1: 'app: foo/channels/stable\nclasses: [y]\n'})
+  t.deepEqual(await documents(), await named('web1'))
+})
