@@ -10,6 +10,7 @@ import {isMapping} from '../util/json.js'
 import {type DocumentChanges, changedDocuments, canonicalJson} from './changed.js'
 import type {NodeTable} from './node-table.js'
 import {removeOrphanDocuments} from './orphans.js'
+import {clearUnfinished, markUnfinished} from './unfinished.js'
 import {own} from '../util/own.js'
 import {MAX_NODE_DOCUMENT_BYTES, NODE_DOCUMENTS_DIR, buildNodeDocument, nodeDocumentPath, serializeNodeDocument, signNodeDocument} from './document.js'
 
@@ -110,7 +111,9 @@ export async function writeNodeDocuments(
   assertDocumentSizes(after, changes.write)
   after.nodeDocuments = true
   await mkdir(join(repo, NODE_DOCUMENTS_DIR), {recursive: true, mode: 0o755})
-  const queue = [...changes.write]
+  // Recorded before the first document, cleared after the index (unfinished.ts); an earlier update's unfinished ones written again.
+  const again = await markUnfinished(repo, after.repository!, changes.write, () => Object.keys(after.nodes ?? {}))
+  const queue = [...new Set([...changes.write, ...again])]
   const worker = async () => {
     for (let node = queue.shift(); node !== undefined; node = queue.shift()) await writeOne(repo, after, node, key, now, options.expires)
   }
@@ -122,6 +125,7 @@ export async function writeNodeDocuments(
     written: changes.write,
     removed: changes.remove,
     async removeStale() {
+      await clearUnfinished(repo)
       if (repository === undefined) return
       for (const node of changes.remove) {
         const path = join(repo, nodeDocumentPath(repository, node))

@@ -1,5 +1,6 @@
 import {createHash, generateKeyPairSync} from 'node:crypto'
-import {copyFile, mkdir, readFile, readdir, writeFile} from 'node:fs/promises'
+import {mkdirSync, renameSync} from 'node:fs'
+import {copyFile, mkdir, readFile, readdir, rm, writeFile} from 'node:fs/promises'
 import {join} from 'node:path'
 
 import test, {type ExecutionContext} from 'ava'
@@ -76,4 +77,29 @@ test("a removed node's document left behind by a publisher killed between index.
   await writeFile(join(repo, 'index.json'), bytes)
   await publish({web1: 'app: foo/channels/stable\nclasses: [y]\n'})
   t.deepEqual(await documents(), await named('web1'))
+})
+
+test("a publish that fails after writing documents and before index.json (here: index.json.sig cannot be replaced) leaves a document that the index does not say; the next publish, of another node, writes it again as the index says", async (t) => {
+  const {repo, publish, id} = await repository(t)
+  await publish({web1: 'app: foo/channels/stable\n', web2: 'app: foo/channels/stable\n'})
+  const path = join(repo, nodeDocumentPath(await id(), 'web1'))
+  const committed = JSON.parse(await readFile(path, 'utf8'))
+  await t.throwsAsync(
+    publish({web1: 'app: foo/channels/stable\nclasses: [never]\n'}, () => {
+      // index.json.sig becomes a non-empty directory: renaming the new signature over it fails, after the documents are written.
+      mkdirSync(join(repo, 'index.json.sig.d'))
+      renameSync(join(repo, 'index.json.sig'), join(repo, 'index.json.sig.d', 'x'))
+      renameSync(join(repo, 'index.json.sig.d'), join(repo, 'index.json.sig'))
+    }),
+  )
+  // The operator puts the signature back and publishes another node's input.
+  renameSync(join(repo, 'index.json.sig', 'x'), join(repo, 'sig'))
+  await rm(join(repo, 'index.json.sig'), {recursive: true})
+  renameSync(join(repo, 'sig'), join(repo, 'index.json.sig'))
+  await publish({web2: 'app: foo/channels/stable\nclasses: [x]\n'})
+  const index = JSON.parse(await readFile(join(repo, 'index.json'), 'utf8')) as RepositoryIndex
+  const now = JSON.parse(await readFile(path, 'utf8'))
+  t.deepEqual(now.input, index.nodes!.web1, "web1's document says what the index says, not the input of the publish that failed")
+  t.deepEqual(now.input, committed.input)
+  t.true(now.version > committed.version)
 })
