@@ -107,7 +107,13 @@ export async function writeNodeDocuments(
   options: {expires: string; table: NodeTable | null},
 ): Promise<DocumentsWritten> {
   const changes = after.repository === undefined ? null : await documentChanges(repo, before, after, key, options.table)
-  if (changes === null) return {all: false, written: [], removed: [], removeStale: async () => {}}
+  // No node before or after: nothing to write, but what a failed update left under nodes/ goes (orphans.ts, unfinished.ts).
+  const leftovers = async () => {
+    if (after.repository !== undefined && options.table === null) await removeOrphanDocuments(repo, after.repository, [])
+    await clearUnfinished(repo)
+  }
+
+  if (changes === null) return {all: false, written: [], removed: [], removeStale: leftovers}
   assertDocumentSizes(after, changes.write)
   after.nodeDocuments = true
   await mkdir(join(repo, NODE_DOCUMENTS_DIR), {recursive: true, mode: 0o755})
