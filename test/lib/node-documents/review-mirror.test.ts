@@ -10,6 +10,7 @@ import {buildNodeDocument, nodeDocumentPath, serializeNodeDocument, signNodeDocu
 import {updateIndex} from '../../../src/lib/repository/index-update.js'
 import {type RepositoryIndex, inputPathFor} from '../../../src/lib/repository/repository-index.js'
 import {openSource} from '../../../src/lib/source/fetch.js'
+import {head, hostileServer, pour} from '../../helpers/hostile-server.js'
 import {tempDir} from '../../helpers/temp.js'
 
 const {privateKey, publicKey} = generateKeyPairSync('ed25519')
@@ -92,4 +93,36 @@ test("a mirror serving another input than the document names (web2's, or altered
   await refused(t, tick(), /inputs\/web1\/[0-9a-f]{64}\.yaml: input of node web1 does not match the signed index/)
   await writeFile(mine, TEXT.web1.replace('stable', 'canary'))
   await refused(t, tick(), /input of node web1 does not match/)
+})
+
+test("over http: a 304 for a node's document when the node kept none, and a document that never ends, are refused (65 naming the document)", async (t) => {
+  const {mirror, index} = await mirrored(t)
+  const document = nodeDocumentPath(index.repository!, 'web1')
+  let hostile: 'not-modified' | 'endless' = 'not-modified'
+  const server = await hostileServer(async (path, socket) => {
+    if (path === `/${document}`) {
+      if (hostile === 'not-modified') return void socket.end(head(304, {etag: '"x"'}))
+      socket.write(head(200))
+      return pour(socket, Buffer.alloc(64 * 1024, 0x20))
+    }
+
+    const body = await readFile(join(mirror, path)).catch(() => null)
+    socket.end(body === null ? head(404, {'content-length': 0}) : Buffer.concat([head(200, {'content-length': body.length}), body]))
+  })
+  t.teardown(() => server.close())
+  const dir = await tempDir(t)
+  const fresh = async () => {
+    const moduleDir = join(dir, `modules-${hostile}`)
+    await mkdir(moduleDir, {mode: 0o755})
+    const source = await openSource(server.url, {})
+    try {
+      await source.nodeInput!('web1', {moduleDir, trust: [join(mirror, '..', 'release.pub.pem')], trustDir: null})
+    } finally {
+      await source.close()
+    }
+  }
+
+  await refused(t, fresh(), /nodes\/[0-9a-f]{64}\.json: .*304 Not Modified.*refused/)
+  hostile = 'endless'
+  await refused(t, fresh(), /nodes\/[0-9a-f]{64}\.json: /)
 })
