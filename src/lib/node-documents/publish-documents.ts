@@ -24,6 +24,8 @@ export interface DocumentsWritten {
   /** Removed only by `removeStale`, after the index: a node whose input is gone reads the index. */
   removed: string[]
   removeStale(): Promise<void>
+  /** When index.json could not be written: the documents written again as the index before the update says (the failed update's removed). */
+  rollback(): Promise<void>
 }
 
 /**
@@ -113,18 +115,14 @@ export async function writeNodeDocuments(
     await clearUnfinished(repo)
   }
 
-  if (changes === null) return {all: false, written: [], removed: [], removeStale: leftovers}
+  if (changes === null) return {all: false, written: [], removed: [], removeStale: leftovers, rollback: async () => {}}
   assertDocumentSizes(after, changes.write)
   after.nodeDocuments = true
   await mkdir(join(repo, NODE_DOCUMENTS_DIR), {recursive: true, mode: 0o755})
   // Recorded before the first document, cleared after the index (unfinished.ts); an earlier update's unfinished ones written again.
   const again = await markUnfinished(repo, after.repository!, changes.write, () => Object.keys(after.nodes ?? {}))
-  const queue = [...new Set([...changes.write, ...again])]
-  const worker = async () => {
-    for (let node = queue.shift(); node !== undefined; node = queue.shift()) await writeOne(repo, after, node, key, now, options.expires)
-  }
-
-  await Promise.all(Array.from({length: Math.min(CONCURRENCY, queue.length)}, worker))
+  const touched = [...new Set([...changes.write, ...again])]
+  await writeEach(touched, (node) => writeOne(repo, after, node, key, now, options.expires))
   const repository = before.repository
   return {
     all: changes.all,
@@ -142,7 +140,28 @@ export async function writeNodeDocuments(
       // index.json lists the nodes: any other document is a removed node's left behind (orphans.ts).
       if (options.table === null) await removeOrphanDocuments(repo, repository, Object.keys(after.nodes ?? {}))
     },
+    async rollback() {
+      // The index before the update, with its node table (a documents-only index's, from the entries the update replaced).
+      const old = {...before, repository: after.repository, nodes: options.table ? options.table.before() : before.nodes}
+      await writeEach(touched, async (node) => {
+        if (own(old.nodes, node) !== undefined) return writeOne(repo, old, node, key, now, options.expires)
+        const path = join(repo, nodeDocumentPath(after.repository!, node))
+        await rm(path, {force: true})
+        await rm(`${path}.sig`, {force: true})
+      })
+      await clearUnfinished(repo)
+    },
   }
+}
+
+/** `write` for each node, CONCURRENCY at a time. */
+async function writeEach(nodes: string[], write: (node: string) => Promise<void>): Promise<void> {
+  const queue = [...nodes]
+  const worker = async () => {
+    for (let node = queue.shift(); node !== undefined; node = queue.shift()) await write(node)
+  }
+
+  await Promise.all(Array.from({length: Math.min(CONCURRENCY, queue.length)}, worker))
 }
 
 /** 65 naming the first node whose document no node would read (over MAX_NODE_DOCUMENT_BYTES), before any is written: nothing half-published. */

@@ -98,7 +98,12 @@ async function updateIndexLocked<T>(options: IndexUpdateOptions, now: () => numb
     const documents = await writeNodeDocuments(options.repo, before, index, key, now(), {expires, table})
     const bytes = indexToo ? serializeRepositoryIndex(index) : null
     // The signature first, then the index, the last thing written (writeSignedFileAtomic). The next publish always writes a matching pair.
-    if (bytes) await writeSignedFileAtomic(join(options.repo, REPOSITORY_INDEX), bytes, key ? {path: join(options.repo, REPOSITORY_SIGNATURE), bytes: signIndex(bytes, key)} : null)
+    // index.json not written: the documents go back to what the index says (a publish that fails publishes nothing).
+    if (bytes)
+      await writeSignedFileAtomic(join(options.repo, REPOSITORY_INDEX), bytes, key ? {path: join(options.repo, REPOSITORY_SIGNATURE), bytes: signIndex(bytes, key)} : null).catch(async (error: unknown) => {
+        await documents.rollback().catch(() => {})
+        throw error
+      })
     await syncDir(options.repo)
     await documents.removeStale()
     await options.afterIndex?.().catch(() => {})

@@ -79,7 +79,7 @@ test("a removed node's document left behind by a publisher killed between index.
   t.deepEqual(await documents(), await named('web1'))
 })
 
-test("a publish that fails after writing documents and before index.json (here: index.json.sig cannot be replaced) leaves a document that the index does not say; the next publish, of another node, writes it again as the index says", async (t) => {
+test("a publish that fails after writing documents and before index.json (here: index.json.sig cannot be replaced) puts the documents back as the index says; one killed there (what it leaves: a document of its input, nodes/.unfinished naming it) is repaired by the next publish, of another node", async (t) => {
   const {repo, publish, id} = await repository(t)
   await publish({web1: 'app: foo/channels/stable\n', web2: 'app: foo/channels/stable\n'})
   const path = join(repo, nodeDocumentPath(await id(), 'web1'))
@@ -92,14 +92,22 @@ test("a publish that fails after writing documents and before index.json (here: 
       renameSync(join(repo, 'index.json.sig.d'), join(repo, 'index.json.sig'))
     }),
   )
-  // The operator puts the signature back and publishes another node's input.
+  const back = JSON.parse(await readFile(path, 'utf8'))
+  t.deepEqual(back.input, committed.input, "web1's document says what the index says, not the input of the publish that failed")
+  t.true(back.version > committed.version)
   renameSync(join(repo, 'index.json.sig', 'x'), join(repo, 'sig'))
   await rm(join(repo, 'index.json.sig'), {recursive: true})
   renameSync(join(repo, 'sig'), join(repo, 'index.json.sig'))
+
+  // Killed between the documents and the index: web1's new document is there, index.json is the one before, nodes/.unfinished names the document.
+  const index = await readFile(join(repo, 'index.json'))
+  const signature = await readFile(join(repo, 'index.json.sig'))
+  await publish({web1: 'app: foo/channels/stable\nclasses: [killed]\n'})
+  await writeFile(join(repo, 'index.json.sig'), signature)
+  await writeFile(join(repo, 'index.json'), index)
+  await writeFile(join(repo, 'nodes', '.unfinished'), `${nodeDocumentPath(await id(), 'web1').slice('nodes/'.length)}\n`)
   await publish({web2: 'app: foo/channels/stable\nclasses: [x]\n'})
-  const index = JSON.parse(await readFile(join(repo, 'index.json'), 'utf8')) as RepositoryIndex
-  const now = JSON.parse(await readFile(path, 'utf8'))
-  t.deepEqual(now.input, index.nodes!.web1, "web1's document says what the index says, not the input of the publish that failed")
-  t.deepEqual(now.input, committed.input)
-  t.true(now.version > committed.version)
+  const repaired = JSON.parse(await readFile(path, 'utf8'))
+  t.deepEqual(repaired.input, (JSON.parse(index.toString()) as RepositoryIndex).nodes!.web1)
+  t.deepEqual(repaired.input, committed.input)
 })
