@@ -122,7 +122,23 @@ export async function writeNodeDocuments(
   // Recorded before the first document, cleared after the index (unfinished.ts); an earlier update's unfinished ones written again.
   const again = await markUnfinished(repo, after.repository!, changes.write, () => Object.keys(after.nodes ?? {}))
   const touched = [...new Set([...changes.write, ...again])]
-  await writeEach(touched, (node) => writeOne(repo, after, node, key, now, options.expires))
+  const rollback = async () => {
+    // The index before the update, with its node table (a documents-only index's, from the entries the update replaced).
+    const old = {...before, repository: after.repository, nodes: options.table ? options.table.before() : before.nodes}
+    await writeEach(touched, async (node) => {
+      if (own(old.nodes, node) !== undefined) return writeOne(repo, old, node, key, now, options.expires)
+      const path = join(repo, nodeDocumentPath(after.repository!, node))
+      await rm(path, {force: true})
+      await rm(`${path}.sig`, {force: true})
+    })
+    await clearUnfinished(repo)
+  }
+
+  // One document that cannot be written (a full disk): those written go back, nothing half-published.
+  await writeEach(touched, (node) => writeOne(repo, after, node, key, now, options.expires)).catch(async (error: unknown) => {
+    await rollback().catch(() => {})
+    throw error
+  })
   const repository = before.repository
   return {
     all: changes.all,
@@ -140,28 +156,24 @@ export async function writeNodeDocuments(
       // index.json lists the nodes: any other document is a removed node's left behind (orphans.ts).
       if (options.table === null) await removeOrphanDocuments(repo, repository, Object.keys(after.nodes ?? {}))
     },
-    async rollback() {
-      // The index before the update, with its node table (a documents-only index's, from the entries the update replaced).
-      const old = {...before, repository: after.repository, nodes: options.table ? options.table.before() : before.nodes}
-      await writeEach(touched, async (node) => {
-        if (own(old.nodes, node) !== undefined) return writeOne(repo, old, node, key, now, options.expires)
-        const path = join(repo, nodeDocumentPath(after.repository!, node))
-        await rm(path, {force: true})
-        await rm(`${path}.sig`, {force: true})
-      })
-      await clearUnfinished(repo)
-    },
+    rollback,
   }
 }
 
-/** `write` for each node, CONCURRENCY at a time. */
+/** `write` for each node, CONCURRENCY at a time; on a failure, none started after it, and the first error once every write under way has ended (a rollback must not race one). */
 async function writeEach(nodes: string[], write: (node: string) => Promise<void>): Promise<void> {
   const queue = [...nodes]
   const worker = async () => {
-    for (let node = queue.shift(); node !== undefined; node = queue.shift()) await write(node)
+    for (let node = queue.shift(); node !== undefined; node = queue.shift()) {
+      await write(node).catch((error: unknown) => {
+        queue.length = 0
+        throw error
+      })
+    }
   }
 
-  await Promise.all(Array.from({length: Math.min(CONCURRENCY, queue.length)}, worker))
+  const failed = (await Promise.allSettled(Array.from({length: Math.min(CONCURRENCY, queue.length)}, worker))).find((result) => result.status === 'rejected')
+  if (failed) throw (failed as PromiseRejectedResult).reason
 }
 
 /** 65 naming the first node whose document no node would read (over MAX_NODE_DOCUMENT_BYTES), before any is written: nothing half-published. */

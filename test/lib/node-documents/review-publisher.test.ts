@@ -111,3 +111,19 @@ test("a publish that fails after writing documents and before index.json (here: 
   t.deepEqual(repaired.input, (JSON.parse(index.toString()) as RepositoryIndex).nodes!.web1)
   t.deepEqual(repaired.input, committed.input)
 })
+
+test("a promote whose third document cannot be written (its path is a directory) fails and leaves the other followers' documents as the index says: no node follows a promote that did not happen", async (t) => {
+  const {repo, publish, id} = await repository(t)
+  await publish({web1: 'app: foo/channels/stable\n', web2: 'app: foo/channels/stable\n', db1: 'app: foo/channels/stable\n'}, (index) => (index.apps.foo.tags['1.1.0'] = {...TAG, archive: 'archives/foo/foo-1.1.0.tar.gz', modulepath: ['foo/tags/1.1.0'], digests: {'foo/tags/1.1.0': DIGEST}}))
+  const repositoryId = await id()
+  const blocked = join(repo, nodeDocumentPath(repositoryId, 'db1'))
+  await rm(blocked)
+  await mkdir(join(blocked, 'x'), {recursive: true})
+  await t.throwsAsync(publish({}, (index) => (index.apps.foo.channels!.stable = '1.1.0')))
+  for (const node of ['web1', 'web2']) {
+    const document = JSON.parse(await readFile(join(repo, nodeDocumentPath(repositoryId, node)), 'utf8'))
+    t.deepEqual(document.apps.foo.channels, {stable: '1.0.0'}, node)
+  }
+
+  t.is(JSON.parse(await readFile(join(repo, 'index.json'), 'utf8')).apps.foo.channels.stable, '1.0.0')
+})
