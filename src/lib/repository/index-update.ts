@@ -82,6 +82,8 @@ async function updateIndexLocked<T>(options: IndexUpdateOptions, now: () => numb
     const before = structuredClone(index)
     const table = openNodeTable(options.repo, index)
     const result = await change(index)
+    // A change that replaced the node table of a documents-only index (not set or deleted in it) would publish nothing of it, silently: a bug (70).
+    if (table !== null && index.nodes !== table.record) throw new Error('index.nodes was replaced by the change; a documents-only index is changed through its node table (node-documents/node-table.ts)')
     // Under the lock, from the index just read: two publishers never write the same version.
     // A new repository (or one whose publishers were older than identities) gets its identity
     // now; every later publish keeps it, so nodes can tell this repository from another.

@@ -25,7 +25,9 @@ async function repository(t: ExecutionContext) {
     const input = inputPathFor(node, sha256)
     await mkdir(join(repo, 'inputs', node), {recursive: true})
     await writeFile(join(repo, input), text)
-    index.nodes = {...index.nodes, [node]: {input, size: text.length, sha256, app: 'foo/channels/stable', publishedAt: '2026-11-25T00:00:00.000Z'}}
+    // Set on the table itself: a documents-only index's nodes are read and written through it (node-table.ts).
+    index.nodes ??= {}
+    index.nodes[node] = {input, size: text.length, sha256, app: 'foo/channels/stable', publishedAt: '2026-11-25T00:00:00.000Z'}
   }
 
   const publish = (set: Record<string, string | null>, change: (index: RepositoryIndex) => void = () => {}) =>
@@ -126,4 +128,31 @@ test("a promote whose third document cannot be written (its path is a directory)
   }
 
   t.is(JSON.parse(await readFile(join(repo, 'index.json'), 'utf8')).apps.foo.channels.stable, '1.0.0')
+})
+
+test('two publishes at once (the repository lock) of two nodes, on a repository listing its nodes and on a --node-documents-only one: both inputs are published, each document says its own, the index lists both', async (t) => {
+  for (const documentsOnly of [false, true]) {
+    const {repo, publish, id} = await repository(t)
+    await publish({web1: 'app: foo/channels/stable\n'}, (index) => void (documentsOnly && (index.nodesInDocuments = true)))
+    await Promise.all([publish({web1: 'app: foo/channels/stable\nclasses: [a]\n'}), publish({web2: 'app: foo/channels/stable\nclasses: [b]\n'}), publish({}, (index) => (index.apps.foo.tags['1.0.0'] = {...TAG, publishedAt: '2026-11-26T00:00:00.000Z'}))])
+    const repositoryId = await id()
+    const read = async (node: string) => JSON.parse(await readFile(join(repo, nodeDocumentPath(repositoryId, node)), 'utf8'))
+    const index = JSON.parse(await readFile(join(repo, 'index.json'), 'utf8')) as RepositoryIndex
+    for (const [node, size] of [['web1', 38], ['web2', 38]] as const) {
+      const document = await read(node)
+      t.is(document.input.size, size, `${node}, documents only: ${documentsOnly}`)
+      t.is(document.apps.foo.tags['1.0.0'].publishedAt, '2026-11-26T00:00:00.000Z')
+      if (!documentsOnly) t.deepEqual(index.nodes![node], document.input)
+    }
+  }
+})
+
+test("a change that replaces a documents-only index's node table (index.nodes = {...}) instead of setting entries in it is a bug that fails the publish, not a publish that silently publishes nothing of it", async (t) => {
+  const {repo, publish, id} = await repository(t)
+  await publish({web1: 'app: foo/channels/stable\n'}, (index) => void (index.nodesInDocuments = true))
+  const path = join(repo, nodeDocumentPath(await id(), 'web1'))
+  const before = await readFile(path)
+  const error = await t.throwsAsync(publish({}, (index) => (index.nodes = {...index.nodes, web1: {...index.nodes!.web1, size: 99}})))
+  t.regex(error!.message, /index\.nodes was replaced by the change/)
+  t.deepEqual(await readFile(path), before)
 })
