@@ -6,6 +6,7 @@ import {parseReleaseRef, isSemverTag} from '../release/release-ref.js'
 import {type PublishedInput, type PublishedTag, type RepositoryIndex, REPOSITORY_FORMAT, REPOSITORY_ID, isValidNodeName, parseRepositoryIndex} from '../repository/repository-index.js'
 import type {PublishedLayer} from '../layers/published-layers.js'
 import {isMapping} from '../util/json.js'
+import {nestingDepth} from './nesting.js'
 import {own} from '../util/own.js'
 import semver from 'semver'
 
@@ -13,6 +14,8 @@ import semver from 'semver'
 export const NODE_DOCUMENT_FORMAT = 1
 /** A node document larger than this is refused before parsing (it holds one node's entries, not the fleet's). */
 export const MAX_NODE_DOCUMENT_BYTES = 2 * 1024 * 1024
+/** A node document nests 6 levels (apps.<app>.tags.<tag>.digests); one deeper than this is refused before any walk of it. */
+export const MAX_NODE_DOCUMENT_DEPTH = 32
 /** Where the documents are, at the repository's root. */
 export const NODE_DOCUMENTS_DIR = 'nodes'
 
@@ -144,6 +147,7 @@ export function parseNodeDocument(bytes: Buffer, where: string, expect: {node: s
   }
 
   if (!isMapping(doc)) return fail('not a node document (expected an object)')
+  if (nestingDepth(doc, MAX_NODE_DOCUMENT_DEPTH) > MAX_NODE_DOCUMENT_DEPTH) fail(`nested deeper than ${MAX_NODE_DOCUMENT_DEPTH} levels`)
   const d = doc as Record<string, unknown>
   if (d.kind !== 'node') fail(`kind ${JSON.stringify(d.kind ?? null)} is not "node": not a node document (the repository's index, or something else, served in its place)`)
   if (d.format !== NODE_DOCUMENT_FORMAT) fail(`format ${JSON.stringify(d.format)} is not supported (this localpuppet reads node documents of format ${NODE_DOCUMENT_FORMAT})`)

@@ -18,6 +18,8 @@ export interface NodeTable {
   before(): Record<string, PublishedInput>
   /** The entries as they are now (every document read). */
   after(): Record<string, PublishedInput>
+  /** The record put in `index.nodes`: a change that replaced it (instead of setting or deleting entries in it) would be lost. */
+  record: Record<string, PublishedInput>
 }
 
 /** Reads one node's entry from its document (undefined: none); the publisher's own copy, parsed as a node would. */
@@ -97,7 +99,7 @@ export function openNodeTable(repo: string, index: RepositoryIndex): NodeTable |
     return Object.fromEntries([...loaded].filter(([, entry]) => entry !== undefined).sort(([a], [b]) => (a < b ? -1 : 1))) as Record<string, PublishedInput>
   }
 
-  index.nodes = new Proxy({} as Record<string, PublishedInput>, {
+  const record = new Proxy({} as Record<string, PublishedInput>, {
     get: (_target, key) => (typeof key === 'string' ? load(key) : undefined),
     has: (_target, key) => typeof key === 'string' && load(key) !== undefined,
     getOwnPropertyDescriptor(_target, key) {
@@ -118,7 +120,9 @@ export function openNodeTable(repo: string, index: RepositoryIndex): NodeTable |
       return true
     },
   })
+  index.nodes = record
   return {
+    record,
     touched: () => [...originals.keys()],
     after: present,
     before() {

@@ -9,6 +9,8 @@ import {writeSignedFileAtomic} from '../util/atomic-write.js'
 import {isMapping} from '../util/json.js'
 import {type DocumentChanges, changedDocuments, canonicalJson} from './changed.js'
 import type {NodeTable} from './node-table.js'
+import {removeOrphanDocuments} from './orphans.js'
+import {clearUnfinished, markUnfinished} from './unfinished.js'
 import {own} from '../util/own.js'
 import {MAX_NODE_DOCUMENT_BYTES, NODE_DOCUMENTS_DIR, buildNodeDocument, nodeDocumentPath, serializeNodeDocument, signNodeDocument} from './document.js'
 
@@ -22,6 +24,8 @@ export interface DocumentsWritten {
   /** Removed only by `removeStale`, after the index: a node whose input is gone reads the index. */
   removed: string[]
   removeStale(): Promise<void>
+  /** When index.json could not be written: the documents written again as the index before the update says (the failed update's removed). */
+  rollback(): Promise<void>
 }
 
 /**
@@ -105,30 +109,71 @@ export async function writeNodeDocuments(
   options: {expires: string; table: NodeTable | null},
 ): Promise<DocumentsWritten> {
   const changes = after.repository === undefined ? null : await documentChanges(repo, before, after, key, options.table)
-  if (changes === null) return {all: false, written: [], removed: [], removeStale: async () => {}}
+  // No node before or after: nothing to write, but what a failed update left under nodes/ goes (orphans.ts, unfinished.ts).
+  const leftovers = async () => {
+    if (after.repository !== undefined && options.table === null) await removeOrphanDocuments(repo, after.repository, [])
+    await clearUnfinished(repo)
+  }
+
+  if (changes === null) return {all: false, written: [], removed: [], removeStale: leftovers, rollback: async () => {}}
   assertDocumentSizes(after, changes.write)
   after.nodeDocuments = true
   await mkdir(join(repo, NODE_DOCUMENTS_DIR), {recursive: true, mode: 0o755})
-  const queue = [...changes.write]
-  const worker = async () => {
-    for (let node = queue.shift(); node !== undefined; node = queue.shift()) await writeOne(repo, after, node, key, now, options.expires)
+  // Recorded before the first document, cleared after the index (unfinished.ts); an earlier update's unfinished ones written again.
+  const again = await markUnfinished(repo, after.repository!, changes.write, () => Object.keys(after.nodes ?? {}))
+  const touched = [...new Set([...changes.write, ...again])]
+  const rollback = async () => {
+    // The index before the update, with its node table (a documents-only index's, from the entries the update replaced).
+    const old = {...before, repository: after.repository, nodes: options.table ? options.table.before() : before.nodes}
+    await writeEach(touched, async (node) => {
+      if (own(old.nodes, node) !== undefined) return writeOne(repo, old, node, key, now, options.expires)
+      const path = join(repo, nodeDocumentPath(after.repository!, node))
+      await rm(path, {force: true})
+      await rm(`${path}.sig`, {force: true})
+    })
+    await clearUnfinished(repo)
   }
 
-  await Promise.all(Array.from({length: Math.min(CONCURRENCY, queue.length)}, worker))
+  // One document that cannot be written (a full disk): those written go back, nothing half-published.
+  await writeEach(touched, (node) => writeOne(repo, after, node, key, now, options.expires)).catch(async (error: unknown) => {
+    await rollback().catch(() => {})
+    throw error
+  })
   const repository = before.repository
   return {
     all: changes.all,
     written: changes.write,
     removed: changes.remove,
     async removeStale() {
+      await clearUnfinished(repo)
       if (repository === undefined) return
       for (const node of changes.remove) {
         const path = join(repo, nodeDocumentPath(repository, node))
         await rm(path, {force: true})
         await rm(`${path}.sig`, {force: true})
       }
+
+      // index.json lists the nodes: any other document is a removed node's left behind (orphans.ts).
+      if (options.table === null) await removeOrphanDocuments(repo, repository, Object.keys(after.nodes ?? {}))
     },
+    rollback,
   }
+}
+
+/** `write` for each node, CONCURRENCY at a time; on a failure, none started after it, and the first error once every write under way has ended (a rollback must not race one). */
+async function writeEach(nodes: string[], write: (node: string) => Promise<void>): Promise<void> {
+  const queue = [...nodes]
+  const worker = async () => {
+    for (let node = queue.shift(); node !== undefined; node = queue.shift()) {
+      await write(node).catch((error: unknown) => {
+        queue.length = 0
+        throw error
+      })
+    }
+  }
+
+  const failed = (await Promise.allSettled(Array.from({length: Math.min(CONCURRENCY, queue.length)}, worker))).find((result) => result.status === 'rejected')
+  if (failed) throw (failed as PromiseRejectedResult).reason
 }
 
 /** 65 naming the first node whose document no node would read (over MAX_NODE_DOCUMENT_BYTES), before any is written: nothing half-published. */

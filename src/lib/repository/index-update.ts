@@ -95,6 +95,8 @@ async function updateUnderLock<T>(options: IndexUpdateOptions, now: () => number
   const before = structuredClone(index)
   const table = openNodeTable(options.repo, index)
   const result = await change(index)
+  // A change that replaced the node table of a documents-only index (not set or deleted in it) would publish nothing of it, silently: a bug (70).
+  if (table !== null && index.nodes !== table.record) throw new Error('index.nodes was replaced by the change; a documents-only index is changed through its node table (node-documents/node-table.ts)')
   // Under the lock, from the index just read: two publishers never write the same version.
   // A new repository (or one whose publishers were older than identities) gets its identity
   // now; every later publish keeps it, so nodes can tell this repository from another.
@@ -112,7 +114,12 @@ async function updateUnderLock<T>(options: IndexUpdateOptions, now: () => number
   const documents = await writeNodeDocuments(options.repo, before, index, key, now(), {expires, table})
   const bytes = indexToo ? serializeRepositoryIndex(index) : null
   // The signature first, then the index, the last thing written (writeSignedFileAtomic). The next publish always writes a matching pair.
-  if (bytes) await writeSignedFileAtomic(join(options.repo, REPOSITORY_INDEX), bytes, key ? {path: join(options.repo, REPOSITORY_SIGNATURE), bytes: signIndex(bytes, key)} : null)
+  // index.json not written: the documents go back to what the index says (a publish that fails publishes nothing).
+  if (bytes)
+    await writeSignedFileAtomic(join(options.repo, REPOSITORY_INDEX), bytes, key ? {path: join(options.repo, REPOSITORY_SIGNATURE), bytes: signIndex(bytes, key)} : null).catch(async (error: unknown) => {
+      await documents.rollback().catch(() => {})
+      throw error
+    })
   await syncDir(options.repo)
   await documents.removeStale()
   await options.afterIndex?.().catch(() => {})
