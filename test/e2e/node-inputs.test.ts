@@ -138,7 +138,7 @@ test('issue 35: an expired index gives a node with input_from: repository nothin
   await rm(join(node.fake, 'args'), {force: true})
   const expired = await node.apply()
   t.is(expired.exitCode, 0, expired.stderr)
-  t.regex(expired.stderr, /warning: --fetch: index version \d+ of .* expired at 2026-01-01T00:00:00\.000Z: .*: nothing new is taken from it; applying foo\/tags\/1\.4\.0 as installed here \(verified\)/)
+  t.regex(expired.stderr, /warning: --fetch: node web1's document version \d+ of .* expired at 2026-01-01T00:00:00\.000Z: .*: nothing new is taken from it; applying foo\/tags\/1\.4\.0 as installed here \(verified\)/)
   t.like(JSON.parse(expired.stdout), {state: 'succeeded', release: 'foo/tags/1.4.0', fetch: {fallback: true, indexExpires: '2026-01-01T00:00:00.000Z'}})
   t.is(await readFile(node.input, 'utf8'), inputFor('foo/channels/stable', 8080), 'the new input was not taken')
   t.true(await exists(join(node.fake, 'args')), 'puppet enforced what the node has')
@@ -226,7 +226,7 @@ test('a replayed older index, naming an older input for web1, is refused (65): t
   // And web1's own document of then (what it reads once it accepted one).
   await writeNodeDocument(node.repo, 'web1', old.document)
   t.true(await exists(join(node.repo, JSON.parse(old.index.toString()).nodes.web1.input)), 'the old input is there to be served')
-  await assertRefused(t, node, /^index version \d+ of .* is older than version \d+ already accepted from it: a replay \(rollback attack\)\?$/, {
+  await assertRefused(t, node, /^node web1's document version \d+ of .* is older than version \d+ already accepted from it: a replay \(rollback attack\)\?$/, {
     input: inputFor('foo/tags/1.4.0', 9090),
     modules: (await readdir(node.modules)).sort(),
     lastCompleted: JSON.parse(second.stdout).id,

@@ -106,7 +106,7 @@ test("behind nginx, a node's quiet tick is one conditional request for its own d
   t.regex(other.result.stderr, /nodes\/[0-9a-f]{64}\.json: node: the document of node "web2", not of web1 \(another node's document served in its place\); refused/)
   await writeNodeDocument(repo, 'web1', before)
   const replayed = await asked(() => web1.apply(), 65)
-  t.regex(replayed.result.stderr, /index version \d+ of \S+#node:web1 is older than version \d+ already accepted from it: a replay/)
+  t.regex(replayed.result.stderr, /node web1's document version \d+ of \S+ is older than version \d+ already accepted from it: a replay/)
   t.false(await exists(out2), 'nothing applied')
   t.like((await statusJson(web1.state)).record, {state: 'refused', exitCode: 65})
 

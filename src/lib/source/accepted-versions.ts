@@ -122,16 +122,26 @@ export const GENUINE_ID_HINT =
  * a warning) only while nothing versioned came from the source. Equal versions are fine:
  * the same index fetched again.
  */
+/**
+ * What a replay track's messages call the signed file and its source: `index` of SOURCE, or,
+ * for a node's document (`SOURCE#node:NAME`, node-documents/), NAME's `node document` of SOURCE.
+ */
+function describeTrack(source: string): {thing: string; of: string} {
+  const match = /^(.*)#node:([^#]+)$/.exec(source)
+  return match ? {thing: `node ${match[2]}'s document`, of: match[1]} : {thing: 'index', of: source}
+}
+
 export function judgeIndex(memory: AcceptedVersions, source: string, index: IndexHeader, now: number, acceptRepository?: string, expected?: ExpectedRepository): IndexFreshness {
   const before = memory.repositories[repositoryKey(source)]
+  const {thing, of} = describeTrack(source)
   const id = index.repository ?? null
   const is = id === null ? 'has no repository id' : `is of repository ${id}`
   if (acceptRepository !== undefined && id !== acceptRepository) {
-    throw new ReleaseError(`index of ${source} ${is}, not ${acceptRepository} as --accept-repository says; refused`, [GENUINE_ID_HINT])
+    throw new ReleaseError(`${thing} of ${of} ${is}, not ${acceptRepository} as --accept-repository says; refused`, [GENUINE_ID_HINT])
   }
 
   if (expected !== undefined && id !== expected.id) {
-    throw new ReleaseError(`index of ${source} ${is}, not ${expected.id} as ${expected.from} says; refused: another repository's index in its place (one signed with the same key), or the repository was re-created`, [
+    throw new ReleaseError(`${thing} of ${of} ${is}, not ${expected.id} as ${expected.from} says; refused: another repository's index in its place (one signed with the same key), or the repository was re-created`, [
       GENUINE_ID_HINT,
       `if the genuine id is ${expected.id}, the source serves another repository (a mirror or proxy?); if it is another, the repository was re-created: set repository_id to the genuine id`,
     ])
@@ -143,7 +153,7 @@ export function judgeIndex(memory: AcceptedVersions, source: string, index: Inde
   const pinned = known?.repository ?? null
   if (pinned !== null && id !== pinned) {
     throw new ReleaseError(
-      `index of ${source} ${is}, not ${pinned}, which this node accepted from it: another repository's index in its place (one signed with the same key)? ` +
+      `${thing} of ${of} ${is}, not ${pinned}, which this node accepted from it: another repository's index in its place (one signed with the same key)? ` +
         (id === null
           ? 'Only a localpuppet older than repository ids publishes an index without one: publish with this one.'
           : `If ${source} was re-created on purpose, accept its new id once, as the publisher's side gives it: localpuppet fetch APP --source ${source} --accept-repository ID (or set repository_id to it)`),
@@ -153,32 +163,32 @@ export function judgeIndex(memory: AcceptedVersions, source: string, index: Inde
 
   if (index.version === undefined) {
     if (known?.version != null) {
-      throw new ReleaseError(`index of ${source} has no version (made by an older localpuppet), but version ${known.version} was already accepted from it: a replay (rollback attack)?`, [
+      throw new ReleaseError(`${thing} of ${of} has no version (made by an older localpuppet), but version ${known.version} was already accepted from it: a replay (rollback attack)?`, [
         'a mirror or proxy may be serving an old copy; re-publish the repository (publish --repo DIR --sign KEY.pem) and check its mirrors',
       ])
     }
 
     const warning =
       known === undefined
-        ? `index of ${source} has no version or expiry (published by an older localpuppet): nothing stops an old copy from being replayed; re-publish it with this localpuppet (publish --repo DIR --sign KEY.pem)`
+        ? `${thing} of ${of} has no version or expiry (published by an older localpuppet): nothing stops an old copy from being replayed; re-publish it with this localpuppet (publish --repo DIR --sign KEY.pem)`
         : null
     return {repository: id, version: null, expires: null, warning}
   }
 
   if (known?.version != null && index.version < known.version) {
-    throw new ReleaseError(`index version ${index.version} of ${source} is older than version ${known.version} already accepted from it: a replay (rollback attack)?`, [
+    throw new ReleaseError(`${thing} version ${index.version} of ${of} is older than version ${known.version} already accepted from it: a replay (rollback attack)?`, [
       'a mirror or proxy may be serving an old copy: check it against the repository',
       `a repository restored from a backup: re-sign it (publish --repo DIR --sign KEY.pem) until it passes ${known.version}`,
     ])
   }
 
   if (Date.parse(index.expires!) <= now) {
-    throw new IndexExpiredError(`index version ${index.version} of ${source} expired at ${index.expires}: a stale copy replayed to freeze this node (freeze attack), or the repository was not re-signed in time`, index.expires!, [
+    throw new IndexExpiredError(`${thing} version ${index.version} of ${of} expired at ${index.expires}: a stale copy replayed to freeze this node (freeze attack), or the repository was not re-signed in time`, index.expires!, [
       'the publisher renews it: localpuppet publish --repo DIR --sign KEY.pem (with no archive: a re-signing)',
     ])
   }
 
-  return {repository: id, version: index.version, expires: index.expires!, warning: expiryWarning(`index version ${index.version} of ${source}`, index.expires, now)}
+  return {repository: id, version: index.version, expires: index.expires!, warning: expiryWarning(`${thing} version ${index.version} of ${of}`, index.expires, now)}
 }
 
 /**
