@@ -13,7 +13,7 @@ import {keyPair, testServer} from '../helpers/repository.js'
 import {exists, tempDir, writeTree} from '../helpers/temp.js'
 import {nodeDocument, writeNodeDocument} from '../helpers/node-documents.js'
 import {loadSigningKey, signIndex} from '../../src/lib/archive/signature.js'
-import {nodeDocumentPath} from '../../src/lib/node-documents/document.js'
+import {nodeDocumentPath} from '../../src/lib/repository/node-documents/document.js'
 
 const WEB = {'web/tags/1.0.0/web/manifests/init.pp': 'class web(String $out) {\n  file { $out: content => "tick\\n" }\n}\n'}
 

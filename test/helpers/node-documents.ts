@@ -2,7 +2,7 @@ import {readFile, writeFile} from 'node:fs/promises'
 import {join} from 'node:path'
 
 import {loadSigningKey} from '../../src/lib/archive/signature.js'
-import {nodeDocumentPath, signNodeDocument} from '../../src/lib/node-documents/document.js'
+import {nodeDocumentPath, signNodeDocument} from '../../src/lib/repository/node-documents/document.js'
 
 /** A node's document in a repository directory (node-documents/): its path, bytes, signature and content. */
 export async function nodeDocument(repo: string, node: string): Promise<{path: string; bytes: Buffer; signature: Buffer; json: any}> {
@@ -32,8 +32,8 @@ export async function writeNodeDocument(repo: string, node: string, document: {j
 export async function addGeneratedNodes(repo: string, key: string, count: number, options: {like?: string; nodesInDocuments?: boolean} = {}): Promise<void> {
   const {mkdir} = await import('node:fs/promises')
   const {signIndex} = await import('../../src/lib/archive/signature.js')
-  const {buildNodeDocument, serializeNodeDocument} = await import('../../src/lib/node-documents/document.js')
-  const {readNodeTable} = await import('../../src/lib/node-documents/node-table.js')
+  const {buildNodeDocument, serializeNodeDocument} = await import('../../src/lib/repository/node-documents/document.js')
+  const {readNodeTable} = await import('../../src/lib/repository/node-documents/node-table.js')
   const {inputPathFor, parseRepositoryIndex, serializeRepositoryIndex} = await import('../../src/lib/repository/repository-index.js')
   const signingKey = await loadSigningKey(key)
   const index = parseRepositoryIndex(await readFile(join(repo, 'index.json')), 'index.json')

@@ -59,7 +59,7 @@ export async function listRepository(repoDir: string, now = Date.now()): Promise
   if (!(await hasIndex(repo))) throw new NotFoundError(`no release repository at ${repo}: no ${REPOSITORY_INDEX}`, ['publish creates it: localpuppet publish ARCHIVE --repo DIR'])
   const {index, signed} = await readCurrentIndex(repo)
   // index.json lists no nodes (publish --node-documents-only): their documents do.
-  if (index.nodesInDocuments && index.repository) index.nodes = (await import('../node-documents/node-table.js')).readNodeTable(repo, index.repository)
+  if (index.nodesInDocuments && index.repository) index.nodes = (await import('../repository/node-documents/node-table.js')).readNodeTable(repo, index.repository)
   return listIndex(index, {repo, signedBy: signed ? await signatureKeyId(repo) : null, signature: signed ? 'named' : 'unsigned'}, now)
 }
 

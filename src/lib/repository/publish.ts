@@ -6,7 +6,7 @@ import {basename, dirname, join, resolve} from 'node:path'
 
 import {installArchive} from '../install/install-archive.js'
 import {loadSigningKey} from '../archive/signature.js'
-import {nodesForSealCheck} from '../node-documents/node-table.js'
+import {nodesForSealCheck} from './node-documents/node-table.js'
 import {ConflictError, ReleaseError, UsageError, describeFsError} from '../errors.js'
 import type {IndexSummary} from '../archive/release-index.js'
 import {readArchiveHead} from './archive-head.js'

@@ -173,7 +173,7 @@ export class RepositorySource implements ReleaseSource {
 
   private async readAccepted(options: FetchOptions): Promise<IndexRead> {
     if (this.node === undefined) return this.readAcceptedIndex(options)
-    const {readViaDocument} = await import('../node-documents/node-source.js')
+    const {readViaDocument} = await import('./node-document-source.js')
     const via = (repository: string | null) => readViaDocument({transport: this.transport, label: this.label, node: this.node!, keys: (o) => this.trustedKeys(o)}, options, repository)
     const read = (await via(null)) ?? (await this.readAcceptedIndex(options))
     // First contact with a repository of documents: the index gave its id, the document follows (kept, so the next tick is a 304).

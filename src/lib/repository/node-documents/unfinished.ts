@@ -1,7 +1,7 @@
 import {readFile, rm} from 'node:fs/promises'
 import {join} from 'node:path'
 
-import {writeSignedFileAtomic} from '../util/atomic-write.js'
+import {writeSignedFileAtomic} from '../../util/atomic-write.js'
 import {NODE_DOCUMENTS_DIR, nodeDocumentPath} from './document.js'
 
 /**

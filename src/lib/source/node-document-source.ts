@@ -1,11 +1,11 @@
 import type {KeyObject} from 'node:crypto'
 
 import {indexChannels} from '../repository/repository-index.js'
-import type {FetchOptions, IndexRead} from '../source/release-source.js'
-import type {Transport} from '../source/readers/reader.js'
+import type {FetchOptions, IndexRead} from './release-source.js'
+import type {Transport} from './readers/reader.js'
 import {RepositoryUnavailableError} from '../errors.js'
-import {nodeDocumentPath} from './document.js'
-import {documentParser, readNodeDocument} from './read-document.js'
+import {nodeDocumentPath} from '../repository/node-documents/document.js'
+import {documentParser, readNodeDocument} from './read-node-document.js'
 
 /** What a repository source lends the document's reading: its transport, its name, the node, and its trust rules (keys, untrusted places). */
 export interface DocumentContext {
@@ -34,7 +34,7 @@ export function documentTrack(sourceKey: string, node: string): string {
  * no document for the node (404): the caller reads index.json as before.
  */
 export async function readViaDocument(context: DocumentContext, options: FetchOptions, repository: string | null): Promise<(IndexRead & {track: string; unchanged: boolean}) | null> {
-  const [{acceptIndex, acceptedVersionsPath, readAcceptedVersions, repositoryKey}, {keepIndex, usableKeptIndex}] = await Promise.all([import('../source/accepted-versions.js'), import('../conditional/kept-index.js')])
+  const [{acceptIndex, acceptedVersionsPath, readAcceptedVersions, repositoryKey}, {keepIndex, usableKeptIndex}] = await Promise.all([import('./accepted-versions.js'), import('../conditional/kept-index.js')])
   const key = repositoryKey(context.label)
   const track = documentTrack(key, context.node)
   const memory = await readAcceptedVersions(options.moduleDir, options.allowUntrusted).then(

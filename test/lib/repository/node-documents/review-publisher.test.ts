@@ -5,11 +5,11 @@ import {join} from 'node:path'
 
 import test, {type ExecutionContext} from 'ava'
 
-import {nodeDocumentPath} from '../../../src/lib/node-documents/document.js'
-import {updateIndex} from '../../../src/lib/repository/index-update.js'
-import {signIndex} from '../../../src/lib/archive/signature.js'
-import {type RepositoryIndex, inputPathFor, serializeRepositoryIndex} from '../../../src/lib/repository/repository-index.js'
-import {tempDir} from '../../helpers/temp.js'
+import {nodeDocumentPath} from '../../../../src/lib/repository/node-documents/document.js'
+import {updateIndex} from '../../../../src/lib/repository/index-update.js'
+import {signIndex} from '../../../../src/lib/archive/signature.js'
+import {type RepositoryIndex, inputPathFor, serializeRepositoryIndex} from '../../../../src/lib/repository/repository-index.js'
+import {tempDir} from '../../../helpers/temp.js'
 
 const {privateKey} = generateKeyPairSync('ed25519')
 const DIGEST = `sha256:${'d'.repeat(64)}`

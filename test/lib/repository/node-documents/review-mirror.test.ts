@@ -4,14 +4,14 @@ import {join} from 'node:path'
 
 import test, {type ExecutionContext} from 'ava'
 
-import {signIndex} from '../../../src/lib/archive/signature.js'
-import {LocalpuppetError} from '../../../src/lib/errors.js'
-import {buildNodeDocument, nodeDocumentPath, serializeNodeDocument, signNodeDocument} from '../../../src/lib/node-documents/document.js'
-import {updateIndex} from '../../../src/lib/repository/index-update.js'
-import {type RepositoryIndex, inputPathFor} from '../../../src/lib/repository/repository-index.js'
-import {openSource} from '../../../src/lib/source/fetch.js'
-import {head, hostileServer, pour} from '../../helpers/hostile-server.js'
-import {tempDir} from '../../helpers/temp.js'
+import {signIndex} from '../../../../src/lib/archive/signature.js'
+import {LocalpuppetError} from '../../../../src/lib/errors.js'
+import {buildNodeDocument, nodeDocumentPath, serializeNodeDocument, signNodeDocument} from '../../../../src/lib/repository/node-documents/document.js'
+import {updateIndex} from '../../../../src/lib/repository/index-update.js'
+import {type RepositoryIndex, inputPathFor} from '../../../../src/lib/repository/repository-index.js'
+import {openSource} from '../../../../src/lib/source/fetch.js'
+import {head, hostileServer, pour} from '../../../helpers/hostile-server.js'
+import {tempDir} from '../../../helpers/temp.js'
 
 const {privateKey, publicKey} = generateKeyPairSync('ed25519')
 const DIGEST = `sha256:${'d'.repeat(64)}`

@@ -1,8 +1,8 @@
 import test from 'ava'
 
-import {LocalpuppetError} from '../../../src/lib/errors.js'
-import {buildNodeDocument, parseNodeDocument, serializeNodeDocument} from '../../../src/lib/node-documents/document.js'
-import {type RepositoryIndex, inputPathFor} from '../../../src/lib/repository/repository-index.js'
+import {LocalpuppetError} from '../../../../src/lib/errors.js'
+import {buildNodeDocument, parseNodeDocument, serializeNodeDocument} from '../../../../src/lib/repository/node-documents/document.js'
+import {type RepositoryIndex, inputPathFor} from '../../../../src/lib/repository/repository-index.js'
 
 const REPO = 'a'.repeat(32)
 const DIGEST = `sha256:${'b'.repeat(64)}`

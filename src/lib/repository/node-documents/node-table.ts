@@ -1,8 +1,8 @@
 import {readFileSync, readdirSync} from 'node:fs'
 import {join} from 'node:path'
 
-import {describeFsError} from '../errors.js'
-import type {PublishedInput, RepositoryIndex} from '../repository/repository-index.js'
+import {describeFsError} from '../../errors.js'
+import type {PublishedInput, RepositoryIndex} from '../repository-index.js'
 import {MAX_NODE_DOCUMENT_BYTES, NODE_DOCUMENTS_DIR, nodeDocumentPath, parseNodeDocument} from './document.js'
 
 /**

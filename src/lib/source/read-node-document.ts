@@ -4,8 +4,8 @@ import type {KeptIndex} from '../conditional/kept-index.js'
 import type {Validators} from '../conditional/validators.js'
 import {ReleaseError} from '../errors.js'
 import type {RepositoryIndex} from '../repository/repository-index.js'
-import type {Transport} from '../source/readers/reader.js'
-import {MAX_NODE_DOCUMENT_BYTES, type NodeDocument, indexFromDocument, nodeDocumentPath, parseNodeDocument, verifyNodeDocumentSignature} from './document.js'
+import type {Transport} from './readers/reader.js'
+import {MAX_NODE_DOCUMENT_BYTES, type NodeDocument, indexFromDocument, nodeDocumentPath, parseNodeDocument, verifyNodeDocumentSignature} from '../repository/node-documents/document.js'
 
 /** A node's document as read and verified, and the index a fetch runs on, built from it. */
 export interface DocumentRead {
@@ -24,7 +24,7 @@ export function documentParser(node: string, repository: string): (bytes: Buffer
 }
 
 /**
- * A node's own document (`nodes/<h>.json`, node-documents/document.ts) of the repository
+ * A node's own document (`nodes/<h>.json`, repository/node-documents/document.ts) of the repository
  * `repository`, asked for conditionally with the kept copy's validators; null when the
  * repository has none (404: a repository without documents, read through index.json as
  * before). With trusted keys its signature must verify (65 otherwise), on a 304 the kept

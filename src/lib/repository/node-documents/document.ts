@@ -1,13 +1,13 @@
 import {createHash, sign, type KeyObject} from 'node:crypto'
 
-import {keyId, verifyIndexSignature} from '../archive/signature.js'
-import {ReleaseError} from '../errors.js'
-import {parseReleaseRef, isSemverTag} from '../release/release-ref.js'
-import {type PublishedInput, type PublishedTag, type RepositoryIndex, REPOSITORY_FORMAT, REPOSITORY_ID, isValidNodeName, parseRepositoryIndex} from '../repository/repository-index.js'
-import type {PublishedLayer} from '../layers/published-layers.js'
-import {isMapping} from '../util/json.js'
+import {keyId, verifyIndexSignature} from '../../archive/signature.js'
+import {ReleaseError} from '../../errors.js'
+import {parseReleaseRef, isSemverTag} from '../../release/release-ref.js'
+import {type PublishedInput, type PublishedTag, type RepositoryIndex, REPOSITORY_FORMAT, REPOSITORY_ID, isValidNodeName, parseRepositoryIndex} from '../repository-index.js'
+import type {PublishedLayer} from '../../layers/published-layers.js'
+import {isMapping} from '../../util/json.js'
 import {nestingDepth} from './nesting.js'
-import {own} from '../util/own.js'
+import {own} from '../../util/own.js'
 import semver from 'semver'
 
 /** The format of a node document (`nodes/<h>.json`); a node refuses any other. */

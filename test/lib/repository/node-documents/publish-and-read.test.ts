@@ -5,12 +5,12 @@ import {join} from 'node:path'
 
 import test, {type ExecutionContext} from 'ava'
 
-import {LocalpuppetError} from '../../../src/lib/errors.js'
-import {nodeDocumentPath, verifyNodeDocumentSignature} from '../../../src/lib/node-documents/document.js'
-import {updateIndex} from '../../../src/lib/repository/index-update.js'
-import {type RepositoryIndex, inputPathFor} from '../../../src/lib/repository/repository-index.js'
-import {openSource} from '../../../src/lib/source/fetch.js'
-import {tempDir} from '../../helpers/temp.js'
+import {LocalpuppetError} from '../../../../src/lib/errors.js'
+import {nodeDocumentPath, verifyNodeDocumentSignature} from '../../../../src/lib/repository/node-documents/document.js'
+import {updateIndex} from '../../../../src/lib/repository/index-update.js'
+import {type RepositoryIndex, inputPathFor} from '../../../../src/lib/repository/repository-index.js'
+import {openSource} from '../../../../src/lib/source/fetch.js'
+import {tempDir} from '../../../helpers/temp.js'
 
 const {privateKey, publicKey} = generateKeyPairSync('ed25519')
 const DIGEST = `sha256:${'d'.repeat(64)}`
@@ -266,11 +266,11 @@ test("--node-documents-only: index.json lists no nodes; publishing one node's in
   await t.throwsAsync(documentOf(repo, 'db1'), {code: 'ENOENT'})
 
   // repository list: the nodes, from their documents.
-  const {listRepository} = await import('../../../src/lib/channels/repository-listing.js')
+  const {listRepository} = await import('../../../../src/lib/channels/repository-listing.js')
   t.deepEqual((await listRepository(repo)).nodes.map((n: {node: string}) => n.node), ['web1', 'web2'])
 
   // Publishing a plain input reads no document to look for encrypted ones, until one is encrypted: then the index says so (rewritten once).
-  const {nodesForSealCheck} = await import('../../../src/lib/node-documents/node-table.js')
+  const {nodesForSealCheck} = await import('../../../../src/lib/repository/node-documents/node-table.js')
   const current = () => readFile(join(repo, 'index.json'), 'utf8').then((text) => JSON.parse(text) as RepositoryIndex)
   t.deepEqual(nodesForSealCheck(await current()), {})
   await publish({}, (i) => (i.nodes!.web2 = {...i.nodes!.web2, encrypted: 'age'}))

@@ -6,10 +6,10 @@ import {join} from 'node:path'
 import test, {type ExecutionContext} from 'ava'
 import fc from 'fast-check'
 
-import {canonicalJson} from '../../../src/lib/node-documents/changed.js'
-import {documentBody, nodeDocumentPath} from '../../../src/lib/node-documents/document.js'
-import {updateIndex} from '../../../src/lib/repository/index-update.js'
-import {type RepositoryIndex, inputPathFor} from '../../../src/lib/repository/repository-index.js'
+import {canonicalJson} from '../../../../src/lib/repository/node-documents/changed.js'
+import {documentBody, nodeDocumentPath} from '../../../../src/lib/repository/node-documents/document.js'
+import {updateIndex} from '../../../../src/lib/repository/index-update.js'
+import {type RepositoryIndex, inputPathFor} from '../../../../src/lib/repository/repository-index.js'
 
 const keys = [generateKeyPairSync('ed25519').privateKey, generateKeyPairSync('ed25519').privateKey]
 const DIGEST = `sha256:${'d'.repeat(64)}`

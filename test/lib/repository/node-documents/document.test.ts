@@ -3,9 +3,9 @@ import {generateKeyPairSync} from 'node:crypto'
 import test from 'ava'
 import fc from 'fast-check'
 
-import {signIndex, verifyIndexSignature} from '../../../src/lib/archive/signature.js'
-import {LocalpuppetError} from '../../../src/lib/errors.js'
-import {canonicalJson, changedDocuments} from '../../../src/lib/node-documents/changed.js'
+import {signIndex, verifyIndexSignature} from '../../../../src/lib/archive/signature.js'
+import {LocalpuppetError} from '../../../../src/lib/errors.js'
+import {canonicalJson, changedDocuments} from '../../../../src/lib/repository/node-documents/changed.js'
 import {
   MAX_NODE_DOCUMENT_BYTES,
   buildNodeDocument,
@@ -16,8 +16,8 @@ import {
   serializeNodeDocument,
   signNodeDocument,
   verifyNodeDocumentSignature,
-} from '../../../src/lib/node-documents/document.js'
-import {type RepositoryIndex, inputPathFor, parseRepositoryIndex, serializeRepositoryIndex, tagInIndex} from '../../../src/lib/repository/repository-index.js'
+} from '../../../../src/lib/repository/node-documents/document.js'
+import {type RepositoryIndex, inputPathFor, parseRepositoryIndex, serializeRepositoryIndex, tagInIndex} from '../../../../src/lib/repository/repository-index.js'
 
 const REPO = 'a'.repeat(32)
 const digest = (c: string) => `sha256:${c.repeat(64)}`

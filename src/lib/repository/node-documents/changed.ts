@@ -1,4 +1,4 @@
-import type {RepositoryIndex} from '../repository/repository-index.js'
+import type {RepositoryIndex} from '../repository-index.js'
 import {appSection} from './document.js'
 
 /** Which node documents an index update changes: those to write (every node's with `all`), and those to remove. */
