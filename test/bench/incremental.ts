@@ -29,6 +29,7 @@ import {join} from 'node:path'
 import {fileURLToPath} from 'node:url'
 
 import {startNginx} from '../helpers/nginx.js'
+import {farmBench, haveFarmBench} from './farm.js'
 
 const BIN = fileURLToPath(new URL('../../bin/run.js', import.meta.url))
 const MAIN_BIN = '/work/main/bin/run.js'
@@ -124,6 +125,29 @@ function median(values: number[]): number {
   return sorted.length % 2 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2
 }
 
+/**
+ * The same pair timed by farm-bench, whole processes in turn: localpuppet fetching the next
+ * tag of the kind (never checked before: every shared file read back), against r10k moving
+ * its Puppetfile between 1.0.0 and `tag`, each run one way (either way the same files change).
+ */
+function farmAgainstR10k(work: string, label: string, tag: string, next: () => string, fetchArgs: (tag: string, modules: string) => string[], rounds: number): void {
+  const list = join(work, `farm-${tag}.tags`)
+  writeFileSync(list, Array.from({length: rounds + 1}, () => next()).join('\n') + '\n')
+  const fetch = fetchArgs('TAG', join(work, 'node')).join(' ').replace('site/tags/TAG', 'site/tags/$T')
+  writeFileSync(join(work, `farm-fetch-${tag}.sh`), `T=$(head -n 1 ${list}); sed -i 1d ${list}\nexec node ${fetch} >/dev/null 2>&1\n`)
+  const state = join(work, 'r10k.state')
+  execFileSync('cp', [join(work, 'Puppetfile-1.0.0'), join(work, 'Puppetfile')])
+  execFileSync('r10k', ['puppetfile', 'install', '--puppetfile', join(work, 'Puppetfile'), '--moduledir', join(work, 'r10k'), '--config', join(work, 'r10k.yaml')], {stdio: 'ignore'})
+  writeFileSync(state, '1.0.0\n')
+  writeFileSync(
+    join(work, `farm-r10k-${tag}.sh`),
+    `if [ "$(cat ${state})" = 1.0.0 ]; then T=${tag}; else T=1.0.0; fi; echo $T > ${state}; cp ${work}/Puppetfile-$T ${work}/Puppetfile\n` +
+      `exec r10k puppetfile install --puppetfile ${work}/Puppetfile --moduledir ${work}/r10k --config ${work}/r10k.yaml >/dev/null 2>&1\n`,
+  )
+  console.log(`${label} / r10k, farm-bench (the fetch never checked before: shared files read back):`)
+  farmBench(`exec sh ${join(work, `farm-fetch-${tag}.sh`)}`, `exec sh ${join(work, `farm-r10k-${tag}.sh`)}`, rounds)
+}
+
 export async function incrementalBench(dir: string, time: Time, compare: Compare, rounds: number): Promise<void> {
   const {names, available} = existsSync(DEBIAN_MODULES) ? pickModules(RELEASE_FILES) : {names: [], available: 0}
   if (names.length === 0) {
@@ -135,8 +159,9 @@ export async function incrementalBench(dir: string, time: Time, compare: Compare
   const haveG10k = spawnSync('sh', ['-c', 'command -v g10k'], {stdio: 'ignore'}).status === 0
   const work = join(dir, 'incremental')
   const src = join(work, 'src')
-  // Tags fetched of each kind: one measured for its bytes, then a warm-up and the rounds against each tool.
-  const {files, changedTen, oneLine, tenPercent} = makeTrees(src, names, 1 + Math.max(1, Number(haveR10k) + Number(haveG10k)) * (rounds + 1))
+  const farm = haveR10k && haveFarmBench()
+  // Tags fetched of each kind: one measured for its bytes, then a warm-up and the rounds against each tool (and farm-bench's).
+  const {files, changedTen, oneLine, tenPercent} = makeTrees(src, names, 1 + (Math.max(1, Number(haveR10k) + Number(haveG10k)) + Number(farm)) * (rounds + 1))
   execFileSync('openssl', ['genpkey', '-algorithm', 'ed25519', '-out', join(work, 'key.pem')])
   execFileSync('openssl', ['pkey', '-in', join(work, 'key.pem'), '-pubout', '-out', join(work, 'key.pub.pem')])
   const www = join(work, 'www')
@@ -231,9 +256,11 @@ export async function incrementalBench(dir: string, time: Time, compare: Compare
     measured(nextTenPercent())
 
     // r10k and g10k: a Puppetfile moved from 1.0.0 to the new tag, warm caches (the move back is not timed).
-    const puppetfile = (tag: string) => {
-      writeFileSync(join(work, 'Puppetfile'), names.map((name) => `mod '${name}', :git => '${nginx.url}/git/${name}.git', :tag => '${tag}'`).join('\n') + '\n')
+    const puppetfile = (tag: string, path = join(work, 'Puppetfile')) => {
+      writeFileSync(path, names.map((name) => `mod '${name}', :git => '${nginx.url}/git/${name}.git', :tag => '${tag}'`).join('\n') + '\n')
     }
+
+    for (const tag of ['1.0.0', '1.0.1', '1.1.0']) puppetfile(tag, join(work, `Puppetfile-${tag}`))
 
     const tools = [
       haveR10k && {
@@ -273,6 +300,7 @@ export async function incrementalBench(dir: string, time: Time, compare: Compare
         )
       }
 
+      if (farm) farmAgainstR10k(work, label, tag, next, fetchArgs, rounds)
       if (tools.length === 0) {
         const ms: number[] = []
         ms.push(fetchNext(next))

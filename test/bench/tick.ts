@@ -26,6 +26,7 @@ import {join} from 'node:path'
 import {fileURLToPath} from 'node:url'
 
 import {startNginx} from '../helpers/nginx.js'
+import {farmBench} from './farm.js'
 
 const BIN = fileURLToPath(new URL('../../bin/run.js', import.meta.url))
 const DEMO = fileURLToPath(new URL('../../fixtures/demo/modules', import.meta.url))
@@ -90,15 +91,6 @@ async function tickNode(work: string, nodes: number) {
 }
 
 type TickNode = Awaited<ReturnType<typeof tickNode>>
-
-/** farm-bench's paired whole-process timing of a shell command line against another (or alone). */
-function farmBench(a: string, b: string | null, rounds: number): void {
-  const versus = b === null ? [] : ['--vs', `sh -c '${b}'`]
-  const result = spawnSync('farm-bench', ['-n', String(rounds), '--timeout', '1200', ...versus, '--', 'sh', '-c', a], {encoding: 'utf8'})
-  if (result.error) throw new Error(`farm-bench: ${result.error.message} (BENCH=tick times whole processes with farm-bench)`)
-  console.log(result.stdout.trim())
-  if (result.status !== 0) console.log(result.stderr.trim())
-}
 
 const tickCommand = (node: TickNode, full: boolean) =>
   `${full ? `rm -rf ${node.kept}/kept-*; ` : ''}LOCALPUPPET_CONFIG=${node.env.LOCALPUPPET_CONFIG} FAKE_PUPPET_DIR=${node.env.FAKE_PUPPET_DIR} FAKE_PUPPET_SLEEP=0 exec node ${BIN} apply --fetch --if-changed >/dev/null 2>&1`
