@@ -7,9 +7,9 @@ import type {InstallResult} from '../install/install-archive.js'
 import {Staging, type StagedRelease, describeInstallError} from '../install/staging.js'
 import {parseReleasePath} from '../archive/release-index.js'
 import {sortTagsNewestFirst} from '../release/release-ref.js'
-import {type TreeFile, hashFileSync} from '../tree/release-tree.js'
+import {type TreeFile, fileStat, hashFileSync} from '../tree/release-tree.js'
 import {faultPoint} from '../util/fault.js'
-import {CachedKeys, recordFingerprint, statFile, verifiedCacheDir} from '../verify/verified-cache.js'
+import {CachedKeys, recordFingerprint, verifiedCacheDir} from '../verify/verified-cache.js'
 import {
   MAX_FILE_OBJECT_BYTES,
   MAX_LIST_OBJECT_BYTES,
@@ -172,8 +172,9 @@ export async function installDelta(transport: ObjectReader, published: SignedTag
         const archivePath = `${entry.release}/${file.path}`
         const from = local.byContent.get(contentKey(file))
         // Its stat before the link (a link moves the ctime): the key its tag's last check kept means the bytes it read then.
-        const checked = from !== undefined && from.key !== '' && statFile(from.path)?.key === from.key
-        if (from !== undefined && staging.linkFile(archivePath, from.path, file.executable)) {
+        const seen = from && lstatSync(from.path, {throwIfNoEntry: false})
+        const checked = from !== undefined && seen !== undefined && from.key !== '' && fileStat(seen).key === from.key
+        if (from !== undefined && staging.linkFile(archivePath, from.path, file.executable, seen)) {
           if (checked || hashFileSync(join(staging.dir, archivePath)) === file.sha256) {
             counts.shared++
             continue

@@ -1,5 +1,5 @@
 import {type Hash, createHash, randomBytes} from 'node:crypto'
-import {chmodSync, closeSync, fchmodSync, fdatasyncSync, linkSync, lstatSync, mkdirSync, openSync, writeSync} from 'node:fs'
+import {type Stats, chmodSync, closeSync, fchmodSync, fdatasyncSync, linkSync, lstatSync, mkdirSync, openSync, writeSync} from 'node:fs'
 import {chmod, lstat, mkdir, readdir, realpath, rename, rm, rmdir} from 'node:fs/promises'
 import {dirname, join} from 'node:path'
 
@@ -197,8 +197,9 @@ export class Staging {
    * it cannot be (another owner or mode, another filesystem, too many links): the caller
    * writes the file instead. What the link holds is the caller's to check.
    */
-  linkFile(archivePath: string, from: string, executable: boolean): boolean {
-    const info = lstatSync(from, {throwIfNoEntry: false})
+  linkFile(archivePath: string, from: string, executable: boolean, seen?: Stats): boolean {
+    // (`seen`: the caller's lstat of `from` a moment ago, not asked again.)
+    const info = seen ?? lstatSync(from, {throwIfNoEntry: false})
     const mode = executable ? 0o555 : 0o444
     // Only the owner's write bit may differ (a tag made writable to remove it, `chmod -R u+w`,
     // writes through to the inodes it shares): the file is made read-only again, for every tag that has it.
