@@ -21,9 +21,9 @@
  *                    classes on one line, each size against the one before (test/bench/validate.ts)
  *
  *   fetch / curl+tar, warm fetch / curl index, fetch / r10k, fetch / g10k   see test/bench/fetch.ts
- *   incremental      the next release on a node that has one (one line changed, 10% of the files
- *                    changed) vs r10k and g10k moving a Puppetfile, with bytes downloaded, and a
- *                    first fetch vs today's build (test/bench/incremental.ts)
+ *   incremental      the next release of a 3,864-file release on a node that has one (one line
+ *                    changed, 10% of the files changed) vs r10k and g10k moving a Puppetfile, with
+ *                    bytes downloaded, and a first fetch vs today's build (test/bench/incremental.ts)
  *   status / node    status, status --json and status --check over 100 run records
  *                    (test/bench/status.ts) vs `node -e 0`
  *   pack deb / dpkg-deb   pack --format deb vs dpkg-deb --build of the same tree (deb.ts)
@@ -38,8 +38,9 @@
  *                    warm fetch, and fleet status --prometheus over 1,000 simulated nodes
  *                    vs curl of the same queries (test/bench/pull.ts)
  *   tick             apply --fetch --if-changed with nothing published, behind nginx, against
- *                    10,000 published nodes vs 1: conditional (304) and whole, with nginx's
- *                    bytes sent per tick, whole processes with farm-bench (test/bench/tick.ts)
+ *                    10,000 and 100,000 published nodes (BENCH_TICK_NODES) vs 1: conditional
+ *                    (304) and whole, with nginx's bytes sent per tick, and publishing one
+ *                    node's input into each, whole processes with farm-bench (test/bench/tick.ts)
  *
  * BENCH=apply, apply-puppet8, apply-real, plan-real, delivery, triggers, validate, validate-scaling, validate-variables, fetch, incremental, deb, status, fleet, ssh, engine, layers, pull or tick runs one
  * part; BENCH_SETS, BENCH_FILES and BENCH_FILE_KB choose and size the delivery data sets.

@@ -1,36 +1,50 @@
 /**
  * The tick benchmark (BENCH=tick; issue 40): a node's timer tick where nothing was
  * published, `apply --fetch --if-changed` on a node whose input comes from the repository
- * (fake Puppet: the run is skipped), against a repository of 1 and of 10,000 published
- * node inputs (BENCH_TICK_NODES) behind Debian's nginx (gzip on, as a server offering it
- * would be), whole processes:
+ * (fake Puppet: the run is skipped), against repositories of 1 node and of each size in
+ * BENCH_TICK_NODES (default 10000,100000) behind Debian's nginx (gzip on, as a server
+ * offering it would be), whole processes:
  *
- *   tick N / tick 1         the conditional tick (the kept index asked about: a 304) at N
- *                           nodes vs at 1
- *   full tick N / tick 1    the same with the kept copy removed before each run: the index
- *                           read whole (gzipped), as every tick read it before issue 40
+ *   tick N / tick 1         the conditional tick (the kept index or document asked about: a
+ *                           304) at N nodes vs at 1
+ *   full tick N / tick 1    the same with the kept copies removed before each run: read
+ *                           whole (gzipped), as every tick read the index before issue 40
+ *   publish one / N         `publish --node web1 --input F` into the N-node repository (its
+ *                           input changed each time), whole process; issue 40's target <= 1 s
  *
- * and each tick's bytes as nginx sent them ($bytes_sent: headers and bodies). The large
- * repository is generated: one real publish (the release, node web1), then the other
- * nodes' entries added to its index and the index signed again, as publish would write
- * them (their input files are not written: no tick reads them).
+ * and each tick's requests and bytes as nginx sent them ($bytes_sent: headers and bodies).
+ * Each repository is made by localpuppet itself: web1's input published and the node's
+ * first run from it, then one `publish --inputs DIR` of all N inputs (web1's and
+ * node2..N's; --puppet none: no syntax check), so it holds what publish writes today,
+ * whatever that is: an index of every node, or (with signed per-node documents) `nodes/`
+ * too, which the node then reads. BENCH_TICK_PUBLISH_FLAGS adds flags to that publish and
+ * to the publish of one input timed (e.g. --node-documents-only, which keeps the nodes out
+ * of index.json: a node's first contact is then made before, as a fleet moving to it would
+ * have). A size whose ticks fail (an index over the 16 MiB a node reads) says so, with the
+ * node's message.
  */
 import {execFileSync, spawnSync} from 'node:child_process'
-import {mkdirSync, readFileSync, readdirSync, rmSync, writeFileSync} from 'node:fs'
+import {existsSync, mkdirSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync} from 'node:fs'
 import {join} from 'node:path'
 import {fileURLToPath} from 'node:url'
 
-import {loadSigningKey, signIndex} from '../../src/lib/archive/signature.js'
-import {inputPathFor, parseRepositoryIndex, serializeRepositoryIndex} from '../../src/lib/repository/repository-index.js'
 import {startNginx} from '../helpers/nginx.js'
+import {farmBench} from './farm.js'
 
 const BIN = fileURLToPath(new URL('../../bin/run.js', import.meta.url))
 const DEMO = fileURLToPath(new URL('../../fixtures/demo/modules', import.meta.url))
 const FAKE_PUPPET = fileURLToPath(new URL('../../fixtures/fake-puppet/puppet', import.meta.url))
+const PUBLISH_FLAGS = (process.env.BENCH_TICK_PUBLISH_FLAGS ?? '').split(' ').filter(Boolean)
 
 const run = (args: string[], env: NodeJS.ProcessEnv = {}) => execFileSync('node', [BIN, ...args], {stdio: ['ignore', 'ignore', 'pipe'], env: {...process.env, ...env}})
 
-/** A repository of foo 1.4.0 and `nodes` node inputs (web1 real, the others generated), and a node web1 that ran once from it. */
+/** The first line a failed command said on stderr. */
+function failure(error: unknown): string {
+  const stderr = String((error as {stderr?: Buffer}).stderr ?? (error as Error).message)
+  return stderr.split('\n').find((line) => line.trim() !== '') ?? 'failed'
+}
+
+/** A repository of foo 1.4.0 and `nodes` node inputs (web1 and node2..N, all published by one publish --inputs), and a node web1 that ran once from it. */
 async function tickNode(work: string, nodes: number) {
   mkdirSync(work, {recursive: true})
   const key = join(work, 'key.pem')
@@ -40,20 +54,10 @@ async function tickNode(work: string, nodes: number) {
   run(['pack', 'foo/tags/1.4.0', '--module-dir', DEMO, '-o', archive, '--sign', key])
   const repo = join(work, 'repo')
   run(['publish', archive, '--repo', repo, '--sign', key])
-  writeFileSync(join(work, 'web1.yaml'), 'app: foo/tags/1.4.0\n')
-  run(['publish', '--node', 'web1', '--input', join(work, 'web1.yaml'), '--repo', repo, '--sign', key])
-  if (nodes > 1) {
-    const index = parseRepositoryIndex(readFileSync(join(repo, 'index.json')), 'index.json')
-    const web1 = index.nodes!.web1
-    for (let i = 2; i <= nodes; i++) {
-      const sha256 = (i.toString(16).padStart(8, '0') + web1.sha256).slice(0, 64)
-      index.nodes![`node${i}.dc1.example.com`] = {...web1, input: inputPathFor(`node${i}.dc1.example.com`, sha256), sha256}
-    }
-
-    const bytes = serializeRepositoryIndex(index)
-    writeFileSync(join(repo, 'index.json.sig'), signIndex(bytes, await loadSigningKey(key)))
-    writeFileSync(join(repo, 'index.json'), bytes)
-  }
+  const inputs = join(work, 'inputs')
+  mkdirSync(inputs)
+  writeFileSync(join(inputs, 'web1.yaml'), 'app: foo/tags/1.4.0\n')
+  run(['publish', '--node', 'web1', '--input', join(inputs, 'web1.yaml'), '--puppet', 'none', '--repo', repo, '--sign', key])
 
   const nginx = await startNginx(repo, join(work, 'nginx'), {requestLog: true, gzip: true})
   const node = join(work, 'node')
@@ -62,49 +66,85 @@ async function tickNode(work: string, nodes: number) {
   writeFileSync(config, [`source: ${nginx.url}`, `trust: ${join(work, 'key.pub.pem')}`, 'input_from: repository', 'node_name: web1', `input: ${join(node, 'input.yaml')}`, `module_dir: ${join(node, 'modules')}`, `state_dir: ${join(node, 'state')}`, `puppet: ${FAKE_PUPPET}`, ''].join('\n'))
   const env = {LOCALPUPPET_CONFIG: config, FAKE_PUPPET_DIR: join(node, 'fake'), FAKE_PUPPET_SLEEP: '0'}
   run(['apply', '--fetch'], env)
+  for (let i = 2; i <= nodes; i++) writeFileSync(join(inputs, `node${i}.dc1.example.com.yaml`), `app: foo/tags/1.4.0\n# node ${i}\n`)
+  const started = Date.now()
+  execFileSync('node', [BIN, 'publish', '--inputs', inputs, '--puppet', 'none', '--repo', repo, '--sign', key, ...PUBLISH_FLAGS], {stdio: ['ignore', 'ignore', 'pipe'], maxBuffer: 64 * 1024 * 1024})
+  const generated = Date.now() - started
+  rmSync(inputs, {recursive: true})
+  // The node's next tick: what it says when it fails.
+  let refused: string | null = null
+  try {
+    run(['apply', '--fetch', '--if-changed'], env)
+  } catch (error) {
+    refused = failure(error)
+  }
+
   const log = join(work, 'nginx', 'access.log')
   const kept = join(node, 'modules', '.localpuppet')
   const tick = () => spawnSync('node', [BIN, 'apply', '--fetch', '--if-changed'], {stdio: 'ignore', env: {...process.env, ...env}}).status
   /** One tick's requests as nginx logged them, and the bytes it sent. */
   const measure = (full: boolean) => {
-    if (full) for (const name of readdirSync(kept).filter((n) => n.startsWith('kept-index-'))) rmSync(join(kept, name))
+    if (full && existsSync(kept)) for (const name of readdirSync(kept).filter((n) => n.startsWith('kept-'))) rmSync(join(kept, name), {recursive: true})
     const before = readFileSync(log, 'utf8').length
     const status = tick()
     const lines = readFileSync(log, 'utf8').slice(before).trim().split('\n')
     return {status, requests: lines.map((line) => line.split(' ').slice(1, 3).join(' ')), bytes: lines.reduce((sum, line) => sum + Number(line.split(' ')[3]), 0)}
   }
 
-  const indexBytes = readFileSync(join(repo, 'index.json')).length
-  return {env, kept, indexBytes, measure, stop: () => nginx.stop()}
+  const indexBytes = statSync(join(repo, 'index.json')).size
+  const documents = existsSync(join(repo, 'nodes')) ? readdirSync(join(repo, 'nodes')).filter((name) => name.endsWith('.json')).length : 0
+  return {nodes, env, kept, key, repo, work, indexBytes, documents, generated, refused, measure, stop: () => nginx.stop()}
 }
 
-/** farm-bench's paired whole-process timing of a shell command line against another. */
-function farmBench(a: string, b: string, rounds: number): void {
-  const result = spawnSync('farm-bench', ['-n', String(rounds), '--timeout', '600', '--vs', `sh -c '${b}'`, '--', 'sh', '-c', a], {encoding: 'utf8'})
-  if (result.error) throw new Error(`farm-bench: ${result.error.message} (BENCH=tick times whole processes with farm-bench)`)
-  console.log(result.stdout.trim())
-  if (result.status !== 0) console.log(result.stderr.trim())
+type TickNode = Awaited<ReturnType<typeof tickNode>>
+
+const tickCommand = (node: TickNode, full: boolean) =>
+  `${full ? `rm -rf ${node.kept}/kept-*; ` : ''}LOCALPUPPET_CONFIG=${node.env.LOCALPUPPET_CONFIG} FAKE_PUPPET_DIR=${node.env.FAKE_PUPPET_DIR} FAKE_PUPPET_SLEEP=0 exec node ${BIN} apply --fetch --if-changed >/dev/null 2>&1`
+
+/** Publishing web1's input (changed each time: a line appended) into the node's repository. */
+const publishCommand = (node: TickNode) => {
+  const input = join(node.work, 'web1.yaml')
+  writeFileSync(input, 'app: foo/tags/1.4.0\n')
+  return `echo "# $$" >> ${input}; exec node ${BIN} publish --node web1 --input ${input} --puppet none --repo ${node.repo} --sign ${node.key} ${PUBLISH_FLAGS.join(' ')} >/dev/null 2>&1`
 }
 
 export async function tickBench(dir: string, rounds: number): Promise<void> {
-  const many = Number(process.env.BENCH_TICK_NODES ?? 10_000)
-  const small = await tickNode(join(dir, 'tick-1'), 1)
-  const large = await tickNode(join(dir, `tick-${many}`), many)
+  const sizes = (process.env.BENCH_TICK_NODES ?? '10000,100000').split(',').map(Number)
+  const started: TickNode[] = []
   try {
-    for (const [label, node] of [['1 node', small], [`${many} nodes`, large]] as const) {
-      const full = node.measure(true)
-      const conditional = node.measure(false)
-      console.log(`tick (${label}; index.json ${node.indexBytes} bytes): conditional ${conditional.bytes} bytes [${conditional.requests.join(', ')}] exit ${conditional.status}; without the kept copy ${full.bytes} bytes [${full.requests.join(', ')}] exit ${full.status}`)
+    const small = await tickNode(join(dir, 'tick-1'), 1)
+    started.push(small)
+    for (const size of sizes) {
+      const large = await tickNode(join(dir, `tick-${size}`), size)
+      started.push(large)
+      console.log(`${size} nodes: published by one publish --inputs in ${(large.generated / 1000).toFixed(1)} s; index.json ${large.indexBytes} bytes, ${large.documents} node documents`)
     }
 
-    const command = (node: typeof small, full: boolean) =>
-      `${full ? `rm -f ${node.kept}/kept-index-*; ` : ''}LOCALPUPPET_CONFIG=${node.env.LOCALPUPPET_CONFIG} FAKE_PUPPET_DIR=${node.env.FAKE_PUPPET_DIR} FAKE_PUPPET_SLEEP=0 exec node ${BIN} apply --fetch --if-changed >/dev/null 2>&1`
-    console.log(`tick ${many} / tick 1 (conditional, both):`)
-    farmBench(command(large, false), command(small, false), rounds)
-    console.log(`full tick ${many} (kept copy removed) / tick 1 (conditional):`)
-    farmBench(command(large, true), command(small, false), rounds)
+    for (const node of started) {
+      const label = `${node.nodes} node${node.nodes === 1 ? '' : 's'}`
+      if (node.refused !== null) {
+        console.log(`tick (${label}; index.json ${node.indexBytes} bytes): the node's tick fails: ${node.refused}`)
+        continue
+      }
+
+      const full = node.measure(true)
+      const conditional = node.measure(false)
+      console.log(`tick (${label}; index.json ${node.indexBytes} bytes): conditional ${conditional.bytes} bytes [${conditional.requests.join(', ')}] exit ${conditional.status}; without the kept copies ${full.bytes} bytes [${full.requests.join(', ')}] exit ${full.status}`)
+    }
+
+    for (const large of started.slice(1).filter((node) => node.refused === null)) {
+      console.log(`tick ${large.nodes} / tick 1 (conditional, both):`)
+      farmBench(tickCommand(large, false), tickCommand(small, false), rounds)
+      console.log(`full tick ${large.nodes} (kept copies removed) / tick 1 (conditional):`)
+      farmBench(tickCommand(large, true), tickCommand(small, false), rounds)
+    }
+
+    // Last: each publish makes the next tick read anew.
+    for (const node of started) {
+      console.log(`publish one node's input into ${node.nodes} node${node.nodes === 1 ? '' : 's'} (--puppet none; target <= 1 s):`)
+      farmBench(publishCommand(node), null, Math.min(rounds, 5))
+    }
   } finally {
-    await small.stop()
-    await large.stop()
+    for (const node of started) await node.stop()
   }
 }

@@ -7,8 +7,9 @@ import type {InstallResult} from '../install/install-archive.js'
 import {Staging, type StagedRelease, describeInstallError} from '../install/staging.js'
 import {parseReleasePath} from '../archive/release-index.js'
 import {sortTagsNewestFirst} from '../release/release-ref.js'
-import {type TreeFile, hashFileSync} from '../tree/release-tree.js'
+import {type TreeFile, fileStat, hashFileSync} from '../tree/release-tree.js'
 import {faultPoint} from '../util/fault.js'
+import {CachedKeys, recordFingerprint, verifiedCacheDir} from '../verify/verified-cache.js'
 import {
   MAX_FILE_OBJECT_BYTES,
   MAX_LIST_OBJECT_BYTES,
@@ -170,8 +171,11 @@ export async function installDelta(transport: ObjectReader, published: SignedTag
       for (const file of files) {
         const archivePath = `${entry.release}/${file.path}`
         const from = local.byContent.get(contentKey(file))
-        if (from !== undefined && staging.linkFile(archivePath, from, file.executable)) {
-          if (hashFileSync(join(staging.dir, archivePath)) === file.sha256) {
+        // Its stat before the link (a link moves the ctime): the key its tag's last check kept means the bytes it read then.
+        const seen = from && lstatSync(from.path, {throwIfNoEntry: false})
+        const checked = from !== undefined && seen !== undefined && from.key !== '' && fileStat(seen).key === from.key
+        if (from !== undefined && staging.linkFile(archivePath, from.path, file.executable, seen)) {
+          if (checked || hashFileSync(join(staging.dir, archivePath)) === file.sha256) {
             counts.shared++
             continue
           }
@@ -214,15 +218,24 @@ function contentKey(file: TreeFile): string {
   return `${file.sha256}:${file.executable ? 'x' : '-'}`
 }
 
+/** A file of an installed tag to link from, with the stat key its tag's last check kept ('' for none: read once linked). */
+interface LocalFile {
+  path: string
+  key: string
+}
+
 /**
  * What the installed tags of the same apps hold, from their install records: each content
- * (sha256 and executable flag) at one path to link from, and the parts of their file lists
+ * (sha256 and executable flag) at one path to link from, with its verified key when the
+ * tag's last check kept one (verify/verified-cache.ts), and the parts of their file lists
  * (so that a part that did not change is not downloaded). The newest few tags of each app
  * that are installed and recorded.
  */
-function localContent(moduleDir: string, releases: string[]): {byContent: Map<string, string>; parts: Map<string, TreeFile[]>} {
-  const byContent = new Map<string, string>()
+function localContent(moduleDir: string, releases: string[]): {byContent: Map<string, LocalFile>; parts: Map<string, TreeFile[]>} {
+  const byContent = new Map<string, LocalFile>()
   const parts = new Map<string, TreeFile[]>()
+  // (Each record's fingerprint is a hash of the whole record: only worth it when some check kept keys.)
+  const anyKeys = lstatSync(verifiedCacheDir(moduleDir), {throwIfNoEntry: false}) !== undefined
   const apps = new Set(releases.map((release) => parseReleasePath(release)?.app).filter((app): app is string => app !== undefined))
   for (const app of apps) {
     const recorded = readdirSafe(join(localpuppetDir(moduleDir), 'records', app, 'tags'))
@@ -233,9 +246,16 @@ function localContent(moduleDir: string, releases: string[]): {byContent: Map<st
       if (releases.includes(release) || !lstatSync(join(moduleDir, release), {throwIfNoEntry: false})?.isDirectory()) continue
       const record = readRecordSync(moduleDir, release)
       if (!record) continue
-      for (const file of record.files) {
-        const key = contentKey(file)
-        if (!byContent.has(key)) byContent.set(key, join(moduleDir, release, file.path))
+      // The keys are in the record's order, one per file, for this very record (its fingerprint).
+      const keys = anyKeys ? CachedKeys.open(moduleDir, release, recordFingerprint(record)) : null
+      try {
+        for (const file of record.files) {
+          const key = contentKey(file)
+          const verified = keys?.next() ?? ''
+          if (!byContent.has(key)) byContent.set(key, {path: join(moduleDir, release, file.path), key: verified})
+        }
+      } finally {
+        keys?.close()
       }
 
       for (const part of releaseParts(record.files)) parts.set(part.sha256, part.files)

@@ -9,6 +9,8 @@ import {LocalpuppetError} from '../../../src/lib/errors.js'
 import {readRecordHead} from '../../../src/lib/install/install-record.js'
 import {parseRepositoryIndex} from '../../../src/lib/repository/repository-index.js'
 import {verifyInstalled} from '../../../src/lib/verify/verify-installed.js'
+import {verifyRelease} from '../../../src/lib/verify/verify.js'
+import {recordFingerprint} from '../../../src/lib/verify/verified-cache.js'
 import {exists} from '../../helpers/temp.js'
 import {DELTA, type DeltaSetup as Setup, deltaSetup as setup, fetchTag as fetch} from '../../helpers/delta.js'
 
@@ -75,6 +77,11 @@ test('a shared file tampered with is found by verify for every tag that shares i
 test('an installed file changed since its install is not shared: the new tag gets the published content, and verify still names the old tag', async (t) => {
   const s = await setup(t)
   await fetch(s, OLD)
+  await tamperedNotShared(t, s)
+})
+
+/** One file of OLD changed (as an owner can: write back, change, read-only again), then NEW fetched: that file is downloaded, not shared, and only OLD fails its verify. */
+async function tamperedNotShared(t: ExecutionContext, s: Setup): Promise<void> {
   const tampered = join(s.moduleDir, OLD, 'stdlib/files/f001.txt')
   await chmod(tampered, 0o644)
   await writeFile(tampered, 'not what was published\n')
@@ -83,9 +90,10 @@ test('an installed file changed since its install is not shared: the new tag get
   t.is(fetched.delivery, 'objects')
   t.deepEqual(fetched.files, {shared: 93, written: 2, downloaded: 2})
   t.not(await ino(join(s.moduleDir, NEW, 'stdlib/files/f001.txt')), await ino(tampered))
+  t.is(await ino(join(s.moduleDir, NEW, 'apache/files/f000.txt')), await ino(join(s.moduleDir, OLD, 'apache/files/f000.txt')))
   const {results} = await verifyInstalled(s.moduleDir, [])
   t.deepEqual(results.map((r) => [r.release, r.ok]), [[OLD, false], [NEW, true]])
-})
+}
 
 test('a node with nothing in common downloads the archive, as before', async (t) => {
   const s = await setup(t)
@@ -142,4 +150,17 @@ test('an installed tag made writable (chmod -R u+w, as before removing it) still
     t.is(await ino(join(s.moduleDir, NEW, path)), await ino(join(s.moduleDir, OLD, path)), path)
     t.is((await stat(join(s.moduleDir, NEW, path))).mode & 0o222, 0, `${path} is read-only again`)
   }
+})
+
+test("a tag its last check keyed (verified-cache.ts) shares its files on their keys; a file changed after that check is not shared, and the new tag is whole", async (t) => {
+  const s = await setup(t)
+  await fetch(s, OLD)
+  // A key is kept only for a file older than two seconds when the check begins.
+  await new Promise((resolve) => setTimeout(resolve, 2100))
+  t.true((await verifyRelease(s.moduleDir, OLD, undefined, {judgeTrust: false, cache: true})).ok)
+  // The keys are for the record as it is on disk: the install reads it parsed, and finds them.
+  const cache = JSON.parse(await readFile(join(s.moduleDir, '.localpuppet', 'verified', `${encodeURIComponent(OLD)}.json`), 'utf8'))
+  t.is(cache.record, recordFingerprint(JSON.parse(await readFile(join(s.moduleDir, '.localpuppet', 'records', `${OLD}.json`), 'utf8'))))
+  t.true(cache.keys.filter((key: string) => key !== '').length >= 90, 'keys kept')
+  await tamperedNotShared(t, s)
 })
