@@ -3,7 +3,7 @@ import {mkdir, open, readFile, readdir, stat, unlink, writeFile} from 'node:fs/p
 import {join} from 'node:path'
 
 import {keyId, type loadSigningKey, signIndex} from '../archive/signature.js'
-import {UsageError, asIoError, describeFsError} from '../errors.js'
+import {InputError, UsageError, asIoError, describeFsError} from '../errors.js'
 import {onlyNodesChanged, writeNodeDocuments} from './node-documents/publish-documents.js'
 import {markEncryptedInputs, openNodeTable} from './node-documents/node-table.js'
 import {RunLock} from '../state/lock.js'
@@ -11,6 +11,7 @@ import {atomicTempWriter, writeSignedFileAtomic} from '../util/atomic-write.js'
 import {isProcessAlive} from '../util/process.js'
 import {
   DEFAULT_INDEX_EXPIRY_MS,
+  MAX_REPOSITORY_INDEX_BYTES,
   type RepositoryIndex,
   REPOSITORY_INDEX,
   REPOSITORY_SIGNATURE,
@@ -110,9 +111,17 @@ async function updateUnderLock<T>(options: IndexUpdateOptions, now: () => number
     index.expires = expires
   }
 
+  const bytes = indexToo ? serializeRepositoryIndex(index) : null
+  // An index no node would read (over the bound every node reads, MAX_REPOSITORY_INDEX_BYTES) is refused before anything is written.
+  if (bytes && bytes.length > MAX_REPOSITORY_INDEX_BYTES) {
+    const nodes = Object.keys(index.nodes ?? {}).length
+    throw new InputError(`${join(options.repo, REPOSITORY_INDEX)} would be ${bytes.length} bytes, over the ${MAX_REPOSITORY_INDEX_BYTES} a node reads (${nodes} node inputs listed); nothing published`, [
+      nodes > 0 ? 'publish with --node-documents-only: index.json then lists no node inputs, each node reads its own signed document (docs/delivery.md)' : 'remove tags or apps the repository no longer serves',
+    ])
+  }
+
   // Each changed node's document before the index (node-documents/): what a node reads instead of it.
   const documents = await writeNodeDocuments(options.repo, before, index, key, now(), {expires, table})
-  const bytes = indexToo ? serializeRepositoryIndex(index) : null
   // The signature first, then the index, the last thing written (writeSignedFileAtomic). The next publish always writes a matching pair.
   // index.json not written: the documents go back to what the index says (a publish that fails publishes nothing).
   if (bytes)
