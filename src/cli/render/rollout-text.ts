@@ -171,7 +171,7 @@ export function renderFleetStatus(status: FleetStatus, now = Date.now()): string
       row.at ? formatAge(now - Date.parse(row.at)) : null,
       ...(extended ? [lastSuccessAt ? formatAge(now - Date.parse(lastSuccessAt)) : null] : []),
       row.drift,
-      terminalText([row.noop ? 'noop' : '', row.disabled ? `disabled: ${row.disabled}` : '', failedRun(row)].filter(Boolean).join('; ')),
+      terminalText([row.noop ? 'noop' : '', row.disabled ? `disabled: ${row.disabled}` : '', failedRun(row), row.alsoSeenAs ? `also seen as ${row.alsoSeenAs.join(', ')} (older: ignored)` : ''].filter(Boolean).join('; ')),
     ]
   })
   const by = (counts: Record<string, number>) =>
@@ -187,6 +187,7 @@ export function renderFleetStatus(status: FleetStatus, now = Date.now()): string
   if (status.noAnswer.length > 0) lines.push(`${extended ? 'Stopped reporting' : 'No answer'}: ${names(status.noAnswer)}`)
   const off = status.offWanted.filter((node) => !status.noAnswer.includes(node))
   if (off.length > 0) lines.push(`Not on their wanted release: ${names(off)}`)
+  if (status.noNodes) lines.push(`No node listed: ${terminalText(status.noNodes)}`)
   lines.push(`Nodes: ${terminalText(status.expectedFrom)}`)
   const from = status.wantedFrom
   if (from?.from === 'index') lines.push(`Wanted: as the signed index of ${terminalUrl(from.source ?? '')} names it now (version ${from.version ?? 'none'}${from.signedBy ? `, signed by ${from.signedBy}` : ', unsigned'})`)

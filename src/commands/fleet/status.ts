@@ -17,7 +17,7 @@ export default class FleetStatus extends BaseCommand {
       "localpuppet facts in PuppetDB (a failed node's message is Puppet's first error).",
     [
       {code: 0, meaning: 'every node answered (or reports) and has applied its wanted release'},
-      {code: 1, meaning: 'a node has not applied its wanted release, or did not answer (stopped reporting); or no node matched'},
+      {code: 1, meaning: 'a node has not applied its wanted release, did not answer (stopped reporting), or its metrics disagree or collide; or no node matched (--prometheus, --puppetdb: a line says why)'},
       {code: 64, meaning: 'usage error (--source apt; plain http with no trusted key and no --insecure; --channel not a channel name; --via ssh without exactly one of --nodes, --targets, --inventory, or with a discovery flag of mco)'},
       {code: 65, meaning: "--source: the repository's index is invalid, not signed by a trusted key, older than one this machine accepted, expired, or of another repository than the repository_id setting names; the --inventory is invalid"},
       {code: 66, meaning: 'the --nodes, --inventory or --ssh-config file is missing'},

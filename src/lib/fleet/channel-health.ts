@@ -1,7 +1,7 @@
 import {usageChannelName} from '../release/release-ref.js'
 import {formatAge} from '../util/duration.js'
 import type {PuppetDbConfig} from '../puppetdb/client.js'
-import {FAILED_STATES, type PromNode, readPromFleet} from './sources/prometheus.js'
+import {DEFAULT_LOOKBACK_MS, FAILED_STATES, type PromNode, readPromFleet} from './sources/prometheus.js'
 
 /** How one node following the channel stands against the release to promote. */
 export interface NodeHealth {
@@ -68,7 +68,7 @@ export function judgeNode(node: PromNode, options: HealthOptions, now: number): 
   const age = (iso: string | null) => (Number.isFinite(time(iso)) ? formatAge(now - time(iso)) : 'never')
   const ahead = (iso: string | null) => time(iso) - now > CLOCK_AHEAD_MS
   const staleAfter = options.staleAfterMs ?? DEFAULT_STALE_AFTER_MS
-  if (node.stopped) return {...base, state: 'stopped reporting', reason: `its metrics are gone from Prometheus (newest attempt ${age(node.at)} ago)`}
+  if (node.stopped) return {...base, state: 'stopped reporting', reason: `its metrics are gone from Prometheus (newest attempt ${age(node.at)} ago; counted for ${formatAge(options.lookbackMs ?? DEFAULT_LOOKBACK_MS)} after its last scrape)`}
   if (node.disabled) return {...base, state: 'disabled', reason: `Puppet is disabled: ${node.disabled}`}
   if (node.conflict) return {...base, state: 'failed', reason: node.conflict}
   for (const [what, iso] of [['newest attempt', node.at], ['healthy since', node.healthySince]] as const) {
@@ -109,7 +109,7 @@ export async function channelHealth(source: string | PuppetDbConfig, options: He
   const where = `${options.app}/channels/${options.channel}`
   let why: string
   if (following.length === 0) why = `no node follows ${where} in ${fleet.url}'s ${typeof source === 'string' ? 'metrics' : 'reports and facts'}`
-  else if (waiting.length > 0) why = `${waiting.length} of ${nodes.length} nodes following ${where} are not healthy on ${options.release}: ${waiting.map((node) => `${node.node} (${node.state})`).join(', ')}`
+  else if (waiting.length > 0) why = `${waiting.length} of ${nodes.length} nodes following ${where} are not healthy on ${options.release}: ${waiting.map((node) => `${node.node} (${node.state})`).join(', ')}${waiting.some((node) => node.state === 'stopped reporting') ? `; a node that stopped reporting counts for ${formatAge(options.lookbackMs ?? DEFAULT_LOOKBACK_MS)} after its last scrape (to retire one sooner: "Retiring a node" in docs/fleet-pull.md)` : ''}`
   else if (healthy < options.minNodes) why = `only ${healthy} node${healthy === 1 ? '' : 's'} following ${where} healthy on ${options.release}; --min-nodes ${options.minNodes}`
   else why = `all ${healthy} nodes following ${where} are healthy on ${options.release}`
   return {

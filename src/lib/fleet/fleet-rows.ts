@@ -26,6 +26,8 @@ export interface FleetRow {
   /** From Prometheus: the tag its input's app (a channel) resolved to, and when its newest success ended. */
   desired?: string | null
   lastSuccessAt?: string | null
+  /** From Prometheus: the other scrape targets that reported this node name, older: not counted. */
+  alsoSeenAs?: string[]
   /** Whether what it has applied is what it should run (null when it did not answer). */
   onWanted: boolean | null
 }
@@ -52,6 +54,8 @@ export interface FleetStatus {
   expectedFrom: string
   /** From Prometheus: where the wanted releases came from. */
   wantedFrom?: WantedFrom
+  /** From Prometheus or PuppetDB, when no node is listed: why (none seen, or none follows --channel). */
+  noNodes?: string
 }
 
 /** An exact release is compared as it is; a range or a branch is met by any release the node applied from it. */

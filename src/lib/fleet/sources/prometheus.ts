@@ -4,6 +4,7 @@ import {type ReleaseRef, parseReleaseRef} from '../../release/release-ref.js'
 import {redactUrl, terminalText, terminalUrl} from '../../util/terminal-text.js'
 import {type FleetRow, type FleetStatus, type WantedFrom, summarizeFleet} from '../fleet-rows.js'
 import {type WantedIndex, resolveInIndex} from '../../source/wanted-now.js'
+import {type TargetNames, collision, freshestPerNode, noteName} from '../node-identity.js'
 
 /** What the node metrics say of one node (its series, by job and instance), at Prometheus' evaluation time. */
 export interface PromNode extends FleetRow {
@@ -30,6 +31,8 @@ export interface PromNode extends FleetRow {
   stopped: boolean
   /** Two series of one metric said different things (`its metrics disagree: ...`): nothing it says is believed healthy. */
   conflict?: string
+  /** Other scrape targets that reported this node name: older series, not counted (the freshest target is this one). */
+  alsoSeenAs?: string[]
 }
 
 export interface PromFleet {
@@ -54,6 +57,9 @@ const NAMES = [
   'run_in_progress',
   'last_attempt_info',
 ]
+
+/** How far back a node that stopped reporting is still listed, and counted by the promotion gate, unless told (--lookback). */
+export const DEFAULT_LOOKBACK_MS = 86_400_000
 
 export interface PromFleetOptions {
   /** How far back a node that stopped reporting is still listed (ms, default 1 day). */
@@ -197,7 +203,7 @@ function keeper(client: PrometheusClient) {
  */
 export async function readPromFleet(url: string, options: PromFleetOptions = {}): Promise<PromFleet> {
   const client = new PrometheusClient(url, {timeoutMs: options.timeoutMs, deadlineMs: options.deadlineMs})
-  const lookbackSeconds = Math.max(60, Math.round((options.lookbackMs ?? 86_400_000) / 1000))
+  const lookbackSeconds = Math.max(60, Math.round((options.lookbackMs ?? DEFAULT_LOOKBACK_MS) / 1000))
   const [currentQuery, seenQuery, lastAttemptQuery] = fleetQueries(lookbackSeconds)
   // Per target, its series by metric (of last_run_resources, the corrective changes only), each with the labels read.
   const kept = keeper(client)
@@ -207,6 +213,8 @@ export async function readPromFleet(url: string, options: PromFleetOptions = {})
   const lastAttempts = kept.targets<number>(lastAttemptQuery)
   // Per target (one of `current`'s), the first metric two of its series disagree on.
   const conflicts = new Map<string, string>()
+  // Per target, the node names its desired-release series gave (more than one: several nodes' files behind one exporter).
+  const names = new Map<string, TargetNames>()
   const [atCurrent, atSeen] = await Promise.all([
     client.query(currentQuery, (sample) => {
       const name = sample.labels.__name__?.replace(/^localpuppet_/, '')
@@ -218,6 +226,7 @@ export async function readPromFleet(url: string, options: PromFleetOptions = {})
       const series = current.map.get(key) ?? new Map<string, Kept>([['', {value: 0, labels: kept.pick(currentQuery, sample.labels, TARGET)}]])
       if (series.size === 1) current.add(key, series)
       const before = series.get(name)
+      if (name === 'desired_release_info') noteName(names, key, exporterLabel(sample.labels, 'node'))
       if (before === undefined) series.set(name, {value: sample.value, labels: kept.pick(currentQuery, sample.labels, KEPT_LABELS[name] ?? [])})
       else if (!conflicts.has(key) && !sameKept(before, sample.value, sample.labels, KEPT_LABELS[name] ?? [])) {
         // Which one comes first is Prometheus' order, not the node's newest: neither is believed.
@@ -242,7 +251,7 @@ export async function readPromFleet(url: string, options: PromFleetOptions = {})
   const reporting = new Set<string>()
   for (const [target, series] of current.map) {
     if (!series.has('desired_release_info') && !series.has('last_attempt_timestamp_seconds')) continue
-    nodes.push(nodeFrom(series, conflicts.get(target)))
+    nodes.push(nodeFrom(series, collision(names.get(target), series.get('')!.labels.instance ?? '') ?? conflicts.get(target)))
     reporting.add(target)
   }
 
@@ -250,8 +259,9 @@ export async function readPromFleet(url: string, options: PromFleetOptions = {})
   const stopped = new Map([...seen.map].filter(([target]) => !reporting.has(target)))
   const [newest, applied] = await Promise.all([newestLabelSets(client, kept, stopped, lookbackSeconds), lastApplied(client, kept, stopped, lookbackSeconds)])
   for (const [target, {labels}] of stopped) nodes.push({...stoppedNode(newest.get(target) ?? labels, lastAttempts.map.get(target)), applied: applied.get(target) ?? null})
-  nodes.sort((a, b) => (a.node < b.node ? -1 : a.node > b.node ? 1 : 0))
-  return {nodes, at, url: client.url}
+  const one = freshestPerNode(nodes)
+  one.sort((a, b) => (a.node < b.node ? -1 : a.node > b.node ? 1 : 0))
+  return {nodes: one, at, url: client.url}
 }
 
 /**
@@ -353,7 +363,8 @@ function nodeFrom(series: Map<string, Kept>, conflict?: string): PromNode {
     drift: corrective ? corrective.value : null,
     disabled: disabled?.value === 1 ? disabled.labels.message || '(no message)' : null,
     message: conflict ?? (FAILED_STATES.has(state) ? firstError : null),
-    onWanted: resolved ? applied === resolved : null,
+    // Series that disagree are not believed: the node counts as not seen on its release (fleet status exits 1).
+    onWanted: conflict !== undefined ? null : resolved ? applied === resolved : null,
     lastSuccessAt: iso(one('last_success_timestamp_seconds')?.value),
     healthySince: iso(one('healthy_since_timestamp_seconds')?.value),
     lastRunSuccess: success ? success.value === 1 : null,
@@ -404,7 +415,7 @@ export function wantedThroughIndex(node: PromNode, index: WantedIndex['index']):
     ...node,
     desired: release,
     lastResolved: node.desired,
-    onWanted: node.stopped ? null : release !== null && node.applied === release,
+    onWanted: node.stopped || node.conflict !== undefined ? null : release !== null && node.applied === release,
     message: why ?? node.message,
   }
 }
@@ -412,7 +423,7 @@ export function wantedThroughIndex(node: PromNode, index: WantedIndex['index']):
 /** fleet status --prometheus: the same rows and counts as the MCollective view, from the nodes' metrics. */
 export async function fleetStatusViaPrometheus(url: string, options: PromFleetOptions = {}): Promise<FleetStatus & {at: string; wantedFrom: WantedFrom}> {
   const fleet = await readPromFleet(url, options)
-  return fleetStatusOf(fleet, options, `Prometheus ${fleet.url} (every node seen in the last ${Math.round((options.lookbackMs ?? 86_400_000) / 3_600_000)}h)`)
+  return fleetStatusOf(fleet, options, `Prometheus ${fleet.url} (every node seen in the last ${Math.round((options.lookbackMs ?? DEFAULT_LOOKBACK_MS) / 3_600_000)}h)`)
 }
 
 /** A fleet read from Prometheus or PuppetDB as fleet status shows it: the nodes following --channel, wanted through the index now (--source). */
@@ -423,5 +434,15 @@ export function fleetStatusOf(fleet: PromFleet, options: {channel?: string; want
   const wantedFrom: WantedFrom = wanted
     ? {from: 'index', source: redactUrl(wanted.source), version: wanted.version, signedBy: wanted.signedBy}
     : {from: 'last run', source: null, version: null, signedBy: null}
-  return {...summarizeFleet(nodes, expectedFrom), at: new Date(fleet.at).toISOString(), wantedFrom}
+  const status = summarizeFleet(nodes, expectedFrom)
+  return {...status, ...(nodes.length === 0 ? {noNodes: whyNoNodes(fleet, options.channel)} : {}), at: new Date(fleet.at).toISOString(), wantedFrom}
+}
+
+/** Why a fleet view lists no node, in one line: none seen at all, or none of those seen follows --channel (and which they do follow). */
+function whyNoNodes(fleet: PromFleet, channel: string | undefined): string {
+  if (fleet.nodes.length === 0) return 'no node has reported within the lookback: check that the nodes write metrics_file and that their node exporters are scraped'
+  const counts = new Map<string, number>()
+  for (const node of fleet.nodes) counts.set(node.channel ?? '(none)', (counts.get(node.channel ?? '(none)') ?? 0) + 1)
+  const followed = [...counts].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([name, n]) => `${name} = ${n}`)
+  return `no node follows channel ${channel}: of the ${fleet.nodes.length} node${fleet.nodes.length === 1 ? '' : 's'} seen, by channel: ${followed.join(', ')}`
 }

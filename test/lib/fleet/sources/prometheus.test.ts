@@ -224,3 +224,76 @@ test('issue 35: a `node` (or app, channel, release) label on the scrape target d
   }))
   t.like((await readPromFleet(spoofed.url)).nodes[0], {node: 'web1', instance: 'web1:9100'})
 })
+
+test("several nodes' metrics behind one node exporter (their series collide) are named in one note that says what to check, and fleet status is not ok", async (t) => {
+  const {channelHealth} = await import('../../../../src/lib/fleet/channel-health.js')
+  const {renderFleetStatus} = await import('../../../../src/cli/render/rollout-text.js')
+  // As the exporter serves it: every node's desired-release series (the only one with a node label), one file's others.
+  const collided = [sample('desired_release_info', desired('foo/tags/1.4.0', 'host:9100', 'web2'), 1, 'host:9100'), sample('desired_release_info', desired('foo/tags/1.4.0', 'host:9100', 'web3'), 1, 'host:9100'), ...current().slice(0).map((series) => ({...series, metric: {...series.metric, instance: 'host:9100'}}))]
+  const prometheus = await fakePrometheus(t, (query) => ({resultType: 'vector', result: query.startsWith('{__name__=~') ? collided : []}))
+  const status = await fleetStatusViaPrometheus(prometheus.url)
+  t.is(status.nodes.length, 1)
+  t.regex(status.nodes[0].message ?? '', /^the metrics of 3 nodes \(web2, web3, web1\) collide behind one scrape target host:9100: .*own node exporter/)
+  t.false(status.ok)
+  t.regex(renderFleetStatus(status), /Not on their wanted release: web2/)
+  const health = await channelHealth(prometheus.url, {app: 'foo', release: 'foo/tags/1.4.0', channel: 'canary', forMs: 0, minNodes: 1})
+  t.false(health.ok)
+  t.like(health.nodes[0], {state: 'failed', reason: status.nodes[0].message!})
+})
+
+test('a node seen under an old scrape target too is one node: the target reporting now wins, in fleet status and in the promotion gate', async (t) => {
+  const {channelHealth} = await import('../../../../src/lib/fleet/channel-health.js')
+  const healthy = [
+    sample('desired_release_info', desired('foo/tags/1.4.0', 'new:9100'), 1, 'new:9100'),
+    sample('applied_release_info', {app: 'foo', release: 'foo/tags/1.4.0'}, 1, 'new:9100'),
+    sample('last_attempt_exit_code', {state: 'succeeded', release: 'foo/tags/1.4.0'}, 0, 'new:9100'),
+    sample('last_attempt_timestamp_seconds', {}, NOW - 60, 'new:9100'),
+    sample('healthy_since_timestamp_seconds', {}, NOW - 600, 'new:9100'),
+    sample('last_run_success', {}, 1, 'new:9100'),
+  ]
+  const prometheus = await fakePrometheus(t, (query) => {
+    if (query.startsWith('{__name__=~')) return {resultType: 'vector', result: healthy}
+    // web1 as the old target last reported it, 1.3.0, its newest attempt before the move.
+    if (query.startsWith('last_over_time(localpuppet_desired')) return {resultType: 'vector', result: [sample('desired_release_info', desired('foo/tags/1.3.0', 'old:9100'), 1, 'old:9100'), healthy[0]]}
+    if (query.startsWith('last_over_time(localpuppet_last_attempt')) return {resultType: 'vector', result: [sample('last_attempt_timestamp_seconds', {}, NOW - 140, 'old:9100')]}
+    return {resultType: 'matrix', result: []}
+  })
+  const fleet = await readPromFleet(prometheus.url)
+  t.is(fleet.nodes.length, 1)
+  t.like(fleet.nodes[0], {node: 'web1', instance: 'new:9100', stopped: false, alsoSeenAs: ['old:9100']})
+  const status = await fleetStatusViaPrometheus(prometheus.url)
+  t.deepEqual(status.noAnswer, [])
+  t.true(status.ok)
+  const {renderFleetStatus} = await import('../../../../src/cli/render/rollout-text.js')
+  t.regex(renderFleetStatus(status), /^web1 .*also seen as old:9100 \(older: ignored\)$/m)
+  const health = await channelHealth(prometheus.url, {app: 'foo', release: 'foo/tags/1.4.0', channel: 'canary', forMs: 0, minNodes: 1})
+  t.true(health.ok, health.why)
+  t.is(health.nodes.length, 1)
+})
+
+test('a node that stopped reporting shuts the gate with a refusal that says how long it counts and where retiring one is told', async (t) => {
+  const {channelHealth} = await import('../../../../src/lib/fleet/channel-health.js')
+  const prometheus = await fakePrometheus(t, (query) => {
+    if (query.startsWith('last_over_time(localpuppet_desired')) return {resultType: 'vector', result: [sample('desired_release_info', desired('foo/tags/1.4.0'), 1)]}
+    if (query.startsWith('last_over_time(localpuppet_last_attempt')) return {resultType: 'vector', result: [sample('last_attempt_timestamp_seconds', {}, NOW - 3600)]}
+    return {resultType: query.startsWith('{__name__') ? 'vector' : 'matrix', result: []}
+  })
+  const health = await channelHealth(prometheus.url, {app: 'foo', release: 'foo/tags/1.4.0', channel: 'canary', forMs: 0, minNodes: 1})
+  t.false(health.ok)
+  t.is(health.nodes[0].reason, 'its metrics are gone from Prometheus (newest attempt 1h ago; counted for 1d after its last scrape)')
+  t.regex(health.why, /web1 \(stopped reporting\); a node that stopped reporting counts for 1d after its last scrape \(to retire one sooner: "Retiring a node" in docs\/fleet-pull\.md\)$/)
+  const shorter = await channelHealth(prometheus.url, {app: 'foo', release: 'foo/tags/1.4.0', channel: 'canary', forMs: 0, minNodes: 1, lookbackMs: 6 * 3_600_000})
+  t.regex(shorter.why, /counts for 6h after/)
+})
+
+test('an empty fleet view says why: no node seen at all, or none of those seen follows --channel (and which they follow)', async (t) => {
+  const {renderFleetStatus} = await import('../../../../src/cli/render/rollout-text.js')
+  const prometheus = await fakePrometheus(t, (query) => ({resultType: 'vector', result: query.startsWith('{__name__=~') ? current() : []}))
+  const stable = await fleetStatusViaPrometheus(prometheus.url, {channel: 'stable'})
+  t.false(stable.ok)
+  t.is(stable.noNodes, 'no node follows channel stable: of the 1 node seen, by channel: canary = 1')
+  t.regex(renderFleetStatus(stable), /^No node listed: no node follows channel stable: of the 1 node seen, by channel: canary = 1$/m)
+  t.is((await fleetStatusViaPrometheus(prometheus.url, {channel: 'canary'})).noNodes, undefined)
+  const none = await fakePrometheus(t, () => ({resultType: 'vector', result: []}))
+  t.regex((await fleetStatusViaPrometheus(none.url)).noNodes ?? '', /^no node has reported within the lookback: check that the nodes write metrics_file/)
+})

@@ -1,0 +1,78 @@
+import {terminalText} from '../util/terminal-text.js'
+
+/**
+ * One node, one row: what a fleet view does when a node's name and its scrape targets do
+ * not match one to one. Prometheus keys a node's series by scrape target (job and
+ * instance), the node names itself in a label; the two part ways when a node moves to
+ * another target (its old series linger for the lookback) or when several nodes' metrics
+ * files sit behind one node exporter (their series collide: the exporter serves one).
+ */
+
+/** What a fleet view needs of a node row to tell which of its targets is the freshest. */
+export interface SeenNode {
+  node: string
+  instance: string
+  /** Its series are gone from Prometheus. */
+  stopped: boolean
+  /** Its newest attempt (ISO), null when not reported. */
+  at: string | null
+  alsoSeenAs?: string[]
+}
+
+/** The most node names kept per scrape target for the collision note: the note names a few, then counts. */
+const MAX_NAMES = 5
+
+/** The node names one target's desired-release series gave: the first MAX_NAMES, and how many in all. */
+export interface TargetNames {
+  names: Set<string>
+  more: number
+}
+
+/** Records that a target's series named `node` (bounded: past MAX_NAMES, only counted). */
+export function noteName(names: Map<string, TargetNames>, target: string, node: string | undefined): void {
+  if (node === undefined || node === '') return
+  const known = names.get(target) ?? {names: new Set<string>(), more: 0}
+  names.set(target, known)
+  if (known.names.has(node)) return
+  if (known.names.size < MAX_NAMES) known.names.add(node)
+  else known.more++
+}
+
+/**
+ * Why one target's series cannot be believed when they name more than one node, in one
+ * line that names them and says what to check; undefined when they name one.
+ */
+export function collision(seen: TargetNames | undefined, instance: string): string | undefined {
+  if (seen === undefined || seen.names.size < 2) return undefined
+  const named = [...seen.names].map((name) => terminalText(name, 100)).join(', ')
+  const count = seen.names.size + seen.more
+  return `the metrics of ${count} nodes (${named}${seen.more > 0 ? ', ...' : ''}) collide behind one scrape target ${terminalText(instance, 200)}: their .prom files share one node exporter's textfile directory? Give each node its own node exporter (docs/fleet-pull.md)`
+}
+
+const time = (iso: string | null) => {
+  const ms = iso === null ? Number.NaN : Date.parse(iso)
+  return Number.isFinite(ms) ? ms : Number.NEGATIVE_INFINITY
+}
+
+/**
+ * One row per node name: of several targets that reported one name, a reporting one before a
+ * stopped one, then the newest attempt; the others are not counted (their targets are kept
+ * in the winner's `alsoSeenAs`, for a note). A node moved to another scrape target is then
+ * one node, never a second "web1" that stopped reporting.
+ */
+export function freshestPerNode<T extends SeenNode>(nodes: T[]): T[] {
+  const best = new Map<string, {node: T; others: string[]}>()
+  for (const node of nodes) {
+    const held = best.get(node.node)
+    if (held === undefined) {
+      best.set(node.node, {node, others: []})
+      continue
+    }
+
+    const fresher = held.node.stopped !== node.stopped ? !node.stopped : time(node.at) > time(held.node.at)
+    if (fresher) best.set(node.node, {node, others: [...held.others, held.node.instance]})
+    else held.others.push(node.instance)
+  }
+
+  return [...best.values()].map(({node, others}) => (others.length === 0 ? node : {...node, alsoSeenAs: others}))
+}
