@@ -427,7 +427,13 @@ export async function fleetStatusViaPrometheus(url: string, options: PromFleetOp
 }
 
 /** A fleet read from Prometheus or PuppetDB as fleet status shows it: the nodes following --channel, wanted through the index now (--source). */
-export function fleetStatusOf(fleet: PromFleet, options: {channel?: string; wanted?: WantedIndex | null}, expectedFrom: string): FleetStatus & {at: string; wantedFrom: WantedFrom} {
+export function fleetStatusOf(
+  fleet: PromFleet,
+  options: {channel?: string; wanted?: WantedIndex | null},
+  expectedFrom: string,
+  /** What to check when no node was seen at all. */
+  noneSeen = 'check that the nodes write metrics_file and that their node exporters are scraped',
+): FleetStatus & {at: string; wantedFrom: WantedFrom} {
   const {wanted} = options
   const following = options.channel === undefined ? fleet.nodes : fleet.nodes.filter((node) => node.channel === options.channel)
   const nodes = wanted ? following.map((node) => wantedThroughIndex(node, wanted.index)) : following
@@ -435,12 +441,12 @@ export function fleetStatusOf(fleet: PromFleet, options: {channel?: string; want
     ? {from: 'index', source: redactUrl(wanted.source), version: wanted.version, signedBy: wanted.signedBy}
     : {from: 'last run', source: null, version: null, signedBy: null}
   const status = summarizeFleet(nodes, expectedFrom)
-  return {...status, ...(nodes.length === 0 ? {noNodes: whyNoNodes(fleet, options.channel)} : {}), at: new Date(fleet.at).toISOString(), wantedFrom}
+  return {...status, ...(nodes.length === 0 ? {noNodes: whyNoNodes(fleet, options.channel, noneSeen)} : {}), at: new Date(fleet.at).toISOString(), wantedFrom}
 }
 
 /** Why a fleet view lists no node, in one line: none seen at all, or none of those seen follows --channel (and which they do follow). */
-function whyNoNodes(fleet: PromFleet, channel: string | undefined): string {
-  if (fleet.nodes.length === 0) return 'no node has reported within the lookback: check that the nodes write metrics_file and that their node exporters are scraped'
+function whyNoNodes(fleet: PromFleet, channel: string | undefined, noneSeen: string): string {
+  if (fleet.nodes.length === 0) return `no node has reported within the lookback: ${noneSeen}`
   const counts = new Map<string, number>()
   for (const node of fleet.nodes) counts.set(node.channel ?? '(none)', (counts.get(node.channel ?? '(none)') ?? 0) + 1)
   const followed = [...counts].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([name, n]) => `${name} = ${n}`)

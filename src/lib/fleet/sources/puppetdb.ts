@@ -184,5 +184,5 @@ function nodeOf(name: string, reports: Report[], fact: Record<string, unknown> |
 /** fleet status --puppetdb: the same rows and counts as the other sources, from PuppetDB's reports and facts. */
 export async function fleetStatusViaPuppetDb(config: PuppetDbConfig, options: PuppetDbFleetOptions & {channel?: string; wanted?: WantedIndex | null} = {}): Promise<FleetStatus & {at: string; wantedFrom: WantedFrom}> {
   const fleet = await readPuppetDbFleet(config, options)
-  return fleetStatusOf(fleet, options, `PuppetDB ${fleet.url} (every node with a report in the last ${Math.round((options.lookbackMs ?? 86_400_000) / 3_600_000)}h)`)
+  return fleetStatusOf(fleet, options, `PuppetDB ${fleet.url} (every node with a report in the last ${Math.round((options.lookbackMs ?? 86_400_000) / 3_600_000)}h)`, "check that the nodes' Puppet reports reach PuppetDB")
 }

@@ -158,3 +158,11 @@ test("the newest reports' metrics too large to read (a fleet of tens of thousand
   const fleet = await flooding(t, 'metrics')
   t.like(fleet.nodes[0], {node: 'web1', state: 'failed', drift: null})
 })
+
+test('an empty fleet view says why in PuppetDB\'s terms: no report within the lookback, or none of the nodes follows --channel', async (t) => {
+  const {fleetStatusViaPuppetDb} = await import('../../../../src/lib/fleet/sources/puppetdb.js')
+  const empty = await puppetdb(t, {reports: []})
+  t.is((await fleetStatusViaPuppetDb(empty, {now: NOW})).noNodes, "no node has reported within the lookback: check that the nodes' Puppet reports reach PuppetDB")
+  const canary = await puppetdb(t, {reports: [report('web1', 'foo/tags/1.4.0', 60)], facts: [fact('web1', 'foo/tags/1.4.0')]})
+  t.is((await fleetStatusViaPuppetDb(canary, {now: NOW, channel: 'stable'})).noNodes, 'no node follows channel stable: of the 1 node seen, by channel: canary = 1')
+})
