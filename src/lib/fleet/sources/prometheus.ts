@@ -226,7 +226,10 @@ export async function readPromFleet(url: string, options: PromFleetOptions = {})
       const series = current.map.get(key) ?? new Map<string, Kept>([['', {value: 0, labels: kept.pick(currentQuery, sample.labels, TARGET)}]])
       if (series.size === 1) current.add(key, series)
       const before = series.get(name)
-      if (name === 'desired_release_info') noteName(names, key, exporterLabel(sample.labels, 'node'))
+      // A name not seen of this target yet is counted against MAX_KEPT_CHARS like every label kept (its first, with the series kept).
+      const named = name === 'desired_release_info' ? exporterLabel(sample.labels, 'node') : undefined
+      const known = names.get(key)
+      if (named !== undefined && !known?.names.has(named)) noteName(names, key, known === undefined ? named : kept.pick(currentQuery, sample.labels, ['node']).node)
       if (before === undefined) series.set(name, {value: sample.value, labels: kept.pick(currentQuery, sample.labels, KEPT_LABELS[name] ?? [])})
       else if (!conflicts.has(key) && !sameKept(before, sample.value, sample.labels, KEPT_LABELS[name] ?? [])) {
         // Which one comes first is Prometheus' order, not the node's newest: neither is believed.

@@ -178,6 +178,15 @@ test('labels a fleet view keeps are bounded in all: long ones from a few nodes a
   t.true(error!.message.endsWith(`: labels of more than ${MAX_KEPT_CHARS} characters in all`), error!.message.slice(0, 300))
 })
 
+test('node names that collide behind one scrape target are bounded too: long ones are 69, not memory without end', async (t) => {
+  const long = 'n'.repeat(1_000_000)
+  const count = Math.ceil(MAX_KEPT_CHARS / long.length) + 1
+  const result = Array.from({length: count}, (_, i) => ({metric: {__name__: 'localpuppet_desired_release_info', instance: 'host:9100', node: `${i}${long}`}, value: [NOW, '1'] as [number, string]}))
+  const prometheus = await fakePrometheus(t, (query) => ({resultType: 'vector', result: query.startsWith('{__name__=~') ? result : []}))
+  const error = await t.throwsAsync(readPromFleet(prometheus.url), {instanceOf: FleetUnavailableError})
+  t.true(error!.message.endsWith(`: labels of more than ${MAX_KEPT_CHARS} characters in all`), error!.message.slice(0, 300))
+})
+
 test('a node whose series of one metric disagree (a succeeded and a failed state, a success of 1 and of 0) is not healthy whichever comes first, and fleet status says why', async (t) => {
   const {channelHealth} = await import('../../../../src/lib/fleet/channel-health.js')
   const canary = (order: 'succeeded first' | 'failed first') => {
