@@ -58,21 +58,33 @@ const time = (iso: string | null) => {
  * One row per node name: of several targets that reported one name, a reporting one before a
  * stopped one, then the newest attempt; the others are not counted (their targets are kept
  * in the winner's `alsoSeenAs`, for a note). A node moved to another scrape target is then
- * one node, never a second "web1" that stopped reporting.
+ * one node, never a second "web1" that stopped reporting. Two targets reporting one name at
+ * once are two machines calling themselves one node: the winner gets `liveTwins` (those
+ * targets), and a fleet view believes nothing of it (one of them may be failing unseen).
  */
-export function freshestPerNode<T extends SeenNode>(nodes: T[]): T[] {
-  const best = new Map<string, {node: T; others: string[]}>()
+export function freshestPerNode<T extends SeenNode>(nodes: T[]): Array<T & {liveTwins?: string[]}> {
+  const best = new Map<string, {node: T; others: string[]; live: string[]}>()
   for (const node of nodes) {
     const held = best.get(node.node)
     if (held === undefined) {
-      best.set(node.node, {node, others: []})
+      best.set(node.node, {node, others: [], live: []})
       continue
     }
 
+    const bothLive = !node.stopped && !held.node.stopped
     const fresher = held.node.stopped !== node.stopped ? !node.stopped : time(node.at) > time(held.node.at)
-    if (fresher) best.set(node.node, {node, others: [...held.others, held.node.instance]})
-    else held.others.push(node.instance)
+    if (fresher) best.set(node.node, {node, others: [...held.others, held.node.instance], live: bothLive ? [...held.live, held.node.instance] : held.live})
+    else {
+      held.others.push(node.instance)
+      if (bothLive) held.live.push(node.instance)
+    }
   }
 
-  return [...best.values()].map(({node, others}) => (others.length === 0 ? node : {...node, alsoSeenAs: others}))
+  return [...best.values()].map(({node, others, live}) => (others.length === 0 ? node : {...node, alsoSeenAs: others, ...(live.length > 0 ? {liveTwins: live} : {})}))
+}
+
+/** Why a node reported by several live scrape targets at once is not believed, in one line naming them. */
+export function twinsConflict(node: string, instance: string, twins: string[]): string {
+  const targets = [instance, ...twins].map((target) => terminalText(target, 200)).join(', ')
+  return `node ${terminalText(node, 100)} is reported by ${twins.length + 1} live scrape targets at once (${targets}): two machines with one node_name? Nothing it reports is believed until one is renamed or stops`
 }

@@ -4,7 +4,7 @@ import {type ReleaseRef, parseReleaseRef} from '../../release/release-ref.js'
 import {redactUrl, terminalText, terminalUrl} from '../../util/terminal-text.js'
 import {type FleetRow, type FleetStatus, type WantedFrom, summarizeFleet} from '../fleet-rows.js'
 import {type WantedIndex, resolveInIndex} from '../../source/wanted-now.js'
-import {type TargetNames, collision, freshestPerNode, noteName} from '../node-identity.js'
+import {type TargetNames, collision, freshestPerNode, noteName, twinsConflict} from '../node-identity.js'
 
 /** What the node metrics say of one node (its series, by job and instance), at Prometheus' evaluation time. */
 export interface PromNode extends FleetRow {
@@ -262,7 +262,12 @@ export async function readPromFleet(url: string, options: PromFleetOptions = {})
   const stopped = new Map([...seen.map].filter(([target]) => !reporting.has(target)))
   const [newest, applied] = await Promise.all([newestLabelSets(client, kept, stopped, lookbackSeconds), lastApplied(client, kept, stopped, lookbackSeconds)])
   for (const [target, {labels}] of stopped) nodes.push({...stoppedNode(newest.get(target) ?? labels, lastAttempts.map.get(target)), applied: applied.get(target) ?? null})
-  const one = freshestPerNode(nodes)
+  // Two live targets under one name: believed as a node that disagrees with itself (not on its release, fleet status exits 1).
+  const one: PromNode[] = freshestPerNode(nodes).map(({liveTwins, ...node}) => {
+    if (liveTwins === undefined) return node
+    const conflict = twinsConflict(node.node, node.instance, liveTwins)
+    return {...node, conflict, message: conflict, onWanted: null}
+  })
   one.sort((a, b) => (a.node < b.node ? -1 : a.node > b.node ? 1 : 0))
   return {nodes: one, at, url: client.url}
 }

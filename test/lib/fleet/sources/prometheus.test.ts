@@ -280,6 +280,26 @@ test('a node seen under an old scrape target too is one node: the target reporti
   t.is(health.nodes.length, 1)
 })
 
+test('two live scrape targets reporting one node name (two machines with one node_name) are not hidden behind the fresher: the node is not believed, fleet status is not ok, the gate refuses naming both', async (t) => {
+  const {channelHealth} = await import('../../../../src/lib/fleet/channel-health.js')
+  const healthyAt = (instance: string, at: number) => [
+    sample('desired_release_info', desired('foo/tags/1.4.0', instance), 1, instance),
+    sample('applied_release_info', {app: 'foo', release: 'foo/tags/1.4.0'}, 1, instance),
+    sample('last_attempt_exit_code', {state: 'succeeded', release: 'foo/tags/1.4.0'}, 0, instance),
+    sample('last_attempt_timestamp_seconds', {}, at, instance),
+    sample('healthy_since_timestamp_seconds', {}, NOW - 600, instance),
+    sample('last_run_success', {}, 1, instance),
+  ]
+  const prometheus = await fakePrometheus(t, (query) => ({resultType: 'vector', result: query.startsWith('{__name__=~') ? [...healthyAt('a:9100', NOW - 60), ...healthyAt('b:9100', NOW - 120)] : []}))
+  const status = await fleetStatusViaPrometheus(prometheus.url)
+  t.is(status.nodes.length, 1)
+  t.regex(status.nodes[0].message ?? '', /^node web1 is reported by 2 live scrape targets at once \(a:9100, b:9100\): two machines with one node_name\?/)
+  t.false(status.ok)
+  const health = await channelHealth(prometheus.url, {app: 'foo', release: 'foo/tags/1.4.0', channel: 'canary', forMs: 0, minNodes: 1})
+  t.false(health.ok)
+  t.regex(health.nodes[0].reason ?? '', /2 live scrape targets at once/)
+})
+
 test('a node that stopped reporting shuts the gate with a refusal that says how long it counts and where retiring one is told', async (t) => {
   const {channelHealth} = await import('../../../../src/lib/fleet/channel-health.js')
   const prometheus = await fakePrometheus(t, (query) => {
