@@ -111,7 +111,7 @@ async function updateUnderLock<T>(options: IndexUpdateOptions, now: () => number
     index.expires = expires
   }
 
-  const bytes = indexToo ? serializeRepositoryIndex(index) : null
+  let bytes = indexToo ? serializeRepositoryIndex(index) : null
   // An index no node would read (over the bound every node reads, MAX_REPOSITORY_INDEX_BYTES) is refused before anything is written.
   if (bytes && bytes.length > MAX_REPOSITORY_INDEX_BYTES) {
     const nodes = Object.keys(index.nodes ?? {}).length
@@ -122,6 +122,8 @@ async function updateUnderLock<T>(options: IndexUpdateOptions, now: () => number
 
   // Each changed node's document before the index (node-documents/): what a node reads instead of it.
   const documents = await writeNodeDocuments(options.repo, before, index, key, now(), {expires, table})
+  // Serialized again: writing the documents marks the index (nodeDocuments), which the bytes checked above predate.
+  if (bytes) bytes = serializeRepositoryIndex(index)
   // The signature first, then the index, the last thing written (writeSignedFileAtomic). The next publish always writes a matching pair.
   // index.json not written: the documents go back to what the index says (a publish that fails publishes nothing).
   if (bytes)
