@@ -5,6 +5,7 @@ import {BaseCommand, describeWithExitCodes} from '../cli/base-command.js'
 import {settingFlag} from '../cli/flags.js'
 import type {PublishResult} from '../lib/repository/publish.js'
 import {terminalText} from '../lib/util/terminal-text.js'
+import {indexUpdateLine} from '../cli/render/index-update-text.js'
 
 export default class Publish extends BaseCommand {
   static override summary = 'Add archives made by pack to a release repository: a directory any web server can serve.'
@@ -109,7 +110,7 @@ export default class Publish extends BaseCommand {
       for (const l of result.layers) this.log(terminalText(`${l.status === 'added' ? 'published' : l.status} layer ${l.layer}`))
       for (const n of result.nodes) this.log(terminalText(inputLine(n)))
       for (const node of result.pruned) this.log(terminalText(`pruned input of node ${node} (not in ${flags.inputs})`))
-      this.log(terminalText(`repository ${result.repository}, index version ${result.version}, expires ${result.expires}${result.signedBy ? `, signed by ${result.signedBy}` : ''}`))
+      this.log(indexUpdateLine(result))
     }
 
     this.warnLines([expiryWarning(`index version ${result.version} of ${flags.repo}`, result.expires, Date.now())].filter((line) => line !== null))

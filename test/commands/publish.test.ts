@@ -5,6 +5,8 @@ import test, {type ExecutionContext} from 'ava'
 
 import {cli} from '../helpers/cli.js'
 import {exists, tempDir, writeTree} from '../helpers/temp.js'
+import {nodeDocument} from '../helpers/node-documents.js'
+import {keyPair} from '../helpers/repository.js'
 
 /** A repository with app web 1.0.0 published: class nc4site(greeting = 'hello', port), and class motd using a variable nobody sets. */
 async function repository(t: ExecutionContext, manifest = ''): Promise<{dir: string; repo: string; nodes: string}> {
@@ -102,4 +104,42 @@ test('publish --inputs DIR --prune says which nodes it pruned (--json lists them
   const everything = await cli(['publish', '--inputs', other, '--repo', repo, '--puppet', 'none', '--prune'])
   t.is(everything.exitCode, 64, everything.stderr)
   t.regex(everything.stderr, /--prune would remove the input of every node the repository lists \(4; none of them is in .*other\): nothing published/)
+})
+
+test("a re-signing re-signs every node document, the switch to --node-documents-only included; a documents-only publish of node inputs says it wrote their documents and left index.json as it was (text and --json)", async (t) => {
+  const {dir, repo, nodes} = await repository(t)
+  const {key} = await keyPair(dir, 'release')
+  for (const node of ['web1', 'web2']) await writeFile(join(nodes, `${node}.yaml`), GOOD)
+  t.is((await cli(['publish', '--inputs', nodes, '--repo', repo, '--puppet', 'none', '--sign', key])).exitCode, 0)
+  const index = async () => JSON.parse(await readFile(join(repo, 'index.json'), 'utf8'))
+  const documents = async () => Promise.all(['web1', 'web2'].map(async (node) => (await nodeDocument(repo, node)).json))
+
+  // The switch (a re-signing with the flag), then a plain re-signing: every document gets the index's new expiry and a new version.
+  for (const [flags, expires] of [[['--node-documents-only'], '7d'], [[], '3d']] as const) {
+    const before = await documents()
+    const resigned = await cli(['publish', ...flags, '--repo', repo, '--expires', expires, '--sign', key])
+    t.is(resigned.exitCode, 0, resigned.stderr)
+    const after = await documents()
+    t.true((await index()).nodesInDocuments)
+    for (const [i, document] of after.entries()) {
+      t.is(document.expires, (await index()).expires, `${flags.join(' ')} --expires ${expires}: web${i + 1}'s document expires with the index`)
+      t.true(document.version > before[i].version)
+    }
+  }
+
+  // One node's input, documents only: its document is written, index.json is not, and the line says so.
+  const {version, expires} = await index()
+  await writeFile(join(nodes, 'web1.yaml'), GOOD.replace('80', '8080'))
+  const one = await cli(['publish', '--node', 'web1', '--input', join(nodes, 'web1.yaml'), '--repo', repo, '--puppet', 'none', '--sign', key])
+  t.is(one.exitCode, 0, one.stderr)
+  const web1 = (await nodeDocument(repo, 'web1')).json
+  t.like(await index(), {version, expires})
+  t.regex(one.stdout, new RegExp(`^repository [0-9a-f]+: node document version ${web1.version}, expires ${web1.expires}, signed by sha256:[0-9a-f]+; index.json unchanged \\(version ${version}, expires ${expires}\\)$`, 'm'))
+  t.notRegex(one.stdout, /index version/)
+
+  for (const node of ['web1', 'web2']) await writeFile(join(nodes, `${node}.yaml`), GOOD.replace('80', '8081'))
+  const both = await cli(['publish', '--inputs', nodes, '--repo', repo, '--puppet', 'none', '--json', '--sign', key])
+  t.is(both.exitCode, 0, both.stderr)
+  const newest = Math.max(...(await documents()).map((document) => document.version))
+  t.like(JSON.parse(both.stdout), {indexWritten: false, version, expires, nodeDocuments: {written: 2, removed: 0, version: newest, expires: (await nodeDocument(repo, 'web2')).json.expires}})
 })

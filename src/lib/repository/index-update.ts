@@ -37,6 +37,8 @@ export interface IndexUpdateOptions {
   now?: () => number
   /** Run under the lock once the new index is written (publish --prune: removing the files it no longer lists); its failure fails nothing. */
   afterIndex?: () => Promise<void>
+  /** A re-signing (publish with nothing to add): every node document is written again, with the new expiry. */
+  resign?: boolean
 }
 
 export interface IndexUpdate {
@@ -44,9 +46,13 @@ export interface IndexUpdate {
   repository: string
   /** The key id that signed index.json, or null. */
   signedBy: string | null
-  /** The new index's version (the previous one's + 1) and expiry. */
+  /** The new index's version (the previous one's + 1) and expiry; when indexWritten is false, those of index.json as it stands. */
   version: number
   expires: string
+  /** Whether index.json was written (false: a documents-only change of node entries alone, which writes their documents only). */
+  indexWritten: boolean
+  /** The node documents written and removed (counts), the highest version written (null: none) and their expiry (null: none written). */
+  nodeDocuments: {written: number; removed: number; version: number | null; expires: string | null}
 }
 
 /**
@@ -111,7 +117,7 @@ async function updateUnderLock<T>(options: IndexUpdateOptions, now: () => number
     index.expires = expires
   }
 
-  const bytes = indexToo ? serializeRepositoryIndex(index) : null
+  let bytes = indexToo ? serializeRepositoryIndex(index) : null
   // An index no node would read (over the bound every node reads, MAX_REPOSITORY_INDEX_BYTES) is refused before anything is written.
   if (bytes && bytes.length > MAX_REPOSITORY_INDEX_BYTES) {
     const nodes = Object.keys(index.nodes ?? {}).length
@@ -121,7 +127,9 @@ async function updateUnderLock<T>(options: IndexUpdateOptions, now: () => number
   }
 
   // Each changed node's document before the index (node-documents/): what a node reads instead of it.
-  const documents = await writeNodeDocuments(options.repo, before, index, key, now(), {expires, table})
+  const documents = await writeNodeDocuments(options.repo, before, index, key, now(), {expires, table, resign: options.resign})
+  // Serialized again: writing the documents marks the index (nodeDocuments), which the bytes checked above predate.
+  if (bytes) bytes = serializeRepositoryIndex(index)
   // The signature first, then the index, the last thing written (writeSignedFileAtomic). The next publish always writes a matching pair.
   // index.json not written: the documents go back to what the index says (a publish that fails publishes nothing).
   if (bytes)
@@ -132,7 +140,8 @@ async function updateUnderLock<T>(options: IndexUpdateOptions, now: () => number
   await syncDir(options.repo)
   await documents.removeStale()
   await options.afterIndex?.().catch(() => {})
-  return {...result, repository: index.repository, signedBy: key ? keyId(key) : null, version: index.version!, expires: index.expires!}
+  const nodeDocuments = {written: documents.written.length, removed: documents.removed.length, version: documents.newestVersion, expires: documents.newestVersion === null ? null : expires}
+  return {...result, repository: index.repository, signedBy: key ? keyId(key) : null, version: index.version!, expires: index.expires!, indexWritten: bytes !== null, nodeDocuments}
 }
 
 /** Marks a publisher at work (`.localpuppet-publishing.<pid>`, beside the lock): one that died leaves it, and the next looks for its temporary files everywhere. */

@@ -122,7 +122,8 @@ async function publishInspected(options: PublishOptions, repo: string, now: () =
   const afterIndex = async () => {
     for (const node of pruned) await rm(join(repo, 'inputs', node), {recursive: true, force: true})
   }
-  const updated = await updateIndex({repo, key, lockWaitMs: options.lockWaitMs, expiresInMs: options.expiresInMs, now, afterIndex}, async (index) => {
+  const resign = options.archives.length === 0 && (options.nodes ?? []).length === 0 && options.layers === undefined && options.prune !== true
+  const updated = await updateIndex({repo, key, lockWaitMs: options.lockWaitMs, expiresInMs: options.expiresInMs, now, afterIndex, resign}, async (index) => {
     // Decided and checked before anything is written: a refused prune or input publishes nothing.
     if (options.prune) pruned = nodesToPrune(index, inputs.map((input) => input.node), options.pruneFrom ?? 'the inputs given')
     if (options.pruneFrom !== undefined) await assertNoStrayInputs(options.pruneFrom, pruned)

@@ -2,6 +2,7 @@ import {randomBytes} from 'node:crypto'
 import {renameSync} from 'node:fs'
 import {open, unlink} from 'node:fs/promises'
 import {basename, dirname, join} from 'node:path'
+import {distinctMtime} from './distinct-mtime.js'
 
 /**
  * Writes a file so that a reader sees either the old content or the new, never half:
@@ -32,7 +33,7 @@ export interface PreparedFile {
  * several files and then committing them back to back makes the moment they disagree
  * (a reader, or a process killed in between) as short as two rename(2) calls.
  */
-export async function prepareFileAtomic(path: string, data: string | Uint8Array | Iterable<string>, mode = 0o600, owner?: {uid: number; gid: number}): Promise<PreparedFile> {
+export async function prepareFileAtomic(path: string, data: string | Uint8Array | Iterable<string>, mode = 0o600, owner?: {uid: number; gid: number}, mtime?: Date): Promise<PreparedFile> {
   const temp = join(dirname(path), `.${basename(path)}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`)
   const handle = await open(temp, 'wx', mode)
   try {
@@ -40,6 +41,7 @@ export async function prepareFileAtomic(path: string, data: string | Uint8Array 
     // Pieces (a large file written as it is made, never one string) go one after another.
     if (typeof data === 'string' || data instanceof Uint8Array) await handle.writeFile(data)
     else for (const piece of data) await handle.write(piece)
+    if (mtime) await handle.utimes(mtime, mtime)
     await handle.sync()
   } catch (error) {
     await handle.close()
@@ -71,10 +73,12 @@ export function atomicTempWriter(name: string): number | null {
  * renamed back to back, the signature first and the file last: a reader that gets the new
  * signature with the old file retries once and then sees both new, and a writer killed
  * between the two renames leaves them disagreeing for microseconds, until the next write.
+ * Each gets an mtime whole seconds past the one it replaces (distinctMtime): these are the
+ * files a node reads conditionally, and a web server's validators must change with them.
  */
 export async function writeSignedFileAtomic(path: string, bytes: Buffer, signature: {path: string; bytes: Buffer} | null, mode = 0o644): Promise<void> {
-  const signed = signature ? await prepareFileAtomic(signature.path, signature.bytes, mode) : null
-  const file = await prepareFileAtomic(path, bytes, mode).catch(async (error: unknown) => {
+  const signed = signature ? await prepareFileAtomic(signature.path, signature.bytes, mode, undefined, await distinctMtime(signature.path)) : null
+  const file = await prepareFileAtomic(path, bytes, mode, undefined, await distinctMtime(path)).catch(async (error: unknown) => {
     await signed?.abort()
     throw error
   })

@@ -36,3 +36,13 @@ test("an update whose index.json would be over the bound every node reads is ref
   t.true((await readFile(join(repo, 'index.json'))).equals(before), 'index.json as it was')
   t.deepEqual((await readdir(repo)).filter((name) => !name.startsWith('.localpuppet-publish')).sort(), ['index.json'], 'no node document, no stray file')
 })
+
+test("the first update that writes node documents marks index.json nodeDocuments: true, so nodes read their documents (the mark was set after the index was serialized, and lost)", async (t) => {
+  const repo = await tempDir(t)
+  await writeFile(join(repo, 'index.json'), serializeRepositoryIndex({format: 1, repository: 'b'.repeat(32), version: 1, expires: '2099-01-01T00:00:00.000Z', apps: {}}))
+  const updated = await updateIndex({repo, key: null}, async (next) => {
+    next.nodes = {'web1.example.com': entry('web1.example.com', 1)}
+  })
+  t.like(JSON.parse(await readFile(join(repo, 'index.json'), 'utf8')), {version: 2, nodeDocuments: true})
+  t.like(updated, {indexWritten: true, nodeDocuments: {written: 1, removed: 0}})
+})

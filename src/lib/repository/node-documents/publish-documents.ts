@@ -21,6 +21,8 @@ const CONCURRENCY = 8
 export interface DocumentsWritten {
   all: boolean
   written: string[]
+  /** The highest version among the documents written (null: none written). */
+  newestVersion: number | null
   /** Removed only by `removeStale`, after the index: a node whose input is gone reads the index. */
   removed: string[]
   removeStale(): Promise<void>
@@ -73,8 +75,9 @@ export function onlyNodesChanged(before: RepositoryIndex, after: RepositoryIndex
 }
 
 /** Which documents to write and remove: from the node table's changes when only node entries changed, else by diffing the whole tables. */
-async function documentChanges(repo: string, before: RepositoryIndex, after: RepositoryIndex, key: KeyObject | null, table: NodeTable | null): Promise<DocumentChanges | null> {
-  const rekeyed = key !== null && (await previousSigner(repo)) !== keyId(key)
+async function documentChanges(repo: string, before: RepositoryIndex, after: RepositoryIndex, key: KeyObject | null, table: NodeTable | null, resign: boolean): Promise<DocumentChanges | null> {
+  // A re-signing (resign) writes every document, as another signing key does: a switch to documents only is one too.
+  const rekeyed = resign || (key !== null && (await previousSigner(repo)) !== keyId(key))
   if (table !== null) {
     if (!rekeyed && onlyNodesChanged(before, after, table)) {
       const touched = table.touched()
@@ -106,16 +109,16 @@ export async function writeNodeDocuments(
   after: RepositoryIndex,
   key: KeyObject | null,
   now: number,
-  options: {expires: string; table: NodeTable | null},
+  options: {expires: string; table: NodeTable | null; resign?: boolean},
 ): Promise<DocumentsWritten> {
-  const changes = after.repository === undefined ? null : await documentChanges(repo, before, after, key, options.table)
+  const changes = after.repository === undefined ? null : await documentChanges(repo, before, after, key, options.table, options.resign === true)
   // No node before or after: nothing to write, but what a failed update left under nodes/ goes (orphans.ts, unfinished.ts).
   const leftovers = async () => {
     if (after.repository !== undefined && options.table === null) await removeOrphanDocuments(repo, after.repository, [])
     await clearUnfinished(repo)
   }
 
-  if (changes === null) return {all: false, written: [], removed: [], removeStale: leftovers, rollback: async () => {}}
+  if (changes === null) return {all: false, written: [], newestVersion: null, removed: [], removeStale: leftovers, rollback: async () => {}}
   assertDocumentSizes(after, changes.write)
   after.nodeDocuments = true
   await mkdir(join(repo, NODE_DOCUMENTS_DIR), {recursive: true, mode: 0o755})
@@ -126,7 +129,11 @@ export async function writeNodeDocuments(
     // The index before the update, with its node table (a documents-only index's, from the entries the update replaced).
     const old = {...before, repository: after.repository, nodes: options.table ? options.table.before() : before.nodes}
     await writeEach(touched, async (node) => {
-      if (own(old.nodes, node) !== undefined) return writeOne(repo, old, node, key, now, options.expires)
+      if (own(old.nodes, node) !== undefined) {
+        await writeOne(repo, old, node, key, now, options.expires)
+        return
+      }
+
       const path = join(repo, nodeDocumentPath(after.repository!, node))
       await rm(path, {force: true})
       await rm(`${path}.sig`, {force: true})
@@ -135,7 +142,11 @@ export async function writeNodeDocuments(
   }
 
   // One document that cannot be written (a full disk): those written go back, nothing half-published.
-  await writeEach(touched, (node) => writeOne(repo, after, node, key, now, options.expires)).catch(async (error: unknown) => {
+  let newestVersion: number | null = null
+  await writeEach(touched, async (node) => {
+    const version = await writeOne(repo, after, node, key, now, options.expires)
+    if (version !== undefined) newestVersion = Math.max(newestVersion ?? 0, version)
+  }).catch(async (error: unknown) => {
     await rollback().catch(() => {})
     throw error
   })
@@ -143,6 +154,7 @@ export async function writeNodeDocuments(
   return {
     all: changes.all,
     written: changes.write,
+    newestVersion,
     removed: changes.remove,
     async removeStale() {
       await clearUnfinished(repo)
@@ -189,10 +201,12 @@ function assertDocumentSizes(index: RepositoryIndex, nodes: string[]): void {
   }
 }
 
-async function writeOne(repo: string, index: RepositoryIndex, node: string, key: KeyObject | null, now: number, expires: string): Promise<void> {
+/** Writes one node's document and signature; its version, or undefined when the index has no such node. */
+async function writeOne(repo: string, index: RepositoryIndex, node: string, key: KeyObject | null, now: number, expires: string): Promise<number | undefined> {
   const path = join(repo, nodeDocumentPath(index.repository!, node))
   const document = buildNodeDocument(index, node, await nextDocumentVersion(path, now), expires)
-  if (document === undefined) return
+  if (document === undefined) return undefined
   const bytes = serializeNodeDocument(document)
   await writeSignedFileAtomic(path, bytes, key ? {path: `${path}.sig`, bytes: signNodeDocument(bytes, key)} : null)
+  return document.version
 }

@@ -1,0 +1,35 @@
+import test from 'ava'
+import {mkdtemp, rm, stat, utimes, writeFile} from 'node:fs/promises'
+import {tmpdir} from 'node:os'
+import {join} from 'node:path'
+import {writeSignedFileAtomic} from '../../../src/lib/util/atomic-write.js'
+import {distinctMtime} from '../../../src/lib/util/distinct-mtime.js'
+
+const seconds = async (path: string): Promise<number> => Math.floor((await stat(path)).mtimeMs / 1000)
+
+test('two writes of a signed file within one second give the file and its signature different whole-second mtimes (a web server validator changes)', async (t) => {
+  const dir = await mkdtemp(join(tmpdir(), 'lp-mtime-'))
+  t.teardown(() => rm(dir, {recursive: true, force: true}))
+  const path = join(dir, 'index.json')
+  const sig = {path: `${path}.sig`, bytes: Buffer.from('sig-1')}
+  // Same size both times, as a node's document keeps its size between writes.
+  await writeSignedFileAtomic(path, Buffer.from('{"version":1}'), sig)
+  const first = [await seconds(path), await seconds(sig.path)]
+  await writeSignedFileAtomic(path, Buffer.from('{"version":2}'), {...sig, bytes: Buffer.from('sig-2')})
+  const second = [await seconds(path), await seconds(sig.path)]
+  t.true(second[0] > first[0], `index.json mtime ${second[0]} after ${first[0]}`)
+  t.true(second[1] > first[1], `index.json.sig mtime ${second[1]} after ${first[1]}`)
+  t.is((await stat(path)).mtimeMs % 1000, 0)
+})
+
+test('the mtime is now in whole seconds for a new file, and one second past a replaced file stamped later than now', async (t) => {
+  const dir = await mkdtemp(join(tmpdir(), 'lp-mtime-'))
+  t.teardown(() => rm(dir, {recursive: true, force: true}))
+  const path = join(dir, 'doc.json')
+  t.is((await distinctMtime(path, 1_700_000_000_700)).getTime(), 1_700_000_000_000)
+  await writeFile(path, 'x')
+  await utimes(path, 1_700_000_005, 1_700_000_005)
+  t.is((await distinctMtime(path, 1_700_000_000_700)).getTime(), 1_700_000_006_000)
+  await utimes(path, 1_600_000_000, 1_600_000_000)
+  t.is((await distinctMtime(path, 1_700_000_000_700)).getTime(), 1_700_000_000_000)
+})
