@@ -35,14 +35,25 @@ export default class Verify extends BaseCommand {
       else if (result.ok) this.log(`ok        ${terminalText(result.release)}`)
       else {
         this.log(`MISMATCH  ${terminalText(result.release)}`)
-        for (const path of result.modified) this.log(`  modified  ${displayPath(path)}`)
+        for (const path of result.modified) this.log(`  modified  ${displayPath(path)}${sharedNote(result.sharedWith?.[path])}`)
         for (const path of result.missing) this.log(`  missing   ${displayPath(path)}`)
         for (const path of result.extra) this.log(`  extra     ${displayPath(path)}`)
       }
     }
 
     if (results.length === 0) this.log('no installed tags with records')
+    const broken = [...new Set(results.filter((result) => result.recorded && !result.ok).flatMap((result) => [result.release, ...Object.values(result.sharedWith ?? {}).flat()]))]
+    if (broken.length > 0) {
+      const {repairRecipe} = await import('../lib/verify/shared-files.js')
+      this.warnLines([repairRecipe(flags['module-dir'], broken)])
+    }
+
     if (results.some((result) => !result.ok || !result.recorded)) process.exitCode = 65
     return results
   }
+}
+
+/** ` (the same file as in foo/tags/1.5.0)`: a file fetch shared (hard-linked) with other installed tags is changed in those too. */
+function sharedNote(tags: string[] | undefined): string {
+  return tags === undefined ? '' : ` (the same file as in ${tags.map((tag) => terminalText(tag)).join(', ')}: changed there too)`
 }
