@@ -160,7 +160,7 @@ export function nodeMetrics(state: NodeState, counts: Record<string, number>, di
     },
     {
       name: 'localpuppet_index_expiry_timestamp_seconds',
-      help: "When the newest repository index a --fetch read expires (or expired: the node takes nothing new from it, and enforces its installed release); absent before one was read. Alerts: LocalpuppetIndexExpiresSoon, LocalpuppetIndexExpired.",
+      help: "When the newest repository index a --fetch read (or the node's own document, read in its place) expires (or expired: the node takes nothing new from it, and enforces its installed release); absent before one was read. Alerts: LocalpuppetIndexExpiresSoon, LocalpuppetIndexExpired.",
       type: 'gauge',
       samples: (() => {
         const expires = signedExpiry(newestRecord(state.records, (record) => Boolean(signedExpiry(record.fetch)))?.fetch)

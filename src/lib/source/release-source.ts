@@ -33,8 +33,9 @@ export interface FetchedRelease {
   modulepath: string[]
   /**
    * How it came (repository sources, when installed): `archive`, or `objects` (only what the
-   * installed tags lacked: delta/), with how many files were shared with installed tags
-   * (hard links), written, and downloaded.
+   * installed tags lacked: delta/), with how many of the files installed were shared with
+   * installed tags (hard links) or written (shared + written: the files installed), and how
+   * many distinct contents were downloaded for those written (at most written).
    */
   delivery?: 'archive' | 'objects'
   files?: {shared: number; written: number; downloaded: number}
