@@ -10,12 +10,16 @@ export default class Verify extends BaseCommand {
   static override allowUntrustedHint = 'or pass --allow-untrusted to report anyway (with a warning; --json lists it as untrusted)'
 
   static override summary = 'Check installed tags against what was installed: modified, missing and extra files.'
-  static override description = describeWithExitCodes('Recomputes every installed tag (or the ones named) against its install record.', [
+  static override description = describeWithExitCodes(
+    'Recomputes every installed tag (or the ones named) against its install record. A modified file that other installed tags hold as the same file ' +
+      '(fetch shares files by hard links) is named with those tags; on a mismatch, the repair (remove the tags, fetch them again) goes to standard error.',
+    [
     {code: 0, meaning: 'every tag checked matches its record'},
     {code: 65, meaning: 'a mismatch (listed), or a named tag has no record'},
     {code: 66, meaning: 'module dir not found'},
     untrustedExit('the module dir, its .localpuppet (the records tags are verified against), a directory down to a tag or anything in it'),
-  ])
+    ],
+  )
 
   static override strict = false
   static override examples = ['<%= config.bin %> verify', '<%= config.bin %> verify foo/tags/1.4.0 --json']
