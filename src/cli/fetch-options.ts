@@ -34,12 +34,19 @@ export function downloadProgress(wanted: boolean): ReturnType<typeof progressPri
 /** `fetched foo/tags/1.5.0 (3.1 MiB)` lines for a person. */
 export function describeFetch(result: FetchResult): string[] {
   const input = result.nodeInput
-  const inputLine = input ? [`input of node ${input.node} from ${result.source}: ${input.status === 'updated' ? 'updated' : input.status === 'unchanged' ? 'unchanged' : 'read'} (sha256 ${input.sha256.slice(0, 12)})`] : []
+  const document = result.nodeDocument ? `, through its own document version ${result.nodeDocument.version ?? 'none'}` : ''
+  const inputLine = input ? [`input of node ${input.node} from ${result.source}${document}: ${input.status === 'updated' ? 'updated' : input.status === 'unchanged' ? 'unchanged' : 'read'} (sha256 ${input.sha256.slice(0, 12)})`] : []
   const lines = inputLine.concat(result.releases.map((r) =>
     r.status === 'installed'
-      ? `fetched ${r.release} from ${result.source} (${formatBytes(r.bytes)}${r.delivery === 'objects' && r.files ? `: ${r.files.shared} files shared with installed tags, ${r.files.downloaded} downloaded` : ''}${r.modulepath.length > 1 ? `, with ${r.modulepath.slice(1).join(', ')}` : ''})`
+      ? `fetched ${r.release} from ${result.source} (${formatBytes(r.bytes)}${r.delivery === 'objects' && r.files ? `: ${deliveryCounts(r.files)}` : ''}${r.modulepath.length > 1 ? `, with ${r.modulepath.slice(1).join(', ')}` : ''})`
       : `${r.release}: already present`,
   ))
   // Names the repository's index gave, and the source without its credentials (the label already is).
   return lines.map((line) => terminalText(line))
+}
+
+/** `1 file shared with installed tags, 2 files written from 1 download`: shared and written add up to the files installed. */
+function deliveryCounts(files: {shared: number; written: number; downloaded: number}): string {
+  const count = (n: number, what: string) => `${n} ${what}${n === 1 ? '' : 's'}`
+  return `${count(files.shared, 'file')} shared with installed tags, ${count(files.written, 'file')} written from ${count(files.downloaded, 'download')}`
 }

@@ -10,7 +10,7 @@ export default class Fetch extends BaseCommand {
 
   static override summary = 'Install releases from a release repository, downloading only what the node lacks.'
   static override description = describeWithExitCodes(
-    'Resolves each REF against the repository\'s index (a range picks the newest tag there), skips tags already installed ' +
+    'Resolves each REF against the repository\'s index (a range picks the newest tag there, a channel the tag it names), skips tags already installed ' +
       'with the same digests, downloads the rest (size and sha256 checked against the index, signatures against trusted ' +
       'keys), and installs each with the verified, atomic install. Sources: https://, http://, file:// or a directory; ' +
       'or apt: packages made by pack --format deb, installed with apt-get and checked by apt\'s own signatures; ' +
@@ -27,7 +27,7 @@ export default class Fetch extends BaseCommand {
     '<%= config.bin %> fetch foo@^1.5 --json',
   ]
 
-  static override args = {ref: Args.string({description: 'a tag or range: foo/tags/1.5.0, foo@1.5.0, foo@^1.5 (several may be given)', required: true})}
+  static override args = {ref: Args.string({description: 'a tag, range or channel: foo/tags/1.5.0, foo@1.5.0, foo@^1.5, foo/channels/stable (several may be given)', required: true})}
   static override flags = {
     ...moduleDirFlags,
     ...sourceFlags,

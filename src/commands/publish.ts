@@ -36,7 +36,7 @@ export default class Publish extends BaseCommand {
   )
 
   static override strict = false
-  static override usage = '<%= command.id %> [ARCHIVE...] --repo DIR [--sign KEY.pem] [--expires DURATION] [--node NAME --input FILE | --inputs DIR [--prune]] [--puppet PATH|none] [--json]'
+  static override usage = '<%= command.id %> [ARCHIVE...] --repo DIR [--sign KEY.pem] [--expires DURATION] [--node NAME --input FILE | --inputs DIR [--prune]] [--layers DIR [--computed]] [--recipient AGE1... | --recipients-file FILE] [--allow-plain-input] [--node-documents-only] [--puppet PATH|none] [--json]'
   static override examples = [
     '<%= config.bin %> publish foo-1.5.0.tar.gz --repo /srv/www/puppet',
     '<%= config.bin %> publish dist/*.tar.gz --repo /srv/www/puppet --sign release-key.pem --json',

@@ -10,12 +10,16 @@ export default class Verify extends BaseCommand {
   static override allowUntrustedHint = 'or pass --allow-untrusted to report anyway (with a warning; --json lists it as untrusted)'
 
   static override summary = 'Check installed tags against what was installed: modified, missing and extra files.'
-  static override description = describeWithExitCodes('Recomputes every installed tag (or the ones named) against its install record.', [
+  static override description = describeWithExitCodes(
+    'Recomputes every installed tag (or the ones named) against its install record. A modified file that other installed tags hold as the same file ' +
+      '(fetch shares files by hard links) is named with those tags; on a mismatch, the repair (remove the tags, fetch them again) goes to standard error.',
+    [
     {code: 0, meaning: 'every tag checked matches its record'},
     {code: 65, meaning: 'a mismatch (listed), or a named tag has no record'},
     {code: 66, meaning: 'module dir not found'},
     untrustedExit('the module dir, its .localpuppet (the records tags are verified against), a directory down to a tag or anything in it'),
-  ])
+    ],
+  )
 
   static override strict = false
   static override examples = ['<%= config.bin %> verify', '<%= config.bin %> verify foo/tags/1.4.0 --json']
@@ -35,14 +39,25 @@ export default class Verify extends BaseCommand {
       else if (result.ok) this.log(`ok        ${terminalText(result.release)}`)
       else {
         this.log(`MISMATCH  ${terminalText(result.release)}`)
-        for (const path of result.modified) this.log(`  modified  ${displayPath(path)}`)
+        for (const path of result.modified) this.log(`  modified  ${displayPath(path)}${sharedNote(result.sharedWith?.[path])}`)
         for (const path of result.missing) this.log(`  missing   ${displayPath(path)}`)
         for (const path of result.extra) this.log(`  extra     ${displayPath(path)}`)
       }
     }
 
     if (results.length === 0) this.log('no installed tags with records')
+    const broken = [...new Set(results.filter((result) => result.recorded && !result.ok).flatMap((result) => [result.release, ...Object.values(result.sharedWith ?? {}).flat()]))]
+    if (broken.length > 0) {
+      const {repairRecipe} = await import('../lib/verify/shared-files.js')
+      this.warnLines([repairRecipe(flags['module-dir'], broken)])
+    }
+
     if (results.some((result) => !result.ok || !result.recorded)) process.exitCode = 65
     return results
   }
+}
+
+/** ` (the same file as in foo/tags/1.5.0)`: a file fetch shared (hard-linked) with other installed tags is changed in those too. */
+function sharedNote(tags: string[] | undefined): string {
+  return tags === undefined ? '' : ` (the same file as in ${tags.map((tag) => terminalText(tag)).join(', ')}: changed there too)`
 }

@@ -10,6 +10,7 @@ import {smallFileSystem} from '../helpers/full-disk.js'
 import {exists, tempDir} from '../helpers/temp.js'
 import {nodeDocument, writeNodeDocument} from '../helpers/node-documents.js'
 import {loadSigningKey, signIndex} from '../../src/lib/archive/signature.js'
+import {runDir} from '../../src/lib/state/state-dir.js'
 
 /*
  * A node whose input comes from the repository (input_from: repository) takes only its own
@@ -105,6 +106,15 @@ test('a node input changed by one byte in the repository is refused (65): nothin
   const good = await node.apply()
   t.is(good.exitCode, 0, good.stderr)
   t.like(JSON.parse(good.stdout), {state: 'succeeded', release: 'foo/tags/1.4.0', ref: 'foo/channels/stable', fetch: {input: {node: 'web1', status: 'updated'}}})
+  // The next tick reads its own document, named as such: the index's version is not the document's (a time in milliseconds).
+  const tick = await node.apply()
+  t.is(tick.exitCode, 0, tick.stderr)
+  const document = (await nodeDocument(repo, 'web1')).json
+  const {id, fetch} = JSON.parse(tick.stdout)
+  t.deepEqual(fetch.nodeDocument, {version: document.version, expires: document.expires})
+  t.false('indexVersion' in fetch)
+  t.false('indexExpires' in fetch)
+  t.deepEqual(JSON.parse(await readFile(join(runDir(node.state, id), 'run.json'), 'utf8')).fetch.nodeDocument, fetch.nodeDocument)
   t.is(await readFile(node.input, 'utf8'), inputFor('foo/channels/stable', 8080))
 
   // A new input is published; then someone changes one byte of it on the server.
@@ -118,7 +128,7 @@ test('a node input changed by one byte in the repository is refused (65): nothin
   await assertRefused(t, node, /input of node web1 does not match the signed index/, {
     input: inputFor('foo/channels/stable', 8080),
     modules: (await readdir(node.modules)).sort(),
-    lastCompleted: JSON.parse(good.stdout).id,
+    lastCompleted: id,
   })
 })
 

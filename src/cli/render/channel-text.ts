@@ -19,6 +19,15 @@ const SIGNATURE: Record<RepositoryListing['signature'], (key: string | null) => 
 /** A key id cut to what a person compares: `sha256:1a2b3c4d5e6f7a8b`. */
 const shortKey = (key: string | null) => (key === null ? 'unsigned' : key.startsWith('sha256:') ? key.slice(0, 23) : key)
 
+/** How many node inputs, and where they are listed: the index, or each node's own document (not readable as a node reads the repository). */
+function nodeInputs(listing: RepositoryListing): string {
+  const where = listing.nodeInputsIn === 'documents' ? 'each in its node\'s own document (publish --node-documents-only)' : null
+  if (listing.nodes === null) return `not listed: ${where}; --repo DIR counts them`
+  const named = listing.nodes.length > 0 ? 'names and apps: --json' : null
+  const notes = [where, named].filter((note) => note !== null)
+  return `${listing.nodes.length}${notes.length > 0 ? ` (${notes.join('; ')})` : ''}`
+}
+
 /** `repository list`: the index's identity, each app's channels (tag, policy, moves kept) and tags, the node inputs' count. */
 export function renderRepositoryListing(listing: RepositoryListing, now = Date.now()): string {
   const left = listing.expires === null ? null : Date.parse(listing.expires) - now
@@ -28,7 +37,7 @@ export function renderRepositoryListing(listing: RepositoryListing, now = Date.n
     ['version', listing.version === null ? '- (an index made before versions)' : String(listing.version)],
     ['expires', listing.expires === null ? '-' : `${listing.expires} (${left! <= 0 ? 'EXPIRED: nodes take nothing new from it' : `in ${formatAge(left!)}`})`],
     ['signed by', SIGNATURE[listing.signature](listing.signedBy)],
-    ['node inputs', `${listing.nodes.length}${listing.nodes.length > 0 ? ' (names and apps: --json)' : ''}`],
+    ['node inputs', nodeInputs(listing)],
   ])
   const apps = listing.apps.map((app) => {
     const channels = app.channels.map((channel) => [channel.channel, channel.tag, channel.policy ? describePolicy(channel.policy) : null, String(channel.moves)])

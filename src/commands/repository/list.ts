@@ -11,7 +11,8 @@ export default class RepositoryList extends BaseCommand {
     "--repo DIR reads the publisher's copy (the directory publish writes); --source URL|DIR reads the repository as a node reads it " +
       "(its signature verified with the trusted keys, judged fresh against what this machine accepted, remembered nowhere). Nothing is changed. Tags newest first (the " +
       `newest 20 of each app and every yanked one; --json lists all), each channel's tag, policy and how many moves its history keeps ` +
-      '(channel history shows them), the number of node inputs (--json names them with their app).',
+      '(channel history shows them), the number of node inputs (--json names them with their app) and where they are listed: ' +
+      'in index.json, or each in its node\'s own document (publish --node-documents-only: --repo counts them from the documents, --source cannot and says "not listed").',
     [
       {code: 0, meaning: 'listed'},
       {code: 64, meaning: 'neither or both of --repo and --source; --source: plain http with no trusted key and no --insecure'},

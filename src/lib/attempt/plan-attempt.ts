@@ -195,6 +195,6 @@ async function guardedFetch<T>(
 }
 
 function toRunFetch(result: FetchResult): RunFetch {
-  const index = result.indexVersion === undefined ? {} : {repository: result.repository ?? null, indexVersion: result.indexVersion, indexExpires: result.indexExpires ?? null}
+  const index = result.nodeDocument ? {repository: result.repository ?? null, nodeDocument: result.nodeDocument} : result.indexVersion === undefined ? {} : {repository: result.repository ?? null, indexVersion: result.indexVersion, indexExpires: result.indexExpires ?? null}
   return {source: result.source, ...index, releases: result.releases.map(({release, status, bytes}) => ({release, status, bytes}))}
 }

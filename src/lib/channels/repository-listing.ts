@@ -45,7 +45,10 @@ export interface RepositoryListing {
    */
   signature: 'verified' | 'named' | 'unsigned' | 'not checked'
   apps: ListedApp[]
-  nodes: Array<{node: string; app: string; publishedAt: string}>
+  /** Where the node inputs are listed: in index.json, or each in its node's own document (publish --node-documents-only). */
+  nodeInputsIn: 'index' | 'documents'
+  /** The node inputs; null when not listed: in documents, read with --source (a node's reading of its own document only; --repo reads them all). */
+  nodes: Array<{node: string; app: string; publishedAt: string}> | null
 }
 
 /**
@@ -97,9 +100,12 @@ export function listIndex(index: RepositoryIndex, where: Pick<RepositoryListing,
           .map(([channel, policy]) => ({channel, policy})),
       }
     })
-  const nodes = Object.keys(index.nodes ?? {})
-    .sort()
-    .map((node) => ({node, app: index.nodes![node].app, publishedAt: index.nodes![node].publishedAt}))
+  const nodes =
+    index.nodesInDocuments && index.nodes === undefined
+      ? null
+      : Object.keys(index.nodes ?? {})
+          .sort()
+          .map((node) => ({node, app: index.nodes![node].app, publishedAt: index.nodes![node].publishedAt}))
   const expires = index.expires ?? null
   return {
     repo: where.repo,
@@ -110,6 +116,7 @@ export function listIndex(index: RepositoryIndex, where: Pick<RepositoryListing,
     signedBy: where.signedBy,
     signature: where.signature,
     apps,
+    nodeInputsIn: index.nodesInDocuments ? 'documents' : 'index',
     nodes,
   }
 }

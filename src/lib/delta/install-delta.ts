@@ -39,7 +39,7 @@ export interface SignedTag {
   objects?: {manifest: string; size: number}
 }
 
-/** How a tag was delivered: files shared with installed tags (hard links), written, downloaded, and the bytes downloaded. */
+/** How a tag was delivered: files linked to an installed tag's copy (shared) or written from downloaded content (written), shared + written being the files installed; the distinct contents downloaded for them (downloaded, at most written). */
 export interface DeliveryCounts {
   shared: number
   written: number

@@ -1,5 +1,5 @@
 import type {NodeState} from '../state/node-state.js'
-import {type RunRecord, newestRecord} from '../state/run-record.js'
+import {type RunRecord, newestRecord, signedExpiry} from '../state/run-record.js'
 import {formatAge} from '../util/duration.js'
 import {expiryWarning} from '../repository/index-expiry.js'
 
@@ -42,9 +42,10 @@ export function checkNode(state: NodeState, disabled: {message: string} | null, 
   // The node enforced what it had: the repository outage is worth a look, not a page.
   if (newest?.fetch?.fallback) problems.push(['WARNING', `fetch failed, ran the installed ${newest.release}: ${newest.fetch.error ?? newest.fetch.source}`])
   // The index's expiry: a week ahead, time to fix the re-signing; past it, the node takes nothing new.
-  const indexed = newestRecord(state.records, (record) => Boolean(record.fetch?.indexExpires))?.fetch
-  const expiry = indexed ? expiryWarning(`index of ${indexed.source}`, indexed.indexExpires, now.getTime()) : null
-  if (expiry) problems.push([Date.parse(indexed!.indexExpires!) <= now.getTime() ? 'CRITICAL' : 'WARNING', expiry])
+  const indexed = newestRecord(state.records, (record) => Boolean(signedExpiry(record.fetch)))?.fetch
+  const expires = signedExpiry(indexed)
+  const expiry = indexed && expires ? expiryWarning(`${indexed.nodeDocument ? "this node's document" : 'index'} of ${indexed.source}`, expires, now.getTime()) : null
+  if (expiry) problems.push([Date.parse(expires!) <= now.getTime() ? 'CRITICAL' : 'WARNING', expiry])
   if (disabled) problems.push(['WARNING', `puppet is disabled: ${disabled.message}`])
   if (ageMs === null) problems.push(['CRITICAL', 'no successful run yet'])
   else if (ageMs >= critMs) problems.push(['CRITICAL', `last success ${formatAge(ageMs)} ago (critical at ${formatAge(critMs)})`])

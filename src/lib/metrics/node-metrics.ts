@@ -2,7 +2,7 @@ import {appendFile, mkdir, readFile} from 'node:fs/promises'
 import {dirname, join} from 'node:path'
 
 import type {NodeState} from '../state/node-state.js'
-import {COMPLETED_STATES, type RunRecord, type RunState, newestRecord} from '../state/run-record.js'
+import {COMPLETED_STATES, type RunRecord, type RunState, newestRecord, signedExpiry} from '../state/run-record.js'
 import {writeFileAtomic} from '../util/atomic-write.js'
 import {appliedAndDrift} from '../state/applied.js'
 import type {NodeIdentity} from '../config/node-identity.js'
@@ -160,10 +160,10 @@ export function nodeMetrics(state: NodeState, counts: Record<string, number>, di
     },
     {
       name: 'localpuppet_index_expiry_timestamp_seconds',
-      help: "When the newest repository index a --fetch read expires (or expired: the node takes nothing new from it, and enforces its installed release); absent before one was read. Alerts: LocalpuppetIndexExpiresSoon, LocalpuppetIndexExpired.",
+      help: "When the newest repository index a --fetch read (or the node's own document, read in its place) expires (or expired: the node takes nothing new from it, and enforces its installed release); absent before one was read. Alerts: LocalpuppetIndexExpiresSoon, LocalpuppetIndexExpired.",
       type: 'gauge',
       samples: (() => {
-        const expires = newestRecord(state.records, (record) => Boolean(record.fetch?.indexExpires))?.fetch?.indexExpires
+        const expires = signedExpiry(newestRecord(state.records, (record) => Boolean(signedExpiry(record.fetch)))?.fetch)
         return expires ? [{value: seconds(expires)}] : []
       })(),
     },

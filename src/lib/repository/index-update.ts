@@ -117,19 +117,19 @@ async function updateUnderLock<T>(options: IndexUpdateOptions, now: () => number
     index.expires = expires
   }
 
-  let bytes = indexToo ? serializeRepositoryIndex(index) : null
-  // An index no node would read (over the bound every node reads, MAX_REPOSITORY_INDEX_BYTES) is refused before anything is written.
-  if (bytes && bytes.length > MAX_REPOSITORY_INDEX_BYTES) {
+  // An index no node would read (over the bound every node reads, MAX_REPOSITORY_INDEX_BYTES) is refused before anything is written;
+  // measured as written, with the nodeDocuments mark writeNodeDocuments sets (an index serialized before it lacked the mark, and nodes never read their documents).
+  const sized = indexToo ? serializeRepositoryIndex(index.repository === undefined ? index : {...index, nodeDocuments: true}) : null
+  if (sized && sized.length > MAX_REPOSITORY_INDEX_BYTES) {
     const nodes = Object.keys(index.nodes ?? {}).length
-    throw new InputError(`${join(options.repo, REPOSITORY_INDEX)} would be ${bytes.length} bytes, over the ${MAX_REPOSITORY_INDEX_BYTES} a node reads (${nodes} node inputs listed); nothing published`, [
+    throw new InputError(`${join(options.repo, REPOSITORY_INDEX)} would be ${sized.length} bytes, over the ${MAX_REPOSITORY_INDEX_BYTES} a node reads (${nodes} node inputs listed); nothing published`, [
       nodes > 0 ? 'publish with --node-documents-only: index.json then lists no node inputs, each node reads its own signed document (docs/delivery.md)' : 'remove tags or apps the repository no longer serves',
     ])
   }
 
   // Each changed node's document before the index (node-documents/): what a node reads instead of it.
   const documents = await writeNodeDocuments(options.repo, before, index, key, now(), {expires, table, resign: options.resign})
-  // Serialized again: writing the documents marks the index (nodeDocuments), which the bytes checked above predate.
-  if (bytes) bytes = serializeRepositoryIndex(index)
+  const bytes = indexToo ? serializeRepositoryIndex(index) : null
   // The signature first, then the index, the last thing written (writeSignedFileAtomic). The next publish always writes a matching pair.
   // index.json not written: the documents go back to what the index says (a publish that fails publishes nothing).
   if (bytes)

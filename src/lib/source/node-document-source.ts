@@ -53,9 +53,9 @@ export async function readViaDocument(context: DocumentContext, options: FetchOp
     if (before?.version != null && before.repository === id) {
       // Unavailable (69), as a repository out of reach is: apply --fetch keeps enforcing what the node has, taking nothing new.
       throw new RepositoryUnavailableError(
-        `${context.transport.locate(nodeDocumentPath(id, context.node))}: not found, though this node accepted its document version ${before.version} from ${context.label}; nothing taken from the repository's index`,
+        `node ${context.node}'s document ${context.transport.locate(nodeDocumentPath(id, context.node))} is not found, though this node accepted its document version ${before.version} from ${context.label}: most likely its input was removed from the repository (publish --prune), or the repository is being published or copied and is incomplete, or someone withholds the document; nothing taken from the repository's index (this node keeps what it has)`,
         [
-          `the repository is gone or incomplete, its input was removed (publish --prune), or someone withholds the document to make this node read an older index; to follow a repository published without documents again, remove the ${track} entry from ${acceptedVersionsPath(options.moduleDir)}`,
+          `a node taken out of the fleet: stop its timer (it keeps enforcing its last release until then); a node that should be in it: publish its input again (publish --node ${context.node} --input FILE); a repository published without documents on purpose: remove the ${track} entry from ${acceptedVersionsPath(options.moduleDir)}`,
         ],
       )
     }

@@ -33,8 +33,9 @@ export interface FetchedRelease {
   modulepath: string[]
   /**
    * How it came (repository sources, when installed): `archive`, or `objects` (only what the
-   * installed tags lacked: delta/), with how many files were shared with installed tags
-   * (hard links), written, and downloaded.
+   * installed tags lacked: delta/), with how many of the files installed were shared with
+   * installed tags (hard links) or written (shared + written: the files installed), and how
+   * many distinct contents were downloaded for those written (at most written).
    */
   delivery?: 'archive' | 'objects'
   files?: {shared: number; written: number; downloaded: number}
@@ -52,8 +53,8 @@ export interface FetchResult {
   indexExpires?: string | null
   /** Over http(s): whether the index was the copy this node kept (its server answered 304 to a conditional request). */
   indexUnchanged?: boolean
-  /** Read through the node's own document (nodes/<h>.json, node-documents/) instead of index.json: indexVersion is the document's. */
-  nodeDocument?: boolean
+  /** Read through the node's own document (nodes/<h>.json, node-documents/) instead of index.json: its version (milliseconds since 1970) and expiry; indexVersion and indexExpires are then absent. */
+  nodeDocument?: {version: number | null; expires: string | null}
   /** Over http(s): bytes of the bodies read from the repository, as they came over the wire (compressed, when they were). */
   bytesRead?: number
   /** input_from: repository: the node's input the index listed, and whether the input file changed. */

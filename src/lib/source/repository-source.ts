@@ -89,10 +89,9 @@ export class RepositorySource implements ReleaseSource {
       releases,
       signedBy,
       repository: accepted.repository,
-      indexVersion: accepted.version,
-      indexExpires: accepted.expires,
+      // What was read is named as such: a node's document has its own versions (a time in milliseconds), not the index's.
+      ...(this.track === undefined ? {indexVersion: accepted.version, indexExpires: accepted.expires} : {nodeDocument: {version: accepted.version, expires: accepted.expires}}),
       ...(this.transport.readConditional ? {indexUnchanged: this.indexUnchanged} : {}),
-      ...(this.track === undefined ? {} : {nodeDocument: true}),
       ...(this.transport.bytesRead === undefined ? {} : {bytesRead: this.transport.bytesRead}),
       untrusted,
       warnings: [...(accepted.warning ? [accepted.warning] : []), ...warnings],

@@ -38,6 +38,8 @@ export interface RunFetch {
   /** The repository index's version and expiry the fetch used (null: an index made before versions); absent for apt and a fallback (but for one refusing an expired index: when it expired). */
   indexVersion?: number | null
   indexExpires?: string | null
+  /** Read through the node's own document instead of index.json: its version (milliseconds since 1970) and expiry, in place of indexVersion and indexExpires. */
+  nodeDocument?: {version: number | null; expires: string | null}
   releases: Array<{release: string; status: string; bytes: number}>
   /** input_from: repository: the node's input the index listed (its node name and sha256) and whether the input file changed. */
   input?: {node: string; sha256: string; status: string}
@@ -278,6 +280,11 @@ export function newestRecord(records: RunRecord[], filter: (record: RunRecord) =
   let newest: RunRecord | null = null
   for (const record of records) if (filter(record) && (newest === null || recordTime(record) >= recordTime(newest))) newest = record
   return newest
+}
+
+/** When the signed document a fetch read expires: the repository's index, or the node's own document read in its place. */
+export function signedExpiry(fetch: RunFetch | null | undefined): string | null | undefined {
+  return fetch?.indexExpires ?? fetch?.nodeDocument?.expires
 }
 
 /** The newest run's id; 66 when there are no runs yet. */

@@ -26,6 +26,16 @@ export async function verifyInstalled(moduleDir: string, refs: string[], options
 
   const results: VerifyResult[] = []
   for (const release of releases) results.push(await verifyJudged(root, release, undefined, {allowUntrusted: options.allowUntrusted, seen, untrusted}))
+  // A modified file another tag shares is modified there too: its repair removes both.
+  const mismatched = results.filter((result) => result.modified.length > 0)
+  if (mismatched.length > 0) {
+    const [{sharedWithTags}, installed] = await Promise.all([import('./shared-files.js'), listRecordedReleases(root)])
+    for (const result of mismatched) {
+      const shared = await sharedWithTags(root, result.release, result.modified, installed)
+      if (Object.keys(shared).length > 0) result.sharedWith = shared
+    }
+  }
+
   return {results, untrusted}
 }
 

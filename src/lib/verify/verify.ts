@@ -22,6 +22,8 @@ export interface VerifyResult {
    * after. Not a mismatch: callers refuse it (77) unless --allow-untrusted.
    */
   untrusted: string | null
+  /** verify: each modified file that other installed tags hold as the same file (a hard link: fetch shares files), with those tags. */
+  sharedWith?: Record<string, string[]>
 }
 
 /**
@@ -386,7 +388,7 @@ export async function verifyModulepath(
       // Who owns and can write each entry: judged with the whole modulepath before (run-plan).
       const result = await verifyRelease(moduleDir, release.release, undefined, {judgeTrust: false, cache: options.keepKeys === false ? 'read' : true, tree: trees?.get(release.release)})
       if (!result.recorded) continue
-      if (!result.ok) throw new VerificationError(describeMismatch(result), [`localpuppet verify ${release.release} lists every difference`])
+      if (!result.ok) throw new VerificationError(describeMismatch(result), [`localpuppet verify ${release.release} lists every difference, the other tags that share a changed file, and how to repair them (remove the tags, fetch them again)`])
       checked.push({release: release.release, verified: true})
     }
   } finally {

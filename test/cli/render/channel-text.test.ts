@@ -26,6 +26,7 @@ test('repository list: what the index says (a yank reason, a publish time) is sh
         orphanPolicies: [{channel: 'prod', policy: {requireHealthy: 'stable', forMs: 0, minNodes: 1, setAt: '2026-11-28T00:00:00.000Z', setBy: null}}],
       },
     ],
+    nodeInputsIn: 'index',
     nodes: [],
   }
   const text = renderRepositoryListing(listing)
@@ -36,6 +37,14 @@ test('repository list: what the index says (a yank reason, a publish time) is sh
   t.regex(text, /^ {2}stable +1\.0\.29 +healthy on canary for 30m, at least 2 nodes +3$/m)
   t.regex(text, /^ {2}prod +\(no such channel\) +healthy on stable, at least 1 node/m)
   t.regex(text, /\.\.\. and 11 older \(--json lists every tag\)/, '20 newest shown, and the yanked one')
+})
+
+test('repository list: node inputs each in their own document are counted from the publisher\'s copy, and read as a node reads the repository they are "not listed", never 0', (t) => {
+  const listing: RepositoryListing = {repo: 'https://repo.example.com/puppet', repository: 'r', version: 5, expires: null, expired: false, signedBy: null, signature: 'not checked', apps: [], nodeInputsIn: 'documents', nodes: null}
+  t.regex(renderRepositoryListing(listing), /^node inputs +not listed: each in its node's own document \(publish --node-documents-only\); --repo DIR counts them$/m)
+  const publisher = {...listing, nodes: [{node: 'web1', app: 'foo/channels/stable', publishedAt: '2026-11-28T00:00:00.000Z'}]}
+  t.regex(renderRepositoryListing(publisher), /^node inputs +1 \(each in its node's own document \(publish --node-documents-only\); names and apps: --json\)$/m)
+  t.regex(renderRepositoryListing({...publisher, nodeInputsIn: 'index'}), /^node inputs +1 \(names and apps: --json\)$/m)
 })
 
 test('channel history: newest first, the override\'s reason escaped, key ids cut to what a person compares', (t) => {

@@ -52,7 +52,8 @@ test('a tag sharing most files with an installed one is installed with those fil
   t.is(again.releases[0].status, 'already present')
 })
 
-test('a shared file tampered with is found by verify for every tag that shares it; removing the older tag leaves the newer whole', async (t) => {
+/** OLD then NEW fetched (NEW sharing OLD's apache/files/f003.txt), then that file changed through OLD, as an owner can. */
+async function tamperedShared(t: ExecutionContext): Promise<Setup> {
   const s = await setup(t)
   await fetch(s, OLD)
   await fetch(s, NEW)
@@ -60,6 +61,11 @@ test('a shared file tampered with is found by verify for every tag that shares i
   await chmod(shared, 0o644)
   await appendFile(shared, 'tampered\n')
   await chmod(shared, 0o444)
+  return s
+}
+
+test('a shared file tampered with is found by verify for every tag that shares it; removing the older tag leaves the newer whole', async (t) => {
+  const s = await tamperedShared(t)
   const {results} = await verifyInstalled(s.moduleDir, [])
   t.deepEqual(results.map((r) => [r.release, r.ok, r.modified]), [[OLD, false, ['apache/files/f003.txt']], [NEW, false, ['apache/files/f003.txt']]])
 
@@ -72,6 +78,20 @@ test('a shared file tampered with is found by verify for every tag that shares i
   await rm(join(s2.moduleDir, '.localpuppet', 'records', `${OLD}.json`))
   const after = await verifyInstalled(s2.moduleDir, [])
   t.deepEqual(after.results.map((r) => [r.release, r.ok]), [[NEW, true]])
+})
+
+test('verify of one tag whose changed file is shared names the other tags that hold it, and its repair recipe (remove both, fetch again) makes both whole', async (t) => {
+  const s = await tamperedShared(t)
+  const {results} = await verifyInstalled(s.moduleDir, [OLD])
+  t.deepEqual(results.map((r) => [r.release, r.modified, r.sharedWith]), [[OLD, ['apache/files/f003.txt'], {'apache/files/f003.txt': [NEW]}]])
+  const {repairRecipe} = await import('../../../src/lib/verify/shared-files.js')
+  const recipe = repairRecipe(s.moduleDir, [OLD, NEW])
+  t.regex(recipe, new RegExp(`; then localpuppet fetch ${OLD} ${NEW}$`))
+  const removal = recipe.replace(/^to repair: /, '').replace(/; then localpuppet fetch .*$/, '')
+  await import('node:child_process').then(({execFileSync}) => execFileSync('sh', ['-c', removal]))
+  await fetch(s, OLD)
+  await fetch(s, NEW)
+  t.deepEqual((await verifyInstalled(s.moduleDir, [])).results.map((r) => [r.release, r.ok]), [[OLD, true], [NEW, true]])
 })
 
 test('an installed file changed since its install is not shared: the new tag gets the published content, and verify still names the old tag', async (t) => {

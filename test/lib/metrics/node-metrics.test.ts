@@ -77,3 +77,14 @@ test("issue 35: the newest attempt's run id and first error, one line of at most
   t.regex(text([record(0, {state: 'refused', exitCode: 65, error: 'input.yaml: unknown class nc4sit'})]), /^localpuppet_last_attempt_info\{run_id="run0",first_error="input\.yaml: unknown class nc4sit"\} 1$/m)
   t.regex(text([record(0, {state: 'succeeded', exitCode: 0})]), /^localpuppet_last_attempt_info\{run_id="run0",first_error=""\} 1$/m)
 })
+
+test("a node reading its own document in place of the index: the document's expiry is the expiry metric and status --check's warning names it", async (t) => {
+  const {checkNode} = await import('../../../src/lib/metrics/nagios-check.js')
+  const soon = '2026-11-26T12:00:00.000Z'
+  const fetch = {source: 'https://repo.example.com/', releases: [], nodeDocument: {version: 1_795_838_786_467, expires: soon}}
+  const records = [record(0, {state: 'succeeded', ref: 'foo@^1', release: 'foo/tags/1.0.0', exitCode: 0, fetch})]
+  t.regex(text(records), new RegExp(`^localpuppet_index_expiry_timestamp_seconds ${Date.parse(soon) / 1000}$`, 'm'))
+  const ahead = checkNode(state(records), null, 7_200_000, 21_600_000, at(31))
+  t.is(ahead.status, 'WARNING', ahead.line)
+  t.regex(ahead.line, /this node's document of https:\/\/repo\.example\.com\/ expires at 2026-11-26T12:00:00\.000Z/)
+})

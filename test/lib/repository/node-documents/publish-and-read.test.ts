@@ -222,7 +222,9 @@ test("another node's document in this node's place, an older document replayed, 
   await rm(join(repo, 'nodes'), {recursive: true})
   const withheld = await t.throwsAsync(tick(url))
   t.is((withheld as LocalpuppetError).exitCode, 69)
-  t.regex(withheld!.message, /nodes\/[0-9a-f]{64}\.json: not found, though this node accepted its document version \d+ from \S+; nothing taken from the repository's index$/)
+  // What an operator of a pruned node reads: the likely causes, pruning first, and what to do for each.
+  t.regex(withheld!.message, /^node web1's document \S+nodes\/[0-9a-f]{64}\.json is not found, though this node accepted its document version \d+ from \S+: most likely its input was removed from the repository \(publish --prune\), or the repository is being published or copied and is incomplete, or someone withholds the document; nothing taken from the repository's index \(this node keeps what it has\)$/)
+  t.regex((withheld as LocalpuppetError).suggestions!.join('\n'), /a node taken out of the fleet: stop its timer .*publish --node web1 --input FILE/)
   // A repository without documents (published before them), to a node that never read one: the index, as before.
   t.is((await tick(url, 'web1', join(dir, 'fresh'))).text, 'app: foo/channels/stable\nclasses: [w]\n')
 })
@@ -267,7 +269,9 @@ test("--node-documents-only: index.json lists no nodes; publishing one node's in
 
   // repository list: the nodes, from their documents.
   const {listRepository} = await import('../../../../src/lib/channels/repository-listing.js')
-  t.deepEqual((await listRepository(repo)).nodes.map((n: {node: string}) => n.node), ['web1', 'web2'])
+  const listed = await listRepository(repo)
+  t.deepEqual(listed.nodes!.map((n: {node: string}) => n.node), ['web1', 'web2'])
+  t.is(listed.nodeInputsIn, 'documents', 'the mode is shown')
 
   // Publishing a plain input reads no document to look for encrypted ones, until one is encrypted: then the index says so (rewritten once).
   const {nodesForSealCheck} = await import('../../../../src/lib/repository/node-documents/node-table.js')
