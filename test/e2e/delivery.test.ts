@@ -73,7 +73,7 @@ test('apply refuses a tampered installed tag before puppet starts, naming the fi
   const verify = await cli(['verify', 'dist/tags/2.0.1', '--module-dir', modules])
   t.is(verify.exitCode, 65)
   t.is(verify.stdout, 'MISMATCH  dist/tags/2.0.1\n  modified  platform/manifests/init.pp')
-  t.regex(verify.stderr, /^localpuppet: warning: to repair: find \S+\/dist\/tags\/2\.0\.1'? -type d -exec chmod u\+w \{\} \+ && rm -rf \S+\/dist\/tags\/2\.0\.1'?; then localpuppet fetch dist\/tags\/2\.0\.1$/m)
+  t.regex(verify.stderr, /^localpuppet: warning: to repair: find \S+\/dist\/tags\/2\.0\.1'? -type d -exec chmod u\+w \{\} \+ && rm -rf \S+\/dist\/tags\/2\.0\.1'?; then localpuppet fetch --module-dir \S+ dist\/tags\/2\.0\.1$/m)
 })
 
 test('an archive signed with an OpenSSL Ed25519 key installs only where that key is trusted', async (t) => {

@@ -1,5 +1,5 @@
 import {lstat} from 'node:fs/promises'
-import {join} from 'node:path'
+import {join, resolve} from 'node:path'
 
 import {shellQuote} from '../util/shell-quote.js'
 
@@ -28,9 +28,11 @@ export async function sharedWithTags(root: string, release: string, paths: strin
 /**
  * How to put tags back as they were installed: remove them (their directories made writable
  * first, not their files, which tags not named may share) and fetch them again, which
- * downloads what no intact tag has.
+ * downloads what no intact tag has. Pasted into a shell as printed: every word quoted, the
+ * directories absolute (find and rm never read one as an option), and the fetch into the
+ * module dir verified, not the configured one.
  */
 export function repairRecipe(moduleDir: string, releases: string[]): string {
-  const dirs = releases.map((release) => shellQuote(join(moduleDir, release))).join(' ')
-  return `to repair: find ${dirs} -type d -exec chmod u+w {} + && rm -rf ${dirs}; then localpuppet fetch ${releases.join(' ')}`
+  const dirs = releases.map((release) => shellQuote(join(resolve(moduleDir), release))).join(' ')
+  return `to repair: find ${dirs} -type d -exec chmod u+w {} + && rm -rf ${dirs}; then localpuppet fetch --module-dir ${shellQuote(resolve(moduleDir))} ${releases.map(shellQuote).join(' ')}`
 }

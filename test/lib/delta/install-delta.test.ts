@@ -86,7 +86,7 @@ test('verify of one tag whose changed file is shared names the other tags that h
   t.deepEqual(results.map((r) => [r.release, r.modified, r.sharedWith]), [[OLD, ['apache/files/f003.txt'], {'apache/files/f003.txt': [NEW]}]])
   const {repairRecipe} = await import('../../../src/lib/verify/shared-files.js')
   const recipe = repairRecipe(s.moduleDir, [OLD, NEW])
-  t.regex(recipe, new RegExp(`; then localpuppet fetch ${OLD} ${NEW}$`))
+  t.true(recipe.endsWith(`; then localpuppet fetch --module-dir ${s.moduleDir} ${OLD} ${NEW}`), recipe)
   const removal = recipe.replace(/^to repair: /, '').replace(/; then localpuppet fetch .*$/, '')
   await import('node:child_process').then(({execFileSync}) => execFileSync('sh', ['-c', removal]))
   await fetch(s, OLD)
