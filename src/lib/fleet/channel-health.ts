@@ -15,6 +15,8 @@ export interface NodeHealth {
   firstError: string | null
   applied: string | null
   healthySince: string | null
+  /** Other scrape targets that reported this node's name, older or stopped: not judged, named so a name taken over is seen. */
+  alsoSeenAs?: string[]
 }
 
 export interface ChannelHealth {
@@ -61,8 +63,18 @@ export const CLOCK_AHEAD_MS = 60_000
 /** The newest attempt's states (exactly as the metrics write them, see Monitoring) that are not a failure (FAILED_STATES are). */
 const FINE_STATES = new Set(['succeeded', 'skipped', 'busy', 'running', 'no runs'])
 
-/** Judges one node against the release, at Prometheus' time `now`. Anything not understood is not healthy. */
+/**
+ * Judges one node against the release, at Prometheus' time `now`. Anything not understood is
+ * not healthy. The targets its name was also seen under are named in the reason: a live
+ * target taking the name of one that stopped (a move, or another machine) is then seen.
+ */
 export function judgeNode(node: PromNode, options: HealthOptions, now: number): NodeHealth {
+  const judged = judgeOne(node, options, now)
+  if (node.alsoSeenAs === undefined || node.alsoSeenAs.length === 0) return judged
+  return {...judged, alsoSeenAs: node.alsoSeenAs, reason: `${judged.reason}; also seen as ${node.alsoSeenAs.join(', ')} (older: ignored)`}
+}
+
+function judgeOne(node: PromNode, options: HealthOptions, now: number): NodeHealth {
   const base = {node: node.node, instance: node.instance, applied: node.applied, healthySince: node.healthySince, runId: node.runId ?? null, firstError: node.firstError ?? null}
   const time = (iso: string | null) => (iso === null ? Number.NaN : Date.parse(iso))
   const age = (iso: string | null) => (Number.isFinite(time(iso)) ? formatAge(now - time(iso)) : 'never')

@@ -79,3 +79,11 @@ test("issue 35: a failed node's reason names its run and Puppet's first error, a
     reason: 'newest attempt failed (exit 1) on foo/tags/1.1.0, run 20261128T001500.123Z-4f2a: Error: Evaluation Error: broken',
   })
 })
+
+// A node's name claimed by a live target hides the target that stopped under it (a move, or another machine taking
+// its name): the gate's row names the ignored target, so the operator sees it before promoting.
+test('the gate names the other scrape targets a node was seen under, healthy or not', (t) => {
+  t.like(judgeNode(node({alsoSeenAs: ['10.0.0.9:9100']}), options, NOW), {state: 'healthy', reason: 'healthy on it for 30m; also seen as 10.0.0.9:9100 (older: ignored)', alsoSeenAs: ['10.0.0.9:9100']})
+  t.like(judgeNode(node({alsoSeenAs: ['a:1', 'b:2'], healthySince: ago(3)}), options, NOW), {state: 'settling', reason: 'healthy on it for 3m of 10m; also seen as a:1, b:2 (older: ignored)'})
+  t.false('alsoSeenAs' in judgeNode(node({}), options, NOW))
+})
