@@ -61,26 +61,32 @@ const time = (iso: string | null) => {
  * one node, never a second "web1" that stopped reporting. Two targets reporting one name at
  * once are two machines calling themselves one node: the winner gets `liveTwins` (those
  * targets), and a fleet view believes nothing of it (one of them may be failing unseen).
+ * A stopped target that followed something else than the winner (`sameFollow` false: another
+ * channel) is kept as its own row: else a machine taking a stopped node's name on another
+ * channel would take that node out of its channel's promotion gate.
  */
-export function freshestPerNode<T extends SeenNode>(nodes: T[]): Array<T & {liveTwins?: string[]}> {
-  const best = new Map<string, {node: T; others: string[]; live: string[]}>()
+export function freshestPerNode<T extends SeenNode>(nodes: T[], sameFollow: (a: T, b: T) => boolean = () => true): Array<T & {liveTwins?: string[]}> {
+  const byName = new Map<string, T[]>()
   for (const node of nodes) {
-    const held = best.get(node.node)
-    if (held === undefined) {
-      best.set(node.node, {node, others: [], live: []})
-      continue
-    }
+    const group = byName.get(node.node)
+    if (group) group.push(node)
+    else byName.set(node.node, [node])
+  }
 
-    const bothLive = !node.stopped && !held.node.stopped
-    const fresher = held.node.stopped !== node.stopped ? !node.stopped : time(node.at) > time(held.node.at)
-    if (fresher) best.set(node.node, {node, others: [...held.others, held.node.instance], live: bothLive ? [...held.live, held.node.instance] : held.live})
-    else {
-      held.others.push(node.instance)
-      if (bothLive) held.live.push(node.instance)
+  const rows: Array<T & {liveTwins?: string[]}> = []
+  for (let group of byName.values()) {
+    // The freshest, with the others merged in; the stopped ones following something else are the next round's.
+    while (group.length > 0) {
+      const winner = group.reduce((held, node) => (held.stopped !== node.stopped ? (node.stopped ? held : node) : time(node.at) > time(held.at) ? node : held))
+      const apart = (node: T) => node.stopped && !sameFollow(winner, node)
+      const others = group.filter((node) => node !== winner && !apart(node))
+      const live = winner.stopped ? [] : others.filter((node) => !node.stopped).map((node) => node.instance)
+      rows.push(others.length === 0 ? winner : {...winner, alsoSeenAs: others.map((node) => node.instance), ...(live.length > 0 ? {liveTwins: live} : {})})
+      group = group.filter((node) => node !== winner && apart(node))
     }
   }
 
-  return [...best.values()].map(({node, others, live}) => (others.length === 0 ? node : {...node, alsoSeenAs: others, ...(live.length > 0 ? {liveTwins: live} : {})}))
+  return rows
 }
 
 /** Why a node reported by several live scrape targets at once is not believed, in one line naming them. */

@@ -263,7 +263,7 @@ export async function readPromFleet(url: string, options: PromFleetOptions = {})
   const [newest, applied] = await Promise.all([newestLabelSets(client, kept, stopped, lookbackSeconds), lastApplied(client, kept, stopped, lookbackSeconds)])
   for (const [target, {labels}] of stopped) nodes.push({...stoppedNode(newest.get(target) ?? labels, lastAttempts.map.get(target)), applied: applied.get(target) ?? null})
   // Two live targets under one name: believed as a node that disagrees with itself (not on its release, fleet status exits 1).
-  const one: PromNode[] = freshestPerNode(nodes).map(({liveTwins, ...node}) => {
+  const one: PromNode[] = freshestPerNode(nodes, (a, b) => a.app === b.app && a.channel === b.channel).map(({liveTwins, ...node}) => {
     if (liveTwins === undefined) return node
     const conflict = twinsConflict(node.node, node.instance, liveTwins)
     return {...node, conflict, message: conflict, onWanted: null}

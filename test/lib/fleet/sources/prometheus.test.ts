@@ -280,6 +280,29 @@ test('a node seen under an old scrape target too is one node: the target reporti
   t.is(health.nodes.length, 1)
 })
 
+test('a live target taking the name of a node that stopped on another channel does not hide it from that channel\'s gate', async (t) => {
+  const {channelHealth} = await import('../../../../src/lib/fleet/channel-health.js')
+  const healthyAt = (instance: string, node: string, follows: string) => [
+    sample('desired_release_info', {...desired('foo/tags/1.4.0', instance, node), ref: `foo/channels/${follows}`, channel: follows}, 1, instance),
+    sample('applied_release_info', {app: 'foo', release: 'foo/tags/1.4.0'}, 1, instance),
+    sample('last_attempt_exit_code', {state: 'succeeded', release: 'foo/tags/1.4.0'}, 0, instance),
+    sample('last_attempt_timestamp_seconds', {}, NOW - 60, instance),
+    sample('healthy_since_timestamp_seconds', {}, NOW - 600, instance),
+    sample('last_run_success', {}, 1, instance),
+  ]
+  // web1 (canary) stopped on 1.4.0; another machine calling itself web1 reports now, on stable; web3 is healthy on canary.
+  const live = [...healthyAt('other:9100', 'web1', 'stable'), ...healthyAt('web3:9100', 'web3', 'canary')]
+  const prometheus = await fakePrometheus(t, (query) => {
+    if (query.startsWith('{__name__=~')) return {resultType: 'vector', result: live}
+    if (query.startsWith('last_over_time(localpuppet_desired')) return {resultType: 'vector', result: [sample('desired_release_info', desired('foo/tags/1.4.0', 'web1:9100'), 1, 'web1:9100'), live[0], live[6]]}
+    if (query.startsWith('last_over_time(localpuppet_last_attempt')) return {resultType: 'vector', result: [sample('last_attempt_timestamp_seconds', {}, NOW - 900, 'web1:9100')]}
+    return {resultType: 'matrix', result: []}
+  })
+  const health = await channelHealth(prometheus.url, {app: 'foo', release: 'foo/tags/1.4.0', channel: 'canary', forMs: 0, minNodes: 1})
+  t.false(health.ok, health.why)
+  t.deepEqual(health.nodes.map((node) => [node.node, node.instance, node.state]), [['web1', 'web1:9100', 'stopped reporting'], ['web3', 'web3:9100', 'healthy']])
+})
+
 test('two live scrape targets reporting one node name (two machines with one node_name) are not hidden behind the fresher: the node is not believed, fleet status is not ok, the gate refuses naming both', async (t) => {
   const {channelHealth} = await import('../../../../src/lib/fleet/channel-health.js')
   const healthyAt = (instance: string, at: number) => [
