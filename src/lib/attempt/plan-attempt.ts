@@ -10,6 +10,7 @@ import {redactUrl} from '../util/terminal-text.js'
 import {keptLayersDir} from '../layers/fetch-layers.js'
 import {layersDirFor} from '../layers/run-layers.js'
 import {type RunOptions, planOptions} from './options.js'
+import {signedExpiry} from '../state/run-record.js'
 
 /** How a plan talks to the person who asked for it; every member is optional (--json: none). */
 export interface PlanIo {
@@ -133,7 +134,7 @@ export async function planAttempt(inputPath: string, options: RunOptions, facts:
   }
 
   if (unreachable) {
-    const refused = fetched?.fetched.indexExpires ? ': nothing new is taken from it' : ''
+    const refused = signedExpiry(fetched?.fetched) ? ': nothing new is taken from it' : ''
     io.warn?.(`--fetch: ${unreachable.message}${refused}; applying ${plan.release} as installed here (verified)`)
   }
 
@@ -147,11 +148,13 @@ export async function pinInput<T extends {app: ReleaseRef}>(input: T, release: s
 }
 
 /** A source that could not be reached (69), or whose index had expired (65, `expires` says when): the run falls back to what is installed. */
-type Unreachable = {unreachable: LocalpuppetError; source: string; expires?: string}
+type Unreachable = {unreachable: LocalpuppetError; source: string; expires?: string; nodeDocument?: {version: number | null}}
 
 /** The run record's fetch for a fallback: why, and the expired index's date (for the expiry metric and status --check). */
 function fallbackFetch(result: Unreachable): RunFetch {
-  return {source: result.source, releases: [], error: result.unreachable.message, fallback: true, ...(result.expires ? {indexExpires: result.expires} : {})}
+  // A node's own document that expired is named as such (nodeDocument), as a fetch that read one is: indexExpires is the index's.
+  const expiry = result.expires ? (result.nodeDocument ? {nodeDocument: {...result.nodeDocument, expires: result.expires}} : {indexExpires: result.expires}) : {}
+  return {source: result.source, releases: [], error: result.unreachable.message, fallback: true, ...expiry}
 }
 
 /** input_from: repository: the node's input and its release, or, when the source could not be reached (69), that error and the source. */
@@ -184,7 +187,7 @@ async function guardedFetch<T>(
     // must not stop enforcing. Every other refusal (a replay, a bad signature) stops the run.
     if (!isUnreachable(error) && !(error instanceof IndexExpiredError)) throw error
     // As the run record names it: without the URL's credentials.
-    return {unreachable: error, source: redactUrl(await configuredSource(fetch)), ...(error instanceof IndexExpiredError ? {expires: error.expires} : {})}
+    return {unreachable: error, source: redactUrl(await configuredSource(fetch)), ...(error instanceof IndexExpiredError ? {expires: error.expires, ...(error.nodeDocument ? {nodeDocument: error.nodeDocument} : {})} : {})}
   } finally {
     io.progress?.done()
   }

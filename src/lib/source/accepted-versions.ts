@@ -62,6 +62,8 @@ export class IndexExpiredError extends ReleaseError {
     /** When the refused index expired (ISO 8601). */
     readonly expires: string,
     suggestions: string[] = [],
+    /** A node's own document was refused, not the index: its version (what the run record names nodeDocument). */
+    readonly nodeDocument?: {version: number | null},
   ) {
     super(message, suggestions)
   }
@@ -185,7 +187,7 @@ export function judgeIndex(memory: AcceptedVersions, source: string, index: Inde
   if (Date.parse(index.expires!) <= now) {
     throw new IndexExpiredError(`${thing} version ${index.version} of ${of} expired at ${index.expires}: a stale copy replayed to freeze this node (freeze attack), or the repository was not re-signed in time`, index.expires!, [
       'the publisher renews it: localpuppet publish --repo DIR --sign KEY.pem (with no archive: a re-signing)',
-    ])
+    ], thing === 'index' ? undefined : {version: index.version ?? null})
   }
 
   return {repository: id, version: index.version, expires: index.expires!, warning: expiryWarning(`${thing} version ${index.version} of ${of}`, index.expires, now)}

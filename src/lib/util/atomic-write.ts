@@ -2,7 +2,7 @@ import {randomBytes} from 'node:crypto'
 import {renameSync} from 'node:fs'
 import {open, unlink} from 'node:fs/promises'
 import {basename, dirname, join} from 'node:path'
-import {distinctMtime} from './distinct-mtime.js'
+import {distinctMtime, stampMtime} from './distinct-mtime.js'
 
 /**
  * Writes a file so that a reader sees either the old content or the new, never half:
@@ -41,7 +41,7 @@ export async function prepareFileAtomic(path: string, data: string | Uint8Array 
     // Pieces (a large file written as it is made, never one string) go one after another.
     if (typeof data === 'string' || data instanceof Uint8Array) await handle.writeFile(data)
     else for (const piece of data) await handle.write(piece)
-    if (mtime) await handle.utimes(mtime, mtime)
+    if (mtime) await stampMtime(handle, mtime)
     await handle.sync()
   } catch (error) {
     await handle.close()

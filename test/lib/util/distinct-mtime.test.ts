@@ -33,3 +33,32 @@ test('the mtime is now in whole seconds for a new file, and one second past a re
   await utimes(path, 1_600_000_000, 1_600_000_000)
   t.is((await distinctMtime(path, 1_700_000_000_700)).getTime(), 1_700_000_000_000)
 })
+
+test('a signed file stamped past what the filesystem stores (a broken clock) still gets a different mtime on each write, not the limit again', async (t) => {
+  const dir = await mkdtemp(join(tmpdir(), 'lp-mtime-'))
+  t.teardown(() => rm(dir, {recursive: true, force: true}))
+  const path = join(dir, 'index.json')
+  await writeFile(path, '{"version":1}')
+  // Year 2500: ext4 keeps 2446-05-10 (its limit); a filesystem that stores it keeps 2500.
+  const year2500 = Date.UTC(2500, 0, 1) / 1000
+  await utimes(path, year2500, year2500)
+  const stamped = await seconds(path)
+  await writeSignedFileAtomic(path, Buffer.from('{"version":2}'), null)
+  const first = await seconds(path)
+  await writeSignedFileAtomic(path, Buffer.from('{"version":3}'), null)
+  const second = await seconds(path)
+  t.not(first, stamped, `the first write's mtime ${first} is the one it replaced`)
+  t.not(second, first, `two writes both got mtime ${second}`)
+})
+
+test('a replaced file stamped past the latest date JavaScript holds gives now, not an invalid date (utimes threw: publish failed as a bug)', async (t) => {
+  const dir = await mkdtemp(join(tmpdir(), 'lp-mtime-'))
+  t.teardown(() => rm(dir, {recursive: true, force: true}))
+  const path = join(dir, 'doc.json')
+  await writeFile(path, 'x')
+  const limit = 8.64e12
+  await utimes(path, limit, limit).catch(() => {})
+  // Only a filesystem that stores it shows the case (tmpfs: TMPDIR=/dev/shm); ext4 keeps its own limit (the test above).
+  if ((await seconds(path)) < limit) return t.pass()
+  t.is((await distinctMtime(path, 1_700_000_000_700)).getTime(), 1_700_000_000_000)
+})
