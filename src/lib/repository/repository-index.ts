@@ -130,9 +130,13 @@ export function emptyRepositoryIndex(): RepositoryIndex {
   return {format: REPOSITORY_FORMAT, apps: {}}
 }
 
+/** A record with its keys in sorted order (what makes a signed file's bytes one per content). */
+export function sorted<T>(record: Record<string, T>): Record<string, T> {
+  return Object.fromEntries(Object.keys(record).sort().map((key) => [key, record[key]]))
+}
+
 /** Sorted keys, so the same repository always serialises to the same bytes. */
 export function serializeRepositoryIndex(index: RepositoryIndex): Buffer {
-  const sorted = <T>(record: Record<string, T>) => Object.fromEntries(Object.keys(record).sort().map((key) => [key, record[key]]))
   const apps = Object.fromEntries(
     Object.keys(index.apps)
       .sort()

@@ -3,7 +3,7 @@ import {createHash, sign, type KeyObject} from 'node:crypto'
 import {keyId, verifyIndexSignature} from '../../archive/signature.js'
 import {ReleaseError} from '../../errors.js'
 import {parseReleaseRef, isSemverTag} from '../../release/release-ref.js'
-import {type PublishedInput, type PublishedTag, type RepositoryIndex, REPOSITORY_FORMAT, REPOSITORY_ID, isValidNodeName, parseRepositoryIndex} from '../repository-index.js'
+import {type PublishedInput, type PublishedTag, type RepositoryIndex, REPOSITORY_FORMAT, REPOSITORY_ID, isValidNodeName, parseRepositoryIndex, sorted} from '../repository-index.js'
 import type {PublishedLayer} from '../../layers/published-layers.js'
 import {isMapping} from '../../util/json.js'
 import {nestingDepth} from './nesting.js'
@@ -113,7 +113,6 @@ export function buildNodeDocument(index: RepositoryIndex, node: string, version:
 
 /** Sorted keys at every level the index sorts, so one document always serialises to the same bytes. */
 export function serializeNodeDocument(document: NodeDocument): Buffer {
-  const sorted = <T>(record: Record<string, T>) => Object.fromEntries(Object.keys(record).sort().map((key) => [key, record[key]]))
   const apps = Object.fromEntries(
     Object.keys(document.apps)
       .sort()
